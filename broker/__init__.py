@@ -1,0 +1,1 @@
+"""The system under test: broker and controller nodes of a Kafka-style replication protocol."""

@@ -1,0 +1,101 @@
+"""What a protocol state machine asks the runtime to do, in the order it must be done.
+
+Like etcd raft's `Ready`: `broker/node.py` first performs the disk operations (in list
+order), then sends the messages, then records the events. Nothing here does I/O.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+
+# ------------------------------------------------------------------ disk operations (per partition)
+@dataclass
+class AppendRecords:
+    """Leader append: stamp `record_set` at `base_offset` in `leader_epoch` and append it."""
+    topic: str
+    partition: int
+    base_offset: int
+    leader_epoch: int
+    record_set: bytes
+    count: int
+
+
+@dataclass
+class AppendBatches:
+    """Follower append: whole batches as fetched from the leader (already checked)."""
+    topic: str
+    partition: int
+    batches: bytes
+    next_offset: int  # LEO after the append
+
+
+@dataclass
+class Truncate:
+    """Cut the log (and its epoch cache) back to `offset` (R10, R13)."""
+    topic: str
+    partition: int
+    offset: int
+    reason: str
+
+
+@dataclass
+class AssignEpoch:
+    """Persist epoch -> start offset in the leader-epoch checkpoint (R5)."""
+    topic: str
+    partition: int
+    epoch: int
+    start_offset: int
+
+
+@dataclass
+class CheckpointHighWatermark:
+    topic: str
+    partition: int
+    high_watermark: int
+
+
+DiskOp = Union[AppendRecords, AppendBatches, Truncate, AssignEpoch, CheckpointHighWatermark]
+
+
+# ------------------------------------------------------------------ messages
+@dataclass
+class Send:
+    """A request to another node. `correlation` comes back with the response or the timeout."""
+    destination: int | str  # a node id (broker id, or "controller")
+    message: Any
+    correlation: Any = None
+    timeout_ms: int | None = None
+
+
+@dataclass
+class Reply:
+    """The answer to a request received earlier; `ctx` is the opaque handle the runtime gave."""
+    ctx: Any
+    message: Any
+
+
+# ------------------------------------------------------------------ events (events.jsonl)
+@dataclass
+class Event:
+    kind: str
+    fields: dict = field(default_factory=dict)
+
+
+@dataclass
+class Outputs:
+    disk: list[DiskOp] = field(default_factory=list)
+    messages: list[Union[Send, Reply]] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+    def extend(self, other: "Outputs") -> "Outputs":
+        self.disk.extend(other.disk)
+        self.messages.extend(other.messages)
+        self.events.extend(other.events)
+        return self
+
+    def event(self, kind: str, **fields: Any) -> None:
+        self.events.append(Event(kind, fields))
+
+    def __bool__(self) -> bool:
+        return bool(self.disk or self.messages or self.events)

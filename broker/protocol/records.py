@@ -1,0 +1,93 @@
+"""The records of the metadata log (R22): every controller decision is one of these.
+
+Brokers apply them in log order and act on the materialised image (R3), see
+`broker/protocol/metadata_image.py`. `PartitionRecord` carries a partition's whole state
+after a change rather than a delta: a broker that skips ahead still lands on the truth.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+NO_LEADER = -1
+
+
+@dataclass
+class RegisterBrokerRecord:
+    """R23: the broker epoch is the offset of this record in the metadata log."""
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: str
+    rack: str | None
+    clean: bool  # R28: registered with the epoch of its clean-shutdown file
+    fenced: bool = True
+
+
+@dataclass
+class BrokerRegistrationChangeRecord:
+    """Fencing (R24) and controlled shutdown (R37) of one broker epoch."""
+    broker_id: int
+    broker_epoch: int
+    fenced: bool | None = None
+    in_controlled_shutdown: bool | None = None
+
+
+@dataclass
+class TopicRecord:
+    name: str
+    partitions: int
+    replication_factor: int
+    min_insync_replicas: int
+    config: dict = field(default_factory=dict)
+
+
+@dataclass
+class PartitionRecord:
+    """The whole state of one partition after a change (R1), and why it changed."""
+    topic: str
+    partition: int
+    replicas: list[int]
+    isr: list[int]
+    leader: int = NO_LEADER
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    elr: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
+    adding: list[int] = field(default_factory=list)
+    removing: list[int] = field(default_factory=list)
+    reason: str = "create"
+
+
+RECORD_TYPES: dict[str, type] = {
+    "register-broker": RegisterBrokerRecord,
+    "broker-registration-change": BrokerRegistrationChangeRecord,
+    "topic": TopicRecord,
+    "partition": PartitionRecord,
+}
+_TYPE_OF = {cls: name for name, cls in RECORD_TYPES.items()}
+
+MetadataRecord = RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
+
+
+def to_dict(record: MetadataRecord) -> dict[str, Any]:
+    d = asdict(record)
+    d["type"] = _TYPE_OF[type(record)]
+    return d
+
+
+class BadRecord(ValueError):
+    pass
+
+
+def from_dict(d: Any) -> MetadataRecord:
+    """Rebuild a record; raises BadRecord for anything that is not one."""
+    if not isinstance(d, dict):
+        raise BadRecord(f"metadata record is {type(d).__name__}, expected a map")
+    cls = RECORD_TYPES.get(d.get("type"))
+    if cls is None:
+        raise BadRecord(f"unknown metadata record type {d.get('type')!r}")
+    names = {f.name for f in fields(cls)}
+    try:
+        return cls(**{k: v for k, v in d.items() if k in names})
+    except TypeError as e:
+        raise BadRecord(f"bad {d.get('type')} record: {e}") from None

@@ -1,0 +1,233 @@
+"""Every message isrlab nodes and clients exchange, as plain dataclasses.
+
+This module only declares the types; `broker/wire/codec.py` turns them into ZeroMQ frames
+(a msgpack header, plus raw frames for record bytes, which are never decoded on the fetch
+path) and back. Field names follow Kafka's request schemas.
+
+A field typed `bytes` named `records` travels as a raw frame. Nested message types
+(`FetchPartition`, ...) are declared in `NESTED` so the codec can rebuild them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from broker.protocol.errors import Errors
+
+NO_LEADER = -1
+
+
+# ---------------------------------------------------------------- broker <-> broker: replication
+@dataclass
+class FetchPartition:
+    """R7: what a follower (or consumer, replica_id -1) asks of one partition."""
+    topic: str
+    partition: int
+    fetch_offset: int
+    last_fetched_epoch: int = -1
+    current_leader_epoch: int = -1  # -1: the fetcher does not check epochs (consumers)
+    max_bytes: int = 1 << 20
+
+
+@dataclass
+class FetchRequest:
+    replica_id: int  # -1 for a consumer
+    broker_epoch: int = -1
+    max_wait_ms: int = 0
+    min_bytes: int = 1
+    partitions: list[FetchPartition] = field(default_factory=list)
+
+
+@dataclass
+class DivergingEpoch:
+    epoch: int
+    end_offset: int
+
+
+@dataclass
+class FetchPartitionResult:
+    topic: str
+    partition: int
+    error: Errors = Errors.NONE
+    high_watermark: int = -1
+    log_end_offset: int = -1
+    leader_epoch: int = -1
+    diverging_epoch: DivergingEpoch | None = None
+    records: bytes = b""  # whole batches, raw
+
+
+@dataclass
+class FetchResponse:
+    error: Errors = Errors.NONE
+    partitions: list[FetchPartitionResult] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- client -> broker
+@dataclass
+class ProduceRequest:
+    topic: str
+    partition: int
+    acks: int  # 0, 1 or -1 (all)
+    timeout_ms: int
+    records: bytes  # a record set: broker.storage.batch.encode_record_set
+
+
+@dataclass
+class ProduceResponse:
+    topic: str
+    partition: int
+    error: Errors = Errors.NONE
+    base_offset: int = -1
+    leader_epoch: int = -1
+    #: True when the error came after the records were appended (R20): outcome unknown.
+    appended: bool = False
+
+
+@dataclass
+class MetadataRequest:
+    topics: list[str] | None = None  # None: every topic
+
+
+@dataclass
+class PartitionMetadata:
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    elr: list[int] = field(default_factory=list)
+
+
+@dataclass
+class MetadataResponse:
+    error: Errors = Errors.NONE
+    controller_id: int = -1
+    brokers: list[int] = field(default_factory=list)  # unfenced brokers
+    partitions: list[PartitionMetadata] = field(default_factory=list)
+    metadata_offset: int = -1
+
+
+# ---------------------------------------------------------------- broker <-> controller
+@dataclass
+class BrokerRegistrationRequest:
+    broker_id: int
+    incarnation_id: str
+    rack: str | None
+    #: R28: the broker epoch read from the clean-shutdown file, -1 when there is none.
+    previous_broker_epoch: int = -1
+
+
+@dataclass
+class BrokerRegistrationResponse:
+    error: Errors = Errors.NONE
+    broker_epoch: int = -1
+
+
+@dataclass
+class BrokerHeartbeatRequest:
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool = False
+    want_shutdown: bool = False
+
+
+@dataclass
+class BrokerHeartbeatResponse:
+    error: Errors = Errors.NONE
+    is_fenced: bool = True
+    is_caught_up: bool = False
+    should_shut_down: bool = False
+
+
+@dataclass
+class IsrMember:
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass
+class AlterPartitionRequest:
+    """R19: one partition's ISR proposal from its leader."""
+    broker_id: int
+    broker_epoch: int
+    topic: str
+    partition: int
+    leader_epoch: int
+    partition_epoch: int
+    new_isr: list[IsrMember] = field(default_factory=list)
+
+
+@dataclass
+class AlterPartitionResponse:
+    topic: str
+    partition: int
+    error: Errors = Errors.NONE
+    leader_id: int = NO_LEADER
+    leader_epoch: int = -1
+    partition_epoch: int = -1
+    isr: list[int] = field(default_factory=list)
+
+
+@dataclass
+class MetadataFetchRequest:
+    """A broker (or the supervisor) reading the metadata log from `fetch_offset` (R3, R22)."""
+    replica_id: int
+    fetch_offset: int
+    max_wait_ms: int = 0
+    max_records: int = 1000
+
+
+@dataclass
+class MetadataFetchResponse:
+    error: Errors = Errors.NONE
+    #: committed records, each a dict as produced by broker.protocol.records.to_dict
+    records: list[dict] = field(default_factory=list)
+    base_offset: int = 0
+    high_watermark: int = 0  # committed end of the metadata log
+    leader_id: int = -1
+
+
+@dataclass
+class CreateTopicsRequest:
+    topics: list[dict]  # {name, partitions, replication_factor, min_insync_replicas, placement, assignment, config}
+
+
+@dataclass
+class CreateTopicsResponse:
+    errors: dict[str, str] = field(default_factory=dict)  # topic -> Errors value
+
+
+# ---------------------------------------------------------------- supervisor -> node (control socket)
+@dataclass
+class ControlRequest:
+    """Only the supervisor's per-run token is accepted on a node's control socket."""
+    token: str
+    op: str  # status | shutdown | links | ...
+    args: dict = field(default_factory=dict)
+
+
+@dataclass
+class ControlResponse:
+    error: Errors = Errors.NONE
+    body: dict = field(default_factory=dict)
+
+
+@dataclass
+class ErrorResponse:
+    """The answer to a request that could not be decoded or is not served here."""
+    error: Errors = Errors.INVALID_REQUEST
+    message: str = ""
+
+
+NESTED = (FetchPartition, FetchPartitionResult, DivergingEpoch, PartitionMetadata, IsrMember)
+
+#: Top-level message types in wire order: the index is the type id on the wire.
+MESSAGE_TYPES = (
+    FetchRequest, FetchResponse, ProduceRequest, ProduceResponse, MetadataRequest,
+    MetadataResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
+    BrokerHeartbeatRequest, BrokerHeartbeatResponse, AlterPartitionRequest,
+    AlterPartitionResponse, MetadataFetchRequest, MetadataFetchResponse, CreateTopicsRequest,
+    CreateTopicsResponse, ControlRequest, ControlResponse, ErrorResponse,
+)
