@@ -1,0 +1,133 @@
+"""The producer and consumer library that workloads, the final reader and tests use.
+
+Synchronous by design: one request in flight per client object, so every history record
+has a clear invoke and completion. A workload gets throughput from several client
+processes and from batching, not from pipelining inside one client.
+"""
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+
+from broker.protocol.errors import Errors
+from broker.storage.batch import decode_batches, encode_record_set
+from broker.wire.messages import (
+    FetchPartition, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse,
+    PartitionMetadata, ProduceRequest, ProduceResponse,
+)
+from broker.wire.transport import Expired, Response, Transport
+
+ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
+
+
+@dataclass
+class ProduceResult:
+    error: Errors
+    base_offset: int = -1
+    appended: bool = False  # the error may have come after the append (outcome unknown)
+    leader: int = -1
+
+
+@dataclass
+class FetchResult:
+    error: Errors
+    records: list[tuple[int, str]] = field(default_factory=list)
+    high_watermark: int = -1
+    leader: int = -1
+
+
+class ClusterClient:
+    """Talks to the brokers of one run: metadata, produce, consume."""
+
+    _ids = itertools.count()
+
+    def __init__(self, brokers: dict[int, str], name: str = "client", request_timeout: float = 2.0) -> None:
+        self.brokers = dict(brokers)
+        self.name = name
+        self.request_timeout = request_timeout
+        self.transport = Transport(f"{name}-{next(self._ids)}")
+        self.leaders: dict[tuple[str, int], PartitionMetadata] = {}
+
+    # ---------------------------------------------------------------- plumbing
+    def request(self, broker_id: int, msg: object, timeout: float | None = None) -> object | None:
+        """Send and wait for the answer; None when it did not come in time."""
+        endpoint = self.brokers.get(broker_id)
+        if endpoint is None:
+            return None
+        timeout = self.request_timeout if timeout is None else timeout
+        rid = self.transport.request(endpoint, msg, timeout, time.monotonic(), dest_name=f"broker-{broker_id}")
+        deadline = time.monotonic() + timeout + 0.05
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            for item in self.transport.poll(left, time.monotonic):
+                if isinstance(item, Response) and item.request_id == rid:
+                    return item.msg
+                if isinstance(item, Expired) and item.request_id == rid:
+                    return None
+
+    def refresh_metadata(self, topics: list[str] | None = None) -> MetadataResponse | None:
+        """Ask brokers in turn; keep the answer with the newest metadata."""
+        best: MetadataResponse | None = None
+        for broker_id in self.brokers:
+            resp = self.request(broker_id, MetadataRequest(topics), timeout=min(1.0, self.request_timeout))
+            if isinstance(resp, MetadataResponse) and resp.error == Errors.NONE:
+                if best is None or resp.metadata_offset > best.metadata_offset:
+                    best = resp
+        if best is not None:
+            for pm in best.partitions:
+                self.leaders[(pm.topic, pm.partition)] = pm
+        return best
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        pm = self.leaders.get((topic, partition))
+        if pm is None or pm.leader < 0:
+            self.refresh_metadata()
+            pm = self.leaders.get((topic, partition))
+        return pm.leader if pm is not None else -1
+
+    # ---------------------------------------------------------------- produce / fetch
+    def produce(self, topic: str, partition: int, values: list[str], acks: str = "all",
+                timeout: float | None = None) -> ProduceResult:
+        """One produce attempt to the current leader (R20); the caller decides on retries."""
+        leader = self.leader_of(topic, partition)
+        if leader < 0:
+            return ProduceResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
+        timeout = self.request_timeout if timeout is None else timeout
+        req = ProduceRequest(topic, partition, ACKS[str(acks)], int(timeout * 1000),
+                             encode_record_set([v.encode() for v in values]))
+        if req.acks == 0:
+            self.transport.request(self.brokers[leader], req, timeout, time.monotonic(), dest_name=f"broker-{leader}")
+            return ProduceResult(Errors.NONE, leader=leader, appended=True)
+        resp = self.request(leader, req, timeout + 0.5)
+        if not isinstance(resp, ProduceResponse):
+            self.leaders.pop((topic, partition), None)
+            return ProduceResult(Errors.REQUEST_TIMED_OUT, appended=True, leader=leader)
+        if resp.error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH):
+            self.leaders.pop((topic, partition), None)
+        return ProduceResult(resp.error, resp.base_offset, resp.appended, leader)
+
+    def fetch(self, topic: str, partition: int, offset: int, max_wait: float = 0.1,
+              max_bytes: int = 1 << 20) -> FetchResult:
+        """Read committed records from the leader (R21): only below its HWM."""
+        leader = self.leader_of(topic, partition)
+        if leader < 0:
+            return FetchResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
+        req = FetchRequest(replica_id=-1, max_wait_ms=int(max_wait * 1000),
+                           partitions=[FetchPartition(topic, partition, offset, max_bytes=max_bytes)])
+        resp = self.request(leader, req, max_wait + self.request_timeout)
+        if not isinstance(resp, FetchResponse) or not resp.partitions:
+            self.leaders.pop((topic, partition), None)
+            return FetchResult(Errors.REQUEST_TIMED_OUT, leader=leader)
+        r = resp.partitions[0]
+        if r.error != Errors.NONE:
+            self.leaders.pop((topic, partition), None)
+            return FetchResult(r.error, high_watermark=r.high_watermark, leader=leader)
+        records = [(o, v.decode("utf-8", "replace")) for o, _e, v in decode_batches(r.records)
+                   if offset <= o < r.high_watermark]
+        return FetchResult(Errors.NONE, records, r.high_watermark, leader)
+
+    def close(self) -> None:
+        self.transport.close()

@@ -1,0 +1,394 @@
+"""One broker's protocol state: its lifecycle with the controller and its partition replicas.
+
+This is the pure heart of a broker process: `broker/node.py` feeds it requests, responses,
+timeouts and ticks and carries out the `Outputs` it returns. It owns
+- registration, heartbeats and controlled shutdown towards the controller (R23, R24, R37);
+- the broker's copy of the metadata log, applied in order to a `MetadataImage` (R3, R22);
+- the partition replicas and the follower fetchers (R7-R21, in `partition.py`/`fetcher.py`);
+- Kafka's "purgatory": fetches parked until there is something to return (long polling).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.protocol.epochs import EpochHistory
+from broker.protocol.errors import Errors
+from broker.protocol.fetcher import FetcherManager
+from broker.protocol.metadata_image import MetadataImage, build_metadata_response
+from broker.protocol.outputs import Outputs, Reply, Send
+from broker.protocol.partition import Partition, PartitionConfig, ReadSpec
+from broker.protocol.records import BadRecord, PartitionRecord, from_dict
+from broker.wire.messages import (
+    AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
+    BrokerRegistrationResponse, ErrorResponse, FetchPartitionResult, FetchRequest,
+    FetchResponse, MetadataFetchRequest, MetadataFetchResponse, MetadataRequest,
+    ProduceRequest, ProduceResponse,
+)
+
+CONTROLLER = "controller"
+
+
+@dataclass
+class BrokerConfig:
+    broker_id: int
+    rack: str | None
+    incarnation_id: str
+    heartbeat_interval: float
+    session_timeout: float
+    replica_lag_max: float
+    fetch_max_wait: float
+    truncation: str = "leader-epoch"
+    elr: bool = True
+    #: per topic: min.insync.replicas (the controller's TopicRecord carries it too)
+    request_timeout: float = 2.0
+
+
+@dataclass
+class LocalReplica:
+    """What the broker's disk holds for one partition at start: the recovered log."""
+    log_end_offset: int
+    high_watermark: int
+    epochs: EpochHistory
+    log_start_offset: int = 0
+
+
+@dataclass
+class PendingFetch:
+    """A fetch response whose record bytes the runtime still has to read from the logs."""
+    response: FetchResponse
+    reads: list[ReadSpec | None]
+
+
+@dataclass
+class PersistMetadata:
+    """Disk op: append these (offset, record) pairs to the broker's metadata log copy (R22)."""
+    records: list[tuple[int, dict]]
+
+
+@dataclass
+class _Parked:
+    ctx: Any
+    request: FetchRequest
+    deadline: float
+    #: per partition: (high watermark, log end offset) told when parked
+    seen: list[tuple[int, int]] = field(default_factory=list)
+
+
+class BrokerState:
+    """The broker's protocol state machine (see module docstring)."""
+
+    def __init__(self, config: BrokerConfig, local: dict[tuple[str, int], LocalReplica],
+                 previous_broker_epoch: int,
+                 metadata_records: list[tuple[int, dict]] | None = None) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.image = MetadataImage()
+        self.broker_epoch = -1
+        self.previous_broker_epoch = previous_broker_epoch
+        self.fenced = True
+        self.state = "registering"  # registering | running | shutting-down | stopped
+        self.want_shutdown = False
+        self.local = dict(local)
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.fetchers = FetcherManager(self.broker_id)
+        self.parked: list[_Parked] = []
+        self._registration_in_flight = False
+        self._heartbeat_in_flight = False
+        self._metadata_fetch_in_flight = False
+        self._next_heartbeat = 0.0
+        self._next_registration = 0.0
+        self.malformed_metadata = 0
+        #: False until the first metadata fetch reached the controller's committed end: a
+        #: restarted broker must not act on its stale copy of the metadata log.
+        self.caught_up = False
+        for offset, rec in metadata_records or []:
+            self._apply_record(offset, rec)
+
+    # ------------------------------------------------------------------ time
+    def tick(self, now: float) -> Outputs:
+        out = Outputs()
+        if self.state == "stopped":
+            return out
+        if self.broker_epoch < 0:
+            if not self._registration_in_flight and now >= self._next_registration:
+                self._registration_in_flight = True
+                out.messages.append(Send(CONTROLLER, BrokerRegistrationRequest(
+                    self.broker_id, self.config.incarnation_id, self.config.rack,
+                    self.previous_broker_epoch), correlation=("register",),
+                    timeout_ms=self._ms(self.config.request_timeout)))
+            return out
+        if not self._heartbeat_in_flight and now >= self._next_heartbeat:
+            self._heartbeat_in_flight = True
+            self._next_heartbeat = now + self.config.heartbeat_interval
+            out.messages.append(Send(CONTROLLER, BrokerHeartbeatRequest(
+                self.broker_id, self.broker_epoch, self.image.offset,
+                want_shutdown=self.want_shutdown), correlation=("heartbeat",),
+                timeout_ms=self._ms(self.config.session_timeout)))
+        if not self._metadata_fetch_in_flight:
+            self._metadata_fetch_in_flight = True
+            wait = self.config.heartbeat_interval
+            out.messages.append(Send(CONTROLLER, MetadataFetchRequest(
+                self.broker_id, self.image.offset + 1, max_wait_ms=self._ms(wait)),
+                correlation=("metadata",), timeout_ms=self._ms(wait + self.config.request_timeout)))
+        for p in self.partitions.values():
+            out.extend(p.tick(now))
+        out.messages.extend(self.fetchers.build_requests(now, self._ms(self.config.fetch_max_wait)))
+        out.extend(self._complete_parked(now))
+        return out
+
+    # ------------------------------------------------------------------ responses to our requests
+    def on_response(self, correlation: tuple, msg: Any, now: float) -> Outputs:
+        """`msg` is None when the request timed out or could not be sent."""
+        kind = correlation[0]
+        if kind == "register":
+            return self._on_registration(msg, now)
+        if kind == "heartbeat":
+            return self._on_heartbeat(msg, now)
+        if kind == "metadata":
+            return self._on_metadata(msg, now)
+        if kind == "fetch":
+            out = self.fetchers.on_response(correlation[1], msg if isinstance(msg, FetchResponse) else None, now)
+            return out.extend(self._complete_parked(now))
+        if kind == "alter-partition":
+            p = self.partitions.get((correlation[1], correlation[2]))
+            if p is None:
+                return Outputs()
+            resp = msg if isinstance(msg, AlterPartitionResponse) else None
+            return p.on_alter_partition_response(resp, now).extend(self._complete_parked(now))
+        return Outputs()
+
+    def _on_registration(self, msg: Any, now: float) -> Outputs:
+        self._registration_in_flight = False
+        out = Outputs()
+        if isinstance(msg, BrokerRegistrationResponse) and msg.error == Errors.NONE:
+            self.broker_epoch = msg.broker_epoch
+            self.state = "running"
+            self.fetchers.set_broker_epoch(msg.broker_epoch)
+            for p in self.partitions.values():
+                p.set_local_broker_epoch(msg.broker_epoch)
+            self._next_heartbeat = now
+            out.event("broker-registered", broker_epoch=msg.broker_epoch,
+                      previous_broker_epoch=self.previous_broker_epoch)
+        else:
+            # DUPLICATE_BROKER_REGISTRATION while our old session lives (R23), or no answer.
+            self._next_registration = now + self.config.heartbeat_interval
+        return out
+
+    def _on_heartbeat(self, msg: Any, now: float) -> Outputs:
+        self._heartbeat_in_flight = False
+        out = Outputs()
+        if not isinstance(msg, BrokerHeartbeatResponse):
+            return out
+        if msg.error in (Errors.STALE_BROKER_EPOCH, Errors.BROKER_ID_NOT_REGISTERED):
+            # The controller no longer knows this epoch: register again (new broker epoch).
+            self.broker_epoch = -1
+            self.previous_broker_epoch = -1
+            self.fenced = True
+            return out
+        if msg.error != Errors.NONE:
+            return out
+        if msg.is_fenced != self.fenced:
+            self.fenced = msg.is_fenced
+            out.event("broker-fenced" if msg.is_fenced else "broker-unfenced",
+                      broker_epoch=self.broker_epoch)
+        if msg.should_shut_down and self.want_shutdown:
+            self.state = "stopped"
+            out.event("shutdown-approved", broker_epoch=self.broker_epoch)
+        return out
+
+    def _on_metadata(self, msg: Any, now: float) -> Outputs:
+        self._metadata_fetch_in_flight = False
+        out = Outputs()
+        if not isinstance(msg, MetadataFetchResponse) or msg.error != Errors.NONE:
+            return out
+        changed: list[tuple[str, int]] = []
+        brokers_changed = False
+        fresh: list[tuple[int, dict]] = []
+        for i, raw in enumerate(msg.records):
+            offset = msg.base_offset + i
+            if offset <= self.image.offset:
+                continue
+            fresh.append((offset, raw))
+            kind = self._apply_record(offset, raw)
+            if kind == "partition":
+                changed.append((raw["topic"], raw["partition"]))
+            elif kind is not None:
+                brokers_changed = True
+        if fresh:
+            out.disk.append(PersistMetadata(fresh))
+        # R3: act on the materialised result once per batch, not on each delta.
+        targets = set(changed)
+        if brokers_changed:
+            # R18 needs current broker epochs and fencing for every replica this broker leads.
+            epochs, eligible = self._broker_epochs(), self._eligible()
+            for p in self.partitions.values():
+                p.update_brokers(epochs, eligible)
+        if not self.caught_up:
+            if self.image.offset + 1 < msg.high_watermark:
+                return out
+            self.caught_up = True
+            out.event("metadata-caught-up", offset=self.image.offset)
+            targets = {k for k, r in self.image.partitions.items() if self.broker_id in r.replicas}
+        for key in sorted(targets):
+            out.extend(self._reconcile(key, now))
+        out.extend(self._complete_parked(now))
+        return out
+
+    def _apply_record(self, offset: int, raw: Any) -> str | None:
+        try:
+            rec = from_dict(raw)
+        except BadRecord:
+            self.malformed_metadata += 1
+            return None
+        self.image.apply(offset, rec)
+        return "partition" if isinstance(rec, PartitionRecord) else type(rec).__name__
+
+    def _reconcile(self, key: tuple[str, int], now: float) -> Outputs:
+        """Bring one local replica in line with the image (R3, R14)."""
+        rec = self.image.partitions.get(key)
+        p = self.partitions.get(key)
+        if rec is None:
+            return Outputs()
+        if p is None:
+            if self.broker_id not in rec.replicas:
+                return Outputs()
+            p = self._create_partition(key)
+        out = p.on_partition_record(rec, self._broker_epochs(), self._eligible(), now)
+        if p.role == "follower" and p.leader_id >= 0:
+            self.fetchers.assign(p)
+        else:
+            self.fetchers.remove(*key)
+        return out
+
+    def _create_partition(self, key: tuple[str, int]) -> Partition:
+        topic, index = key
+        local = self.local.pop(key, None) or LocalReplica(0, 0, EpochHistory())
+        t = self.image.topics.get(topic)
+        cfg = PartitionConfig(
+            min_insync_replicas=t.min_insync_replicas if t else 1,
+            replica_lag_max=self.config.replica_lag_max,
+            truncation=self.config.truncation, elr=self.config.elr)
+        p = Partition(topic, index, self.broker_id, cfg, local.log_end_offset,
+                      local.high_watermark, local.epochs, local.log_start_offset)
+        if self.broker_epoch >= 0:
+            p.set_local_broker_epoch(self.broker_epoch)
+        self.partitions[key] = p
+        return p
+
+    def _broker_epochs(self) -> dict[int, int]:
+        return {b.broker_id: b.broker_epoch for b in self.image.brokers.values()}
+
+    def _eligible(self) -> set[int]:
+        return {b.broker_id for b in self.image.brokers.values()
+                if not b.fenced and not b.in_controlled_shutdown}
+
+    # ------------------------------------------------------------------ requests from others
+    def on_request(self, ctx: Any, msg: Any, now: float) -> Outputs:
+        if isinstance(msg, ProduceRequest):
+            return self._on_produce(ctx, msg, now)
+        if isinstance(msg, FetchRequest):
+            return self._on_fetch(ctx, msg, now)
+        if isinstance(msg, MetadataRequest):
+            out = Outputs()
+            out.messages.append(Reply(ctx, build_metadata_response(self.image, msg.topics, -1)))
+            return out
+        out = Outputs()
+        out.messages.append(Reply(ctx, ErrorResponse(Errors.INVALID_REQUEST,
+                                                     f"{type(msg).__name__} is not served by a broker")))
+        return out
+
+    def _on_produce(self, ctx: Any, req: ProduceRequest, now: float) -> Outputs:
+        p = self.partitions.get((req.topic, req.partition))
+        if p is None or self.state not in ("running", "shutting-down") or not self.caught_up:
+            out = Outputs()
+            known = (req.topic, req.partition) in self.image.partitions
+            err = Errors.NOT_LEADER_OR_FOLLOWER if known else Errors.UNKNOWN_TOPIC_OR_PARTITION
+            if req.acks != 0:
+                out.messages.append(Reply(ctx, ProduceResponse(req.topic, req.partition, err)))
+            return out
+        out = p.on_produce(req, ctx, now)
+        return out.extend(self._complete_parked(now))
+
+    def _on_fetch(self, ctx: Any, req: FetchRequest, now: float) -> Outputs:
+        out = Outputs()
+        results, reads, interesting = self._read_fetch(req, now, out)
+        if interesting or req.max_wait_ms <= 0:
+            out.messages.append(Reply(ctx, PendingFetch(FetchResponse(Errors.NONE, results), reads)))
+            # A follower fetch can advance the HWM: other parked fetches may now complete.
+            return out.extend(self._complete_parked(now))
+        seen = [(r.high_watermark, r.log_end_offset) for r in results]
+        self.parked.append(_Parked(ctx, req, now + req.max_wait_ms / 1000.0, seen))
+        return out.extend(self._complete_parked(now))
+
+    def _read_fetch(self, req: FetchRequest, now: float, out: Outputs
+                    ) -> tuple[list[FetchPartitionResult], list[ReadSpec | None], bool]:
+        results: list[FetchPartitionResult] = []
+        reads: list[ReadSpec | None] = []
+        interesting = False
+        for fp in req.partitions:
+            p = self.partitions.get((fp.topic, fp.partition))
+            if p is None:
+                known = (fp.topic, fp.partition) in self.image.partitions
+                err = Errors.NOT_LEADER_OR_FOLLOWER if known else Errors.UNKNOWN_TOPIC_OR_PARTITION
+                results.append(FetchPartitionResult(fp.topic, fp.partition, err))
+                reads.append(None)
+                interesting = True
+                continue
+            if req.replica_id >= 0:
+                result, read, po = p.on_follower_fetch(req.replica_id, req.broker_epoch, fp, now)
+                out.extend(po)
+            else:
+                result, read = p.on_consumer_fetch(fp)
+            results.append(result)
+            reads.append(read)
+            if result.error != Errors.NONE or result.diverging_epoch is not None or read is not None:
+                interesting = True
+        return results, reads, interesting
+
+    def _complete_parked(self, now: float) -> Outputs:
+        """Answer parked fetches that now have data, a new HWM, an error, or timed out."""
+        out = Outputs()
+        if not self.parked:
+            return out
+        still: list[_Parked] = []
+        for parked in self.parked:
+            if now >= parked.deadline or self._changed_since(parked):
+                results, reads, _ = self._read_fetch(parked.request, now, out)
+                out.messages.append(Reply(parked.ctx, PendingFetch(FetchResponse(Errors.NONE, results), reads)))
+            else:
+                still.append(parked)
+        self.parked = still
+        return out
+
+    def _changed_since(self, parked: _Parked) -> bool:
+        for fp, (hwm, leo) in zip(parked.request.partitions, parked.seen):
+            p = self.partitions.get((fp.topic, fp.partition))
+            if p is None or p.role != "leader":
+                return True
+            if p.high_watermark != hwm:
+                return True
+            if parked.request.replica_id >= 0 and p.log_end_offset != leo:
+                return True
+        return False
+
+    # ------------------------------------------------------------------ lifecycle
+    def begin_controlled_shutdown(self) -> None:
+        """R37: ask the controller, in the next heartbeats, to move our leaderships away."""
+        self.want_shutdown = True
+        self.state = "shutting-down" if self.state != "stopped" else self.state
+        self._next_heartbeat = 0.0
+
+    def describe(self) -> dict:
+        return {
+            "broker_id": self.broker_id,
+            "broker_epoch": self.broker_epoch,
+            "state": self.state,
+            "fenced": self.fenced,
+            "metadata_offset": self.image.offset,
+            "partitions": [p.describe() for _, p in sorted(self.partitions.items())],
+        }
+
+    @staticmethod
+    def _ms(seconds: float) -> int:
+        return max(1, int(seconds * 1000))

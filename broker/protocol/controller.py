@@ -1,0 +1,445 @@
+"""The active controller's logic, Kafka's QuorumController + ReplicationControlManager (R22-R37).
+
+Every decision is a metadata record. The controller applies each record it generates to its
+own image at once (as QuorumController replays what it appends), so the next decision sees it,
+and hands the records to the runtime in `AppendMetadata` (in `Outputs.disk`). Whatever depends
+on those records being durable (replies to requests, events) is held until the runtime says,
+with `on_committed`, that the log is committed past them: with the single-node log right after
+the append, with a Raft quorum after the quorum commit. The log itself is the runtime's
+business, so Raft can replace it without touching this module.
+
+Unclean recovery (R32) and reassignment (R35) will enter as new request/timer handlers that
+produce PartitionRecords through `partition_change`, like the handlers here.
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from broker.protocol import partition_change
+from broker.protocol.errors import Errors
+from broker.protocol.heartbeats import BrokerHeartbeatManager
+from broker.protocol.metadata_image import MetadataImage, build_metadata_response
+from broker.protocol.outputs import Event, Outputs, Reply
+from broker.protocol.partition_change import BrokerStates, ElectionPolicy
+from broker.protocol.placement import PlacementError, place_rack_aware, place_round_robin
+from broker.protocol.records import (
+    NO_LEADER,
+    BrokerRegistrationChangeRecord,
+    MetadataRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
+from broker.wire.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    ErrorResponse,
+    MetadataResponse,
+)
+
+FENCING_MODES = ("kraft", "zookeeper")
+PLACEMENTS = ("rack-aware", "round-robin", "explicit")
+
+
+@dataclass
+class ControllerConfig:
+    session_timeout: float  # seconds (R24)
+    elr: bool = True  # R27; False: Last Replica Standing (R30)
+    unclean_leader_election: bool = False  # R31
+    fencing: str = "kraft"  # R13a: "zookeeper" misses a restart faster than session_timeout
+    placement_seed: int = 0  # R34: start index and shift of every topic derive from it
+
+    def __post_init__(self) -> None:
+        if self.fencing not in FENCING_MODES:
+            raise ValueError(f"fencing must be one of {FENCING_MODES}, got {self.fencing!r}")
+        if self.session_timeout <= 0:
+            raise ValueError(f"session_timeout must be positive, got {self.session_timeout}")
+
+
+@dataclass
+class AppendMetadata:
+    """Append `records` to the metadata log; the first gets `base_offset`, the next ones follow."""
+    records: list[MetadataRecord]
+    base_offset: int
+
+
+class _Batch:
+    """The records one input produces, applied to the image as they are made."""
+
+    def __init__(self, controller: "Controller") -> None:
+        self._controller = controller
+        self.base_offset = controller.log_end_offset
+        self.records: list[MetadataRecord] = []
+        self.events: list[Event] = []
+
+    def append(self, record: MetadataRecord) -> int:
+        """Apply `record` at the next offset and return that offset."""
+        controller = self._controller
+        offset = controller.log_end_offset
+        if not controller.image.apply(offset, record):
+            raise RuntimeError(f"controller generated a record its own image refuses: {record}")
+        controller.log_end_offset += 1
+        self.records.append(record)
+        if isinstance(record, PartitionRecord):
+            self.event("partition-changed", topic=record.topic, partition=record.partition,
+                       leader=record.leader, leader_epoch=record.leader_epoch,
+                       partition_epoch=record.partition_epoch, isr=list(record.isr), elr=list(record.elr),
+                       last_known_elr=list(record.last_known_elr), replicas=list(record.replicas),
+                       reason=record.reason)
+        return offset
+
+    def event(self, kind: str, **fields: Any) -> None:
+        self.events.append(Event(kind, fields))
+
+
+class Controller:
+    def __init__(self, node_id: int, config: ControllerConfig) -> None:
+        self.node_id = node_id
+        self.config = config
+        self.image = MetadataImage()
+        self.log_end_offset = 0  # the offset the next appended record gets
+        self.committed_offset = 0  # exclusive end of the committed log
+        self.heartbeats = BrokerHeartbeatManager(config.session_timeout)
+        self._policy = ElectionPolicy(elr=config.elr, unclean_leader_election=config.unclean_leader_election)
+        self._held: list[tuple[int, Reply | Event]] = []  # (log end it waits for, what to release)
+
+    # ================================================================== inputs
+    def on_request(self, ctx: object, msg: object, now: float) -> Outputs:
+        """Answer one request; the answer is released once the records it rests on are committed."""
+        problem = _malformed(msg)
+        if problem is not None:
+            return self._finish(_Batch(self), [Reply(ctx, ErrorResponse(Errors.INVALID_REQUEST, problem))])
+        batch = _Batch(self)
+        if isinstance(msg, BrokerRegistrationRequest):
+            answer: object = self._register(batch, msg, now)
+        elif isinstance(msg, BrokerHeartbeatRequest):
+            answer = self._heartbeat(batch, msg, now)
+        elif isinstance(msg, AlterPartitionRequest):
+            answer = self._alter_partition(batch, msg)
+        elif isinstance(msg, CreateTopicsRequest):
+            answer = self._create_topics(batch, msg)
+        else:
+            answer = ErrorResponse(Errors.INVALID_REQUEST, f"the controller does not serve {type(msg).__name__}")
+        return self._finish(batch, [Reply(ctx, answer)])
+
+    def tick(self, now: float) -> Outputs:
+        """R24: fence every broker whose session expired, with R25 for its partitions, in one batch."""
+        batch = _Batch(self)
+        for broker_id in self.heartbeats.expired(now):
+            registration = self.image.brokers.get(broker_id)
+            if registration is not None and not registration.fenced:
+                self._fence(batch, broker_id, "fence")
+            self.heartbeats.end_session(broker_id)
+        for registration in self.image.brokers.values():
+            # Unfenced brokers known only from replayed records get a fresh session, as Kafka
+            # gives every broker when a controller becomes active.
+            if not registration.fenced and not self.heartbeats.has_session(registration.broker_id):
+                self.heartbeats.touch(registration.broker_id, now)
+        return self._finish(batch, [])
+
+    def on_committed(self, offset: int) -> Outputs:
+        """The metadata log is committed up to `offset` (exclusive): release what waited for it."""
+        self.committed_offset = max(self.committed_offset, min(offset, self.log_end_offset))
+        return self._release(Outputs())
+
+    def replay(self, offset: int, record: MetadataRecord) -> bool:
+        """Apply a committed record this controller did not generate (log reload, Raft follower)."""
+        applied = self.image.apply(offset, record)
+        self.log_end_offset = max(self.log_end_offset, offset + 1)
+        self.committed_offset = max(self.committed_offset, offset + 1)
+        return applied
+
+    # ================================================================== views
+    def metadata_response(self, topics: list[str] | None) -> MetadataResponse:
+        return build_metadata_response(self.image, topics, self.node_id)
+
+    def describe(self) -> dict:
+        """The controller's view for the supervisor's status, JSON-able."""
+        return {
+            "node_id": self.node_id,
+            "log_end_offset": self.log_end_offset,
+            "committed_offset": self.committed_offset,
+            "brokers": [
+                {"broker_id": b.broker_id, "broker_epoch": b.broker_epoch, "rack": b.rack,
+                 "fenced": b.fenced, "in_controlled_shutdown": b.in_controlled_shutdown, "clean": b.clean}
+                for b in sorted(self.image.brokers.values(), key=lambda b: b.broker_id)],
+            "partitions": [
+                {"topic": p.topic, "partition": p.partition, "leader": p.leader,
+                 "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
+                 "replicas": list(p.replicas), "isr": list(p.isr), "elr": list(p.elr),
+                 "last_known_elr": list(p.last_known_elr)}
+                for _, p in sorted(self.image.partitions.items())],
+        }
+
+    # ================================================================== output plumbing
+    def _finish(self, batch: _Batch, replies: list[Reply]) -> Outputs:
+        out = Outputs()
+        if batch.records:
+            out.disk.append(AppendMetadata(batch.records, batch.base_offset))  # type: ignore[arg-type]
+        self._held.extend((self.log_end_offset, item) for item in [*batch.events, *replies])
+        return self._release(out)
+
+    def _release(self, out: Outputs) -> Outputs:
+        waiting = []
+        for end, item in self._held:
+            if end > self.committed_offset:
+                waiting.append((end, item))
+            elif isinstance(item, Reply):
+                out.messages.append(item)
+            else:
+                out.events.append(item)
+        self._held = waiting
+        return out
+
+    def _states(self) -> BrokerStates:
+        return BrokerStates.of(self.image)
+
+    def _min_isr(self, part: PartitionRecord) -> int:
+        return self.image.min_insync_replicas(part.topic)
+
+    def _append_changes(self, batch: _Batch, changes: list[PartitionRecord | None]) -> None:
+        for change in changes:
+            if change is not None:
+                batch.append(change)
+
+    # ================================================================== brokers
+    def _register(self, batch: _Batch, msg: BrokerRegistrationRequest, now: float) -> BrokerRegistrationResponse:
+        """R23 registration, R28 clean flag, R29 Unclean Exclusion, R13a zookeeper fencing."""
+        old = self.image.brokers.get(msg.broker_id)
+        if old is not None and old.incarnation_id == msg.incarnation_id:
+            self.heartbeats.touch(msg.broker_id, now)  # R23: a retried registration keeps its epoch
+            return BrokerRegistrationResponse(broker_epoch=old.broker_epoch)
+        kraft = self.config.fencing == "kraft"
+        if old is not None and kraft:
+            if self.heartbeats.is_live(msg.broker_id, now):
+                return BrokerRegistrationResponse(error=Errors.DUPLICATE_BROKER_REGISTRATION)
+            if not old.fenced:  # the session lapsed before a tick noticed: fence it first (R24, R25)
+                self._fence(batch, msg.broker_id, "fence")
+        clean = msg.previous_broker_epoch == self.image.broker_epoch(msg.broker_id)  # R28
+        # R13a: the ZooKeeper-era controller never saw the restart, so the broker stays as it was.
+        fenced = True if kraft or old is None else old.fenced
+        epoch = self.log_end_offset
+        batch.append(RegisterBrokerRecord(broker_id=msg.broker_id, broker_epoch=epoch,
+                                          incarnation_id=msg.incarnation_id, rack=msg.rack,
+                                          clean=clean, fenced=fenced))
+        self.heartbeats.end_session(msg.broker_id)
+        self.heartbeats.touch(msg.broker_id, now)
+        batch.event("registered", broker_id=msg.broker_id, broker_epoch=epoch, clean=clean,
+                    incarnation_id=msg.incarnation_id)
+        if not clean and self.config.elr and kraft:
+            states = self._states()
+            self._append_changes(batch, [
+                partition_change.exclude_unclean(p, msg.broker_id, min_isr=self._min_isr(p),
+                                                 policy=self._policy, brokers=states)
+                for p in self._partitions_where(lambda p: msg.broker_id in p.isr or msg.broker_id in p.elr)])
+        return BrokerRegistrationResponse(broker_epoch=epoch)
+
+    def _heartbeat(self, batch: _Batch, msg: BrokerHeartbeatRequest, now: float) -> BrokerHeartbeatResponse:
+        """R24 session and unfencing, R37 controlled shutdown."""
+        registration = self.image.brokers.get(msg.broker_id)
+        if registration is None:
+            return BrokerHeartbeatResponse(error=Errors.BROKER_ID_NOT_REGISTERED)
+        if msg.broker_epoch != registration.broker_epoch:
+            return BrokerHeartbeatResponse(error=Errors.STALE_BROKER_EPOCH)
+        broker_id = msg.broker_id
+        self.heartbeats.touch(broker_id, now, msg.current_metadata_offset)
+        caught_up = msg.current_metadata_offset >= registration.registered_offset
+        should_shut_down = False
+        if msg.want_shutdown:
+            should_shut_down = self._controlled_shutdown(batch, broker_id)
+        elif msg.want_fence and not registration.fenced:
+            self._fence(batch, broker_id, "fence")
+        elif registration.fenced and caught_up and not msg.want_fence and not registration.in_controlled_shutdown:
+            self._unfence(batch, broker_id)
+        return BrokerHeartbeatResponse(is_fenced=self.image.brokers[broker_id].fenced, is_caught_up=caught_up,
+                                       should_shut_down=should_shut_down)
+
+    def _controlled_shutdown(self, batch: _Batch, broker_id: int) -> bool:
+        """R37: move the broker's leaderships and ISR memberships away (R25); True once it may stop.
+
+        It may stop when it leads nothing and every active broker applied those changes; the
+        controller then fences it, so the next incarnation can register at once.
+        """
+        registration = self.image.brokers[broker_id]
+        if registration.fenced:
+            return True
+        if not registration.in_controlled_shutdown:
+            batch.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=registration.broker_epoch,
+                                                        in_controlled_shutdown=True))
+            batch.event("controlled-shutdown", broker_id=broker_id)
+            self._remove_from_partitions(batch, broker_id, "controlled-shutdown")
+            self.heartbeats.begin_controlled_shutdown(broker_id, self.log_end_offset - 1)
+        if self._partitions_where(lambda p: p.leader == broker_id):
+            return False
+        active = [b for b in self.image.unfenced_brokers() if not self.image.brokers[b].in_controlled_shutdown]
+        if not self.heartbeats.may_shut_down(broker_id, active):
+            return False
+        self._fence(batch, broker_id, "controlled-shutdown")
+        return True
+
+    def _fence(self, batch: _Batch, broker_id: int, reason: str) -> None:
+        """R24 fencing with R25 for every partition the broker leads or is in the ISR of."""
+        epoch = self.image.brokers[broker_id].broker_epoch
+        batch.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=True))
+        batch.event("fenced", broker_id=broker_id, broker_epoch=epoch)
+        self._remove_from_partitions(batch, broker_id, reason)
+        self.heartbeats.end_session(broker_id)
+
+    def _remove_from_partitions(self, batch: _Batch, broker_id: int, reason: str) -> None:
+        states = self._states()
+        self._append_changes(batch, [
+            partition_change.remove_broker(p, broker_id, min_isr=self._min_isr(p), policy=self._policy,
+                                           brokers=states, reason=reason)
+            for p in self._partitions_where(lambda p: p.leader == broker_id or broker_id in p.isr)])
+
+    def _unfence(self, batch: _Batch, broker_id: int) -> None:
+        """R24 unfencing; the broker may be the candidate a leaderless partition waits for (R30, R31)."""
+        epoch = self.image.brokers[broker_id].broker_epoch
+        batch.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=False))
+        batch.event("unfenced", broker_id=broker_id, broker_epoch=epoch)
+        states = self._states()
+        self._append_changes(batch, [
+            partition_change.elect_leader(p, min_isr=self._min_isr(p), policy=self._policy, brokers=states)
+            for p in self._partitions_where(lambda p: p.leader == NO_LEADER and broker_id in p.replicas)])
+
+    def _partitions_where(self, wanted: typing.Callable[[PartitionRecord], bool]) -> list[PartitionRecord]:
+        return [p for _, p in sorted(self.image.partitions.items()) if wanted(p)]
+
+    # ================================================================== partitions
+    def _alter_partition(self, batch: _Batch, msg: AlterPartitionRequest) -> AlterPartitionResponse:
+        """R19: validate the leader's proposal, in the rule's order, then R27 via partition_change."""
+        part = self.image.partition(msg.topic, msg.partition)
+        error = Errors.UNKNOWN_TOPIC_OR_PARTITION if part is None else self._alter_partition_error(msg, part)
+        if part is None or error is not Errors.NONE:
+            return AlterPartitionResponse(topic=msg.topic, partition=msg.partition, error=error)
+        change = partition_change.alter_isr(part, [m.broker_id for m in msg.new_isr], min_isr=self._min_isr(part),
+                                            policy=self._policy, brokers=self._states())
+        if change is not None:
+            batch.append(change)
+            part = change
+        return AlterPartitionResponse(topic=part.topic, partition=part.partition, leader_id=part.leader,
+                                      leader_epoch=part.leader_epoch, partition_epoch=part.partition_epoch,
+                                      isr=list(part.isr))
+
+    def _alter_partition_error(self, msg: AlterPartitionRequest, part: PartitionRecord) -> Errors:
+        if self.image.broker_epoch(msg.broker_id) != msg.broker_epoch:
+            return Errors.STALE_BROKER_EPOCH
+        if msg.leader_epoch < part.leader_epoch:
+            return Errors.FENCED_LEADER_EPOCH
+        if msg.leader_epoch > part.leader_epoch:
+            return Errors.UNKNOWN_LEADER_EPOCH
+        if msg.partition_epoch != part.partition_epoch:
+            return Errors.INVALID_UPDATE_VERSION
+        if msg.broker_id != part.leader:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        members = [m.broker_id for m in msg.new_isr]
+        if len(set(members)) != len(members) or not set(members) <= set(part.replicas) or part.leader not in members:
+            return Errors.INVALID_REQUEST
+        for member in msg.new_isr:
+            registration = self.image.brokers.get(member.broker_id)
+            if (registration is None or registration.fenced or registration.in_controlled_shutdown
+                    or registration.broker_epoch != member.broker_epoch):
+                return Errors.INELIGIBLE_REPLICA
+        return Errors.NONE
+
+    def _create_topics(self, batch: _Batch, msg: CreateTopicsRequest) -> CreateTopicsResponse:
+        """Create each topic: R34 placement, then one PartitionRecord per partition (ISR = replicas)."""
+        errors: dict[str, str] = {}
+        for spec in msg.topics:
+            name = spec.get("name")
+            key = name if isinstance(name, str) else repr(name)
+            error, topic, assignment = self._plan_topic(spec)
+            errors[key] = error.value
+            if topic is None or assignment is None:
+                continue
+            batch.append(topic)
+            states = self._states()
+            for p in range(topic.partitions):
+                batch.append(partition_change.initial_partition(topic.name, p, assignment[p], states))
+        return CreateTopicsResponse(errors=errors)
+
+    def _plan_topic(self, spec: dict) -> tuple[Errors, TopicRecord | None, dict[int, list[int]] | None]:
+        name, partitions, rf = spec.get("name"), spec.get("partitions"), spec.get("replication_factor")
+        min_isr, placement = spec.get("min_insync_replicas", 1), spec.get("placement", "rack-aware")
+        config = spec.get("config", {})
+        if not (isinstance(name, str) and name and _is_int(partitions) and partitions >= 1 and _is_int(min_isr)
+                and min_isr >= 1 and placement in PLACEMENTS and isinstance(config, dict)):
+            return Errors.INVALID_REQUEST, None, None
+        if not _is_int(rf) or rf < 1:
+            return Errors.INVALID_REPLICATION_FACTOR, None, None
+        if name in self.image.topics:
+            return Errors.TOPIC_ALREADY_EXISTS, None, None
+        racks = {b.broker_id: b.rack for b in self.image.brokers.values()}
+        seed = zlib.crc32(f"{self.config.placement_seed}/{name}".encode())
+        if placement == "explicit":
+            assignment = _explicit_assignment(spec.get("assignment"), partitions, rf, set(racks))
+            if assignment is None:
+                return Errors.INVALID_REQUEST, None, None
+        else:
+            try:
+                assignment = (place_rack_aware(partitions, rf, racks, seed) if placement == "rack-aware"
+                              else place_round_robin(partitions, rf, sorted(racks), seed))
+            except PlacementError:
+                return Errors.INVALID_REPLICATION_FACTOR, None, None
+        topic = TopicRecord(name=name, partitions=partitions, replication_factor=rf,
+                            min_insync_replicas=min_isr, config=dict(config))
+        return Errors.NONE, topic, assignment
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _explicit_assignment(raw: object, partitions: int, rf: int, registered: set[int]) -> dict[int, list[int]] | None:
+    """`placement: explicit`: one list of `rf` distinct registered brokers per partition 0..n-1, or None."""
+    if not isinstance(raw, dict):
+        return None
+    assignment: dict[int, list[int]] = {}
+    for key, replicas in raw.items():
+        p = int(key) if isinstance(key, str) and key.isdigit() else key
+        if not (_is_int(p) and isinstance(replicas, list) and len(replicas) == rf
+                and all(_is_int(r) and r in registered for r in replicas) and len(set(replicas)) == rf):
+            return None
+        assignment[p] = list(replicas)
+    return assignment if set(assignment) == set(range(partitions)) else None
+
+
+def _malformed(msg: object) -> str | None:
+    """Why `msg` does not match its own declared field types, or None (DESIGN 11: never crash)."""
+    if not dataclasses.is_dataclass(msg) or isinstance(msg, type):
+        return f"not a message: {type(msg).__name__}"
+    hints = typing.get_type_hints(type(msg))
+    for f in dataclasses.fields(msg):
+        if not _conforms(getattr(msg, f.name), hints[f.name]):
+            return f"{type(msg).__name__}.{f.name} is not {hints[f.name]}"
+    return None
+
+
+def _conforms(value: object, hint: Any) -> bool:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (types.UnionType, typing.Union):
+        return any(_conforms(value, arg) for arg in args)
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if hint is type(None):
+        return value is None
+    if hint is int:
+        return _is_int(value)
+    if hint is float:
+        return _is_int(value) or isinstance(value, float)
+    if dataclasses.is_dataclass(hint):
+        return isinstance(value, hint) and _malformed(value) is None
+    return isinstance(value, hint)

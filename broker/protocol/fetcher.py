@@ -1,0 +1,116 @@
+"""The follower side of replication: fetch sessions grouped by leader broker.
+
+Like Kafka's `ReplicaFetcherManager` with one `ReplicaFetcherThread` per source broker
+(seed 002 section 2.2.1): every follower partition of this broker is fetched from its
+leader's broker, one FetchRequest carrying all partitions led there, and at most one request
+in flight per leader broker. Pure: the runtime sends what `build_requests` returns and hands
+back each response, or None on a timeout or transport error.
+"""
+from __future__ import annotations
+
+from broker.protocol.errors import Errors
+from broker.protocol.outputs import Outputs, Send
+from broker.protocol.partition import Partition
+from broker.wire.messages import FetchRequest, FetchResponse
+
+PartitionKey = tuple[str, int]
+
+
+class FetcherManager:
+    """Which follower partitions to fetch, from whom, and when.
+
+    `backoff`: seconds to wait after a failed request (whole leader) or a partition-level
+    error (that partition only, as Kafka delays a failed partition and keeps fetching the
+    rest). `request_timeout_ms` is added to the long-poll wait for each request's timeout.
+    """
+
+    def __init__(self, local_broker_id: int, backoff: float = 0.1,
+                 request_timeout_ms: int = 2000) -> None:
+        self.local_broker_id = local_broker_id
+        self.backoff = backoff
+        self.request_timeout_ms = request_timeout_ms
+        self._broker_epoch = -1
+        self._partitions: dict[PartitionKey, Partition] = {}
+        #: leader broker -> {partition: the leader epoch its fetch was sent in}
+        self._in_flight: dict[int, dict[PartitionKey, int]] = {}
+        self._leader_backoff_until: dict[int, float] = {}
+        self._partition_backoff_until: dict[PartitionKey, float] = {}
+
+    def set_broker_epoch(self, epoch: int) -> None:
+        """R7: every fetch carries the broker epoch; none is sent before registration."""
+        self._broker_epoch = epoch
+
+    def assign(self, partition: Partition) -> None:
+        """Fetch for `partition` (after it became a follower). Its leader is read at each
+        request, so a follower-to-follower move needs no second call."""
+        key = (partition.topic, partition.partition)
+        self._partitions[key] = partition
+        self._partition_backoff_until.pop(key, None)
+
+    def remove(self, topic: str, partition: int) -> None:
+        """Stop fetching (the replica became leader or left the replica set, 002 2.2.3)."""
+        key = (topic, partition)
+        self._partitions.pop(key, None)
+        self._partition_backoff_until.pop(key, None)
+
+    def leaders(self) -> dict[int, list[PartitionKey]]:
+        """Fetch sessions: leader broker -> the partitions fetched from it."""
+        sessions: dict[int, list[PartitionKey]] = {}
+        for key, p in sorted(self._partitions.items()):
+            if p.fetch_partition() is not None:
+                sessions.setdefault(p.leader_id, []).append(key)
+        return sessions
+
+    def build_requests(self, now: float, max_wait_ms: int) -> list[Send]:
+        """One FetchRequest per leader broker with nothing in flight and no backoff."""
+        if self._broker_epoch < 0:
+            return []
+        sends = []
+        for leader_id, keys in self.leaders().items():
+            if leader_id in self._in_flight or now < self._leader_backoff_until.get(leader_id, 0.0):
+                continue
+            fetches = []
+            sent: dict[PartitionKey, int] = {}
+            for key in keys:
+                if now < self._partition_backoff_until.get(key, 0.0):
+                    continue
+                partition = self._partitions[key]
+                fp = partition.fetch_partition()
+                if fp is not None:
+                    fetches.append(fp)
+                    sent[key] = partition.leader_epoch
+            if not fetches:
+                continue
+            self._in_flight[leader_id] = sent
+            request = FetchRequest(replica_id=self.local_broker_id, broker_epoch=self._broker_epoch,
+                                   max_wait_ms=max_wait_ms, min_bytes=1, partitions=fetches)
+            sends.append(Send(leader_id, request, correlation=("fetch", leader_id),
+                              timeout_ms=max_wait_ms + self.request_timeout_ms))
+        return sends
+
+    def in_flight(self, leader_id: int) -> bool:
+        return leader_id in self._in_flight
+
+    def on_response(self, leader_id: int, resp: FetchResponse | None, now: float) -> Outputs:
+        """Dispatch each partition's result; None (timeout, transport error) or a
+        request-level error backs off the whole leader broker.
+
+        A result for a partition that moved to another leader, or to another leader epoch,
+        since the request left is stale and ignored."""
+        out = Outputs()
+        sent = self._in_flight.pop(leader_id, None)
+        if sent is None:
+            return out
+        if resp is None or resp.error != Errors.NONE:
+            self._leader_backoff_until[leader_id] = now + self.backoff
+            return out
+        for result in resp.partitions:
+            key = (result.topic, result.partition)
+            partition = self._partitions.get(key)
+            if (partition is None or key not in sent or partition.leader_id != leader_id
+                    or partition.leader_epoch != sent[key]):
+                continue
+            out.extend(partition.on_fetch_result(result, now))
+            if partition.needs_backoff:
+                self._partition_backoff_until[key] = now + self.backoff
+        return out

@@ -1,0 +1,135 @@
+"""The materialised metadata: what the metadata log says after its records, in log order (R3).
+
+The controller replays every record it appends into its own image, and each broker replays
+the records it fetches into its own; both then decide on the image, never on the deltas, so
+a broker that sees several changes at once lands on the same state as one that saw each.
+
+A record that names an unknown broker or topic, or a stale broker epoch, is not applied:
+`apply` returns False for it so the caller can count it. Such a record cannot come from a
+correct controller; refusing it keeps one bad record from corrupting the image.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.protocol.errors import Errors
+from broker.protocol.records import (
+    BrokerRegistrationChangeRecord,
+    MetadataRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
+from broker.wire.messages import MetadataResponse, PartitionMetadata
+
+
+@dataclass
+class BrokerRegistration:
+    """One broker's current registration (R23): the session `broker_epoch` names."""
+    broker_id: int
+    broker_epoch: int
+    incarnation_id: str
+    rack: str | None
+    fenced: bool
+    in_controlled_shutdown: bool
+    clean: bool
+    registered_offset: int  # the metadata offset of its RegisterBrokerRecord (R24: unfence)
+
+
+class OutOfOrderRecord(ValueError):
+    """A record offered at an offset not above the last applied one: the caller replays wrong."""
+
+
+class MetadataImage:
+    def __init__(self) -> None:
+        self.offset = -1
+        self.brokers: dict[int, BrokerRegistration] = {}
+        self.topics: dict[str, TopicRecord] = {}
+        self.partitions: dict[tuple[str, int], PartitionRecord] = {}
+
+    # ------------------------------------------------------------------ replay
+    def apply(self, offset: int, record: MetadataRecord) -> bool:
+        """Apply `record`, found at `offset` of the metadata log (R3).
+
+        Returns False, changing nothing but the offset, when the record names an unknown
+        broker or topic, a partition outside its topic, or a broker epoch that is not the
+        broker's current one. Raises OutOfOrderRecord when `offset` is not above `self.offset`.
+        """
+        if offset <= self.offset:
+            raise OutOfOrderRecord(f"metadata record at offset {offset}, image already at {self.offset}")
+        self.offset = offset
+        if isinstance(record, RegisterBrokerRecord):
+            self.brokers[record.broker_id] = BrokerRegistration(
+                broker_id=record.broker_id, broker_epoch=record.broker_epoch,
+                incarnation_id=record.incarnation_id, rack=record.rack, fenced=record.fenced,
+                in_controlled_shutdown=False, clean=record.clean, registered_offset=offset)
+            return True
+        if isinstance(record, BrokerRegistrationChangeRecord):
+            broker = self.brokers.get(record.broker_id)
+            if broker is None or broker.broker_epoch != record.broker_epoch:
+                return False
+            if record.fenced is not None:
+                broker.fenced = record.fenced
+            if record.in_controlled_shutdown is not None:
+                broker.in_controlled_shutdown = record.in_controlled_shutdown
+            return True
+        if isinstance(record, TopicRecord):
+            if record.name in self.topics:
+                return False
+            self.topics[record.name] = record
+            return True
+        if isinstance(record, PartitionRecord):
+            topic = self.topics.get(record.topic)
+            if topic is None or not 0 <= record.partition < topic.partitions:
+                return False
+            self.partitions[(record.topic, record.partition)] = record
+            return True
+        return False
+
+    # ------------------------------------------------------------------ queries
+    def partition(self, topic: str, partition: int) -> PartitionRecord | None:
+        return self.partitions.get((topic, partition))
+
+    def partitions_of(self, topic: str) -> list[PartitionRecord]:
+        topic_record = self.topics.get(topic)
+        if topic_record is None:
+            return []
+        found = (self.partitions.get((topic, p)) for p in range(topic_record.partitions))
+        return [record for record in found if record is not None]
+
+    def unfenced_brokers(self) -> list[int]:
+        return sorted(b.broker_id for b in self.brokers.values() if not b.fenced)
+
+    def broker_epoch(self, broker_id: int) -> int:
+        """The broker's current epoch, -1 when it never registered."""
+        broker = self.brokers.get(broker_id)
+        return broker.broker_epoch if broker is not None else -1
+
+    def min_insync_replicas(self, topic: str) -> int:
+        return self.topics[topic].min_insync_replicas
+
+
+def build_metadata_response(image: MetadataImage, topics: list[str] | None,
+                            controller_id: int) -> MetadataResponse:
+    """What a client needs to find leaders, from either the controller's or a broker's image.
+
+    `topics=None` asks for every topic. A requested topic the image does not know sets
+    UNKNOWN_TOPIC_OR_PARTITION while the known ones are still described, so a client that
+    created a topic a moment ago learns it is not there yet rather than that it has no
+    partitions.
+    """
+    names = sorted(image.topics) if topics is None else topics
+    error = Errors.NONE
+    partitions: list[PartitionMetadata] = []
+    for name in names:
+        if name not in image.topics:
+            error = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            continue
+        partitions.extend(
+            PartitionMetadata(topic=p.topic, partition=p.partition, leader=p.leader,
+                              leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
+                              replicas=list(p.replicas), isr=list(p.isr), elr=list(p.elr))
+            for p in image.partitions_of(name))
+    return MetadataResponse(error=error, controller_id=controller_id,
+                            brokers=image.unfenced_brokers(), partitions=partitions,
+                            metadata_offset=image.offset)

@@ -1,0 +1,672 @@
+"""One replica of one partition, leader or follower, as a pure state machine.
+
+Kafka's `Partition` plus the follower half of its replica fetcher. Every input (a metadata
+record, a produce, a fetch from a follower or consumer, a fetch result from the leader, an
+AlterPartition answer, the passage of time) returns an `Outputs`; the runtime performs its
+disk operations before anything else, so the in-memory LEO and epoch history here always
+describe what the disk will hold. Time arrives as `now` (seconds); nothing here does I/O.
+
+Which broker the follower fetches from, and when, is `broker/protocol/fetcher.py`'s job;
+what the leader knows of each follower lives in `broker/protocol/replica_state.py`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from broker.protocol.epochs import EpochHistory
+from broker.protocol.errors import Errors
+from broker.protocol.outputs import (
+    AppendBatches, AppendRecords, AssignEpoch, CheckpointHighWatermark, Outputs, Reply, Send,
+    Truncate,
+)
+from broker.protocol.records import NO_LEADER, PartitionRecord
+from broker.protocol.replica_state import FollowerState, PendingProduce
+from broker.storage.batch import CorruptBatch, record_set_count, scan_batches
+from broker.wire.messages import (
+    AlterPartitionRequest, AlterPartitionResponse, DivergingEpoch, FetchPartition,
+    FetchPartitionResult, IsrMember, ProduceRequest, ProduceResponse,
+)
+
+LEADER = "leader"
+FOLLOWER = "follower"
+NO_ROLE = "none"
+
+TRUNCATION_MODES = ("leader-epoch", "high-watermark")
+ACKS_ALL = -1
+
+#: hwm-advanced events are sampled: at most one per partition per this many seconds, plus
+#: the first advance of every leader term.
+HWM_EVENT_INTERVAL = 0.1
+#: after a rejected or timed-out AlterPartition, wait this long before proposing again, so a
+#: persistent rejection (INELIGIBLE_REPLICA) does not become a request per tick.
+ALTER_PARTITION_RETRY_BACKOFF = 0.1
+
+
+@dataclass
+class PartitionConfig:
+    """The protocol settings one partition replica runs with (parsed at the edge)."""
+
+    min_insync_replicas: int
+    replica_lag_max: float  # seconds (R17)
+    truncation: str = "leader-epoch"  # or "high-watermark" (R13)
+    elr: bool = True  # KIP-966 HWM rule (R15)
+    produce_timeout_default: float = 5.0  # seconds, for a produce with timeout_ms <= 0
+    alter_partition_timeout_ms: int = 5000  # the runtime's timeout for an AlterPartition Send
+    hwm_checkpoint_interval: float = 5.0  # seconds between HWM checkpoints (Kafka: 5 s)
+
+    def __post_init__(self) -> None:
+        if self.truncation not in TRUNCATION_MODES:
+            raise ValueError(f"truncation must be one of {TRUNCATION_MODES}, "
+                             f"got {self.truncation!r}")
+        if self.min_insync_replicas < 1:
+            raise ValueError(f"min_insync_replicas must be >= 1, got {self.min_insync_replicas}")
+        if self.replica_lag_max <= 0:
+            raise ValueError(f"replica_lag_max must be > 0, got {self.replica_lag_max}")
+
+
+@dataclass(frozen=True)
+class ReadSpec:
+    """What the runtime must read from the log to fill `FetchPartitionResult.records`.
+
+    Whole batches, starting with the batch that contains `offset`, then every following
+    batch whose base offset is < `upper`, stopping once `max_bytes` is reached (at least
+    one batch is always returned, as in Kafka). Follower fetch offsets are always batch
+    boundaries, because replicas only ever copy, append and truncate whole batches of the
+    leader of each epoch; a consumer's offset may fall inside the first batch.
+    """
+
+    offset: int
+    upper: int
+    max_bytes: int
+
+
+class Partition:
+    """One replica of `topic`/`partition` on broker `local_broker_id`.
+
+    Built by the runtime from the recovered log: its LEO, the HWM checkpoint and the
+    leader-epoch cache (R5). It has no role until the first `PartitionRecord` arrives.
+    """
+
+    def __init__(self, topic: str, partition: int, local_broker_id: int, config: PartitionConfig,
+                 log_end_offset: int, high_watermark: int, epochs: EpochHistory,
+                 log_start_offset: int = 0) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.local_broker_id = local_broker_id
+        self.config = config
+        self._leo = log_end_offset
+        # A checkpoint above the recovered log (a lossy crash cut the log) cannot stand.
+        self._hwm = max(log_start_offset, min(high_watermark, log_end_offset))
+        self._epochs = epochs
+        self._log_start_offset = log_start_offset
+
+        self._role = NO_ROLE
+        self._leader_id = NO_LEADER
+        self._leader_epoch = -1
+        self._partition_epoch = -1
+        self._replicas: list[int] = []
+        self._isr: list[int] = []
+        self._elr: list[int] = []
+        self._last_known_elr: list[int] = []
+
+        # leader only
+        self._leso = -1
+        self._followers: dict[int, FollowerState] = {}
+        self._pending_produces: list[PendingProduce] = []
+        self._proposed_isr: list[int] | None = None  # R16: widens the maximal ISR
+        self._alter_in_flight = False  # R16: at most one AlterPartition in flight
+        self._alter_retry_at = 0.0
+        self._last_hwm_event: float | None = None
+
+        # from the metadata image, for R18 and R19
+        self._broker_epochs: dict[int, int] = {}
+        self._eligible: set[int] = set()
+        self._local_broker_epoch = -1
+
+        # follower only
+        self._needs_backoff = False
+
+        self._checkpointed_hwm = self._hwm
+        self._last_checkpoint: float | None = None
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def role(self) -> str:
+        return self._role
+
+    @property
+    def leader_id(self) -> int:
+        return self._leader_id
+
+    @property
+    def leader_epoch(self) -> int:
+        return self._leader_epoch
+
+    @property
+    def partition_epoch(self) -> int:
+        return self._partition_epoch
+
+    @property
+    def replicas(self) -> list[int]:
+        return list(self._replicas)
+
+    @property
+    def isr(self) -> list[int]:
+        return list(self._isr)
+
+    @property
+    def maximal_isr(self) -> list[int]:
+        """R16: ISR ∪ the proposed ISR while a proposal is in flight."""
+        if self._proposed_isr is None:
+            return list(self._isr)
+        return self._isr + [b for b in self._proposed_isr if b not in self._isr]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        return self._hwm
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def leader_epoch_start_offset(self) -> int:
+        """R14: LESO of the current term, -1 when not leader."""
+        return self._leso
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        """R7: the epoch of the last record (the latest epoch of the history), -1 if none."""
+        return self._epochs.latest_epoch
+
+    @property
+    def epochs(self) -> EpochHistory:
+        """A copy of the leader-epoch history (R5)."""
+        return self._epochs.copy()
+
+    @property
+    def needs_backoff(self) -> bool:
+        """Set by the last `on_fetch_result` when the fetcher should wait before refetching."""
+        return self._needs_backoff
+
+    def set_local_broker_epoch(self, epoch: int) -> None:
+        """The broker epoch this broker registered with (R23); sent in AlterPartition (R19)."""
+        self._local_broker_epoch = epoch
+
+    def update_brokers(self, broker_epochs: dict[int, int], eligible: set[int]) -> None:
+        """A newer metadata image of the brokers (R18): call on any broker registration change.
+
+        Fencing or registration of a follower that is outside the ISR produces no
+        PartitionRecord for this partition, yet it decides whether that follower may join.
+        """
+        self._broker_epochs = dict(broker_epochs)
+        self._eligible = set(eligible)
+
+    def describe(self) -> dict:
+        """JSON-able status, for `run.py status` and debugging."""
+        d = {
+            "topic": self.topic, "partition": self.partition, "role": self._role,
+            "leader": self._leader_id, "leader_epoch": self._leader_epoch,
+            "partition_epoch": self._partition_epoch, "replicas": list(self._replicas),
+            "isr": list(self._isr), "maximal_isr": self.maximal_isr, "elr": list(self._elr),
+            "last_known_elr": list(self._last_known_elr), "leo": self._leo, "hwm": self._hwm,
+            "log_start_offset": self._log_start_offset,
+            "last_fetched_epoch": self.last_fetched_epoch,
+            "epochs": [list(e) for e in self._epochs.entries],
+        }
+        if self._role == LEADER:
+            d["leso"] = self._leso
+            d["alter_partition_in_flight"] = self._alter_in_flight
+            d["pending_produces"] = len(self._pending_produces)
+            d["followers"] = {str(b): st.describe(self._leader_epoch)
+                              for b, st in sorted(self._followers.items())}
+        return d
+
+    # ------------------------------------------------------------------ metadata (R3, R14, R16)
+    def on_partition_record(self, rec: PartitionRecord, broker_epochs: dict[int, int],
+                            eligible: set[int], now: float) -> Outputs:
+        """Act on the materialised state of the partition (R3).
+
+        A new leader epoch (or a role this replica does not hold yet) is a transition
+        (R14 / seed 002 section 2.10); the same leader epoch with a higher partition epoch
+        is an ISR or replica-set change, applied only if newer than what is known (R16).
+        A record older in either epoch is ignored (R2).
+        """
+        out = Outputs()
+        if rec.leader_epoch < self._leader_epoch or rec.partition_epoch < self._partition_epoch:
+            return out
+        self.update_brokers(broker_epochs, eligible)
+        new_term = rec.leader_epoch > self._leader_epoch
+        newer = rec.partition_epoch > self._partition_epoch
+        if self.local_broker_id not in rec.replicas:
+            self._apply_record(rec)
+            if self._role != NO_ROLE:
+                self._step_down(out)
+                self._role = NO_ROLE
+            return out
+        if rec.leader == self.local_broker_id:
+            if new_term or self._role != LEADER:
+                self._apply_record(rec)
+                self._become_leader(now, out)
+            elif newer:
+                self._apply_record(rec)
+                self._proposed_isr = None  # the controller's word replaces our proposal
+                self._sync_follower_states(now)
+                self._maybe_advance_hwm(now, out)
+        elif new_term or self._role != FOLLOWER:
+            self._apply_record(rec)
+            self._become_follower(out)
+        elif newer:
+            self._apply_record(rec)  # ISR changes are immaterial to a follower (002 2.10.5)
+        return out
+
+    def _apply_record(self, rec: PartitionRecord) -> None:
+        self._leader_id = rec.leader
+        self._leader_epoch = rec.leader_epoch
+        self._partition_epoch = rec.partition_epoch
+        self._replicas = list(rec.replicas)
+        self._isr = list(rec.isr)
+        self._elr = list(rec.elr)
+        self._last_known_elr = list(rec.last_known_elr)
+
+    def _become_leader(self, now: float, out: Outputs) -> None:
+        """R14: LESO := LEO, the epoch starts at LEO, fetch state of non-ISR followers is
+        forgotten, any pending ISR change is dropped. The HWM starts at this replica's own
+        HWM and only advances (R15)."""
+        self._role = LEADER
+        self._needs_backoff = False
+        self._leso = self._leo
+        if self._epochs.assign(self._leader_epoch, self._leo):
+            out.disk.append(AssignEpoch(self.topic, self.partition, self._leader_epoch, self._leo))
+        followers: dict[int, FollowerState] = {}
+        for b in self._replicas:
+            if b == self.local_broker_id:
+                continue
+            state = self._followers.get(b) or FollowerState(b)
+            followers[b] = state.start_term(b in self._isr, self._leo, now)
+        self._followers = followers
+        self._proposed_isr = None
+        self._last_hwm_event = None
+        out.event("became-leader", topic=self.topic, partition=self.partition,
+                  leader_epoch=self._leader_epoch, partition_epoch=self._partition_epoch,
+                  isr=list(self._isr), elr=list(self._elr),
+                  last_known_elr=list(self._last_known_elr), leo=self._leo, hwm=self._hwm)
+        self._maybe_advance_hwm(now, out)
+
+    def _become_follower(self, out: Outputs) -> None:
+        """Seed 002 sections 2.10.4/2.10.6; with `truncation: high-watermark` the historic
+        pre-KIP-101 step of cutting the log back to the HWM at once (R13)."""
+        self._step_down(out)
+        self._role = FOLLOWER
+        self._needs_backoff = False
+        out.event("became-follower", topic=self.topic, partition=self.partition,
+                  leader=self._leader_id, leader_epoch=self._leader_epoch, leo=self._leo,
+                  hwm=self._hwm)
+        if self.config.truncation == "high-watermark" and self._hwm < self._leo:
+            self._truncate(self._hwm, "high-watermark", out)
+
+    def _step_down(self, out: Outputs) -> None:
+        """Leave the leader role: held produces fail with an unknown outcome (R20)."""
+        for p in self._pending_produces:
+            out.messages.append(Reply(p.ctx, self._produce_response(
+                Errors.NOT_LEADER_OR_FOLLOWER, appended=True)))
+        self._pending_produces = []
+        self._followers = {}
+        self._proposed_isr = None
+        self._leso = -1
+
+    def _sync_follower_states(self, now: float) -> None:
+        """Replica set changed within a term: drop removed replicas, add new ones."""
+        followers: dict[int, FollowerState] = {}
+        for b in self._replicas:
+            if b == self.local_broker_id:
+                continue
+            state = self._followers.get(b)
+            if state is None:
+                state = FollowerState(b).start_term(b in self._isr, self._leo, now)
+            followers[b] = state
+        self._followers = followers
+
+    # ------------------------------------------------------------------ produce (R20)
+    def on_produce(self, req: ProduceRequest, ctx: object, now: float) -> Outputs:
+        """R20: append on the leader; answer per acks (acks=all waits for the HWM)."""
+        out = Outputs()
+        if self._role != LEADER:
+            return self._refuse(req, ctx, Errors.NOT_LEADER_OR_FOLLOWER, out)
+        if req.acks not in (0, 1, ACKS_ALL):
+            return self._refuse(req, ctx, Errors.INVALID_REQUEST, out)
+        try:
+            count = record_set_count(req.records)
+        except CorruptBatch:
+            return self._refuse(req, ctx, Errors.CORRUPT_MESSAGE, out)
+        if req.acks == ACKS_ALL and len(self._isr) < self._effective_min_isr():
+            return self._refuse(req, ctx, Errors.NOT_ENOUGH_REPLICAS, out)
+        base = self._leo
+        out.disk.append(AppendRecords(self.topic, self.partition, base, self._leader_epoch,
+                                      req.records, count))
+        self._leo += count
+        if req.acks == 1:
+            out.messages.append(Reply(ctx, self._produce_response(Errors.NONE, base_offset=base)))
+        elif req.acks == ACKS_ALL:
+            timeout = (req.timeout_ms / 1000.0 if req.timeout_ms > 0
+                       else self.config.produce_timeout_default)
+            self._pending_produces.append(PendingProduce(ctx, base, self._leo, now + timeout))
+        # R15 names produce as a trigger when the leader is alone in the ISR; evaluating on
+        # every produce is equivalent (followers' LEOs did not move) and simpler.
+        self._maybe_advance_hwm(now, out)
+        return out
+
+    def _refuse(self, req: ProduceRequest, ctx: object, error: Errors, out: Outputs) -> Outputs:
+        if req.acks != 0:  # R20: acks=0 gets no answer, not even an error
+            out.messages.append(Reply(ctx, self._produce_response(error)))
+        return out
+
+    def _produce_response(self, error: Errors, base_offset: int = -1,
+                          appended: bool = False) -> ProduceResponse:
+        return ProduceResponse(self.topic, self.partition, error, base_offset,
+                               self._leader_epoch, appended)
+
+    def _effective_min_isr(self) -> int:
+        """MinISR capped by the replication factor, as Kafka's `effectiveMinIsr` (R20)."""
+        return max(1, min(self.config.min_insync_replicas, len(self._replicas)))
+
+    # ------------------------------------------------------------- leader: fetches (R8-R11, R21)
+    def _check_epoch(self, current_leader_epoch: int) -> Errors:
+        """R8: the epoch first (-1 skips it), then leadership."""
+        if self._role != NO_ROLE and current_leader_epoch != -1:
+            if current_leader_epoch < self._leader_epoch:
+                return Errors.FENCED_LEADER_EPOCH
+            if current_leader_epoch > self._leader_epoch:
+                return Errors.UNKNOWN_LEADER_EPOCH
+        if self._role != LEADER:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        return Errors.NONE
+
+    def on_follower_fetch(self, replica_id: int, broker_epoch: int, fp: FetchPartition,
+                          now: float) -> tuple[FetchPartitionResult, ReadSpec | None, Outputs]:
+        """A follower's fetch of this partition (R8, R9, R11), then R15 and R18."""
+        out = Outputs()
+        result = FetchPartitionResult(self.topic, self.partition, leader_epoch=self._leader_epoch)
+        error = self._check_epoch(fp.current_leader_epoch)
+        state = self._followers.get(replica_id)
+        if error == Errors.NONE and state is None:
+            error = Errors.NOT_LEADER_OR_FOLLOWER  # not a replica of this partition
+        if error == Errors.NONE and 0 <= broker_epoch < state.broker_epoch:
+            # A fetch of an older incarnation of that broker must not overwrite the newer
+            # one's state (Kafka rejects such a "stale fetch state update").
+            error = Errors.NOT_LEADER_OR_FOLLOWER
+        if error != Errors.NONE:
+            result.error = error
+            return result, None, out
+        result.high_watermark = self._hwm
+        result.log_end_offset = self._leo
+        if fp.last_fetched_epoch >= 0:
+            epoch, end_offset = self._epochs.end_offset_for(fp.last_fetched_epoch, self._leo)
+            if epoch < fp.last_fetched_epoch or end_offset < fp.fetch_offset:
+                # R9: no records, and the follower's state stays as it was.
+                result.diverging_epoch = DivergingEpoch(epoch, end_offset)
+                return result, None, out
+        if fp.fetch_offset > self._leo or fp.fetch_offset < self._log_start_offset:
+            result.error = Errors.OFFSET_OUT_OF_RANGE
+            return result, None, out
+        state.record_fetch(fp.fetch_offset, broker_epoch, self._leo, self._leader_epoch, now)
+        self._maybe_advance_hwm(now, out)
+        if replica_id not in self._isr and self._may_join_isr(replica_id, now):
+            self._propose_isr(self._isr + [replica_id], out)
+        result.high_watermark = self._hwm
+        read = (ReadSpec(fp.fetch_offset, self._leo, fp.max_bytes)
+                if fp.fetch_offset < self._leo else None)
+        return result, read, out
+
+    def on_consumer_fetch(self, fp: FetchPartition) -> tuple[FetchPartitionResult, ReadSpec | None]:
+        """R21: only the leader serves consumers, and only below the HWM."""
+        result = FetchPartitionResult(self.topic, self.partition, leader_epoch=self._leader_epoch)
+        error = self._check_epoch(fp.current_leader_epoch)
+        if error != Errors.NONE:
+            result.error = error
+            return result, None
+        result.high_watermark = self._hwm
+        result.log_end_offset = self._leo
+        if fp.fetch_offset > self._leo or fp.fetch_offset < self._log_start_offset:
+            result.error = Errors.OFFSET_OUT_OF_RANGE
+            return result, None
+        if fp.fetch_offset >= self._hwm:
+            return result, None  # nothing committed there yet: empty, not an error
+        return result, ReadSpec(fp.fetch_offset, self._hwm, fp.max_bytes)
+
+    # ------------------------------------------------------------------ leader: HWM (R15)
+    def _maybe_advance_hwm(self, now: float, out: Outputs) -> None:
+        """R15: HWM := min LEO over the leader and its maximal ISR, never decreasing.
+
+        With `elr` it advances only while |ISR| >= MinISR (KIP-966); without it, also with
+        the ISR shrunk to the leader alone. A follower that has not fetched in this term
+        has an unknown LEO and holds the HWM. Held acks=all produces are released here.
+        """
+        if self._role != LEADER:
+            return
+        if self.config.elr and len(self._isr) < self._effective_min_isr():
+            return
+        candidate = self._leo
+        for b in self.maximal_isr:
+            if b == self.local_broker_id:
+                continue
+            state = self._followers.get(b)
+            known = state.known_log_end_offset(self._leader_epoch) if state else -1
+            candidate = min(candidate, known)
+        if candidate <= self._hwm:
+            return
+        self._hwm = candidate
+        self._release_produces(out)
+        if self._last_hwm_event is None or now - self._last_hwm_event >= HWM_EVENT_INTERVAL:
+            self._last_hwm_event = now
+            out.event("hwm-advanced", topic=self.topic, partition=self.partition,
+                      leo=self._leo, hwm=self._hwm, leader_epoch=self._leader_epoch)
+
+    def _release_produces(self, out: Outputs) -> None:
+        """R20: answer every held produce the HWM has passed."""
+        enough = len(self.maximal_isr) >= self._effective_min_isr()
+        still_held = []
+        for p in self._pending_produces:
+            if p.end_offset > self._hwm:
+                still_held.append(p)
+            elif enough:
+                out.messages.append(Reply(p.ctx, self._produce_response(
+                    Errors.NONE, base_offset=p.base_offset)))
+            else:
+                out.messages.append(Reply(p.ctx, self._produce_response(
+                    Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND, appended=True)))
+        self._pending_produces = still_held
+
+    # ------------------------------------------------------------- leader: ISR changes (R16-R19)
+    def _may_join_isr(self, broker_id: int, now: float) -> bool:
+        """R18: all five conditions, and no AlterPartition in flight (R16)."""
+        if self._alter_in_flight or now < self._alter_retry_at:
+            return False
+        state = self._followers.get(broker_id)
+        if state is None:
+            return False
+        return (state.fetch_leader_epoch == self._leader_epoch
+                and state.log_end_offset >= self._hwm
+                and state.log_end_offset >= self._leso
+                and broker_id in self._eligible
+                and state.broker_epoch == self._broker_epochs.get(broker_id))
+
+    def _propose_isr(self, new_isr: list[int], out: Outputs) -> None:
+        """R16 + R19: maximal ISR := ISR ∪ proposed; one AlterPartition to the controller."""
+        self._proposed_isr = list(new_isr)
+        self._alter_in_flight = True
+        members = [IsrMember(b, self._member_epoch(b)) for b in new_isr]
+        request = AlterPartitionRequest(
+            broker_id=self.local_broker_id, broker_epoch=self._local_broker_epoch,
+            topic=self.topic, partition=self.partition, leader_epoch=self._leader_epoch,
+            partition_epoch=self._partition_epoch, new_isr=members)
+        out.messages.append(Send("controller", request,
+                                 correlation=("alter-partition", self.topic, self.partition),
+                                 timeout_ms=self.config.alter_partition_timeout_ms))
+
+    def _member_epoch(self, broker_id: int) -> int:
+        """R19: the broker epoch of an ISR member: ours, else the one its fetches carried,
+        else (a member that has not fetched from us yet) the metadata image's."""
+        if broker_id == self.local_broker_id:
+            return self._local_broker_epoch
+        state = self._followers.get(broker_id)
+        if state is not None and state.broker_epoch >= 0:
+            return state.broker_epoch
+        return self._broker_epochs.get(broker_id, -1)
+
+    def on_alter_partition_response(self, resp: AlterPartitionResponse | None,
+                                    now: float) -> Outputs:
+        """R16: commit on success (only if its partition epoch is newer), roll back the
+        maximal ISR on error or timeout (`resp` None); then re-evaluate the HWM (R15)."""
+        out = Outputs()
+        if not self._alter_in_flight:
+            return out
+        self._alter_in_flight = False
+        if resp is None or resp.error != Errors.NONE:
+            self._alter_retry_at = now + ALTER_PARTITION_RETRY_BACKOFF
+        elif (self._role == LEADER and resp.leader_epoch == self._leader_epoch
+              and resp.partition_epoch > self._partition_epoch):
+            self._isr = list(resp.isr)
+            self._partition_epoch = resp.partition_epoch
+        self._proposed_isr = None
+        self._maybe_advance_hwm(now, out)
+        return out
+
+    # ------------------------------------------------------------------ time
+    def tick(self, now: float) -> Outputs:
+        """Time passes: produce timeouts (R20), ISR shrink (R17) or expand (R18), and the
+        periodic HWM checkpoint."""
+        out = Outputs()
+        self._expire_produces(now, out)
+        if self._role == LEADER and not self._alter_in_flight and now >= self._alter_retry_at:
+            self._maybe_change_isr(now, out)
+        if (self._hwm != self._checkpointed_hwm
+                and (self._last_checkpoint is None
+                     or now - self._last_checkpoint >= self.config.hwm_checkpoint_interval)):
+            out.disk.append(CheckpointHighWatermark(self.topic, self.partition, self._hwm))
+            self._checkpointed_hwm = self._hwm
+            self._last_checkpoint = now
+        return out
+
+    def _expire_produces(self, now: float, out: Outputs) -> None:
+        still_held = []
+        for p in self._pending_produces:
+            if now >= p.deadline:
+                out.messages.append(Reply(p.ctx, self._produce_response(
+                    Errors.REQUEST_TIMED_OUT, appended=True)))
+            else:
+                still_held.append(p)
+        self._pending_produces = still_held
+
+    def _maybe_change_isr(self, now: float, out: Outputs) -> None:
+        out_of_sync = [b for b in self._isr if b != self.local_broker_id
+                       and not self._follower_caught_up(b, now)]
+        if out_of_sync:  # R17
+            self._propose_isr([b for b in self._isr if b not in out_of_sync], out)
+            return
+        joining = [b for b in self._replicas
+                   if b not in self._isr and self._may_join_isr(b, now)]
+        if joining:  # R18, for followers that caught up while a proposal was in flight
+            self._propose_isr(self._isr + joining, out)
+
+    def _follower_caught_up(self, broker_id: int, now: float) -> bool:
+        state = self._followers.get(broker_id)
+        if state is None:  # an ISR member that is not a replica: the controller will fix it
+            return True
+        return state.is_caught_up(self._leo, self._leader_epoch, now, self.config.replica_lag_max)
+
+    # ------------------------------------------------------------- follower (R7, R10, R12, R13)
+    def fetch_partition(self) -> FetchPartition | None:
+        """R7: this partition's part of the next fetch request, None if not fetching.
+
+        With `truncation: high-watermark` the last fetched epoch is -1, so the leader skips
+        the divergence check (R13): that is the historic protocol's flaw, kept on purpose.
+        """
+        if self._role != FOLLOWER or self._leader_id == NO_LEADER:
+            return None
+        last_epoch = (-1 if self.config.truncation == "high-watermark"
+                      else self._epochs.latest_epoch)
+        return FetchPartition(self.topic, self.partition, fetch_offset=self._leo,
+                              last_fetched_epoch=last_epoch,
+                              current_leader_epoch=self._leader_epoch)
+
+    def on_fetch_result(self, result: FetchPartitionResult, now: float) -> Outputs:
+        """The leader's answer for this partition: truncate (R10), or append and take the
+        HWM (R12). Errors set `needs_backoff`; a result from another leader epoch is stale
+        and ignored (a successful answer always carries the epoch the fetch was sent in)."""
+        out = Outputs()
+        self._needs_backoff = False
+        if self._role != FOLLOWER:
+            return out
+        if result.error != Errors.NONE:
+            if (result.error == Errors.OFFSET_OUT_OF_RANGE
+                    and self.config.truncation == "high-watermark"
+                    and result.leader_epoch == self._leader_epoch
+                    and 0 <= result.log_end_offset < self._leo):
+                # R13, pre-KIP-101: a follower ahead of its leader cuts back to the leader's
+                # LEO, keeping whatever differs below it (the divergence R13 must allow).
+                self._truncate(result.log_end_offset, "offset-out-of-range", out)
+            else:
+                self._needs_backoff = True
+            return out
+        if result.leader_epoch != self._leader_epoch:
+            return out
+        if result.diverging_epoch is not None:
+            self._truncate_on_divergence(result.diverging_epoch, out)
+            return out
+        self._append_fetched(result.records, out)
+        if result.high_watermark >= 0:
+            # R12: may go backwards (a new leader's HWM can lag), never above the LEO.
+            self._hwm = max(self._log_start_offset, min(result.high_watermark, self._leo))
+        return out
+
+    def _truncate_on_divergence(self, diverging: DivergingEpoch, out: Outputs) -> None:
+        """R10: truncate to min(leader's end offset, own end offset for that epoch, LEO)."""
+        target = min(diverging.end_offset, self._leo)
+        _epoch, own_end = self._epochs.end_offset_for(diverging.epoch, self._leo)
+        if own_end >= 0:
+            target = min(target, own_end)
+        self._truncate(max(target, self._log_start_offset), "diverging-epoch", out)
+
+    def _truncate(self, offset: int, reason: str, out: Outputs) -> None:
+        """Cut the log and its epoch history back to `offset` (R5). Also drops epochs that
+        start at the LEO without records (a former leader's empty term), which otherwise
+        would make every following fetch diverge again."""
+        empty_epochs = any(start >= offset for _e, start in self._epochs.entries)
+        if offset >= self._leo and not empty_epochs:
+            return
+        before = self._leo
+        self._epochs.truncate_from_end(offset)
+        self._leo = min(offset, self._leo)
+        self._hwm = min(self._hwm, self._leo)
+        out.disk.append(Truncate(self.topic, self.partition, self._leo, reason))
+        if self._leo < before:
+            out.event("truncated", topic=self.topic, partition=self.partition,
+                      reason=reason, leader_epoch=self._leader_epoch,
+                      **{"from": before, "to": self._leo})
+
+    def _append_fetched(self, records: bytes, out: Outputs) -> None:
+        """R12: append the valid prefix of the fetched batches and learn their epochs (R5)."""
+        if not records:
+            return
+        infos, reason = scan_batches(records, check_crc=True, expect_offset=self._leo)
+        if reason is not None:
+            self._needs_backoff = True
+            out.event("fetch-corrupt", topic=self.topic, partition=self.partition,
+                      offset=infos[-1].next_offset if infos else self._leo, reason=reason)
+        if not infos:
+            return
+        end = infos[-1].position + infos[-1].size
+        out.disk.append(AppendBatches(self.topic, self.partition,
+                                      records if end == len(records) else bytes(records[:end]),
+                                      infos[-1].next_offset))
+        for info in infos:
+            if (info.leader_epoch > self._epochs.latest_epoch
+                    and self._epochs.assign(info.leader_epoch, info.base_offset)):
+                out.disk.append(AssignEpoch(self.topic, self.partition, info.leader_epoch,
+                                            info.base_offset))
+        self._leo = infos[-1].next_offset

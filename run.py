@@ -1,0 +1,98 @@
+"""isrlab command line (DESIGN section 9). Thin: parses arguments and calls `testbed`.
+
+    python run.py topologies/quickstart.yaml [--seed N] [--time-scale F] [--keep-data] [--runs-dir D] [--dry-run]
+    python run.py validate FILE [FILE ...]
+    python run.py status [--runs-dir D]
+    python run.py bench [--json] [--repeat N]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+COMMANDS = ("validate", "status", "bench", "analyze", "matrix", "lab")
+LATER = {"analyze": "the analysis pipeline", "matrix": "the fault matrix", "lab": "the teaching labs"}
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python run.py", description="Run one isrlab experiment.",
+                                 epilog="Other commands: " + ", ".join(COMMANDS) + " (python run.py CMD --help)")
+    ap.add_argument("topology", type=Path, help="a topology YAML file (schema v1)")
+    ap.add_argument("--seed", type=int, help="override the topology's seed")
+    ap.add_argument("--time-scale", type=float, default=1.0,
+                    help="multiply every protocol timeout and wait (use >1 on a slow or loaded machine)")
+    ap.add_argument("--keep-data", action="store_true", help="keep the brokers' data directories after the run")
+    ap.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default runs/)")
+    ap.add_argument("--dry-run", action="store_true", help="print the resolved topology and fault schedule; start nothing")
+    return ap
+
+
+def cmd_run(argv: list[str]) -> int:
+    from rich.console import Console
+
+    from testbed.topology import TopologyError, load_topology
+    args = _run_parser().parse_args(argv)
+    if args.time_scale <= 0:
+        print("--time-scale must be > 0", file=sys.stderr)
+        return 2
+    try:
+        topology = load_topology(args.topology, seed=args.seed)
+    except TopologyError as e:
+        print(e, file=sys.stderr)
+        return 2
+    if args.dry_run:
+        from testbed.dryrun import describe
+        print(describe(topology))
+        return 0
+    from testbed.experiment import run_experiment
+    return run_experiment(topology, runs_dir=args.runs_dir, time_scale=args.time_scale,
+                          keep_data=args.keep_data, console=Console()).exit_code
+
+
+def cmd_validate(argv: list[str]) -> int:
+    from testbed.topology import TopologyError, load_topology
+    ap = argparse.ArgumentParser(prog="python run.py validate", description="Check topologies against schema v1.")
+    ap.add_argument("files", nargs="+", type=Path)
+    args = ap.parse_args(argv)
+    code = 0
+    for f in args.files:
+        try:
+            load_topology(f)
+            print(f"{f}: ok")
+        except TopologyError as e:
+            print(e, file=sys.stderr)
+            code = 1
+    return code
+
+
+def cmd_status(argv: list[str]) -> int:
+    from testbed.livestatus import print_status
+    ap = argparse.ArgumentParser(prog="python run.py status", description="Leaders, ISR, ELR, HWM/LEO of the running cluster.")
+    ap.add_argument("--runs-dir", type=Path, default=Path("runs"))
+    args = ap.parse_args(argv)
+    return print_status(args.runs_dir)
+
+
+def cmd_bench(argv: list[str]) -> int:
+    from testbed.bench import main as bench_main
+    return bench_main(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        _run_parser().print_help()
+        return 2
+    cmd = argv[0]
+    if cmd in LATER:
+        print(f"`{cmd}` arrives with {LATER[cmd]}; it is not in this build yet.", file=sys.stderr)
+        return 2
+    handlers = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench}
+    if cmd in handlers:
+        return handlers[cmd](argv[1:])
+    return cmd_run(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

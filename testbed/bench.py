@@ -1,0 +1,112 @@
+"""`python run.py bench`: the figures of DESIGN section 10 that this build can measure.
+
+- ready: seconds from start to "every partition led" for 1 controller + 3 brokers and
+  24 partitions RF 3 (the median of --repeat cold starts);
+- throughput: acks=all RF 3 records/s and MB/s of 100-byte records, batched, with the
+  full history recorded (the median of --repeat windows).
+
+Figures are measured and printed, never asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from testbed.cluster import Cluster
+from testbed.experiment import Workload
+from testbed.monitor import StatsInbox
+from testbed.topology import parse_topology
+
+RECORD_BYTES = 100
+
+
+def _topology(partitions: int, producers: int, batch: int) -> dict:
+    return {
+        "name": "bench", "seed": 1, "duration": "10s",
+        "cluster": {"controllers": 1, "brokers": {"count": 3, "racks": ["a", "b", "c"]}},
+        "topics": [{"name": "bench", "partitions": partitions, "replication_factor": 3,
+                    "min_insync_replicas": 2, "flush": {"messages": 10000, "interval": "1s"}}],
+        "workload": {"producers": [{"count": producers, "topic": "bench", "acks": "all", "rate": "max",
+                                    "batch": batch, "retries": 3}]},
+    }
+
+
+def bench_ready(runs: Path, repeat: int) -> list[float]:
+    out = []
+    topo = parse_topology(_topology(24, 1, 1), "bench")
+    for _ in range(repeat):
+        c = Cluster(topo, runs_dir=runs)
+        try:
+            t0 = time.monotonic()
+            c.start()
+            out.append(time.monotonic() - t0)
+        finally:
+            c.close()
+    return out
+
+
+def bench_throughput(runs: Path, repeat: int, window: float, producers: int, batch: int) -> list[float]:
+    topo = parse_topology(_topology(6, producers, batch), "bench")
+    rates = []
+    with Cluster(topo, runs_dir=runs) as c:
+        inbox = StatsInbox(f"ipc://{c.dir.socket_dir()}/stats.sock")
+        w = Workload(c, inbox.endpoint, value_bytes=RECORD_BYTES)
+        try:
+            w.start()
+            warm_until = time.monotonic() + 2.0
+            while time.monotonic() < warm_until:
+                inbox.drain()
+                time.sleep(0.1)  # warm-up pacing
+            for _ in range(repeat):
+                inbox.drain()
+                a0, t0 = inbox.totals()["acked"], time.monotonic()
+                time.sleep(window)  # the measurement window itself
+                inbox.drain()
+                rates.append((inbox.totals()["acked"] - a0) / (time.monotonic() - t0))
+        finally:
+            w.stop(timeout=5)
+            inbox.close()
+    return rates
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python run.py bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--repeat", type=int, default=3, help="measurements per figure (the median is reported)")
+    ap.add_argument("--window", type=float, default=3.0, help="seconds per throughput measurement")
+    ap.add_argument("--producers", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=500)
+    args = ap.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="isrlab-bench-") as tmp:
+        runs = Path(tmp)
+        ready = bench_ready(runs, args.repeat)
+        rates = bench_throughput(runs, args.repeat, args.window, args.producers, args.batch)
+    figures = {
+        "ready_s": {"median": statistics.median(ready), "runs": ready,
+                    "setup": "1 controller + 3 brokers, 24 partitions RF 3"},
+        "throughput_records_per_s": {"median": statistics.median(rates), "runs": rates,
+                                     "setup": f"acks=all RF 3, {RECORD_BYTES}-byte records, batch {args.batch}, "
+                                              f"{args.producers} producers, history recorded"},
+        "throughput_mb_per_s": {"median": statistics.median(rates) * RECORD_BYTES / 1e6},
+    }
+    if args.json:
+        print(json.dumps(figures, indent=1))
+        return 0
+    t = Table(title="isrlab bench")
+    for col in ("figure", "median", "runs", "setup"):
+        t.add_column(col)
+    t.add_row("cluster ready (s)", f"{figures['ready_s']['median']:.3f}",
+              " ".join(f"{x:.3f}" for x in ready), figures["ready_s"]["setup"])
+    t.add_row("acks=all throughput (records/s)", f"{figures['throughput_records_per_s']['median']:.0f}",
+              " ".join(f"{x:.0f}" for x in rates), figures["throughput_records_per_s"]["setup"])
+    t.add_row("acks=all throughput (MB/s)", f"{figures['throughput_mb_per_s']['median']:.2f}", "", "")
+    Console().print(t)
+    return 0

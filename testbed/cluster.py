@@ -1,0 +1,282 @@
+"""A running cluster of one run: its processes, its run directory, and the Python API that
+tests and labs use step by step (DESIGN section 9).
+
+    with Cluster.from_yaml("topologies/quickstart.yaml", run_dir=tmp) as c:
+        c.produce("orders", 0, ["a", "b"], acks="all")
+        c.kill("broker-2")
+        c.wait_until(lambda s: len(s.partition("orders", 0).isr) == 2, timeout=10)
+
+Every wait is on a condition with a deadline scaled by the run's time scale.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+from pathlib import Path
+from typing import Callable
+
+import yaml
+from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
+
+from broker.client import ClusterClient, ProduceResult
+from broker.noderuntime.config import NodeConfig
+from broker.protocol.errors import Errors
+from broker.wire.messages import CreateTopicsRequest, CreateTopicsResponse
+from testbed.control import ControlClient
+from testbed.history import History
+from testbed.metrics import MetricsSampler
+from testbed.procs import Registry, kill_tree, reap_leftovers, spawn
+from testbed.rundir import RunDir, new_run_id
+from testbed.status import ClusterStatus
+from testbed.topology import NodeSpec, Topology, load_topology
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Cluster:
+    def __init__(self, topology: Topology, run_dir: Path | None = None, runs_dir: Path = Path("runs"),
+                 time_scale: float = 1.0, keep_data: bool = True) -> None:
+        self.topology = topology
+        self.time_scale = time_scale
+        self.keep_data = keep_data
+        self.runs_dir = Path(runs_dir)
+        self.run_id = new_run_id(topology.name, topology.seed)
+        self.dir = RunDir(Path(run_dir) if run_dir else self.runs_dir / self.run_id)
+        self.timing = topology.timing.scaled(time_scale)
+        self.token = secrets.token_hex(16)
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.configs: dict[str, NodeConfig] = {}
+        self.stopped: set[str] = set()
+        self.registry: Registry | None = None
+        self.control: ControlClient | None = None
+        self.metrics: MetricsSampler | None = None
+        self._client: ClusterClient | None = None
+        self._api_history: History | None = None
+
+    @classmethod
+    def from_yaml(cls, path: str | Path, run_dir: Path | None = None, seed: int | None = None,
+                  **kw) -> "Cluster":
+        return cls(load_topology(path, seed=seed), run_dir=run_dir, **kw)
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> "Cluster":
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def scaled(self, seconds: float) -> float:
+        return seconds * self.time_scale
+
+    def nodes(self) -> list[NodeSpec]:
+        return [*self.topology.cluster.controllers, *self.topology.cluster.brokers]
+
+    def start(self) -> None:
+        """Start every node, create the topics, and wait until every partition is led."""
+        reap_leftovers(self.runs_dir)
+        self.dir.create()
+        (self.dir.root / "topology.yaml").write_text(yaml.safe_dump(self.topology.to_dict(), sort_keys=False))
+        self.registry = Registry(self.runs_dir, self.dir.root.name, self.dir.socket_dir())
+        self.registry.data["run_dir"] = str(self.dir.root.resolve())
+        self.control = ControlClient(self.token)
+        self._write_configs()
+        for spec in self.nodes():
+            self._spawn(spec.name)
+        self.metrics = MetricsSampler(self.dir.metrics, self._pids)
+        self.metrics.start()
+        n = len(self.topology.cluster.brokers)
+        self.wait_until(lambda s: sum(1 for b in s.registered_brokers().values() if not b["fenced"]) == n,
+                        timeout=self.scaled(15), what=f"all {n} brokers registered and unfenced")
+        self._create_topics()
+        self.wait_until(lambda s: s.all_led(), timeout=self.scaled(15), what="every partition led")
+
+    def _write_configs(self) -> None:
+        t = self.topology
+        sockdir = self.dir.socket_dir()
+        tcp = t.network.transport == "tcp"
+        endpoints: dict[str, tuple[str, str]] = {}
+        for spec in self.nodes():
+            if tcp:
+                endpoints[spec.name] = (f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}")
+            else:
+                endpoints[spec.name] = (f"ipc://{sockdir}/{spec.name}.sock", f"ipc://{sockdir}/{spec.name}.control.sock")
+        peers = {name: ep[0] for name, ep in endpoints.items()}
+        timing = {k: getattr(self.timing, k) for k in (
+            "heartbeat_interval", "session_timeout", "replica_lag_max", "fetch_max_wait",
+            "hw_checkpoint_interval", "unclean_recovery_timeout")}
+        protocol = {"truncation": t.protocol.truncation, "elr": t.protocol.elr,
+                    "unclean_leader_election": t.protocol.unclean_leader_election,
+                    "unclean_recovery": t.protocol.unclean_recovery, "fencing": t.protocol.fencing}
+        storage = {"fsync": t.storage.fsync, "writeback": t.storage.writeback * self.time_scale,
+                   "segment_bytes": t.storage.segment_bytes}
+        topics = {tp.name: {"flush": tp.flush.to_dict()} for tp in t.topics}
+        controller = t.cluster.controllers[0].name
+        for spec in self.nodes():
+            cfg = NodeConfig(
+                name=spec.name, kind=spec.kind, id=spec.id, rack=spec.rack, run_dir=self.dir.root.resolve(),
+                data_dir=self.dir.data_dir(spec.name).resolve(), endpoint=endpoints[spec.name][0],
+                control_endpoint=endpoints[spec.name][1], token=self.token,
+                supervisor_pid=os.getpid(), peers=peers, controller=controller,
+                timing=timing, protocol=protocol, storage=storage, topics=topics, placement_seed=t.seed)
+            self.configs[spec.name] = cfg
+            (self.dir.nodes / f"{spec.name}.json").write_text(cfg.to_json())
+
+    def _spawn(self, name: str) -> None:
+        proc = spawn(["-m", "broker.node", "--config", str(self.dir.nodes / f"{name}.json")],
+                     self.dir.nodes / f"{name}.log")
+        self.procs[name] = proc
+        self.stopped.discard(name)
+        assert self.registry is not None
+        self.registry.add_process(proc.pid)
+
+    def _pids(self) -> dict[str, int]:
+        return {n: p.pid for n, p in self.procs.items() if p.poll() is None}
+
+    def _create_topics(self) -> None:
+        topics = []
+        for tp in self.topology.topics:
+            topics.append({"name": tp.name, "partitions": tp.partitions,
+                           "replication_factor": tp.replication_factor,
+                           "min_insync_replicas": tp.min_insync_replicas, "placement": tp.placement,
+                           "assignment": {str(k): list(v) for k, v in (tp.assignment or {}).items()} or None,
+                           "config": {"flush": tp.flush.to_dict()}})
+        assert self.control is not None
+        ctl = self.configs[self.topology.cluster.controllers[0].name].endpoint
+        resp = self.control.request(ctl, CreateTopicsRequest(topics), timeout=self.scaled(5))
+        if not isinstance(resp, CreateTopicsResponse):
+            raise ClusterError(f"the controller did not answer CreateTopics: {resp!r}")
+        bad = {k: v for k, v in resp.errors.items() if v != Errors.NONE.value}
+        if bad:
+            raise ClusterError(f"topic creation failed: {bad}")
+
+    # ------------------------------------------------------------------ observation
+    def status(self, timeout: float = 0.5) -> ClusterStatus:
+        assert self.control is not None
+        ctl_name = self.topology.cluster.controllers[0].name
+        ctl = None
+        if ctl_name not in self.stopped:
+            ctl = self.control.call(self.configs[ctl_name].control_endpoint, "status", timeout=timeout)
+        brokers: dict[int, dict | None] = {}
+        for spec in self.topology.cluster.brokers:
+            if spec.name in self.stopped:
+                brokers[spec.id] = None
+                continue
+            brokers[spec.id] = self.control.call(self.configs[spec.name].control_endpoint, "status", timeout=timeout)
+        return ClusterStatus(ctl, brokers)
+
+    def wait_until(self, predicate: Callable[[ClusterStatus], bool], timeout: float,
+                   what: str = "the condition") -> ClusterStatus:
+        """Poll the cluster status until `predicate` holds; ClusterError after `timeout`."""
+        last: list[ClusterStatus] = []
+
+        def check() -> bool:
+            self._check_processes()
+            s = self.status()
+            last[:] = [s]
+            return bool(predicate(s))
+
+        try:
+            Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(0.05),
+                     retry=retry_if_result(lambda ok: not ok))(check)
+        except RetryError:
+            raise ClusterError(f"timed out after {timeout:.1f}s waiting for {what} "
+                               f"(run dir {self.dir.root})") from None
+        return last[0]
+
+    def _check_processes(self) -> None:
+        for name, proc in self.procs.items():
+            if name not in self.stopped and proc.poll() is not None:
+                raise ClusterError(f"{name} exited with code {proc.returncode}; see {self.dir.nodes / (name + '.log')}")
+
+    # ------------------------------------------------------------------ clients
+    def client(self) -> ClusterClient:
+        if self._client is None:
+            self._client = ClusterClient(self.broker_endpoints(), "api", request_timeout=self.scaled(2))
+        return self._client
+
+    def broker_endpoints(self) -> dict[int, str]:
+        return {s.id: self.configs[s.name].endpoint for s in self.topology.cluster.brokers}
+
+    def produce(self, topic: str, partition: int, values: list[str], acks: str = "all") -> ProduceResult:
+        """One recorded send (process `api`), as a workload producer would make it."""
+        if self._api_history is None:
+            self._api_history = History(self.dir.history, "api")
+        c = self.client()
+        self._api_history.send_invoke(topic, partition, values, acks)
+        r = c.produce(topic, partition, values, acks)
+        self._api_history.send_complete(topic, partition, values, acks, r.error, r.base_offset, r.appended)
+        return r
+
+    # ------------------------------------------------------------------ process control
+    def kill(self, name: str) -> int:
+        """SIGKILL one node; returns its pid."""
+        proc = self.procs[name]
+        proc.kill()
+        proc.wait()
+        self.stopped.add(name)
+        return proc.pid
+
+    def restart(self, name: str) -> None:
+        """Start a stopped node again: same id, same data directory, a new incarnation."""
+        if name not in self.stopped:
+            raise ClusterError(f"{name} is running")
+        self._spawn(name)
+
+    def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
+        """Controlled shutdown (R37); True if the node exited by itself in time."""
+        assert self.control is not None
+        proc = self.procs[name]
+        self.control.call(self.configs[name].control_endpoint, "shutdown", timeout=self.scaled(1))
+        try:
+            proc.wait(timeout=timeout if timeout is not None else self.scaled(10))
+            clean = proc.returncode == 0
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            clean = False
+        self.stopped.add(name)
+        return clean
+
+    def stop_all(self) -> dict[str, bool]:
+        """Controlled shutdown of every broker, then the controllers."""
+        clean: dict[str, bool] = {}
+        for spec in [*self.topology.cluster.brokers, *self.topology.cluster.controllers]:
+            if spec.name not in self.stopped and self.procs[spec.name].poll() is None:
+                clean[spec.name] = self.shutdown_node(spec.name)
+        return clean
+
+    def close(self) -> None:
+        """Kill whatever still runs and remove sockets; idempotent, never raises."""
+        for name, proc in self.procs.items():
+            if proc.poll() is None:
+                kill_tree(proc.pid, None)
+                proc.wait()
+            self.stopped.add(name)
+        if self.metrics is not None:
+            self.metrics.stop()
+        for c in (self._client, self.control):
+            if c is not None:
+                c.close()
+        self._client = self.control = None
+        if self._api_history is not None:
+            self._api_history.close()
+            self._api_history = None
+        self.dir.remove_sockets()
+        if self.registry is not None:
+            self.registry.remove()
+            self.registry = None

@@ -1,0 +1,66 @@
+"""Client operations as Jepsen-style history records (DESIGN section 7).
+
+One operation per record value: a batch of 10 values is 10 `invoke` lines and 10
+completions that share their times. Lines are appended with one `write` per batch to the
+run's shared `history.jsonl` (O_APPEND), so processes never interleave inside a line and a
+killed process leaves every line it wrote.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from broker.noderuntime.eventlog import JsonlAppender
+from broker.protocol.errors import DEFINITE_PRODUCE_FAILURES, Errors
+
+
+def completion_type(error: Errors, appended: bool) -> str:
+    """ok, fail (the record was certainly not appended) or info (outcome unknown)."""
+    if error == Errors.NONE:
+        return "ok"
+    if error in DEFINITE_PRODUCE_FAILURES and not appended:
+        return "fail"
+    return "info"
+
+
+class History:
+    def __init__(self, path: Path, process: str) -> None:
+        self.out = JsonlAppender(path)
+        self.process = process
+
+    def send_invoke(self, topic: str, partition: int, values: list[str], acks: str) -> int:
+        t = time.monotonic_ns()
+        self.out.write_many([
+            {"process": self.process, "type": "invoke", "f": "send", "topic": topic,
+             "partition": partition, "value": v, "acks": acks, "time_ns": t} for v in values])
+        return t
+
+    def send_complete(self, topic: str, partition: int, values: list[str], acks: str,
+                      error: Errors, base_offset: int, appended: bool) -> str:
+        t = time.monotonic_ns()
+        kind = completion_type(error, appended)
+        lines = []
+        for i, v in enumerate(values):
+            line = {"process": self.process, "type": kind, "f": "send", "topic": topic,
+                    "partition": partition, "value": v, "acks": acks}
+            if kind == "ok" and base_offset >= 0:
+                line["offset"] = base_offset + i
+            elif kind != "ok":
+                line["error"] = error.value
+            line["time_ns"] = t
+            lines.append(line)
+        self.out.write_many(lines)
+        return kind
+
+    def poll(self, topic: str, partition: int, offset: int, invoked_ns: int,
+             records: list[tuple[int, str]]) -> None:
+        t = time.monotonic_ns()
+        self.out.write_many([
+            {"process": self.process, "type": "invoke", "f": "poll", "topic": topic,
+             "partition": partition, "offset": offset, "time_ns": invoked_ns},
+            {"process": self.process, "type": "ok", "f": "poll", "topic": topic,
+             "partition": partition, "records": [[o, v] for o, v in records], "time_ns": t},
+        ])
+
+    def close(self) -> None:
+        self.out.close()

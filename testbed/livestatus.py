@@ -1,0 +1,42 @@
+"""`run.py status`: leaders, ISR, ELR, HWM/LEO of the cluster running now, asked over the
+nodes' control sockets with the run's token (read from its node configs)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from testbed.control import ControlClient
+from testbed.procs import running_runs
+from testbed.status import ClusterStatus
+
+
+def print_status(runs_dir: Path) -> int:
+    console = Console()
+    live = running_runs(runs_dir)
+    if not live:
+        console.print(f"no run is in progress under {runs_dir}/")
+        return 1
+    for reg in live:
+        run_dir = Path(json.loads(reg.read_text()).get("run_dir", ""))
+        configs = [json.loads(p.read_text()) for p in sorted((run_dir / "nodes").glob("*.json"))]
+        if not configs:
+            continue
+        client = ControlClient(configs[0]["token"])
+        ctl = next((c for c in configs if c["kind"] == "controller"), None)
+        status = ClusterStatus(
+            client.call(ctl["control_endpoint"], "status") if ctl else None,
+            {c["id"]: client.call(c["control_endpoint"], "status") for c in configs if c["kind"] == "broker"})
+        client.close()
+        table = Table(title=f"{run_dir.name}")
+        for col in ("partition", "leader", "epoch", "ISR", "ELR", "HWM", "LEO per replica"):
+            table.add_column(col)
+        for p in status.partitions():
+            lead = status.replica(p.leader, p.topic, p.partition) if p.leader >= 0 else None
+            leos = " ".join(f"{b}:{r.leo}" for b in p.replicas if (r := status.replica(b, p.topic, p.partition)))
+            table.add_row(f"{p.topic}/{p.partition}", str(p.leader), str(p.leader_epoch), str(p.isr), str(p.elr),
+                          str(lead.hwm) if lead else "-", leos)
+        console.print(table)
+    return 0

@@ -1,0 +1,131 @@
+"""Starting node and client processes so that none outlives its run.
+
+Three layers: every child asks the kernel for SIGKILL when the supervisor dies
+(PR_SET_PDEATHSIG, set between fork and exec); every child also watches its parent pid;
+and every run registers its processes and socket directory under `<runs>/.live/` so the
+next invocation reaps whatever a SIGKILLed supervisor left behind.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+
+PR_SET_PDEATHSIG = 1
+_libc = ctypes.CDLL("libc.so.6", use_errno=True)
+
+
+def _child_setup() -> None:
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def spawn(args: list[str], log_path: Path, cwd: Path | None = None) -> subprocess.Popen:
+    """A child in its own session (a terminal's Ctrl-C goes to the supervisor only)."""
+    log = open(log_path, "ab")
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    try:
+        return subprocess.Popen([sys.executable, *args], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, preexec_fn=_child_setup,
+                                start_new_session=True, cwd=cwd, env=env, close_fds=True)
+    finally:
+        log.close()
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+class Registry:
+    """`<runs>/.live/<run-id>.json`: what this run started, for reaping after a crash."""
+
+    def __init__(self, runs_dir: Path, run_id: str, sock_dir: Path) -> None:
+        self.path = runs_dir / ".live" / f"{run_id}.json"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        me = os.getpid()
+        self.data = {"supervisor_pid": me, "supervisor_create_time": _create_time(me),
+                     "sock_dir": str(sock_dir), "processes": [], "mounts": []}
+        self._save()
+
+    def add_process(self, pid: int) -> None:
+        self.data["processes"].append({"pid": pid, "create_time": _create_time(pid)})
+        self._save()
+
+    def add_mount(self, path: Path) -> None:
+        self.data["mounts"].append(str(path))
+        self._save()
+
+    def _save(self) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.data))
+        tmp.replace(self.path)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def _alive(pid: int, create_time: float | None) -> bool:
+    ct = _create_time(pid)
+    return ct is not None and (create_time is None or abs(ct - create_time) < 0.01)
+
+
+def kill_tree(pid: int, create_time: float | None) -> None:
+    if not _alive(pid, create_time):
+        return
+    try:
+        p = psutil.Process(pid)
+        for child in p.children(recursive=True):
+            child.kill()
+        p.kill()
+    except psutil.NoSuchProcess:
+        pass
+
+
+def reap_leftovers(runs_dir: Path) -> list[str]:
+    """Kill the processes, remove the sockets and mounts of runs whose supervisor died."""
+    live = runs_dir / ".live"
+    reaped: list[str] = []
+    if not live.is_dir():
+        return reaped
+    for f in sorted(live.glob("*.json")):
+        try:
+            data = json.loads(f.read_text())
+        except (OSError, json.JSONDecodeError):
+            f.unlink(missing_ok=True)
+            continue
+        if _alive(data.get("supervisor_pid", -1), data.get("supervisor_create_time")):
+            continue  # a run in progress in another process
+        for proc in data.get("processes", []):
+            kill_tree(proc["pid"], proc.get("create_time"))
+        for mount in data.get("mounts", []):
+            subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+        sock = data.get("sock_dir")
+        if sock and Path(sock).exists():
+            shutil.rmtree(sock, ignore_errors=True)
+        f.unlink(missing_ok=True)
+        reaped.append(f.stem)
+    return reaped
+
+
+def running_runs(runs_dir: Path) -> list[Path]:
+    """Registry files of runs whose supervisor is alive (for `run.py status`)."""
+    live = runs_dir / ".live"
+    out = []
+    for f in sorted(live.glob("*.json")) if live.is_dir() else []:
+        try:
+            data = json.loads(f.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if _alive(data.get("supervisor_pid", -1), data.get("supervisor_create_time")):
+            out.append(f)
+    return out

@@ -1,0 +1,91 @@
+"""The whole product as a user runs it: `run.py` end to end, validate, dry run, and a
+supervisor killed mid-run taking its nodes with it."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from tests.integration.conftest import TIME_SCALE, topology_dict
+from testbed.experiment import run_experiment
+from testbed.summary import read_jsonl
+from testbed.topology import parse_topology
+
+pytestmark = pytest.mark.integration
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_healthy_run_writes_the_run_directory(tmp_path: Path) -> None:
+    topo = parse_topology(topology_dict(partitions=3, duration="3s"), "test")
+    out = run_experiment(topo, runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
+    assert out.exit_code == 0, f"run failed, see {out.run_dir}"
+    d = out.run_dir
+    for f in ("topology.yaml", "history.jsonl", "events.jsonl", "final/logs.jsonl",
+              "final/replicas.jsonl", "metrics.jsonl", "nodes/broker-1.log", "nodes/controller-1.log"):
+        assert (d / f).exists(), f
+    history = read_jsonl(d / "history.jsonl")
+    acked = [h for h in history if h["f"] == "send" and h["type"] == "ok"]
+    assert acked and all("offset" in h for h in acked)
+    assert any(h["process"] == "final-reader" for h in history)
+    assert any(h["f"] == "poll" and h["process"].startswith("consumer-") for h in history)
+    assert out.summary is not None and out.summary.missing_count("all") == 0
+    assert len(read_jsonl(d / "final/replicas.jsonl")) == 9
+    kinds = {e["kind"] for e in read_jsonl(d / "events.jsonl")}
+    assert {"registered", "became-leader", "became-follower", "partition-changed"} <= kinds
+    resolved = yaml.safe_load((d / "topology.yaml").read_text())
+    assert resolved["timing"]["session_timeout"] == "800ms"
+    assert not (d / "data").exists()  # removed without --keep-data
+
+
+def test_cli_validate_and_dry_run(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ncluster: {brokers: [{id: 1}]}\ntopics: [{name: t, partitions: 1, replication_factor: 2}]\n")
+    r = subprocess.run([sys.executable, "run.py", "validate", str(bad)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 1
+    assert "topics[0].replication_factor" in r.stderr and str(bad) in r.stderr
+    r = subprocess.run([sys.executable, "run.py", "topologies/kill-leader.yaml", "--dry-run"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "leader-of orders/0" in r.stdout and "# fault schedule" in r.stdout
+    r = subprocess.run([sys.executable, "run.py", str(bad)], cwd=ROOT, capture_output=True, text=True)
+    assert r.returncode == 2 and "replication_factor" in r.stderr
+
+
+def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
+    topo = tmp_path / "t.yaml"
+    topo.write_text(yaml.safe_dump(topology_dict(partitions=1, duration="60s")))
+    runs = tmp_path / "runs"
+    sup = subprocess.Popen([sys.executable, "run.py", str(topo), "--runs-dir", str(runs),
+                            "--time-scale", str(TIME_SCALE)], cwd=ROOT, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+    try:
+        assert sup.stdout is not None
+        for line in sup.stdout:
+            if "cluster ready" in line:
+                break
+        else:
+            pytest.fail("the run never became ready")
+        reg = next((runs / ".live").glob("*.json"))
+        pids = [p["pid"] for p in json.loads(reg.read_text())["processes"]]
+        assert len(pids) >= 4
+        os.kill(sup.pid, signal.SIGKILL)
+        sup.wait()
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline and any(psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in pids):
+            time.sleep(0.02)  # polling the process table against a deadline
+        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+        assert not alive, f"processes outlived the supervisor by 2 s: {alive}"
+    finally:
+        if sup.poll() is None:
+            sup.kill()
+    from testbed.procs import reap_leftovers
+    assert reap_leftovers(runs) == [reg.stem]
+    assert not list((runs / ".live").glob("*.json"))

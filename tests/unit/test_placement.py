@@ -1,0 +1,95 @@
+"""R34 placement and I9, against the rule of seed 003."""
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.protocol.placement import (
+    PlacementError,
+    place_rack_aware,
+    place_round_robin,
+    rack_alternated,
+    round_robin_start,
+)
+
+
+def _seed_with_start(n: int, start: tuple[int, int]) -> int:
+    return next(s for s in range(10_000) if round_robin_start(n, s) == start)
+
+
+def test_r34_round_robin_matches_seed_003_example():
+    """R34, seed 003: "we assign the ith partition to the (i mod n)th broker ... The jth replica of
+    partition k will be assigned to broker (i + j + k) mod n" -- p0..p14 on broker-0..broker-4, and
+    "if broker-0 goes down, partitions p0, p1, and p2 [its partitions] can be served from all remaining 4 brokers"."""
+    seed = _seed_with_start(5, (0, 0))
+    assignment = place_round_robin(15, 3, [0, 1, 2, 3, 4], seed)
+    for p, replicas in assignment.items():
+        i, k = p % 5, p // 5
+        assert replicas == [i, (i + 1 + k) % 5, (i + 2 + k) % 5]
+    survivors = {assignment[p][1] for p in (0, 5, 10)} | {assignment[p][2] for p in (0, 5, 10)}
+    assert survivors == {1, 2, 3, 4}
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_r34_round_robin_rule_holds_from_the_seeded_start(seed):
+    """R34: first replica on (start + p) mod n, the j-th at Kafka's shift 1 + (k + j) mod (n - 1)."""
+    brokers = [10, 11, 12, 13, 14, 15]
+    start, shift = round_robin_start(6, seed)
+    for p, replicas in place_round_robin(20, 3, brokers, seed).items():
+        first = (start + p) % 6
+        k = shift + p // 6
+        assert replicas == [brokers[first]] + [brokers[(first + 1 + (k + j) % 5) % 6] for j in range(2)]
+
+
+def test_r34_round_robin_is_deterministic_given_the_seed():
+    """R34: deterministic given the seed, and the seed matters."""
+    assert place_round_robin(12, 3, [3, 1, 2, 4], 7) == place_round_robin(12, 3, [1, 2, 3, 4], 7)
+    assert len({str(place_round_robin(12, 3, [1, 2, 3, 4], s)) for s in range(10)}) > 1
+
+
+def test_r34_rf_above_broker_count_is_refused():
+    """R34: a replica set needs distinct brokers."""
+    with pytest.raises(PlacementError):
+        place_round_robin(3, 4, [1, 2, 3], 0)
+    with pytest.raises(PlacementError):
+        place_rack_aware(3, 4, {1: "a", 2: "b", 3: "c"}, 0)
+
+
+def test_r34_rack_alternated_list_takes_one_broker_per_rack_in_turn():
+    """R34: "builds a rack-alternated broker list (one broker per rack in turn)"."""
+    racks = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "a"}
+    assert rack_alternated(racks) == [1, 3, 5, 2, 4, 6]
+
+
+cluster = st.dictionaries(st.integers(0, 40), st.sampled_from(["a", "b", "c", "d", None]), min_size=1, max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(cluster, st.integers(1, 30), st.integers(1, 5), st.integers(0, 2**32))
+def test_i9_rack_aware_spans_min_rf_racks_and_spreads_leaders(brokers, partitions, rf, seed):
+    """I9 / R34: every partition spans min(RF, racks) racks, on distinct brokers; leaders differ by <= 1."""
+    rf = min(rf, len(brokers))
+    racks = len(set(brokers.values()))
+    assignment = place_rack_aware(partitions, rf, brokers, seed)
+    assert sorted(assignment) == list(range(partitions))
+    for replicas in assignment.values():
+        assert len(replicas) == rf == len(set(replicas))
+        assert len({brokers[b] for b in replicas}) == min(rf, racks)
+    leaders = Counter(replicas[0] for replicas in assignment.values())
+    counts = [leaders.get(b, 0) for b in brokers]
+    assert max(counts) - min(counts) <= 1
+    assert assignment == place_rack_aware(partitions, rf, brokers, seed)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 50), min_size=1, max_size=10, unique=True), st.integers(1, 30),
+       st.integers(1, 5), st.integers(0, 2**32))
+def test_r34_round_robin_distinct_replicas_and_even_leaders(brokers, partitions, rf, seed):
+    """R34 round-robin: distinct replicas per partition; preferred leaders differ by at most one."""
+    rf = min(rf, len(brokers))
+    assignment = place_round_robin(partitions, rf, brokers, seed)
+    assert all(len(set(r)) == rf for r in assignment.values())
+    leaders = Counter(r[0] for r in assignment.values())
+    counts = [leaders.get(b, 0) for b in brokers]
+    assert max(counts) - min(counts) <= 1

@@ -1,0 +1,628 @@
+"""The topology loader: every malformed file is refused with file, key path and the fix."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from testbed.durations import (
+    format_duration,
+    format_rate,
+    format_size,
+    parse_duration,
+    parse_duration_range,
+    parse_rate,
+    parse_size,
+)
+from testbed.topology import (
+    CHECK_NAMES,
+    FEATURE_NAMES,
+    Expectation,
+    FaultSpec,
+    FlushPolicy,
+    NemesisSpec,
+    NodeSpec,
+    Timing,
+    TopologyError,
+    load_topology,
+    not_yet_acted_on,
+    parse_topology,
+)
+
+TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
+SRC = "t.yaml"
+
+
+def base() -> dict[str, Any]:
+    return {
+        "name": "t",
+        "cluster": {"brokers": [{"id": 1, "rack": "a"}, {"id": 2, "rack": "b"}, {"id": 3, "rack": "c"}]},
+        "topics": [{"name": "orders", "partitions": 6, "replication_factor": 3}],
+    }
+
+
+def errors_of(data: object) -> list[str]:
+    with pytest.raises(TopologyError) as info:
+        parse_topology(data, SRC)
+    assert str(info.value) == "\n".join(info.value.errors)
+    return info.value.errors
+
+
+def with_(path: str, value: object) -> dict[str, Any]:
+    """base() with the value at a dotted path set (an int part indexes a list)."""
+    data = base()
+    node: Any = data
+    parts = path.split(".")
+    for part in parts[:-1]:
+        key: Any = int(part) if part.isdigit() else part
+        if isinstance(node, dict) and key not in node:
+            node[key] = {}
+        node = node[key]
+    node[parts[-1]] = value
+    return data
+
+
+def fault(**entry: object) -> dict[str, Any]:
+    data = base()
+    data["faults"] = [entry]
+    return data
+
+
+def nemesis(**entry: object) -> dict[str, Any]:
+    data = base()
+    data["faults"] = [{"nemesis": {"do": ["kill"], **entry}}]
+    return data
+
+
+MALFORMED = [
+    pytest.param(with_("storage.fsinc", "real"), "storage.fsinc",
+                 ["unknown key (expected one of: medium, fsync, writeback, segment_bytes)"], id="unknown-storage-key"),
+    pytest.param(with_("topics.0.replication_factor", 4), "topics[0].replication_factor",
+                 ["4 is larger than the number of brokers (3)"], id="rf-above-brokers"),
+    pytest.param({k: v for k, v in base().items() if k != "name"}, "name", ["required key missing"], id="no-name"),
+    pytest.param(with_("duration", 5), "duration", ["bare number", "write 5s"], id="bare-duration"),
+    pytest.param(with_("seed", True), "seed", ["expected an integer", "bool"], id="bool-seed"),
+    pytest.param(with_("timing.session_timeout", "50ms"), "timing.session_timeout",
+                 ["longer than heartbeat_interval"], id="session-below-heartbeat"),
+    pytest.param(with_("timing.controller_election_timeout", "600ms..300ms"),
+                 "timing.controller_election_timeout", ["low end is above the high end"], id="inverted-range"),
+    pytest.param(with_("timing.heartbeat", "1s"), "timing.heartbeat", ["unknown key", "heartbeat_interval"],
+                 id="unknown-timing-key"),
+    pytest.param(with_("cluster.brokers", [{"id": 1}, {"id": 1}]), "cluster.brokers[1].id",
+                 ["already the id of cluster.brokers[0]", "unique"], id="duplicate-broker-id"),
+    pytest.param(with_("cluster.brokers", []), "cluster.brokers", ["expected at least 1 broker ({id, rack})"], id="no-brokers"),
+    pytest.param(with_("cluster", {"controllers": 3}), "cluster.brokers", ["required key missing"], id="brokers-missing"),
+    pytest.param(with_("cluster.brokers", [{"id": 0}]), "cluster.brokers[0].id", ["too small", ">= 1"], id="broker-id-0"),
+    pytest.param(with_("cluster.brokers", [{"id": 1, "rack": "a"}, {"id": 2}]), "cluster.brokers",
+                 ["brokers 2 have no rack"], id="mixed-racks"),
+    pytest.param(with_("cluster.controllers", 0), "cluster.controllers", ["at least one controller"], id="no-controllers"),
+    pytest.param(with_("protocol.truncation", "kip-101"), "protocol.truncation",
+                 ["expected one of: leader-epoch, high-watermark"], id="bad-truncation"),
+    pytest.param(with_("protocol.elr", "yes"), "protocol.elr", ["expected true or false"], id="elr-string"),
+    pytest.param(with_("storage.segment_bytes", "1MB"), "storage.segment_bytes", ["not a size", "MiB"], id="size-mb"),
+    pytest.param(with_("storage.writeback", 5), "storage.writeback", ["write 5s"], id="bare-writeback"),
+    pytest.param(with_("network", {"backend": "netns", "transport": "ipc"}),
+                 "network.transport", ["expected tcp with backend netns"], id="netns-ipc"),
+    pytest.param(with_("topics", []), "topics", ["expected at least 1 topic {name", "got a list of 0"], id="no-topics"),
+    pytest.param(with_("topics.0.min_insync_replicas", 4), "topics[0].min_insync_replicas",
+                 ["4 is larger than replication_factor (3)"], id="minisr-above-rf"),
+    pytest.param(with_("topics.0.partitions", 0), "topics[0].partitions", ["too small"], id="zero-partitions"),
+    pytest.param(with_("topics", [{"name": "orders"}, {"name": "orders"}]), "topics[1].name",
+                 ["already the name of topics[0]"], id="duplicate-topic"),
+    pytest.param(with_("topics.0.name", "a/b"), "topics[0].name", ["not a topic name"], id="slash-in-topic"),
+    pytest.param(with_("topics.0.flush", "sometimes"), "topics[0].flush",
+                 ["not a flush policy", "always, on-roll"], id="bad-flush"),
+    pytest.param(with_("topics.0.assignment", {0: [1, 2, 3]}), "topics[0].assignment",
+                 ["only allowed with placement: explicit"], id="assignment-without-explicit"),
+    pytest.param(with_("topics.0.placement", "explicit"), "topics[0].assignment",
+                 ["required with placement: explicit"], id="explicit-without-assignment"),
+    pytest.param(with_("topics.0.placement", "round robin"), "topics[0].placement",
+                 ["expected one of: rack-aware, round-robin, explicit"], id="bad-placement"),
+    pytest.param(with_("workload.producers", [{"topic": "payments"}]), "workload.producers[0].topic",
+                 ["unknown topic 'payments'", "orders"], id="unknown-producer-topic"),
+    pytest.param(with_("workload.producers", [{"acks": 2}]), "workload.producers[0].acks",
+                 ["expected one of: all, -1, 1, 0"], id="acks-2"),
+    pytest.param(with_("workload.producers", [{"acks": True}]), "workload.producers[0].acks",
+                 ["bool True is not allowed"], id="acks-bool"),
+    pytest.param(with_("workload.producers", [{"rate": "fast"}]), "workload.producers[0].rate",
+                 ["not a rate", "500/s"], id="bad-rate"),
+    pytest.param(with_("workload.producers", [{"partitions": [0, 6]}]), "workload.producers[0].partitions",
+                 ["no partition 6", "0..5"], id="producer-partition-range"),
+    pytest.param(with_("workload.consumers", [{"from": "beginning"}]), "workload.consumers[0].from",
+                 ["expected one of: earliest, latest"], id="consumer-from"),
+    pytest.param(fault(at="1s", do="explode", target="broker:1"), "faults[0].do",
+                 ["'explode' is not allowed", "kill, pause"], id="unknown-action"),
+    pytest.param(fault(at="1s", do="kill"), "faults[0].target", ["required key missing", "kill needs a target"],
+                 id="kill-without-target"),
+    pytest.param(fault(at="1s", do="kill", target="broker:9"), "faults[0].target",
+                 ["there is no broker 9", "1, 2, 3"], id="unknown-broker"),
+    pytest.param(fault(at="1s", do="kill", target="controller:2"), "faults[0].target",
+                 ["there is no controller 2"], id="unknown-controller"),
+    pytest.param(fault(at="1s", do="pause", target="rack:z"), "faults[0].target",
+                 ["no broker is in rack 'z'", "a, b, c"], id="unknown-rack"),
+    pytest.param(fault(at="1s", do="kill", target="leader-of payments/0"), "faults[0].target",
+                 ["unknown topic 'payments'"], id="leader-of-unknown-topic"),
+    pytest.param(fault(at="1s", do="kill", target="isr-of orders/6"), "faults[0].target",
+                 ["partitions 0..5"], id="isr-of-unknown-partition"),
+    pytest.param(fault(at="1s", do="kill", target="the leader"), "faults[0].target",
+                 ["unknown target", "leader-of TOPIC/P"], id="unknown-target"),
+    pytest.param(fault(at="1s", do="kill", target="clients"), "faults[0].target",
+                 ["only be named by partition and slow"], id="kill-clients"),
+    pytest.param(fault(at="11s", do="heal"), "faults[0].at", ["after the end of the run (duration 10s)"],
+                 id="at-after-end"),
+    pytest.param(fault(at=3, do="heal"), "faults[0].at", ["write 3s"], id="bare-at"),
+    pytest.param(fault(do="heal"), "faults[0].at", ["required key missing"], id="no-at"),
+    pytest.param(fault(at="1s", do="heal", target="brokers"), "faults[0].target",
+                 ["unknown key (expected one of: at, do)"], id="heal-with-target"),
+    pytest.param(fault(at="1s", do="lossy-crash", target="broker:1"), "faults[0].loss",
+                 ["required key missing", "unsynced | partial | torn"], id="lossy-crash-without-loss"),
+    pytest.param(fault(at="1s", do="lossy-crash", target="broker:1", loss="all"), "faults[0].loss",
+                 ["expected one of: unsynced, partial, torn"], id="lossy-crash-bad-loss"),
+    pytest.param(fault(at="1s", do="partition"), "faults[0].shape",
+                 ["exactly one of groups", "shape"], id="partition-without-shape"),
+    pytest.param(fault(at="1s", do="partition", groups=[["broker:1"]]), "faults[0].groups",
+                 ["at least two groups"], id="one-group"),
+    pytest.param(fault(at="1s", do="partition", groups=[["broker:1"], ["broker:2", "rack:q"]]),
+                 "faults[0].groups[1][1]", ["no broker is in rack 'q'"], id="group-member"),
+    pytest.param(fault(at="1s", do="partition", shape="one-way", **{"from": "broker:1"}), "faults[0].to",
+                 ["required key missing", "one-way needs to"], id="one-way-without-to"),
+    pytest.param(fault(at="1s", do="partition", shape="isolate"), "faults[0].target",
+                 ["required key missing", "a target to isolate"], id="isolate-without-target"),
+    pytest.param(fault(at="1s", do="partition", shape="halves", target="broker:1"), "faults[0].target",
+                 ["only used with shape: isolate"], id="halves-with-target"),
+    pytest.param(fault(at="1s", do="slow"), "faults[0].delay", ["at least one of delay, jitter, loss, duplicate"],
+                 id="slow-nothing"),
+    pytest.param(fault(at="1s", do="slow", loss=5), "faults[0].loss", ["probability between 0 and 1"],
+                 id="slow-loss-percent"),
+    pytest.param(fault(at="1s", do="reassign", partition="orders/0", replicas=[1, 2, 7]), "faults[0].replicas",
+                 ["no broker 7"], id="reassign-unknown-broker"),
+    pytest.param(fault(at="1s", do="reassign", replicas=[1, 2]), "faults[0].partition",
+                 ["required key missing", "TOPIC/P"], id="reassign-without-partition"),
+    pytest.param(fault(at="1s", do="elect", partition="orders/0", target="random-broker"), "faults[0].target",
+                 ["elect needs broker:N"], id="elect-random"),
+    pytest.param(fault(at="1s", do="elect-preferred", partition="orders"), "faults[0].partition",
+                 ["not TOPIC/PARTITION"], id="elect-preferred-no-partition-number"),
+    pytest.param(nemesis(**{"from": "5s", "until": "5s"}), "faults[0].nemesis.until",
+                 ["is not after from (5s)"], id="nemesis-empty-window"),
+    pytest.param(nemesis(until="20s"), "faults[0].nemesis.until", ["after the end of the run"], id="nemesis-too-long"),
+    pytest.param(nemesis(every="0s..1s"), "faults[0].nemesis.every", ["longer than zero"], id="nemesis-every-zero"),
+    pytest.param(nemesis(max_down=4), "faults[0].nemesis.max_down",
+                 ["less than the number of nodes (4)"], id="nemesis-max-down"),
+    pytest.param(nemesis(do=["kill", "restart"]), "faults[0].nemesis.do",
+                 ["unknown nemesis actions 'restart'"], id="nemesis-restart"),
+    pytest.param(nemesis(target=["stopped"]), "faults[0].nemesis.target[0]",
+                 ["cannot be a nemesis target"], id="nemesis-stopped"),
+    pytest.param(with_("expect.lost_write", 0), "expect.lost_write",
+                 ["unknown key", "lost_writes, lost_writes_acks1"], id="expect-typo"),
+    pytest.param(with_("expect.lost_writes", "~0"), "expect.lost_writes",
+                 ["not an expectation", ">=N"], id="expect-bad-form"),
+    pytest.param(with_("expect.lost_writes", "<0"), "expect.lost_writes", ["can never hold"], id="expect-below-zero"),
+    pytest.param(with_("expect.converged", 1), "expect.converged", ["expected true or false"], id="converged-int"),
+]
+
+
+@pytest.mark.parametrize(("data", "path", "words"), MALFORMED)
+def test_malformed_topology_names_the_key_and_the_fix(data: dict[str, Any], path: str, words: list[str]) -> None:
+    errors = errors_of(data)
+    prefix = f"{SRC}: {path}: "
+    matching = [e for e in errors if e.startswith(prefix)]
+    assert matching, f"no error at {path}: {errors}"
+    assert any(all(word in e for word in words) for e in matching), matching
+
+
+def test_the_examples_of_the_brief_read_exactly() -> None:
+    assert errors_of(with_("storage.fsinc", 1)) == [
+        "t.yaml: storage.fsinc: unknown key (expected one of: medium, fsync, writeback, segment_bytes)"
+    ]
+    assert errors_of(with_("topics.0.replication_factor", 4)) == [
+        "t.yaml: topics[0].replication_factor: 4 is larger than the number of brokers (3)"
+    ]
+
+
+def test_all_errors_are_collected_at_once() -> None:
+    data = base()
+    data["storage"] = {"fsinc": "real", "writeback": 5}
+    data["topics"][0]["replication_factor"] = 4
+    data["workload"] = {"producers": [{"topic": "nope", "acks": 7}]}
+    data["faults"] = [{"at": "1s", "do": "kill", "target": "broker:9"}, {"at": "2s", "do": "explode"}]
+    data["expect"] = {"lost": 0}
+    paths = [e.split(": ")[1] for e in errors_of(data)]
+    assert paths == [
+        "storage.fsinc",
+        "storage.writeback",
+        "topics[0].replication_factor",
+        "workload.producers[0].topic",
+        "workload.producers[0].acks",
+        "faults[0].target",
+        "faults[1].do",
+        "expect.lost",
+    ]
+
+
+def test_a_broken_cluster_does_not_cascade_into_target_errors() -> None:
+    data = fault(at="1s", do="kill", target="broker:9")
+    data["cluster"]["brokers"] = "three"
+    errors = errors_of(data)
+    assert [e.split(": ")[1] for e in errors] == ["cluster.brokers"]
+
+
+def test_top_level_must_be_a_mapping() -> None:
+    assert errors_of([1, 2]) == [
+        "t.yaml: expected a mapping at the top level (keys: name, description, seed, duration, timing, cluster, "
+        "protocol, storage, network, topics, workload, faults, expect), got a list of 2"
+    ]
+    assert "empty" in errors_of(None)[0]
+
+
+def test_yaml_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("name: x\ntopics: [\n  {name: a\ncluster: {}\n")
+    with pytest.raises(TopologyError) as info:
+        load_topology(path)
+    (message,) = info.value.errors
+    assert message.startswith(f"{path}: line ")
+    assert "invalid YAML" in message
+
+
+def test_duplicate_yaml_keys_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text("name: x\nseed: 1\nseed: 2\n")
+    with pytest.raises(TopologyError) as info:
+        load_topology(path)
+    assert info.value.errors == [f"{path}: line 3, column 1: invalid YAML: duplicate key 'seed' (first given on line 2)"]
+
+
+def test_missing_file_and_non_mapping_file(tmp_path: Path) -> None:
+    with pytest.raises(TopologyError, match=r"nowhere\.yaml: no such file"):
+        load_topology(tmp_path / "nowhere.yaml")
+    path = tmp_path / "list.yaml"
+    path.write_text("- a\n- b\n")
+    with pytest.raises(TopologyError, match=r"list\.yaml: expected a mapping at the top level"):
+        load_topology(path)
+
+
+def test_defaults_fill_everything_but_name_brokers_and_topics() -> None:
+    t = parse_topology(base(), SRC)
+    assert (t.seed, t.duration, t.description, t.source) == (0, 10.0, "", SRC)
+    assert t.timing == Timing(0.1, 0.6, 1.0, 0.05, (0.3, 0.6), 5.0, 2.0)
+    assert t.cluster.controllers == (NodeSpec("controller", 1),)
+    assert (t.protocol.truncation, t.protocol.elr, t.protocol.unclean_leader_election) == ("leader-epoch", True, False)
+    assert (t.protocol.unclean_recovery, t.protocol.fencing) == ("balanced", "kraft")
+    assert (t.storage.medium, t.storage.fsync, t.storage.writeback, t.storage.segment_bytes) == (
+        "disk", "simulated", 5.0, 1 << 20)
+    assert (t.network.backend, t.network.transport) == ("userspace", "ipc")
+    topic = t.topic("orders")
+    assert (topic.min_insync_replicas, topic.placement, topic.assignment) == (2, "rack-aware", None)
+    assert topic.flush == FlushPolicy(always=False, on_roll=False, messages=1000, interval=1.0)
+    assert t.workload.producers == () and t.workload.consumers == () and t.faults == () and t.expect == {}
+
+
+def test_min_insync_defaults_to_min_of_two_and_rf() -> None:
+    data = base()
+    data["topics"] = [{"name": "one", "replication_factor": 1}, {"name": "two"}]
+    t = parse_topology(data, SRC)
+    assert t.topic("one").min_insync_replicas == 1
+    assert (t.topic("two").partitions, t.topic("two").replication_factor, t.topic("two").min_insync_replicas) == (1, 3, 2)
+
+
+def test_client_defaults_and_acks_normalisation() -> None:
+    data = base()
+    data["workload"] = {
+        "producers": [{}, {"acks": -1}, {"acks": "1", "rate": "30/m"}, {"acks": 0, "rate": "max", "partitions": [2, 0]}],
+        "consumers": [{}],
+    }
+    t = parse_topology(data, SRC)
+    first, minus_one, one, zero = t.workload.producers
+    assert (first.count, first.topic, first.acks, first.rate, first.batch, first.retries, first.partitions) == (
+        1, "orders", "all", 100.0, 10, 5, None)
+    assert [p.acks for p in t.workload.producers] == ["all", "all", "1", "0"]
+    assert one.rate == 0.5 and zero.rate is None and zero.partitions == (2, 0)
+    (consumer,) = t.workload.consumers
+    assert (consumer.count, consumer.topic, consumer.from_) == (1, "orders", "earliest")
+    assert minus_one.acks == "all"
+
+
+def test_client_topic_is_required_with_several_topics() -> None:
+    data = base()
+    data["topics"].append({"name": "payments"})
+    data["workload"] = {"consumers": [{}]}
+    assert errors_of(data) == ["t.yaml: workload.consumers[0].topic: required key missing (there is more than one topic)"]
+
+
+def test_broker_shorthand_assigns_racks_round_robin() -> None:
+    data = with_("cluster", {"controllers": 3, "brokers": {"count": 6, "racks": ["a", "b", "c"]}})
+    t = parse_topology(data, SRC)
+    assert [(b.id, b.rack) for b in t.cluster.brokers] == [(1, "a"), (2, "b"), (3, "c"), (4, "a"), (5, "b"), (6, "c")]
+    assert [c.name for c in t.cluster.controllers] == ["controller-1", "controller-2", "controller-3"]
+    assert t.broker_ids == (1, 2, 3, 4, 5, 6) and t.racks == ("a", "b", "c")
+    assert t.cluster.brokers[0].name == "broker-1"
+
+
+def test_controllers_as_a_list_and_racks_as_ints() -> None:
+    data = with_("cluster.controllers", [{"id": 7, "rack": 1}, {"id": 9}])
+    t = parse_topology(data, SRC)
+    assert t.cluster.controllers == (NodeSpec("controller", 7, "1"), NodeSpec("controller", 9))
+
+
+def test_explicit_assignment_is_checked_partition_by_partition() -> None:
+    data = base()
+    data["topics"][0] |= {"partitions": 3, "placement": "explicit", "assignment": {0: [1, 2], 1: [1, 1, 2], 5: [1, 2, 3]}}
+    errors = errors_of(data)
+    assert errors == [
+        "t.yaml: topics[0].assignment[0]: has 2 replicas (expected replication_factor 3)",
+        "t.yaml: topics[0].assignment[1]: [1, 1, 2] names a broker twice (expected distinct broker ids)",
+        "t.yaml: topics[0].assignment[5]: not a partition of this topic (expected partitions 0..2)",
+        "t.yaml: topics[0].assignment: partitions 2 have no replicas (expected every partition 0..2)",
+    ]
+    data["topics"][0]["assignment"] = {1: [2, 3, 1], 0: [1, 2, 3], 2: [3, 1, 2]}
+    topic = parse_topology(data, SRC).topic("orders")
+    assert topic.assignment == {0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2)}
+
+
+def test_flush_forms() -> None:
+    def flush_of(value: object) -> FlushPolicy:
+        return parse_topology(with_("topics.0.flush", value), SRC).topic("orders").flush
+
+    assert flush_of("always") == FlushPolicy(always=True, on_roll=False, messages=None, interval=None)
+    assert flush_of("on-roll") == FlushPolicy(always=False, on_roll=True, messages=None, interval=None)
+    assert flush_of({"messages": 5}) == FlushPolicy(messages=5)
+    assert flush_of({"interval": "250ms"}) == FlushPolicy(interval=0.25)
+    policy = flush_of({"messages": 5, "interval": "2s"})
+    assert FlushPolicy(**policy.to_dict()) == policy
+    assert policy.to_dict() == {"always": False, "on_roll": False, "messages": 5, "interval": 2.0}
+
+
+def test_netns_defaults_to_tcp_and_transport_can_be_chosen() -> None:
+    assert parse_topology(with_("network.backend", "netns"), SRC).network.transport == "tcp"
+    assert parse_topology(with_("network.transport", "tcp"), SRC).network.transport == "tcp"
+
+
+def test_every_fault_action_and_target_form_is_accepted() -> None:
+    data = base()
+    data["cluster"]["controllers"] = 3
+    data["protocol"] = {"unclean_recovery": "manual"}
+    data["faults"] = [
+        {"at": "9s", "do": "restart"},
+        {"at": "1s", "do": "kill", "target": "broker:1"},
+        {"at": "1s", "do": "pause", "target": "controller:2"},
+        {"at": "2s", "do": "resume"},
+        {"at": "2s", "do": "shutdown", "target": "active-controller"},
+        {"at": "2s", "do": "lossy-crash", "target": "followers-of orders/1", "loss": "torn"},
+        {"at": "2s", "do": "disk-loss", "target": "stopped"},
+        {"at": "3s", "do": "partition", "groups": [["leader-of any", "clients"], ["isr-of orders/5", "brokers"]]},
+        {"at": "3s", "do": "partition", "shape": "isolate", "target": "random-controller"},
+        {"at": "3s", "do": "partition", "shape": "halves"},
+        {"at": "3s", "do": "partition", "shape": "bridge"},
+        {"at": "3s", "do": "partition", "shape": "one-way", "from": "clients", "to": "controllers"},
+        {"at": "4s", "do": "heal"},
+        {"at": "4s", "do": "slow", "delay": "20ms", "jitter": "5ms", "loss": 0.1, "duplicate": 0, "from": "rack:a", "to": "paused"},
+        {"at": "5s", "do": "reassign", "partition": "orders/2", "replicas": [3, 2]},
+        {"at": "5s", "do": "elect-preferred"},
+        {"at": "5s", "do": "elect-preferred", "partition": "orders/3"},
+        {"at": "6s", "do": "elect", "partition": "orders/4", "target": "broker:2"},
+        {"at": "7s", "do": "kill", "target": "random-broker"},
+        {"nemesis": {"from": "1s", "until": "8s", "every": "1s", "target": ["leader-of any"],
+                     "do": ["pause", "shutdown", "disk-loss", "partition-isolate", "partition-bridge", "slow", "elect-preferred"]}},
+    ]
+    t = parse_topology(data, SRC)
+    assert [f.at if isinstance(f, FaultSpec) else f.start for f in t.faults] == sorted(
+        [9, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 5, 5, 5, 6, 7, 1])
+    faults = [f for f in t.faults if isinstance(f, FaultSpec)]
+    assert [f.do for f in faults[:2]] == ["kill", "pause"]  # stable among equal times
+    assert faults[-1] == FaultSpec(9.0, "restart", "stopped", {})
+    resume = next(f for f in faults if f.do == "resume")
+    assert resume.target == "paused"
+    slow = next(f for f in faults if f.do == "slow")
+    assert slow.params == {"delay": 0.02, "jitter": 0.005, "loss": 0.1, "duplicate": 0.0, "from": "rack:a", "to": "paused"}
+    reassign = next(f for f in faults if f.do == "reassign")
+    assert reassign.params == {"partition": "orders/2", "replicas": (3, 2)}
+    groups = next(f for f in faults if f.params.get("groups"))
+    assert groups.params["groups"] == (("leader-of any", "clients"), ("isr-of orders/5", "brokers"))
+    (nem,) = [f for f in t.faults if isinstance(f, NemesisSpec)]
+    assert (nem.start, nem.until, nem.every, nem.max_down) == (1.0, 8.0, (1.0, 1.0), 1)
+    assert roundtrip(t) == t
+
+
+def test_nemesis_defaults() -> None:
+    t = parse_topology(nemesis(), SRC)
+    assert t.faults == (NemesisSpec(0.0, 10.0, (2.0, 4.0), ("kill",), ("random-broker",), 1),)
+
+
+def test_nemesis_entry_takes_no_other_keys() -> None:
+    data = base()
+    data["faults"] = [{"nemesis": {"do": ["kill"]}, "at": "1s"}]
+    assert errors_of(data) == ["t.yaml: faults[0].at: unknown key (expected one of: nemesis)"]
+
+
+def roundtrip(t: Any) -> Any:
+    dumped = yaml.safe_dump(t.to_dict(), sort_keys=False)
+    return dataclasses.replace(parse_topology(yaml.safe_load(dumped), t.source), source=t.source)
+
+
+def test_to_dict_round_trips_the_design_example() -> None:
+    t = load_topology(TOPOLOGIES / "rack-outage.yaml")
+    again = parse_topology(t.to_dict(), "elsewhere.yaml")
+    assert again.source == "elsewhere.yaml"
+    assert dataclasses.replace(again, source=t.source) == t
+    assert roundtrip(t) == t
+    resolved = t.to_dict()
+    assert resolved["timing"]["controller_election_timeout"] == "300ms..600ms"
+    assert resolved["storage"]["segment_bytes"] == "1MiB"
+    assert resolved["faults"][0]["nemesis"]["every"] == "2s..4s"
+
+
+def test_to_dict_round_trips_unusual_values() -> None:
+    data = base()
+    data["cluster"] = {"controllers": [{"id": 5, "rack": "x"}], "brokers": {"count": 4}}
+    data["topics"] = [
+        {"name": "a", "partitions": 2, "replication_factor": 2, "placement": "explicit", "flush": "always",
+         "assignment": {0: [1, 2], 1: [3, 4]}},
+        {"name": "b", "flush": {"interval": "1.5s"}, "placement": "round-robin"},
+    ]
+    data["workload"] = {"producers": [{"topic": "a", "rate": 0.3, "acks": 1}], "consumers": [{"topic": "b", "from": "latest"}]}
+    data["expect"] = {"lost_writes": ">0", "duplicates": "<=3", "unseen": ">=1", "poll_skips": "<2", "converged": False}
+    data["storage"] = {"segment_bytes": 1000, "writeback": "2m"}
+    t = parse_topology(data, SRC)
+    assert roundtrip(t) == t
+    assert t.to_dict()["expect"] == {"lost_writes": ">0", "duplicates": "<=3", "unseen": ">=1", "poll_skips": "<2",
+                                     "converged": False}
+
+
+def test_seed_argument_overrides_the_file() -> None:
+    assert load_topology(TOPOLOGIES / "rack-outage.yaml").seed == 7
+    assert load_topology(TOPOLOGIES / "rack-outage.yaml", seed=3).seed == 3
+
+
+@pytest.mark.parametrize("path", sorted(TOPOLOGIES.rglob("*.yaml")), ids=lambda p: str(p.relative_to(TOPOLOGIES)))
+def test_every_shipped_topology_loads(path: Path) -> None:
+    t = load_topology(path)
+    assert roundtrip(t) == t
+
+
+def test_shipped_quickstart_and_kill_leader() -> None:
+    quick = load_topology(TOPOLOGIES / "quickstart.yaml")
+    assert quick.faults == () and quick.expect == {"lost_writes": Expectation("==", 0)}
+    assert [(b.id, b.rack) for b in quick.cluster.brokers] == [(1, "a"), (2, "b"), (3, "c")]
+    (producers,) = quick.workload.producers
+    assert (producers.count, producers.rate, producers.acks) == (2, 200.0, "all")
+    kill = load_topology(TOPOLOGIES / "kill-leader.yaml")
+    assert kill.faults == (FaultSpec(3.0, "kill", "leader-of orders/0", {}), FaultSpec(6.0, "restart", "stopped", {}))
+    assert dataclasses.replace(kill, name=quick.name, description=quick.description, faults=(), source=quick.source) == quick
+
+
+def test_timing_scaled_multiplies_everything() -> None:
+    scaled = Timing().scaled(2)
+    assert scaled == Timing(0.2, 1.2, 2.0, 0.1, (0.6, 1.2), 10.0, 4.0)
+    with pytest.raises(ValueError):
+        Timing().scaled(0)
+
+
+@pytest.mark.parametrize(
+    ("text", "op", "value", "form", "holds", "fails"),
+    [(0, "==", 0, "0", 0, 1), ("0", "==", 0, "0", 0, 2), ("==2", "==", 2, "2", 2, 3), (">0", ">", 0, ">0", 1, 0),
+     (">=1", ">=", 1, ">=1", 1, 0), ("<3", "<", 3, "<3", 2, 3), ("<=3", "<=", 3, "<=3", 3, 4)],
+)
+def test_expectations(text: object, op: str, value: int, form: str, holds: int, fails: int) -> None:
+    t = parse_topology(with_("expect.lost_writes", text), SRC)
+    expectation = t.expect["lost_writes"]
+    assert (expectation.op, expectation.value, str(expectation)) == (op, value, form)
+    assert expectation.holds(holds) and not expectation.holds(fails)
+
+
+def test_every_check_name_is_an_expect_key() -> None:
+    data = base()
+    data["expect"] = {name: 0 for name in CHECK_NAMES} | {"converged": True}
+    t = parse_topology(data, SRC)
+    assert t.expect["converged"] == Expectation("==", 1) and len(t.expect) == len(CHECK_NAMES) + 1
+
+
+def test_not_yet_acted_on_lists_only_unsupported_features_in_use() -> None:
+    assert not_yet_acted_on(parse_topology(base(), SRC), frozenset()) == []
+    data = base()
+    data["cluster"]["controllers"] = 3
+    data["protocol"] = {"truncation": "high-watermark", "elr": False, "unclean_leader_election": True,
+                        "unclean_recovery": "proactive", "fencing": "zookeeper"}
+    data["storage"] = {"medium": "tmpfs", "fsync": "real"}
+    data["network"] = {"backend": "netns"}
+    data["topics"][0] |= {"partitions": 1, "placement": "explicit", "assignment": {0: [1, 2, 3]}}
+    data["faults"] = [{"at": "1s", "do": "heal"}]
+    data["expect"] = {"lost_writes": 0}
+    t = parse_topology(data, SRC)
+    notes = not_yet_acted_on(t, frozenset())
+    used = FEATURE_NAMES - {"unclean-recovery:none", "unclean-recovery:manual"}
+    assert len(notes) == len(used)
+    assert all(any(f"'{feature}'" in note for note in notes) for feature in used)
+    assert "t.yaml: protocol.unclean_recovery: proactive: this build does not act on it yet" in "\n".join(notes)
+    assert not_yet_acted_on(t, FEATURE_NAMES) == []
+    assert not_yet_acted_on(t, used - {"fsync:real"}) == [
+        "t.yaml: storage.fsync: real: this build does not act on it yet (feature 'fsync:real')"
+    ]
+    with pytest.raises(ValueError, match="unknown feature"):
+        not_yet_acted_on(t, frozenset({"time-travel"}))
+
+
+def test_topic_lookup() -> None:
+    t = parse_topology(base(), SRC)
+    with pytest.raises(KeyError, match="no topic 'payments'"):
+        t.topic("payments")
+
+
+# -- durations, sizes, rates ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("250ms", 0.25), ("5s", 5.0), ("2m", 120.0), ("1.5s", 1.5), ("10us", 1e-5), ("0s", 0.0), (" 3 ms", 0.003)],
+)
+def test_parse_duration(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [(5, "write 5s"), (1.5, "write 1.5s"), ("5", "write 5s"), ("5 sec", "not a duration"), ("-1s", "not a duration"),
+     ("1h", "not a duration"), (None, "null"), (True, "bool")],
+)
+def test_parse_duration_refuses(value: object, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        parse_duration(value)
+
+
+def test_format_duration_picks_readable_units() -> None:
+    assert [format_duration(s) for s in (0.25, 5, 120, 0, 1e-5, 0.0015)] == ["250ms", "5s", "2m", "0s", "10us", "1500us"]
+
+
+@given(st.floats(min_value=0, allow_nan=False, allow_infinity=False))
+def test_format_then_parse_duration_is_exact(seconds: float) -> None:
+    assert parse_duration(format_duration(seconds)) == seconds
+
+
+@given(st.integers(min_value=0, max_value=10**9), st.sampled_from(["us", "ms", "s", "m"]))
+def test_parse_then_format_duration_is_stable(amount: int, unit: str) -> None:
+    seconds = parse_duration(f"{amount}{unit}")
+    assert parse_duration(format_duration(seconds)) == seconds
+
+
+def test_duration_ranges() -> None:
+    assert parse_duration_range("300ms..600ms") == (0.3, 0.6)
+    assert parse_duration_range("2s") == (2.0, 2.0)
+    with pytest.raises(ValueError, match="low end"):
+        parse_duration_range("2s..1s")
+    with pytest.raises(ValueError, match="write 300s"):
+        parse_duration_range("300..600ms")
+
+
+@pytest.mark.parametrize(
+    ("value", "size"), [(1000, 1000), ("100B", 100), ("64KiB", 65536), ("1MiB", 1 << 20), ("1.5GiB", 3 << 29)]
+)
+def test_parse_size(value: object, size: int) -> None:
+    assert parse_size(value) == size
+    assert parse_size(format_size(size)) == size
+
+
+@pytest.mark.parametrize("value", ["1MB", "1.5B", "lots", True, 1.5])
+def test_parse_size_refuses(value: object) -> None:
+    with pytest.raises(ValueError):
+        parse_size(value)
+
+
+@pytest.mark.parametrize(("value", "rate"), [("500/s", 500.0), ("30/m", 0.5), (20, 20.0), (2.5, 2.5), ("1 / s", 1.0)])
+def test_parse_rate(value: object, rate: float) -> None:
+    assert parse_rate(value) == rate
+    assert parse_rate(format_rate(rate)) == rate
+
+
+@pytest.mark.parametrize("value", ["500", "500/h", "fast", True, None])
+def test_parse_rate_refuses(value: object) -> None:
+    with pytest.raises(ValueError):
+        parse_rate(value)
+
+
+@given(st.floats(min_value=1e-6, max_value=1e9, allow_nan=False))
+def test_format_then_parse_rate_is_exact(rate: float) -> None:
+    assert parse_rate(format_rate(rate)) == rate
