@@ -144,7 +144,7 @@ class BrokerIO:
                 self.node.reply(m.ctx, msg)
         for ev in out.events:
             self.node.events.record(ev.kind, ev.fields)
-        if self.state.state == "stopped":
+        if self.state.state == "stopped" and self.node.exit_code is None:
             self._finish_controlled_shutdown(now)
 
     def _disk(self, op: Any, now: float) -> None:

@@ -31,7 +31,7 @@ import zmq
 
 from broker.protocol.errors import Errors
 from broker.wire.codec import DecodeError, decode, encode
-from broker.wire.linkfilter import LinkFilter
+from broker.wire.linkfilter import LinkFilter, Verdict
 from broker.wire.messages import ErrorResponse
 
 #: Messages a socket may queue per peer before sends fail with EAGAIN: a deep enough
@@ -155,7 +155,7 @@ class Transport:
                 return
         self._send_reply(frames)
 
-    def _apply(self, verdict: Any, sock: zmq.Socket, frames: list, request_id: int, now: float) -> None:
+    def _apply(self, verdict: Verdict, sock: zmq.Socket, frames: list, request_id: int, now: float) -> None:
         """Carry out a filter verdict other than plain delivery: drop, hold, or copy."""
         if verdict.copies == 0:
             self._counts["filtered"] += 1
