@@ -55,6 +55,8 @@ class Cluster:
         self.timing = topology.timing.scaled(time_scale)
         self.token = secrets.token_hex(16)
         self.procs: dict[str, subprocess.Popen] = {}
+        #: workload client processes, sampled into metrics.jsonl with the nodes
+        self.client_procs: dict[str, subprocess.Popen] = {}
         self.configs: dict[str, NodeConfig] = {}
         self.stopped: set[str] = set()
         self.registry: Registry | None = None
@@ -145,7 +147,8 @@ class Cluster:
         self.registry.add_process(proc.pid)
 
     def _pids(self) -> dict[str, int]:
-        return {n: p.pid for n, p in self.procs.items() if p.poll() is None}
+        procs = {**self.procs, **self.client_procs}
+        return {n: p.pid for n, p in procs.items() if p.poll() is None}
 
     def _create_topics(self) -> None:
         topics = []

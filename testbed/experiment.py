@@ -81,6 +81,7 @@ class Workload:
         path.write_text(json.dumps(cfg, indent=1))
         proc = spawn(["-m", "testbed.workload", "--config", str(path)], self.cluster.dir.clients / f"{name}.log")
         self.procs[name] = proc
+        self.cluster.client_procs[name] = proc
         assert self.cluster.registry is not None
         self.cluster.registry.add_process(proc.pid)
 

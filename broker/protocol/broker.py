@@ -40,7 +40,6 @@ class BrokerConfig:
     fetch_max_wait: float
     truncation: str = "leader-epoch"
     elr: bool = True
-    #: per topic: min.insync.replicas (the controller's TopicRecord carries it too)
     request_timeout: float = 2.0
 
 
