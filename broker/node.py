@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import json
 import logging
 import os
 import signal
@@ -131,6 +130,7 @@ class Node:
         if op == "status":
             body = self.role.status()
             body["transport"] = self.transport.counters()
+            body["links"] = {f"{src}->{dst}": c for (src, dst), c in self.link_filter.counters().items()}
             body["pid"] = os.getpid()
             return body
         if op == "links":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -23,7 +24,9 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 from broker.client import ClusterClient, ProduceResult
 from broker.noderuntime.config import NodeConfig
 from broker.protocol.errors import Errors
+from broker.wire.linkfilter import LinkTable
 from broker.wire.messages import CreateTopicsRequest, CreateTopicsResponse
+from faults.storage import TmpfsMounts
 from testbed.control import ControlClient
 from testbed.history import History
 from testbed.metrics import MetricsSampler
@@ -59,6 +62,13 @@ class Cluster:
         self.client_procs: dict[str, subprocess.Popen] = {}
         self.configs: dict[str, NodeConfig] = {}
         self.stopped: set[str] = set()
+        self.paused: set[str] = set()
+        #: the network table every node should hold, and the nodes that have not got it yet
+        #: (paused or restarted since the last push)
+        self.link_table: LinkTable = LinkTable(0, {})
+        self._links_pending: set[str] = set()
+        self.mounts = TmpfsMounts()
+        self.warnings: list[str] = []
         self.registry: Registry | None = None
         self.control: ControlClient | None = None
         self.metrics: MetricsSampler | None = None
@@ -97,6 +107,8 @@ class Cluster:
         self.registry.data["run_dir"] = str(self.dir.root.resolve())
         self.control = ControlClient(self.token)
         self._write_configs()
+        if self.topology.storage.medium == "tmpfs":
+            self._mount_tmpfs()
         for spec in self.nodes():
             self._spawn(spec.name)
         self.metrics = MetricsSampler(self.dir.metrics, self._pids)
@@ -138,6 +150,18 @@ class Cluster:
             self.configs[spec.name] = cfg
             (self.dir.nodes / f"{spec.name}.json").write_text(cfg.to_json())
 
+    def _mount_tmpfs(self) -> None:
+        """DESIGN section 4: data directories on tmpfs (root only), else plain directories."""
+        assert self.registry is not None
+        for spec in self.topology.cluster.brokers:
+            d = self.dir.data_dir(spec.name)
+            d.mkdir(parents=True, exist_ok=True)
+            if self.mounts.mount(d):
+                self.registry.add_mount(d)
+            else:
+                self.warnings.append(f"medium: tmpfs needs root and mount(8); {spec.name} uses a plain directory")
+                break
+
     def _spawn(self, name: str) -> None:
         proc = spawn(["-m", "broker.node", "--config", str(self.dir.nodes / f"{name}.json")],
                      self.dir.nodes / f"{name}.log")
@@ -145,6 +169,9 @@ class Cluster:
         self.stopped.discard(name)
         assert self.registry is not None
         self.registry.add_process(proc.pid)
+
+    def pid(self, name: str) -> int:
+        return self.procs[name].pid
 
     def _pids(self) -> dict[str, int]:
         procs = {**self.procs, **self.client_procs}
@@ -172,11 +199,11 @@ class Cluster:
         assert self.control is not None
         ctl_name = self.topology.cluster.controllers[0].name
         ctl = None
-        if ctl_name not in self.stopped:
+        if ctl_name not in self.stopped and ctl_name not in self.paused:
             ctl = self.control.call(self.configs[ctl_name].control_endpoint, "status", timeout=timeout)
         brokers: dict[int, dict | None] = {}
         for spec in self.topology.cluster.brokers:
-            if spec.name in self.stopped:
+            if spec.name in self.stopped or spec.name in self.paused:
                 brokers[spec.id] = None
                 continue
             brokers[spec.id] = self.control.call(self.configs[spec.name].control_endpoint, "status", timeout=timeout)
@@ -227,18 +254,70 @@ class Cluster:
 
     # ------------------------------------------------------------------ process control
     def kill(self, name: str) -> int:
-        """SIGKILL one node; returns its pid."""
+        """SIGKILL one node (paused or not); returns its pid."""
         proc = self.procs[name]
         proc.kill()
         proc.wait()
         self.stopped.add(name)
+        self.paused.discard(name)
         return proc.pid
 
-    def restart(self, name: str) -> None:
+    def restart(self, name: str) -> int:
         """Start a stopped node again: same id, same data directory, a new incarnation."""
         if name not in self.stopped:
             raise ClusterError(f"{name} is running")
         self._spawn(name)
+        self._links_pending.add(name)
+        self.sync_links()
+        return self.procs[name].pid
+
+    def pause(self, name: str) -> int:
+        """SIGSTOP: the process keeps its sockets and state but does nothing."""
+        proc = self.procs[name]
+        os.kill(proc.pid, signal.SIGSTOP)
+        self.paused.add(name)
+        return proc.pid
+
+    def resume(self, name: str) -> int:
+        proc = self.procs[name]
+        os.kill(proc.pid, signal.SIGCONT)
+        self.paused.discard(name)
+        self._links_pending.add(name)
+        self.sync_links()
+        return proc.pid
+
+    # ------------------------------------------------------------------ network (userspace backend)
+    def push_links(self, table: LinkTable) -> dict[str, bool]:
+        """Send the link table to every node; a node that cannot take it now gets it later."""
+        self.link_table = table
+        self._links_pending = {s.name for s in self.nodes()}
+        return self.sync_links()
+
+    def sync_links(self) -> dict[str, bool]:
+        """Push the current table to the nodes that lack it and can answer now."""
+        assert self.control is not None
+        acked: dict[str, bool] = {}
+        for name in sorted(self._links_pending):
+            if name in self.stopped or name in self.paused:
+                continue
+            body = self.control.call(self.configs[name].control_endpoint, "links",
+                                     {"table": self.link_table.to_dict()}, timeout=self.scaled(1))
+            acked[name] = body is not None
+            if body is not None:
+                self._links_pending.discard(name)
+        return acked
+
+    def link_counters(self) -> dict[str, dict]:
+        """Messages each running node's filter dropped, delayed or duplicated, per link."""
+        out: dict[str, dict] = {}
+        s = self.status()
+        bodies = [s.controller, *s.brokers.values()]
+        for body in bodies:
+            for link, counts in (body or {}).get("links", {}).items():
+                agg = out.setdefault(link, {})
+                for k, v in counts.items():
+                    agg[k] = agg.get(k, 0) + v
+        return out
 
     def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
         """Controlled shutdown (R37); True if the node exited by itself in time."""
@@ -264,12 +343,14 @@ class Cluster:
         return clean
 
     def close(self) -> None:
-        """Kill whatever still runs and remove sockets; idempotent, never raises."""
-        for name, proc in self.procs.items():
+        """Kill whatever still runs, unmount, remove sockets; idempotent, never raises."""
+        for name, proc in [*self.procs.items(), *self.client_procs.items()]:
             if proc.poll() is None:
                 kill_tree(proc.pid, None)
                 proc.wait()
             self.stopped.add(name)
+        self.paused.clear()
+        self.mounts.unmount_all()
         if self.metrics is not None:
             self.metrics.stop()
         for c in (self._client, self.control):

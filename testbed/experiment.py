@@ -18,16 +18,19 @@ import zmq
 from rich.console import Console
 from rich.table import Table
 
+from faults.schedule import build_schedule
 from testbed.cluster import Cluster, ClusterError
+from testbed.faultrunner import UNSUPPORTED, FaultRunner
 from testbed.finalize import final_read, write_logs, write_replicas
 from testbed.history import History
 from testbed.monitor import Monitor, StatsInbox
 from testbed.procs import spawn
 from testbed.summary import Summary, summarize
-from testbed.topology import Topology, not_yet_acted_on
+from testbed.topology import FaultSpec, NemesisSpec, Topology, not_yet_acted_on
 
 #: Topology features this build acts on (the rest are reported as not yet acted on).
-SUPPORTED: frozenset[str] = frozenset({"elr:false", "placement:explicit", "fsync:real"})
+SUPPORTED: frozenset[str] = frozenset({"faults", "elr:false", "placement:explicit", "fsync:real",
+                                       "medium:tmpfs"})
 
 EXIT_OK, EXIT_FAILED, EXIT_UNJUDGED = 0, 1, 2
 
@@ -105,6 +108,10 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     console = console or Console()
     for note in not_yet_acted_on(topology, SUPPORTED):
         console.print(f"[yellow]not yet acted on:[/] {note}")
+    for f in topology.faults:
+        actions = {f.do} if isinstance(f, FaultSpec) else set(f.do)
+        for do in sorted(actions & UNSUPPORTED):
+            console.print(f"[yellow]not yet acted on:[/] fault action `{do}` (recorded in faults.jsonl as not acted on)")
     cluster = Cluster(topology, run_dir=run_dir, runs_dir=runs_dir, time_scale=time_scale)
     converged = False
     try:
@@ -118,21 +125,38 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
                            else "tcp://127.0.0.1:0")
         if inbox.endpoint.endswith(":0"):
             inbox.endpoint = inbox.sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        for w in cluster.warnings:
+            console.print(f"[yellow]warning:[/] {w}")
         workload = Workload(cluster, inbox.endpoint)
+        runner = FaultRunner(cluster, build_schedule(topology), topology.seed, max_down=nemesis_limits(topology))
         try:
             workload.start()
-            end = time.monotonic() + topology.duration * time_scale
+            start = time.monotonic()
+            end = start + topology.duration * time_scale
+            next_display = 0.0
             with Monitor(console, topology.duration * time_scale) as mon:
-                while time.monotonic() < end:
-                    inbox.drain()
-                    mon.update(inbox.totals(), cluster.status(timeout=0.2))
-                    time.sleep(min(0.5, max(0.0, end - time.monotonic())))  # display cadence
+                while (now := time.monotonic()) < end:
+                    for rec in runner.fire_due((now - start) / time_scale):
+                        console.print(describe_fault(rec, now - start))
+                    if now >= next_display:
+                        next_display = now + 0.5
+                        inbox.drain()
+                        mon.update(inbox.totals(), cluster.status(timeout=0.2))
+                    wake = [end, next_display]
+                    if runner.next_at() is not None:
+                        wake.append(start + runner.next_at() * time_scale)
+                    time.sleep(max(0.0, min(wake) - time.monotonic()))  # until the next fault or redraw
                 workload.stop(timeout=cluster.scaled(5.0))
                 inbox.drain()
                 mon.update(inbox.totals(), cluster.status(timeout=0.2))
+            undone = runner.undo_all()
+            for rec in undone.values():
+                if rec is not None:
+                    console.print(describe_fault(rec, time.monotonic() - start))
         finally:
             workload.stop(timeout=0.1)
             inbox.close()
+            runner.close()
         try:
             cluster.wait_until(lambda s: s.fully_replicated(), timeout=cluster.scaled(30),
                                what="convergence (every partition led, ISR full, replicas level)")
@@ -160,6 +184,23 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     code = EXIT_UNJUDGED if not converged else EXIT_FAILED if summary.missing_count("all") else EXIT_OK
     console.print(f"run directory: {cluster.dir.root}")
     return Outcome(cluster.dir.root, converged, summary, code)
+
+
+def nemesis_limits(t: Topology) -> dict[str, int]:
+    """max_down per nemesis block, keyed by the origin prefix its faults carry."""
+    blocks = [f for f in t.faults if isinstance(f, NemesisSpec)]
+    return {f"nemesis[{i}]": n.max_down for i, n in enumerate(blocks)}
+
+
+def describe_fault(rec: dict, elapsed: float) -> str:
+    effect = rec.get("effect", {})
+    note = ""
+    if "error" in effect:
+        note = f" [red]{effect['error']}[/]"
+    elif "skipped" in effect:
+        note = f" [yellow](skipped: {effect['skipped']})[/]"
+    target = f" {rec['target']}" if rec.get("target") else ""
+    return f"[magenta]{elapsed:6.2f}s fault[/] {rec['do']}{target} -> {', '.join(rec['resolved']) or '-'}{note}"
 
 
 def print_summary(console: Console, s: Summary, converged: bool) -> None:

@@ -4,8 +4,13 @@ The supervisor pushes a `LinkTable` (with a sequence number, so a late push of a
 table cannot undo a newer one) to every node; each node's transport asks its
 `LinkFilter` what to do with every message on a link (source name, destination name).
 
-A rule's key may use `"*"` on either side. The most specific rule wins, whole (rules do
-not combine): (src, dst), then (src, "*"), then ("*", dst), then ("*", "*").
+A rule's key may use `"*"` on either side, or `"clients"`, which stands for every name that
+is not a cluster node (`broker-N`, `controller-N`): the workload's transports are named
+`api-N`, `producer-N-M`, `consumer-N-M`, `final-reader`, and a partition that names the
+group `clients` must cut all of them without knowing their names in advance. The most
+specific rule wins, whole (rules do not combine): each side is tried as its own name, then
+`"clients"` (for a client only), then `"*"`, the source side varying slowest, so without
+clients the order is (src, dst), (src, "*"), ("*", dst), ("*", "*").
 
 Where the verdict is applied: the sender applies the full verdict (`decide`: drop, loss,
 delay, jitter, duplication); the receiver applies only `drop` (`admits`). Dropping is
@@ -17,12 +22,27 @@ can record what a partition did (DESIGN section 7, faults.jsonl `effect`).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import random
+import re
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 WILDCARD = "*"
+CLIENTS = "clients"
+#: The names cluster nodes go by (NodeSpec.name); every other transport name is a client.
+_NODE_NAME = re.compile(r"(?:broker|controller)-\d+")
+
+
+def is_client(name: str) -> bool:
+    """True for a name the `"clients"` key matches: anything but a cluster node's name."""
+    return _NODE_NAME.fullmatch(name) is None
+
+
+def _lookup_keys(name: str) -> tuple[str, ...]:
+    """The keys that can stand for `name` in a rule, most specific first."""
+    return (name, CLIENTS, WILDCARD) if is_client(name) else (name, WILDCARD)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +163,8 @@ class LinkFilter:
         except KeyError:
             pass
         rules = self._table.rules
-        rule = (rules.get(key) or rules.get((src, WILDCARD)) or rules.get((WILDCARD, dst))
-                or rules.get((WILDCARD, WILDCARD)))
+        rule = next((rules[k] for k in itertools.product(_lookup_keys(src), _lookup_keys(dst)) if k in rules),
+                    None)
         self._resolved[key] = rule
         return rule
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from broker.protocol.partition import PartitionConfig
 from broker.wire.messages import DivergingEpoch
-from tests.unit.test_partition_harness import (
+from tests.unit.partition_harness import (
     Replica, apply_record, build_log, fetch_round, fetch_until_stable, record,
 )
 

@@ -8,7 +8,7 @@ from broker.protocol.outputs import AppendBatches, AssignEpoch, Truncate
 from broker.protocol.partition import PartitionConfig
 from broker.storage.batch import build_batch
 from broker.wire.messages import DivergingEpoch, FetchPartition, FetchPartitionResult
-from tests.unit.test_partition_harness import (
+from tests.unit.partition_harness import (
     TOPIC, Replica, apply_record, build_log, fetch_round, produce, record,
 )
 

@@ -8,7 +8,7 @@ from broker.storage.batch import build_batch
 from broker.wire.messages import (
     AlterPartitionRequest, AlterPartitionResponse, FetchPartition, IsrMember, ProduceRequest,
 )
-from tests.unit.test_partition_harness import (
+from tests.unit.partition_harness import (
     BROKER_EPOCHS, TOPIC, Replica, apply_record, build_log, fetch_round, produce, record,
 )
 

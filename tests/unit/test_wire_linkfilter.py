@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.wire.linkfilter import DELIVER, DROP, LinkFilter, LinkRule, LinkTable, Verdict
+from broker.wire.linkfilter import DELIVER, DROP, LinkFilter, LinkRule, LinkTable, Verdict, is_client
 
 
 def rng() -> random.Random:
@@ -83,6 +83,42 @@ def test_update_ignores_a_table_that_is_not_newer():
     assert not f.update(LinkTable(3, {("a", "b"): LinkRule(drop=True)}))
     assert f.decide("a", "b", rng()) is DELIVER
     assert f.table.seq == 5
+
+
+@pytest.mark.parametrize("name, client", [
+    ("broker-1", False), ("controller-12", False), ("api-0", True), ("producer-0-1", True),
+    ("consumer-1-2", True), ("final-reader", True), ("broker-x", True), ("broker-1-1", True),
+])
+def test_clients_are_the_names_that_are_not_cluster_nodes(name, client):
+    assert is_client(name) is client
+
+
+def test_clients_key_matches_every_client_on_either_side_and_never_a_node():
+    f = LinkFilter(LinkTable(1, {("clients", "broker-1"): LinkRule(drop=True),
+                                 ("broker-1", "clients"): LinkRule(drop=True)}))
+    for client in ("api-0", "producer-0-1", "consumer-2-0", "final-reader"):
+        assert not f.admits(client, "broker-1")
+        assert f.decide("broker-1", client, rng()) is DROP
+        assert f.decide(client, "broker-2", rng()) is DELIVER
+    assert f.decide("broker-2", "broker-1", rng()) is DELIVER
+    assert f.decide("controller-1", "broker-1", rng()) is DELIVER
+
+
+def test_clients_key_sits_between_a_name_and_the_wildcard():
+    f = LinkFilter(LinkTable(1, {
+        ("*", "*"): LinkRule(delay=0.5),
+        ("clients", "*"): LinkRule(delay=0.4),
+        ("api-0", "clients"): LinkRule(delay=0.3),
+        ("*", "broker-1"): LinkRule(delay=0.2),
+        ("clients", "broker-1"): LinkRule(delay=0.1),
+        ("api-0", "broker-1"): LinkRule(drop=True),
+    }))
+    assert f.rule_for("api-0", "broker-1") == LinkRule(drop=True)
+    assert f.rule_for("api-0", "final-reader") == LinkRule(delay=0.3)
+    assert f.rule_for("api-1", "broker-1") == LinkRule(delay=0.1)
+    assert f.rule_for("api-1", "broker-2") == LinkRule(delay=0.4)
+    assert f.rule_for("controller-1", "broker-1") == LinkRule(delay=0.2)
+    assert f.rule_for("controller-1", "broker-2") == LinkRule(delay=0.5)
 
 
 RULES = st.builds(LinkRule, drop=st.booleans(), delay=st.floats(0, 10), jitter=st.floats(0, 1),
