@@ -95,8 +95,12 @@ class Cluster:
     def scaled(self, seconds: float) -> float:
         return seconds * self.time_scale
 
+    def controllers(self) -> list[NodeSpec]:
+        """The controllers this build starts: one, until the Raft quorum lands."""
+        return list(self.topology.cluster.controllers[:1])
+
     def nodes(self) -> list[NodeSpec]:
-        return [*self.topology.cluster.controllers, *self.topology.cluster.brokers]
+        return [*self.controllers(), *self.topology.cluster.brokers]
 
     def start(self) -> None:
         """Start every node, create the topics, and wait until every partition is led."""
@@ -287,6 +291,10 @@ class Cluster:
         return proc.pid
 
     # ------------------------------------------------------------------ network (userspace backend)
+    def next_link_seq(self) -> int:
+        """Link tables are applied only if newer (linkfilter.py): one sequence per run."""
+        return self.link_table.seq + 1
+
     def push_links(self, table: LinkTable) -> dict[str, bool]:
         """Send the link table to every node; a node that cannot take it now gets it later."""
         self.link_table = table
@@ -337,7 +345,7 @@ class Cluster:
     def stop_all(self) -> dict[str, bool]:
         """Controlled shutdown of every broker, then the controllers."""
         clean: dict[str, bool] = {}
-        for spec in [*self.topology.cluster.brokers, *self.topology.cluster.controllers]:
+        for spec in [*self.topology.cluster.brokers, *self.controllers()]:
             if spec.name not in self.stopped and self.procs[spec.name].poll() is None:
                 clean[spec.name] = self.shutdown_node(spec.name)
         return clean
@@ -350,7 +358,10 @@ class Cluster:
                 proc.wait()
             self.stopped.add(name)
         self.paused.clear()
-        self.mounts.unmount_all()
+        try:
+            self.mounts.unmount_all()
+        except RuntimeError as e:  # a busy mount was lazily detached; say so, do not raise
+            self.warnings.append(str(e))
         if self.metrics is not None:
             self.metrics.stop()
         for c in (self._client, self.control):

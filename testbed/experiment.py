@@ -26,7 +26,7 @@ from testbed.history import History
 from testbed.monitor import Monitor, StatsInbox
 from testbed.procs import spawn
 from testbed.summary import Summary, summarize
-from testbed.topology import FaultSpec, NemesisSpec, Topology, not_yet_acted_on
+from testbed.topology import FaultSpec, Topology, not_yet_acted_on
 
 #: Topology features this build acts on (the rest are reported as not yet acted on).
 SUPPORTED: frozenset[str] = frozenset({"faults", "elr:false", "placement:explicit", "fsync:real",
@@ -128,7 +128,7 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
         for w in cluster.warnings:
             console.print(f"[yellow]warning:[/] {w}")
         workload = Workload(cluster, inbox.endpoint)
-        runner = FaultRunner(cluster, build_schedule(topology), topology.seed, max_down=nemesis_limits(topology))
+        runner = FaultRunner(cluster, build_schedule(topology), topology.seed)
         try:
             workload.start()
             start = time.monotonic()
@@ -186,12 +186,6 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     return Outcome(cluster.dir.root, converged, summary, code)
 
 
-def nemesis_limits(t: Topology) -> dict[str, int]:
-    """max_down per nemesis block, keyed by the origin prefix its faults carry."""
-    blocks = [f for f in t.faults if isinstance(f, NemesisSpec)]
-    return {f"nemesis[{i}]": n.max_down for i, n in enumerate(blocks)}
-
-
 def describe_fault(rec: dict, elapsed: float) -> str:
     effect = rec.get("effect", {})
     note = ""
@@ -199,6 +193,8 @@ def describe_fault(rec: dict, elapsed: float) -> str:
         note = f" [red]{effect['error']}[/]"
     elif "skipped" in effect:
         note = f" [yellow](skipped: {effect['skipped']})[/]"
+    elif "groups" in effect:
+        note = " " + " | ".join(",".join(g) for g in effect["groups"])
     target = f" {rec['target']}" if rec.get("target") else ""
     return f"[magenta]{elapsed:6.2f}s fault[/] {rec['do']}{target} -> {', '.join(rec['resolved']) or '-'}{note}"
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from broker.noderuntime.eventlog import JsonlAppender
 from faults import network
-from faults.schedule import ScheduledFault
+from faults.schedule import ScheduledFault, fault_rng
 from faults.storage import disk_loss, lossy_crash_files
 from faults.targets import ClusterView, TargetError, resolve
 from testbed.cluster import Cluster
@@ -25,6 +25,8 @@ from testbed.cluster import Cluster
 _DOWN_ACTIONS = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-loss", "partition"})
 #: actions whose behaviour arrives with later issues (reassignment, preferred and manual elections)
 UNSUPPORTED = frozenset({"reassign", "elect-preferred", "elect"})
+#: DESIGN section 6: `restart` without a target means `stopped`, `resume` means `paused`
+DEFAULT_TARGET = {"restart": "stopped", "resume": "paused"}
 
 
 @dataclass
@@ -32,16 +34,17 @@ class FaultRunner:
     cluster: Cluster
     schedule: list[ScheduledFault]
     seed: int
-    max_down: dict[str, int] = field(default_factory=dict)  # nemesis origin prefix -> max_down
 
     def __post_init__(self) -> None:
         self.out = JsonlAppender(self.cluster.dir.faults)
-        self.rng = random.Random(f"isrlab-faults:{self.seed}")
+        #: each fault draws from its own rng (targets, halves, loss points), so its choices
+        #: do not depend on how many draws the faults before it made
+        self.rng = random.Random()
         self.pending = sorted(self.schedule, key=lambda f: f.at)
         self.done: dict[str, list[str]] = {}  # origin -> nodes it acted on
         self.isolated: set[str] = set()
-        self.seq = 0
-        self.fired = 0
+        #: link counters when the current network fault began, so heal reports its own drops
+        self.baseline: dict[str, dict] = {}
 
     # ------------------------------------------------------------------ schedule
     def next_at(self) -> float | None:
@@ -60,7 +63,7 @@ class FaultRunner:
         return ClusterView.from_status(
             c.status(timeout=c.scaled(0.3)),
             brokers={s.name: s.rack for s in c.topology.cluster.brokers},
-            controllers=[s.name for s in c.topology.cluster.controllers],
+            controllers=[s.name for s in c.controllers()],
             stopped=frozenset(c.stopped), paused=frozenset(c.paused))
 
     def _resolve(self, target: str | None, view: ClusterView) -> list[str]:
@@ -69,17 +72,20 @@ class FaultRunner:
         return resolve(target, view, self.rng)
 
     def fire(self, f: ScheduledFault) -> dict:
+        self.rng = fault_rng(self.seed, f.origin)
         view = self._view()
         undo_of = f.params.get("undo_of")
         try:
             if undo_of is not None:
                 resolved = list(self.done.pop(undo_of, []))
             else:
-                resolved = self._resolve(f.target, view)
+                resolved = self._resolve(f.target or DEFAULT_TARGET.get(f.do), view)
         except TargetError as e:
             resolved, error = [], str(e)
         else:
             error = None
+        if f.do == "partition" and f.params.get("shape") == "isolate" and not resolved and error is None:
+            error = f"isolate: target {f.target!r} resolved to no node"
         params = {k: v for k, v in f.params.items()}
         base = {"do": f.do, "target": f.target, "resolved": resolved, "params": params, "origin": f.origin}
         self._record({**base, "phase": "start"})
@@ -87,22 +93,19 @@ class FaultRunner:
             effect: dict[str, Any] = {"error": error}
         elif f.do in UNSUPPORTED:
             effect = {"error": f"`{f.do}` is not acted on in this build"}
-        elif self._exceeds_max_down(f, resolved):
+        elif f.do != "partition" and self._exceeds_max_down(f, resolved):
             effect = {"skipped": "max_down"}
         else:
             effect = self._apply(f, resolved, view)
             if f.origin.startswith("nemesis") and undo_of is None and resolved:
                 self.done[f.origin] = list(resolved) if f.do != "partition" else effect.get("isolated", resolved)
-        self.fired += 1
         end = {**base, "phase": "end", "effect": effect}
         self._record(end)
         return end
 
     def _exceeds_max_down(self, f: ScheduledFault, resolved: list[str]) -> bool:
-        if f.do not in _DOWN_ACTIONS or "undo_of" in f.params:
-            return False
-        limit = next((m for origin, m in self.max_down.items() if f.origin.startswith(origin)), None)
-        if limit is None:
+        limit = f.params.get("max_down")  # set on every nemesis fault
+        if f.do not in _DOWN_ACTIONS or "undo_of" in f.params or limit is None:
             return False
         c = self.cluster
         down = set(c.stopped) | set(c.paused) | self.isolated
@@ -149,38 +152,46 @@ class FaultRunner:
     def _network(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:
         c = self.cluster
         all_nodes = [s.name for s in c.nodes()]
-        self.seq += 1
+        seq = c.next_link_seq()
         p = f.params
         if f.do == "heal":
-            counters = c.link_counters()
-            table = network.heal_table(self.seq)
+            dropped = _delta(c.link_counters(), self.baseline)
             self.isolated.clear()
-            c.push_links(table)
-            return {"dropped_by_link": counters}
+            c.push_links(network.heal_table(seq))
+            return {"dropped_by_link": dropped}
+        self.baseline = c.link_counters()
         if f.do == "slow":
             src = self._targets(p.get("from"), view) or all_nodes
             dst = self._targets(p.get("to"), view) or all_nodes
             table = network.slow_table(src, dst, p.get("delay", 0.0), p.get("jitter", 0.0),
-                                       p.get("loss", 0.0), p.get("duplicate", 0.0), self.seq)
+                                       p.get("loss", 0.0), p.get("duplicate", 0.0), seq)
             c.push_links(table)
             return {"table": table.to_dict()}
-        shape = p.get("shape")
-        if shape == "one-way":
-            src, dst = self._targets(p["from"], view), self._targets(p["to"], view)
-            table = network.one_way_table(src, dst, all_nodes, self.seq)
-            isolated: list[str] = []
-            groups: list[list[str]] = [src, dst]
-        else:
-            if "groups" in p:
-                groups = [sorted({n for member in g for n in self._targets(member, view)}) for g in p["groups"]]
-            else:
-                groups = network.shape_groups(shape, all_nodes, nodes, self.rng)
-            table = network.partition_table(groups, all_nodes, self.seq)
-            smallest = min(groups, key=len) if groups else []
-            isolated = [n for n in smallest if n != "clients"]
+        plan = self._plan_partition(f, nodes, view, all_nodes, seq)
+        if plan is None:
+            return {"skipped": "max_down"}
+        groups, isolated, table = plan
         self.isolated |= set(isolated)
         acked = c.push_links(table)
         return {"groups": groups, "isolated": isolated, "table": table.to_dict(), "pushed": acked}
+
+    def _plan_partition(self, f: ScheduledFault, nodes: list[str], view: ClusterView, all_nodes: list[str],
+                        seq: int) -> tuple[list[list[str]], list[str], Any] | None:
+        """The groups, the nodes cut off from the controller, and the table; None past max_down."""
+        p = f.params
+        if p.get("shape") == "one-way":
+            src, dst = self._targets(p["from"], view), self._targets(p["to"], view)
+            return [src, dst], [], network.one_way_table(src, dst, all_nodes, seq)
+        if "groups" in p:
+            groups = [sorted({n for member in g for n in self._targets(member, view)}) for g in p["groups"]]
+        else:
+            groups = network.shape_groups(p["shape"], all_nodes, nodes, self.rng)
+        controller = view.active_controller
+        home = next((g for g in groups if controller in g), None) or max(groups, key=len, default=[])
+        isolated = sorted({n for g in groups if g is not home for n in g} - set(home) - {"clients"})
+        if self._exceeds_max_down(f, isolated):
+            return None
+        return groups, isolated, network.partition_table(groups, all_nodes, seq)
 
     def _targets(self, spec: Any, view: ClusterView) -> list[str]:
         if spec is None:
@@ -203,3 +214,12 @@ class FaultRunner:
 
     def close(self) -> None:
         self.out.close()
+
+
+def _delta(now: dict[str, dict], before: dict[str, dict]) -> dict[str, dict]:
+    out = {}
+    for link, counts in now.items():
+        d = {k: v - before.get(link, {}).get(k, 0) for k, v in counts.items()}
+        if any(d.values()):
+            out[link] = d
+    return out

@@ -30,7 +30,8 @@ METADATA_FILE = "__cluster_metadata.jsonl"
 
 
 def journal_path(data_dir: Path) -> Path:
-    """The durability journal lives beside the data directory, so disk-loss keeps it."""
+    """The durability journal lives beside the data directory: a tmpfs mount of the data
+    directory does not hide it, and disk-loss removes it explicitly (faults/storage.py)."""
     return data_dir.with_name(data_dir.name + ".journal")
 
 

@@ -59,9 +59,35 @@ def test_cli_validate_and_dry_run(tmp_path: Path) -> None:
     assert r.returncode == 2 and "replication_factor" in r.stderr
 
 
+def test_faulted_run_with_a_nemesis_converges_without_loss(tmp_path: Path) -> None:
+    faults = [{"at": "1s", "do": "kill", "target": "leader-of orders/0"},
+              {"at": "2500ms", "do": "restart"},
+              {"nemesis": {"from": "500ms", "until": "4s", "every": "700ms..1s", "do": ["pause", "kill"],
+                           "target": ["random-broker"], "max_down": 1}}]
+    topo = parse_topology(topology_dict(partitions=2, duration="5s", faults=faults), "test")
+    out = run_experiment(topo, runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
+    assert out.exit_code == 0, f"run failed, see {out.run_dir}"
+    lines = read_jsonl(out.run_dir / "faults.jsonl")
+    ends = [f for f in lines if f["phase"] == "end"]
+    assert len([f for f in lines if f["phase"] == "start"]) == len(ends)
+    kill = next(f for f in ends if f["origin"].startswith("faults[") and f["do"] == "kill")
+    assert kill["resolved"] and kill["effect"]["killed"]
+    fired = [f for f in ends if f["origin"].startswith("nemesis") and not f["origin"].endswith(".undo")
+             and "skipped" not in f["effect"]]
+    assert fired, "the nemesis fired nothing"
+    undone = {f["params"]["undo_of"] for f in ends if f["origin"].endswith(".undo")}
+    healed = [f for f in ends if f["origin"] == "final-heal"]
+    assert all(f["origin"] in undone for f in fired) or healed
+    assert out.summary is not None and out.summary.missing_count("all") == 0
+
+
 def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
+    """Issue 3's guarantee: a SIGKILLed supervisor with a paused node and tmpfs mounts
+    leaves nothing that survives 2 s, or the next invocation."""
     topo = tmp_path / "t.yaml"
-    topo.write_text(yaml.safe_dump(topology_dict(partitions=1, duration="60s")))
+    medium = "tmpfs" if os.geteuid() == 0 else "disk"
+    topo.write_text(yaml.safe_dump(topology_dict(partitions=1, duration="60s", storage={"medium": medium},
+                                                 faults=[{"at": "0s", "do": "pause", "target": "broker:2"}])))
     runs = tmp_path / "runs"
     sup = subprocess.Popen([sys.executable, "run.py", str(topo), "--runs-dir", str(runs),
                             "--time-scale", str(TIME_SCALE)], cwd=ROOT, stdout=subprocess.PIPE,
@@ -69,10 +95,10 @@ def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
     try:
         assert sup.stdout is not None
         for line in sup.stdout:
-            if "cluster ready" in line:
+            if "fault" in line and "pause" in line:
                 break
         else:
-            pytest.fail("the run never became ready")
+            pytest.fail("the run never reached its first fault")
         reg = next((runs / ".live").glob("*.json"))
         pids = [p["pid"] for p in json.loads(reg.read_text())["processes"]]
         assert len(pids) >= 4
@@ -86,6 +112,13 @@ def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
     finally:
         if sup.poll() is None:
             sup.kill()
+    registered = json.loads(reg.read_text())
+    mounts = registered["mounts"]
+    assert (medium == "tmpfs") == bool(mounts)
     from testbed.procs import reap_leftovers
     assert reap_leftovers(runs) == [reg.stem]
     assert not list((runs / ".live").glob("*.json"))
+    with open("/proc/mounts") as f:
+        table = f.read()
+    assert not [m for m in mounts if f" {m} " in table], "a tmpfs mount outlived the run"
+    assert not list(Path(registered["sock_dir"]).glob("*.sock")), "socket files outlived the run"

@@ -79,10 +79,11 @@ def test_controlled_shutdown_leaves_clean_marker_and_registers_clean(make_cluste
 @pytest.mark.parametrize("loss", ["unsynced", "partial", "torn"])
 def test_lossy_crash_cuts_unsynced_tails_and_recovery_drops_them(make_cluster, loss: str) -> None:
     """DESIGN section 4: SIGKILL, then the durability journal applied to the files."""
-    # No flush and a writeback far away: everything written in the test stays non-durable.
+    # Acks=all sends of 3 reach followers batch by batch; a flush every 20 messages and a
+    # writeback far away leave a durable prefix and a non-durable tail of whole batches.
     c = make_cluster(partitions=1, storage={"writeback": "10m"},
                      topics=[{"name": "orders", "partitions": 1, "replication_factor": 3,
-                              "min_insync_replicas": 2, "flush": {"messages": 1000000}}])
+                              "min_insync_replicas": 2, "flush": {"messages": 20}}])
     produce_n(c, 0, 30, "l", batch=3)
     p = c.status().partition("orders", 0)
     victim = next(b for b in p.replicas if b != p.leader)
@@ -93,7 +94,7 @@ def test_lossy_crash_cuts_unsynced_tails_and_recovery_drops_them(make_cluster, l
     if loss == "torn":
         assert any(v["action"] == "torn" for v in segs.values()), segs
     else:
-        assert any(v["after"] < v["before"] or v["action"] == "deleted" for v in segs.values()), segs
+        assert any(0 < v["after"] < v["before"] for v in segs.values()), segs
     fire(c, "restart")
     c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(20), what="the crashed replica caught up")
     if loss == "torn":

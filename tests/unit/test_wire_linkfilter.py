@@ -7,7 +7,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.wire.linkfilter import DELIVER, DROP, LinkFilter, LinkRule, LinkTable, Verdict, is_client
+from broker.wire.linkfilter import (
+    DELIVER,
+    DROP,
+    LinkFilter,
+    LinkRule,
+    LinkTable,
+    Verdict,
+    is_client,
+)
 
 
 def rng() -> random.Random:

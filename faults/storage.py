@@ -1,0 +1,130 @@
+"""Storage faults on a stopped broker's files (DESIGN section 4), and tmpfs data directories.
+
+`lossy_crash_files` and `disk_loss` act on the files of a node that is already dead: a
+power loss or a lost disk happens to the machine, not to the process, so the runtime
+SIGKILLs first and calls these after `waitpid` (a live process could rewrite what was cut).
+They return the effect for `faults.jsonl` (DESIGN section 7).
+
+`medium: tmpfs` puts each data directory on its own tmpfs mount, so a matrix of runs costs
+no disk I/O. Mounting needs root; without it the caller warns and uses a plain directory,
+which the durability model treats the same. Mounts carry the source name `isrlab` so that
+leftovers of a killed supervisor can be found in /proc/mounts and removed (`isrlab_mounts`).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from broker.noderuntime.broker_io import journal_path
+from broker.storage.durability import apply_power_loss
+
+log = logging.getLogger("isrlab.faults")
+MOUNT_SOURCE = "isrlab"
+# /proc/mounts writes a space, tab, newline or backslash in a path as \ooo (octal).
+_OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
+def lossy_crash_files(data_dir: Path, mode: str, rng: random.Random) -> dict:
+    """Apply a power loss (`unsynced`, `partial` or `torn`) to a dead broker's data directory.
+
+    Returns what the loss changed, per file (relative to `data_dir`):
+    {"before", "after", "action": "cut" | "torn" | "deleted"}; files it left whole are not
+    listed, so a record stays short with hundreds of fully flushed files.
+    """
+    journal = journal_path(Path(data_dir))
+    if not journal.exists():
+        raise FileNotFoundError(f"{data_dir}: no durability journal at {journal} (was this broker ever started?)")
+    effects = apply_power_loss(Path(data_dir), journal, mode, rng)
+    return {path: e for path, e in effects.items() if e["action"] != "kept"}
+
+
+def disk_loss(data_dir: Path) -> dict:
+    """Wipe a dead broker's data directory and its durability journal: a new, empty disk.
+
+    The directory itself stays (it may be a tmpfs mount point); the journal goes too, as it
+    describes a disk that no longer exists. Returns {"entries", "files", "bytes", "journal"}:
+    the top-level names removed, how many files and bytes, and whether a journal was removed.
+    """
+    data_dir = Path(data_dir)
+    entries = sorted(data_dir.iterdir()) if data_dir.exists() else []
+    files = size = 0
+    for entry in entries:
+        if entry.is_dir() and not entry.is_symlink():
+            inner = [p for p in entry.rglob("*") if p.is_symlink() or not p.is_dir()]
+            files += len(inner)
+            size += sum(p.lstat().st_size for p in inner)
+            shutil.rmtree(entry)
+        else:
+            files += 1
+            size += entry.lstat().st_size
+            entry.unlink()
+    journal = journal_path(data_dir)
+    had_journal = journal.exists()
+    if had_journal:
+        journal.unlink()
+    return {"entries": [e.name for e in entries], "files": files, "bytes": size, "journal": had_journal}
+
+
+def unmount(path: Path) -> bool:
+    """Unmount `path`; False if it is not a mount point. A busy mount (a process that still
+    has files open) is detached lazily rather than left behind. RuntimeError if both fail."""
+    path = Path(path)
+    if not os.path.ismount(path):
+        return False
+    for args in (["umount", str(path)], ["umount", "--lazy", str(path)]):
+        done = subprocess.run(args, capture_output=True, text=True, check=False)
+        if done.returncode == 0:
+            return True
+    raise RuntimeError(f"cannot unmount {path}: {done.stderr.strip()}")
+
+
+def isrlab_mounts(under: Path) -> list[Path]:
+    """Every tmpfs this package mounted below `under` (from /proc/mounts), deepest first,
+    so a supervisor can remove what a killed predecessor left behind."""
+    root = Path(under).resolve()
+    found = []
+    for line in Path("/proc/mounts").read_text().splitlines():
+        source, target, fstype = line.split()[:3]
+        point = Path(_OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), target))
+        if source == MOUNT_SOURCE and fstype == "tmpfs" and point.is_relative_to(root):
+            found.append(point)
+    return sorted(found, key=lambda p: len(p.parts), reverse=True)
+
+
+class TmpfsMounts:
+    """The tmpfs mounts of one run; `unmount_all` removes every one of them."""
+
+    def __init__(self) -> None:
+        self.mounted: list[Path] = []
+
+    def mount(self, path: Path) -> bool:
+        """Mount a fresh tmpfs at `path` (created if missing). False when not root or when
+        mount fails (logged with its reason); the caller then warns and uses the directory."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        if os.geteuid() != 0:
+            return False
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", MOUNT_SOURCE, str(path)],
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            log.warning("mount -t tmpfs at %s failed: %s", path, done.stderr.strip())
+            return False
+        self.mounted.append(path)
+        return True
+
+    def unmount_all(self) -> None:
+        """Unmount every mount, newest first; every one is tried before a failure is raised."""
+        failures = []
+        while self.mounted:
+            path = self.mounted.pop()
+            try:
+                unmount(path)
+            except RuntimeError as exc:
+                failures.append(str(exc))
+        if failures:
+            raise RuntimeError("; ".join(failures))

@@ -1,0 +1,136 @@
+"""Fault targets (DESIGN section 6) resolved to node names when the fault fires: pure.
+
+A target names a role, not a node: `leader-of orders/0` is whoever leads the partition at
+that moment. So resolution needs a snapshot of the cluster (`ClusterView`) and, for the
+random targets, the fault's own rng (so that the same seed picks the same node when the
+cluster is in the same state). The runtime records what a target resolved to; an empty
+list (a leaderless partition, no controller answering) is a legitimate answer that the
+runtime records as "resolved to nothing", not an error. Only a malformed target string,
+which `testbed/topology.py` should have rejected already, raises `TargetError`.
+"""
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from testbed.status import ClusterStatus
+from testbed.topology import NodeSpec
+
+Partition = tuple[str, int]
+
+_PARTITION_TARGET = re.compile(r"(leader-of|followers-of|isr-of) ([A-Za-z0-9._-]+)/(\d+)")
+_NODE_TARGET = re.compile(r"(broker|controller):(\d+)")
+
+
+class TargetError(ValueError):
+    """A target string outside the grammar of DESIGN section 6, or naming no such node."""
+
+
+@dataclass(frozen=True)
+class ClusterView:
+    """What target resolution may know about the cluster at one moment.
+
+    `brokers` maps node name to rack, in topology order; `leaders`, `isr` and `replicas` are
+    the controller's view (node names), empty when no controller answered.
+    """
+
+    brokers: dict[str, str | None]
+    controllers: tuple[str, ...]
+    active_controller: str | None
+    stopped: frozenset[str]
+    paused: frozenset[str]
+    leaders: dict[Partition, str | None]
+    isr: dict[Partition, tuple[str, ...]]
+    replicas: dict[Partition, tuple[str, ...]]
+
+    @classmethod
+    def from_status(cls, status: ClusterStatus, brokers: Mapping[str, str | None], controllers: Iterable[str],
+                    stopped: Iterable[str], paused: Iterable[str]) -> ClusterView:
+        """The view from the supervisor's status snapshot and its own process bookkeeping
+        (`brokers`: node name -> rack in topology order, `controllers`: node names).
+
+        The active controller is the one whose status answered (the single controller until
+        the quorum lands); a stopped or paused controller does not answer, so it is never
+        the active one.
+        """
+        def name(broker_id: int) -> str:
+            return NodeSpec("broker", broker_id).name
+
+        parts = status.partitions()
+        return cls(
+            brokers=dict(brokers),
+            controllers=tuple(controllers),
+            active_controller=status.controller.get("node") if status.controller else None,
+            stopped=frozenset(stopped),
+            paused=frozenset(paused),
+            leaders={(p.topic, p.partition): name(p.leader) if p.leader >= 0 else None for p in parts},
+            isr={(p.topic, p.partition): tuple(map(name, p.isr)) for p in parts},
+            replicas={(p.topic, p.partition): tuple(map(name, p.replicas)) for p in parts},
+        )
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """Every cluster node, controllers first, in topology order."""
+        return (*self.controllers, *self.brokers)
+
+    def is_up(self, node: str) -> bool:
+        """Running and not paused: a node a random target may pick."""
+        return node not in self.stopped and node not in self.paused
+
+
+def resolve(target: str, view: ClusterView, rng: random.Random) -> list[str]:
+    """The node names `target` stands for now (`["clients"]` for the clients).
+
+    Named targets (`broker:1`, `rack:a`, `brokers`, `isr-of T/P`, ...) resolve to their
+    nodes whatever state those are in: killing a stopped node is the runtime's no-op to
+    record. Random targets (`random-broker`, `random-controller`, `leader-of any`) choose only
+    among nodes that are up (neither stopped nor paused), because a nemesis that picks a node
+    already down wastes its fault. Order is the topology's, so records are stable.
+    """
+    if target == "clients":
+        return ["clients"]
+    if target == "brokers":
+        return list(view.brokers)
+    if target == "controllers":
+        return list(view.controllers)
+    if target == "stopped":
+        return [n for n in view.nodes if n in view.stopped]
+    if target == "paused":
+        return [n for n in view.nodes if n in view.paused]
+    if target == "active-controller":
+        return [view.active_controller] if view.active_controller is not None else []
+    if target == "random-broker":
+        return _pick([b for b in view.brokers if view.is_up(b)], rng)
+    if target == "random-controller":
+        return _pick([c for c in view.controllers if view.is_up(c)], rng)
+    if target == "leader-of any":
+        leaders = {leader for leader in view.leaders.values() if leader is not None and view.is_up(leader)}
+        return _pick([b for b in view.brokers if b in leaders], rng)
+    if target.startswith("rack:") and len(target) > len("rack:"):
+        rack = target[len("rack:"):]
+        return [b for b, r in view.brokers.items() if r == rack]
+    match = _NODE_TARGET.fullmatch(target)
+    if match is not None:
+        node = NodeSpec(match.group(1), int(match.group(2))).name
+        if node not in view.nodes:
+            raise TargetError(f"{target!r}: there is no {node} (nodes: {', '.join(view.nodes)})")
+        return [node]
+    match = _PARTITION_TARGET.fullmatch(target)
+    if match is not None:
+        return _partition_target(match.group(1), (match.group(2), int(match.group(3))), view)
+    raise TargetError(f"unknown target {target!r}")
+
+
+def _partition_target(kind: str, partition: Partition, view: ClusterView) -> list[str]:
+    leader = view.leaders.get(partition)
+    if kind == "leader-of":
+        return [leader] if leader is not None else []
+    if kind == "isr-of":
+        return list(view.isr.get(partition, ()))
+    return [r for r in view.replicas.get(partition, ()) if r != leader]
+
+
+def _pick(candidates: list[str], rng: random.Random) -> list[str]:
+    return [rng.choice(candidates)] if candidates else []

@@ -1,0 +1,155 @@
+"""Target resolution against hand-built cluster views: every target form of DESIGN section 6."""
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from faults.targets import ClusterView, TargetError, resolve
+from testbed.status import ClusterStatus
+
+BROKERS = {"broker-1": "a", "broker-2": "b", "broker-3": "a", "broker-4": "c"}
+CONTROLLERS = ("controller-1", "controller-2", "controller-3")
+
+
+def view(**changes) -> ClusterView:
+    base = ClusterView(
+        brokers=dict(BROKERS),
+        controllers=CONTROLLERS,
+        active_controller="controller-2",
+        stopped=frozenset(),
+        paused=frozenset(),
+        leaders={("orders", 0): "broker-1", ("orders", 1): "broker-2", ("orders", 2): None},
+        isr={("orders", 0): ("broker-1", "broker-3"), ("orders", 1): ("broker-2", "broker-4", "broker-1"),
+             ("orders", 2): ()},
+        replicas={("orders", 0): ("broker-3", "broker-1", "broker-4"),
+                  ("orders", 1): ("broker-2", "broker-4", "broker-1"),
+                  ("orders", 2): ("broker-4", "broker-3", "broker-2")},
+    )
+    return dataclasses.replace(base, **changes)
+
+
+def rng() -> random.Random:
+    return random.Random(3)
+
+
+@pytest.mark.parametrize("target, expected", [
+    ("broker:3", ["broker-3"]),
+    ("controller:2", ["controller-2"]),
+    ("active-controller", ["controller-2"]),
+    ("leader-of orders/0", ["broker-1"]),
+    ("leader-of orders/2", []),
+    ("leader-of other/0", []),
+    ("followers-of orders/0", ["broker-3", "broker-4"]),
+    ("followers-of orders/2", ["broker-4", "broker-3", "broker-2"]),
+    ("isr-of orders/1", ["broker-2", "broker-4", "broker-1"]),
+    ("isr-of orders/2", []),
+    ("rack:a", ["broker-1", "broker-3"]),
+    ("rack:z", []),
+    ("controllers", list(CONTROLLERS)),
+    ("brokers", list(BROKERS)),
+    ("clients", ["clients"]),
+])
+def test_named_targets(target, expected):
+    assert resolve(target, view(), rng()) == expected
+
+
+def test_stopped_and_paused_list_those_nodes_in_topology_order():
+    v = view(stopped=frozenset({"broker-4", "controller-1", "broker-2"}), paused=frozenset({"broker-3"}))
+    assert resolve("stopped", v, rng()) == ["controller-1", "broker-2", "broker-4"]
+    assert resolve("paused", v, rng()) == ["broker-3"]
+    assert resolve("stopped", view(), rng()) == [] == resolve("paused", view(), rng())
+
+
+def test_named_targets_include_nodes_that_are_down():
+    v = view(stopped=frozenset({"broker-1"}), paused=frozenset({"broker-3"}))
+    assert resolve("broker:1", v, rng()) == ["broker-1"]
+    assert resolve("rack:a", v, rng()) == ["broker-1", "broker-3"]
+    assert resolve("leader-of orders/0", v, rng()) == ["broker-1"]
+
+
+def test_no_active_controller_resolves_to_nothing():
+    assert resolve("active-controller", view(active_controller=None), rng()) == []
+
+
+@pytest.mark.parametrize("target, pool", [
+    ("random-broker", set(BROKERS)),
+    ("random-controller", set(CONTROLLERS)),
+    ("leader-of any", {"broker-1", "broker-2"}),
+])
+def test_random_targets_pick_one_node_that_is_up_and_cover_the_pool(target, pool):
+    r = random.Random(0)
+    picks = [resolve(target, view(), r) for _ in range(200)]
+    assert all(len(p) == 1 for p in picks)
+    assert {p[0] for p in picks} == pool
+
+
+@pytest.mark.parametrize("target, down, pool", [
+    ("random-broker", {"broker-1", "broker-2"}, {"broker-3", "broker-4"}),
+    ("random-controller", {"controller-1", "controller-3"}, {"controller-2"}),
+    ("leader-of any", {"broker-1"}, {"broker-2"}),
+])
+def test_random_targets_never_pick_a_stopped_or_paused_node(target, down, pool):
+    first, *rest = sorted(down)
+    v = view(stopped=frozenset({first}), paused=frozenset(rest))
+    r = random.Random(0)
+    assert {resolve(target, v, r)[0] for _ in range(100)} == pool
+
+
+def test_random_targets_with_nothing_up_resolve_to_nothing():
+    v = view(stopped=frozenset(BROKERS) | frozenset(CONTROLLERS))
+    for target in ("random-broker", "random-controller", "leader-of any"):
+        assert resolve(target, v, rng()) == []
+
+
+def test_random_targets_are_reproducible_from_the_rng():
+    assert [resolve("random-broker", view(), random.Random(5)) for _ in range(3)] == \
+        [resolve("random-broker", view(), random.Random(5))] * 3
+
+
+@pytest.mark.parametrize("target", [
+    "broker", "broker:x", "broker:9", "controller:7", "leader-of", "leader-of orders", "leader-of orders/x",
+    "isr-of  orders/0", "rack:", "everyone", "",
+])
+def test_malformed_targets_raise(target):
+    with pytest.raises(TargetError):
+        resolve(target, view(), rng())
+
+
+def test_from_status_builds_the_view_from_the_controller_snapshot():
+    status = ClusterStatus(
+        controller={"node": "controller-1", "partitions": [
+            {"topic": "orders", "partition": 0, "leader": 2, "leader_epoch": 3, "partition_epoch": 5,
+             "replicas": [1, 2, 3], "isr": [2, 3]},
+            {"topic": "orders", "partition": 1, "leader": -1, "leader_epoch": 4, "partition_epoch": 6,
+             "replicas": [3, 1, 2], "isr": []},
+        ]},
+        brokers={1: None, 2: {}, 3: {}},
+    )
+    v = ClusterView.from_status(
+        status,
+        brokers={"broker-1": "a", "broker-2": "b", "broker-3": None},
+        controllers=["controller-1"],
+        stopped={"broker-1"},
+        paused=[],
+    )
+    assert v == ClusterView(
+        brokers={"broker-1": "a", "broker-2": "b", "broker-3": None},
+        controllers=("controller-1",),
+        active_controller="controller-1",
+        stopped=frozenset({"broker-1"}),
+        paused=frozenset(),
+        leaders={("orders", 0): "broker-2", ("orders", 1): None},
+        isr={("orders", 0): ("broker-2", "broker-3"), ("orders", 1): ()},
+        replicas={("orders", 0): ("broker-1", "broker-2", "broker-3"),
+                  ("orders", 1): ("broker-3", "broker-1", "broker-2")},
+    )
+    assert resolve("followers-of orders/0", v, rng()) == ["broker-1", "broker-3"]
+
+
+def test_from_status_without_a_controller_knows_no_partitions():
+    v = ClusterView.from_status(ClusterStatus(None, {1: None}), {"broker-1": None}, ["controller-1"],
+                                {"controller-1"}, ())
+    assert v.active_controller is None and v.leaders == {} and v.isr == {} and v.replicas == {}
+    assert resolve("leader-of orders/0", v, rng()) == []
