@@ -153,3 +153,55 @@ def test_tmpfs_medium_mounts_and_unmounts(make_cluster) -> None:
 def _mounted(path: Path) -> bool:
     with open("/proc/mounts") as f:
         return any(line.split()[1] == str(path) for line in f)
+
+
+def test_one_way_partition_from_leader_to_controller_fences_it(make_cluster) -> None:
+    """DESIGN's `shape: one-way`: the leader's heartbeats are dropped, the controller's
+    messages still reach it; R24 fences it and R25 elects another leader."""
+    c = make_cluster(partitions=1)
+    old = c.status().partition("orders", 0)
+    end = fire(c, "partition", None, shape="one-way", **{"from": "leader-of orders/0", "to": "controllers"})
+    assert end["effect"]["groups"] == [[f"broker-{old.leader}"], ["controller-1"]]
+    c.wait_until(lambda s: s.partition("orders", 0).leader not in (-1, old.leader), timeout=c.scaled(10),
+                 what="the one-way-partitioned leader replaced")
+    healed = fire(c, "heal")
+    dropped = healed["effect"]["dropped_by_link"]
+    assert dropped.get(f"broker-{old.leader}->controller-1", {}).get("dropped", 0) > 0
+    assert not any(k.startswith("controller-1->") for k in dropped), dropped  # the other direction flowed
+    c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(20), what="convergence after heal")
+
+
+def test_slow_links_delay_messages(make_cluster) -> None:
+    c = make_cluster(partitions=1)
+    fire(c, "slow", None, **{"from": "brokers", "to": "brokers", "delay": 0.02})
+    produce_n(c, 0, 10, "s")
+    healed = fire(c, "heal")
+    assert sum(v.get("delayed", 0) for v in healed["effect"]["dropped_by_link"].values()) > 0
+
+
+def test_rack_target_and_group_partition(make_cluster) -> None:
+    """`rack:a` resolves to the brokers of rack a; groups of targets cut exactly those links."""
+    c = make_cluster(partitions=1)
+    end = fire(c, "partition", None, groups=[["rack:a"], ["rack:b", "rack:c", "controllers"]])
+    assert end["effect"]["groups"] == [["broker-1"], ["broker-2", "broker-3", "controller-1"]]
+    assert end["effect"]["isolated"] == ["broker-1"]
+    c.wait_until(lambda s: s.registered_brokers()[1]["fenced"], timeout=c.scaled(10), what="broker 1 fenced")
+    fire(c, "heal")
+    c.wait_until(lambda s: not s.registered_brokers()[1]["fenced"] and s.fully_replicated(),
+                 timeout=c.scaled(20), what="broker 1 back")
+
+
+def test_killed_controller_restarts_from_its_metadata_log(make_cluster) -> None:
+    """R22: the controller's state is its committed log; after a restart it replays it and
+    the cluster carries on with the same brokers, partitions and epochs."""
+    c = make_cluster(partitions=2)
+    before = c.status()
+    end = fire(c, "kill", "active-controller")
+    assert end["resolved"] == ["controller-1"]
+    fire(c, "restart")
+    s = c.wait_until(lambda s: s.controller is not None and s.fully_replicated(), timeout=c.scaled(15),
+                     what="the controller back with every partition led")
+    for p in before.partitions():
+        q = s.partition(p.topic, p.partition)
+        assert q.leader_epoch >= p.leader_epoch and q.partition_epoch >= p.partition_epoch
+    assert produce_n(c, 0, 5, "after-controller-restart")
