@@ -7,6 +7,7 @@ processes and from batching, not from pipelining inside one client.
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -46,7 +47,8 @@ class ClusterClient:
         self.brokers = dict(brokers)
         self.name = name
         self.request_timeout = request_timeout
-        self.transport = Transport(f"{name}-{next(self._ids)}")
+        # Unique per process and object: a node's ROUTER hands an identity to its newest holder.
+        self.transport = Transport(f"{name}-{os.getpid()}-{next(self._ids)}")
         self.leaders: dict[tuple[str, int], PartitionMetadata] = {}
 
     # ---------------------------------------------------------------- plumbing

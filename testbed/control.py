@@ -1,6 +1,8 @@
 """The supervisor's side of the nodes' control sockets (status, links, shutdown)."""
 from __future__ import annotations
 
+import itertools
+import os
 import time
 
 from broker.protocol.errors import Errors
@@ -9,9 +11,13 @@ from broker.wire.transport import Expired, Response, Transport
 
 
 class ControlClient:
+    _ids = itertools.count()
+
     def __init__(self, token: str) -> None:
         self.token = token
-        self.transport = Transport("supervisor")
+        # A node's ROUTER hands an identity over to its newest holder: every client needs
+        # its own, or `run.py status` would steal the running supervisor's replies.
+        self.transport = Transport(f"supervisor-{os.getpid()}-{next(self._ids)}")
 
     def request(self, endpoint: str, msg: object, timeout: float = 1.0) -> object | None:
         """Any request (control or admin); None if no answer came in time."""

@@ -91,3 +91,15 @@ def test_killed_leader_replaced_from_isr_without_loss(make_cluster) -> None:
     for name, log in logs.items():
         missing = [v for o, v in acked.items() if log.get(o) != v]
         assert not missing, f"{name} lost acknowledged values {missing[:5]}"
+
+
+def test_status_command_does_not_disturb_the_running_supervisor(make_cluster, tmp_path, capsys) -> None:
+    """`run.py status` talks to the same control sockets; each client has its own identity,
+    so the supervisor keeps getting its answers."""
+    from testbed.livestatus import print_status
+    c = make_cluster(partitions=2)
+    assert print_status(tmp_path / "runs") == 0
+    assert "orders/1" in capsys.readouterr().out
+    s = c.status()
+    assert s.controller is not None and all(body is not None for body in s.brokers.values())
+    assert s.all_led()
