@@ -3,6 +3,7 @@
     python run.py topologies/quickstart.yaml [--seed N] [--time-scale F] [--keep-data] [--runs-dir D] [--dry-run]
     python run.py validate FILE [FILE ...]
     python run.py status [--runs-dir D]
+    python run.py analyze runs/<id> | runs/ [--spark-master URL]
     python run.py bench [--json] [--repeat N]
 """
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 
 COMMANDS = ("validate", "status", "bench", "analyze", "matrix", "lab")
-LATER = {"analyze": "the analysis pipeline", "matrix": "the fault matrix", "lab": "the teaching labs"}
+LATER = {"matrix": "the fault matrix", "lab": "the teaching labs"}
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -25,6 +26,8 @@ def _run_parser() -> argparse.ArgumentParser:
     ap.add_argument("--keep-data", action="store_true", help="keep the brokers' data directories after the run")
     ap.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default runs/)")
     ap.add_argument("--dry-run", action="store_true", help="print the resolved topology and fault schedule; start nothing")
+    ap.add_argument("--spark-master", default=None,
+                    help="where the analysis job runs: local[N], spark://host:port, ... (default embedded local[*])")
     return ap
 
 
@@ -45,9 +48,14 @@ def cmd_run(argv: list[str]) -> int:
         from testbed.dryrun import describe
         print(describe(topology))
         return 0
+    from testbed.analysis.session import stop_spark
     from testbed.experiment import run_experiment
-    return run_experiment(topology, runs_dir=args.runs_dir, time_scale=args.time_scale,
-                          keep_data=args.keep_data, console=Console()).exit_code
+    try:
+        return run_experiment(topology, runs_dir=args.runs_dir, time_scale=args.time_scale,
+                              keep_data=args.keep_data, console=Console(),
+                              spark_master=args.spark_master).exit_code
+    finally:
+        stop_spark()
 
 
 def cmd_validate(argv: list[str]) -> int:
@@ -74,6 +82,11 @@ def cmd_status(argv: list[str]) -> int:
     return print_status(args.runs_dir)
 
 
+def cmd_analyze(argv: list[str]) -> int:
+    from testbed.analysis.cli import main as analyze_main
+    return analyze_main(argv)
+
+
 def cmd_bench(argv: list[str]) -> int:
     from testbed.bench import main as bench_main
     return bench_main(argv)
@@ -88,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     if cmd in LATER:
         print(f"`{cmd}` arrives with {LATER[cmd]}; it is not in this build yet.", file=sys.stderr)
         return 2
-    handlers = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench}
+    handlers = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench, "analyze": cmd_analyze}
     if cmd in handlers:
         return handlers[cmd](argv[1:])
     return cmd_run(argv)

@@ -76,6 +76,17 @@ def bench_throughput(runs: Path, repeat: int, window: float, producers: int, bat
     return rates
 
 
+def bench_pipeline_figure(n_records: int, master: str) -> float | None:
+    if n_records <= 0:
+        return None
+    from testbed.analysis.session import stop_spark
+    from testbed.analysis.synth import bench_pipeline
+    try:
+        return bench_pipeline(n_records, master)
+    finally:
+        stop_spark()
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python run.py bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -84,11 +95,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--window", type=float, default=3.0, help="seconds per throughput measurement")
     ap.add_argument("--producers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--pipeline-records", type=int, default=1_000_000,
+                    help="history records of the synthetic run the pipeline judges (0 skips it)")
+    ap.add_argument("--spark-master", default="local[2]")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="isrlab-bench-") as tmp:
         runs = Path(tmp)
         ready = bench_ready(runs, args.repeat)
         rates = bench_throughput(runs, args.repeat, args.window, args.producers, args.batch)
+    pipeline = bench_pipeline_figure(args.pipeline_records, args.spark_master)
     figures = {
         "ready_s": {"median": statistics.median(ready), "runs": ready,
                     "setup": "1 controller + 3 brokers, 24 partitions RF 3"},
@@ -97,6 +112,9 @@ def main(argv: list[str]) -> int:
                                               f"{args.producers} producers, history recorded"},
         "throughput_mb_per_s": {"median": statistics.median(rates) * RECORD_BYTES / 1e6},
     }
+    if pipeline is not None:
+        figures["pipeline_s"] = {"median": pipeline, "runs": [pipeline],
+                                 "setup": f"{args.pipeline_records} history records, {args.spark_master}, warm session"}
     if args.json:
         print(json.dumps(figures, indent=1))
         return 0
@@ -108,5 +126,7 @@ def main(argv: list[str]) -> int:
     t.add_row("acks=all throughput (records/s)", f"{figures['throughput_records_per_s']['median']:.0f}",
               " ".join(f"{x:.0f}" for x in rates), figures["throughput_records_per_s"]["setup"])
     t.add_row("acks=all throughput (MB/s)", f"{figures['throughput_mb_per_s']['median']:.2f}", "", "")
+    if pipeline is not None:
+        t.add_row("pipeline (s)", f"{pipeline:.1f}", "", figures["pipeline_s"]["setup"])
     Console().print(t)
     return 0

@@ -1,0 +1,93 @@
+"""Attribution: every lost or inconsistent write joined with the recorded events that explain
+it, and named in a sentence ("offset 41 of orders/0 lost when broker 2 was elected at leader
+epoch 5 by unclean recovery with LEO 39").
+
+Three kinds of cause, each the first of its kind after the write was first observed:
+- an election whose new leader's log ended at or below the offset (its `became-leader` LEO),
+  with the controller's reason (election, unclean-election, unclean-recovery, ...);
+- a truncation that cut the offset from a replica (divergence repair, or `high-watermark`
+  truncation of a replica that then led);
+- a lossy crash or disk loss (`faults.jsonl`) of a broker holding the partition.
+"""
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from testbed.analysis.ingest import Tables
+from testbed.analysis.observations import PART, broker_id, seconds
+
+_REASONS = {
+    "election": "a clean election",
+    "fence": "a clean election after its predecessor was fenced",
+    "controlled-shutdown": "a clean election after a controlled shutdown",
+    "unclean-election": "unclean leader election",
+    "unclean-recovery": "unclean recovery",
+}
+_LOSSY = ("lossy-crash", "disk-loss")
+
+
+def _reason_text(col: Column) -> Column:
+    mapping = F.create_map(*[F.lit(x) for kv in _REASONS.items() for x in kv])
+    return F.coalesce(mapping[col], F.regexp_replace(col, "-", " "))
+
+
+def elections(t: Tables) -> DataFrame:
+    """Each leader epoch's election: who, when, why (controller) and with what LEO (the
+    leader's own `became-leader` event)."""
+    changes = t.events.where((F.col("kind") == "partition-changed") & (F.col("leader") >= 0))
+    first = Window.partitionBy(*PART, "leader_epoch").orderBy("time_ns")
+    chosen = (changes.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
+              .select(*PART, "leader_epoch", "leader", "reason", F.col("time_ns").alias("elected_ns")))
+    became = (t.events.where(F.col("kind") == "became-leader")
+              .select(*PART, "leader_epoch", broker_id(F.col("node")).alias("leader"), "leo")
+              .groupBy(*PART, "leader_epoch", "leader").agg(F.min("leo").alias("leo")))
+    return chosen.join(became, [*PART, "leader_epoch", "leader"])
+
+
+def _first_after(rows: DataFrame, causes: DataFrame, key: list[str], when: str, cond: Column,
+                 fields: list[str]) -> DataFrame:
+    """For each row, the fields of the first cause (by `when`) after the row's time with `cond`."""
+    joined = rows.select(*key, "time_ns").distinct().join(causes, PART).where((F.col(when) > F.col("time_ns")) & cond)
+    order = Window.partitionBy(*key).orderBy(when)
+    return joined.withColumn("n", F.row_number().over(order)).where(F.col("n") == 1).select(*key, *fields)
+
+
+def attribute(rows: DataFrame, t: Tables, starts: DataFrame, what: str) -> DataFrame:
+    """`rows` (PART, offset, time_ns, ...) with a `cause` sentence and `attributed` flag; `what`
+    names the anomaly in the sentence ("lost", "overwritten")."""
+    key = [*PART, "offset"]
+    e = elections(t)
+    election = _first_after(rows, e, key, "elected_ns", F.col("leo") <= F.col("offset"),
+                            [F.col("leader").alias("e_leader"), F.col("leader_epoch").alias("e_epoch"),
+                             F.col("reason").alias("e_reason"), F.col("leo").alias("e_leo"), "elected_ns"])
+    cuts = (t.events.where(F.col("kind") == "truncated")
+            .select(*PART, F.col("node").alias("t_node"), F.col("from").alias("t_from"), F.col("to").alias("t_to"),
+                    F.col("reason").alias("t_reason"), F.col("time_ns").alias("t_ns")))
+    truncation = _first_after(rows, cuts, key, "t_ns", (F.col("t_to") <= F.col("offset"))
+                              & (F.col("offset") < F.col("t_from")), ["t_node", "t_from", "t_to", "t_reason", "t_ns"])
+    hosts = t.final_replicas.select(*PART, "node").distinct()
+    crashes = (t.faults.where(F.col("do").isin(*_LOSSY) & (F.col("phase") == "start"))
+               .select("run_id", F.col("do").alias("c_do"), F.col("params").alias("c_params"),
+                       F.col("time_ns").alias("c_ns"), F.explode("resolved").alias("node"))
+               .join(hosts, ["run_id", "node"]).withColumnRenamed("node", "c_node"))
+    crash = _first_after(rows, crashes, key, "c_ns", F.lit(True), ["c_node", "c_do", "c_params", "c_ns"])
+    out = (rows.join(election, key, "left").join(truncation, key, "left").join(crash, key, "left")
+           .join(starts, "run_id", "left"))
+    election_text = F.when(F.col("e_leader").isNotNull(), F.format_string(
+        "when broker %d was elected at leader epoch %d by %s with LEO %d (at %.3f s)",
+        "e_leader", "e_epoch", _reason_text(F.col("e_reason")), "e_leo", seconds("elected_ns")))
+    truncation_text = F.when(F.col("t_node").isNotNull(), F.format_string(
+        "%s truncated its log from %d to %d (%s, at %.3f s)", "t_node", "t_from", "t_to", "t_reason",
+        seconds("t_ns")))
+    crash_text = F.when(F.col("c_node").isNotNull(), F.format_string(
+        "%s of %s %s at %.3f s", "c_do", "c_node", F.coalesce("c_params", F.lit("")), seconds("c_ns")))
+    causes = F.concat_ws("; ", election_text, truncation_text, crash_text)
+    head = F.format_string("offset %d of %s/%d %s ", "offset", "topic", "partition", F.lit(what))
+    attributed = F.col("e_leader").isNotNull() | F.col("t_node").isNotNull() | F.col("c_node").isNotNull()
+    return (out.withColumn("attributed", attributed)
+            .withColumn("cause", F.when(attributed, F.concat(head, causes))
+                        .otherwise(F.concat(head, F.lit("with no recorded election, truncation or lossy crash "
+                                                        "that explains it"))))
+            .drop("e_leader", "e_epoch", "e_reason", "e_leo", "elected_ns", "t_node", "t_from", "t_to",
+                  "t_reason", "t_ns", "c_node", "c_do", "c_params", "c_ns", "t0"))

@@ -1,0 +1,101 @@
+"""Checks over what clients observed (DESIGN section 8, Jepsen's meanings): lost writes,
+unseen values, duplicates, inconsistent offsets, nonmonotonic polls, poll skips and
+committed regressions. Each returns one row per anomaly, with `run_id` and the fields of
+its example; the count of a check is its number of rows."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from testbed.analysis.observations import PART
+
+
+def missing_acknowledged(acked: DataFrame, committed: DataFrame, coverage: DataFrame) -> DataFrame:
+    """Acknowledged values absent from the final committed log of their partition, one row per
+    value, with `reached_end` telling lost (the final read reached the end) from unseen."""
+    first_ack = (acked.groupBy(*PART, "value", "acks")
+                 .agg(F.min("time_ns").alias("time_ns"), F.min("offset").alias("offset")))
+    return (first_ack.join(committed.select(*PART, "value"), [*PART, "value"], "left_anti")
+            .join(coverage.select(*PART, "reached_end"), PART, "left")
+            .withColumn("reached_end", F.coalesce("reached_end", F.lit(False))))
+
+
+def lost(missing: DataFrame, acks: str) -> DataFrame:
+    return missing.where(F.col("reached_end") & (F.col("acks") == acks)).drop("reached_end")
+
+
+def unseen(missing: DataFrame) -> DataFrame:
+    """Not proven lost: the final read never reached the end of that partition's committed log."""
+    return missing.where(~F.col("reached_end") & (F.col("acks") != "0")).drop("reached_end")
+
+
+def duplicates(committed: DataFrame) -> DataFrame:
+    """A value at more than one offset of the final committed logs (a retried send appended twice)."""
+    placed = F.struct("topic", "partition", "offset")
+    return (committed.groupBy("run_id", "value")
+            .agg(F.sort_array(F.collect_set(placed)).alias("at"))
+            .where(F.size("at") > 1)
+            .select("run_id", "value", "at", F.col("at")[0]["topic"].alias("topic"),
+                    F.col("at")[0]["partition"].alias("partition"), F.col("at")[0]["offset"].alias("offset")))
+
+
+def observations(acked: DataFrame, polls: DataFrame, prefixes: DataFrame) -> DataFrame:
+    """Every claim "offset o of P holds v" with its time: acks=all acknowledgements (acks=1
+    promises nothing about the committed log, its losses are `lost_writes_acks1`), every
+    record a poll returned, and every replica's committed prefix (time unknown: the end)."""
+    return (acked.where(F.col("acks") == "all")
+            .select(*PART, "offset", "value", F.concat(F.lit("ack:"), "process").alias("source"), "time_ns")
+            .unionByName(polls.select(*PART, "offset", "value", F.col("process").alias("source"), "time_ns"))
+            .unionByName(prefixes.select(*PART, "offset", "value", F.col("node").alias("source"),
+                                         F.lit(None).cast("long").alias("time_ns"))))
+
+
+def inconsistent_offsets(obs: DataFrame) -> DataFrame:
+    """Offsets for which two observations disagree on the value; `time_ns` is the first
+    observation of that offset, after which attribution looks for what replaced it. The
+    disagreeing offsets are found with min/max first (cheap), their details gathered after."""
+    key = [*PART, "offset"]
+    disagreeing = (obs.groupBy(*key).agg(F.min("value").alias("lo"), F.max("value").alias("hi"))
+                   .where(F.col("lo") != F.col("hi")).select(*key))
+    return (obs.join(disagreeing, key)
+            .groupBy(*key)
+            .agg(F.sort_array(F.collect_set("value")).alias("values"),
+                 F.slice(F.sort_array(F.collect_set("source")), 1, 10).alias("sources"),
+                 F.min("time_ns").alias("time_ns")))
+
+
+def _steps(polls: DataFrame) -> DataFrame:
+    """Consecutive records seen by one process on one partition, in the order it saw them."""
+    order = Window.partitionBy("run_id", "process", "topic", "partition").orderBy("seq", "pos")
+    return (polls.withColumn("prev_offset", F.lag("offset").over(order))
+            .where(F.col("prev_offset").isNotNull())
+            .select(*PART, "process", "time_ns", "prev_offset", "offset"))
+
+
+def nonmonotonic_polls(polls: DataFrame) -> DataFrame:
+    """A process that read an offset at or below one it had already read."""
+    return _steps(polls).where(F.col("offset") <= F.col("prev_offset"))
+
+
+def poll_skips(polls: DataFrame) -> DataFrame:
+    """A process whose next record was not the next offset: offsets are dense (no compaction,
+    no transaction markers), so every offset between was committed and skipped."""
+    return (_steps(polls).where(F.col("offset") > F.col("prev_offset") + 1)
+            .withColumn("skipped", F.col("offset") - F.col("prev_offset") - 1))
+
+
+def committed_regressions(polls: DataFrame, committed: DataFrame) -> DataFrame:
+    """A value a consumer read (so it was committed) that a later read, or the final committed
+    log, shows replaced at that offset."""
+    reads = polls.select(*PART, "offset", "value", "process", "time_ns")
+    later = (polls.select(*PART, "offset", F.col("value").alias("later_value"), F.col("process").alias("seen_by"),
+                          F.col("time_ns").alias("later_ns"))
+             .unionByName(committed.select(*PART, "offset", F.col("value").alias("later_value"),
+                                           F.lit("final committed log").alias("seen_by"),
+                                           F.lit(None).cast("long").alias("later_ns"))))
+    joined = (reads.join(later, [*PART, "offset"])
+              .where((F.col("later_value") != F.col("value"))
+                     & (F.col("later_ns").isNull() | (F.col("later_ns") > F.col("time_ns")))))
+    return (joined.groupBy(*PART, "offset", "value")
+            .agg(F.min("time_ns").alias("time_ns"), F.first("process").alias("read_by"),
+                 F.first("later_value").alias("later_value"), F.first("seen_by").alias("seen_by")))

@@ -1,0 +1,109 @@
+"""Protocol invariants (PROTOCOL.md I2-I9) from `events.jsonl`, `final/` and the topology.
+Each returns one row per violation with `run_id` and the fields of its example."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from testbed.analysis.ingest import Tables
+from testbed.analysis.observations import PART, broker_id
+from testbed.analysis.runinfo import ConfigTables
+
+NO_LEADER = -1
+
+
+def partition_changes(t: Tables) -> DataFrame:
+    return t.events.where(F.col("kind") == "partition-changed")
+
+
+def log_divergence(t: Tables, prefixes: DataFrame) -> DataFrame:
+    """I3 and I2 on the final replicas: two replicas that differ below the smaller of their
+    HWMs, or a final leader missing a record another replica holds as committed (for a pair
+    with the leader the bound is the other replica's HWM). One row per diverging pair."""
+    r = t.final_replicas.select(*PART, "node", "hwm", "is_leader")
+    a, b = r.alias("a"), r.alias("b")
+    pairs = (a.join(b, [F.col(f"a.{c}") == F.col(f"b.{c}") for c in PART] + [F.col("a.node") < F.col("b.node")])
+             .select(*[F.col(f"a.{c}").alias(c) for c in PART], F.col("a.node").alias("node_a"),
+                     F.col("b.node").alias("node_b"),
+                     F.when(F.col("a.is_leader"), F.col("b.hwm")).when(F.col("b.is_leader"), F.col("a.hwm"))
+                     .otherwise(F.least("a.hwm", "b.hwm")).alias("bound")))
+    logs = t.final_logs.select(*PART, "node", "offset", "value")
+    side_a = (pairs.join(logs.withColumnRenamed("node", "node_a").withColumnRenamed("value", "value_a"),
+                         [*PART, "node_a"]).where(F.col("offset") < F.col("bound")))
+    side_b = (pairs.join(logs.withColumnRenamed("node", "node_b").withColumnRenamed("value", "value_b"),
+                         [*PART, "node_b"]).where(F.col("offset") < F.col("bound")))
+    keys = [*PART, "node_a", "node_b", "bound", "offset"]
+    both = side_a.select(*keys, "value_a").join(side_b.select(*keys, "value_b"), keys, "full_outer")
+    differing = both.where(~F.col("value_a").eqNullSafe(F.col("value_b")))
+    return (differing.groupBy(*PART, "node_a", "node_b", "bound")
+            .agg(F.min(F.struct("offset", "value_a", "value_b")).alias("first"), F.count("*").alias("offsets"))
+            .select(*PART, "node_a", "node_b", "bound", F.col("first.offset").alias("offset"),
+                    F.col("first.value_a").alias("value_a"), F.col("first.value_b").alias("value_b"), "offsets"))
+
+
+def leader_conflicts(t: Tables) -> DataFrame:
+    """I4: two brokers leading one partition in one leader epoch, by the brokers' own
+    `became-leader` events or by the controller's `partition-changed` records."""
+    by_broker = (t.events.where(F.col("kind") == "became-leader")
+                 .select(*PART, "leader_epoch", broker_id(F.col("node")).alias("leader")))
+    by_controller = (partition_changes(t).where(F.col("leader").isNotNull() & (F.col("leader") != NO_LEADER))
+                     .select(*PART, "leader_epoch", "leader"))
+    return (by_broker.unionByName(by_controller).groupBy(*PART, "leader_epoch")
+            .agg(F.sort_array(F.collect_set("leader")).alias("leaders"))
+            .where(F.size("leaders") > 1))
+
+
+def elr_violations(t: Tables, config: ConfigTables) -> DataFrame:
+    """I6 on every committed partition change: ELR within the replicas, disjoint from the
+    ISR, and empty while |ISR| >= MinISR."""
+    c = partition_changes(t).join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
+    outside = F.size(F.array_except("elr", "replicas")) > 0
+    inside = F.arrays_overlap("elr", "isr")
+    needless = (F.size("elr") > 0) & (F.size("isr") >= F.col("min_isr"))
+    return (c.where(outside | inside | needless)
+            .select(*PART, "time_ns", "leader_epoch", "partition_epoch", "isr", "elr", "replicas", "min_isr", "reason",
+                    F.concat_ws(", ", F.when(outside, F.lit("ELR member outside the replicas")),
+                                F.when(inside, F.lit("ELR member inside the ISR")),
+                                F.when(needless, F.lit("non-empty ELR with |ISR| >= MinISR"))).alias("breaks")))
+
+
+def placement_violations(t: Tables, config: ConfigTables) -> DataFrame:
+    """I9: a replica set (any the partition had) spanning fewer racks than min(RF, racks)."""
+    sets = partition_changes(t).select(*PART, "replicas").distinct()
+    spans = (sets.select(*PART, "replicas", F.explode("replicas").alias("broker_id"))
+             .join(config.brokers, ["run_id", "broker_id"], "left")
+             .groupBy(*PART, "replicas").agg(F.countDistinct("rack").alias("racks_spanned")))
+    return (spans.join(config.runs.select("run_id", "n_racks"), "run_id")
+            .where(F.col("racks_spanned") < F.least(F.size("replicas"), F.col("n_racks")))
+            .groupBy(*PART).agg(F.first("replicas").alias("replicas"), F.min("racks_spanned").alias("racks_spanned"),
+                                F.first("n_racks").alias("racks")))
+
+
+def unclean_exclusion(t: Tables, config: ConfigTables) -> DataFrame:
+    """I7 (R29, with elr and kraft fencing): after a broker registers unclean, the first
+    committed change that makes it leader, ISR or ELR member of a partition must be the
+    leader adding it back once caught up (`isr-expand`) or an explicit unclean choice."""
+    regs = (t.events.where(F.col("kind") == "registered")
+            .join(config.runs.where(F.col("elr") & F.col("kraft")).select("run_id"), "run_id")
+            .withColumn("until", F.lead("time_ns").over(Window.partitionBy("run_id", "broker_id").orderBy("time_ns")))
+            .where(~F.col("clean"))
+            .select("run_id", "broker_id", F.col("time_ns").alias("registered_ns"), "until"))
+    member = (F.array_contains("isr", F.col("broker_id")) | F.array_contains("elr", F.col("broker_id"))
+              | (F.col("leader") == F.col("broker_id")))
+    changes = partition_changes(t).select(*PART, "time_ns", "leader", "leader_epoch", "isr", "elr", "reason")
+    after = (regs.join(changes, "run_id")
+             .where((F.col("time_ns") > F.col("registered_ns"))
+                    & (F.col("until").isNull() | (F.col("time_ns") < F.col("until"))) & member))
+    first = Window.partitionBy(*PART, "broker_id", "registered_ns").orderBy("time_ns")
+    return (after.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
+            .where(~F.col("reason").isin("isr-expand", "unclean-election", "unclean-recovery"))
+            .select(*PART, "broker_id", "registered_ns", "time_ns", "leader", "leader_epoch", "isr", "elr", "reason"))
+
+
+def metadata_divergence(t: Tables) -> DataFrame:
+    """I8 as far as the run directory shows it: two controllers elected in one Raft term.
+    Brokers' metadata logs live in the data directories, which a run deletes unless
+    `--keep-data`, so the broker-side prefix property is not checked from the records."""
+    return (t.events.where(F.col("kind") == "controller-elected").groupBy("run_id", "term")
+            .agg(F.sort_array(F.collect_set("controller_id")).alias("controllers"))
+            .where(F.size("controllers") > 1))

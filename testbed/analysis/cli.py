@@ -1,0 +1,75 @@
+"""`python run.py analyze runs/<id> | runs/ [--spark-master URL] [--summary-dir DIR]`:
+re-judge stored runs. Exit 0 when every expectation of every run held, 1 when one did not,
+2 when a run could not be judged."""
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from testbed.analysis.ingest import IngestError, find_runs
+from testbed.analysis.pipeline import analyze_runs
+from testbed.analysis.session import get_spark, stop_spark
+from testbed.analysis.terminal import print_verdict, verdict_word
+from testbed.analysis.verdict import RunVerdict
+
+EXIT_OK, EXIT_FAILED, EXIT_UNJUDGED = 0, 1, 2
+
+
+def exit_code(verdicts: list[RunVerdict]) -> int:
+    if any(v.ok is None for v in verdicts):
+        return EXIT_UNJUDGED
+    return EXIT_OK if all(v.ok for v in verdicts) else EXIT_FAILED
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python run.py analyze", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("paths", nargs="+", type=Path, help="run directories, or directories holding runs")
+    ap.add_argument("--spark-master", default=None,
+                    help="local[N], spark://host:port, ... (default: embedded local[*])")
+    ap.add_argument("--summary-dir", type=Path, default=None,
+                    help="where the summary of several runs goes (default: <common parent>/summary)")
+    args = ap.parse_args(argv)
+    console = Console()
+    try:
+        runs = find_runs(args.paths)
+        summary_dir = args.summary_dir or (Path(os.path.commonpath([str(r) for r in runs])) / "summary"
+                                           if len(runs) > 1 else None)
+        verdicts = analyze_runs(args.paths, args.spark_master, summary_dir)
+        if len(verdicts) == 1:
+            print_verdict(console, verdicts[0])
+        else:
+            _print_tree(console, verdicts, summary_dir)
+        return exit_code(verdicts)
+    except IngestError as exc:
+        console.print(f"[red]cannot analyze:[/] {exc}")
+        return EXIT_UNJUDGED
+    finally:
+        stop_spark()
+
+
+def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path | None) -> None:
+    runs = Table(title=f"{len(verdicts)} runs")
+    for col in ("run", "verdict", "lost_writes", "lost_writes_acks1", "failed expectations"):
+        runs.add_column(col)
+    for v in verdicts:
+        checks = v.results.get("checks", {})
+        failed = [k for k, e in v.results.get("expect", {}).items() if e["held"] is False]
+        runs.add_row(v.run_dir.name, verdict_word(v.ok), str(checks.get("lost_writes", {}).get("count", "")),
+                     str(checks.get("lost_writes_acks1", {}).get("count", "")), ", ".join(failed))
+    console.print(runs)
+    if summary_dir is None:
+        return
+    summary = get_spark().read.parquet(str(summary_dir / "summary.parquet")).collect()
+    table = Table(title="summary per topology and protocol setting")
+    columns = list(summary[0].asDict()) if summary else []
+    for col in columns:
+        table.add_column(col)
+    for row in summary:
+        table.add_row(*(str(row[c]) for c in columns))
+    console.print(table)
+    console.print(f"summary: {summary_dir / 'summary.html'} and {summary_dir / 'summary.parquet'}")

@@ -1,0 +1,121 @@
+"""Availability and performance figures of DESIGN section 8, computed in the Spark job:
+per-partition windows without a leader and without acks=all service, per-fault recovery
+times, and per-second throughput and latency of sends and polls."""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from testbed.analysis.ingest import Tables
+from testbed.analysis.observations import FINAL_READER, PART, seconds
+from testbed.analysis.runinfo import ConfigTables
+
+
+def run_bounds(t: Tables) -> DataFrame:
+    """Per run, the first recorded time (t0) and the end of the workload (t_end: the last
+    client operation before the final read; the shutdown after it is not unavailability)."""
+    times = t.history.select("run_id", "time_ns").unionByName(t.events.select("run_id", "time_ns"))
+    workload = (t.history.where(F.col("process") != FINAL_READER).groupBy("run_id")
+                .agg(F.max("time_ns").alias("workload_end")))
+    return (times.groupBy("run_id").agg(F.min("time_ns").alias("t0"), F.max("time_ns").alias("last"))
+            .join(workload, "run_id", "left")
+            .select("run_id", "t0", F.coalesce("workload_end", "last").alias("t_end")))
+
+
+def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame) -> DataFrame:
+    """Windows (start_s, end_s) per partition without a leader (`no-leader`) and without
+    acks=all service (`no-acks-all`: no leader, or |ISR| < MinISR so acks=all is refused),
+    from the controller's committed partition changes."""
+    changes = (t.events.where(F.col("kind") == "partition-changed")
+               .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
+               .join(bounds, "run_id")
+               .select(*PART, "time_ns", "t0", "t_end",
+                       (F.col("leader").isNull() | (F.col("leader") < 0)).alias("no_leader"),
+                       (F.col("leader").isNull() | (F.col("leader") < 0) | (F.size("isr") < F.col("min_isr")))
+                       .alias("no_acks_all")))
+    order = Window.partitionBy(*PART).orderBy("time_ns")
+    changes = (changes.withColumn("until", F.least(F.coalesce(F.lead("time_ns").over(order), F.col("t_end")),
+                                                   F.col("t_end")))
+               .where(F.col("time_ns") < F.col("t_end")))
+    out = None
+    for flag, kind in (("no_leader", "no-leader"), ("no_acks_all", "no-acks-all")):
+        islands = (changes.withColumn("edge", (F.col(flag) != F.coalesce(F.lag(flag).over(order), F.lit(False)))
+                                      .cast("int"))
+                   .withColumn("island", F.sum("edge").over(order.rowsBetween(Window.unboundedPreceding, 0)))
+                   .where(F.col(flag))
+                   .groupBy(*PART, "island", "t0")
+                   .agg(F.min("time_ns").alias("start_ns"), F.max("until").alias("end_ns"))
+                   .select(*PART, F.lit(kind).alias("kind"), seconds("start_ns").alias("start_s"),
+                           seconds("end_ns").alias("end_s")))
+        out = islands if out is None else out.unionByName(islands)
+    assert out is not None
+    return out
+
+
+def fault_recovery(t: Tables, bounds: DataFrame) -> DataFrame:
+    """For each fault that started: the time until every partition took an acknowledged
+    acks=all write again, and until every partition's ISR was full again (0 when no ISR
+    shrank before the next fault; null when one had not recovered by then)."""
+    starts = (t.faults.where(F.col("phase") == "start").join(bounds, "run_id")
+              .select("run_id", "do", "target", "resolved", F.col("time_ns").alias("fault_ns"), "t0", "t_end"))
+    nxt = Window.partitionBy("run_id").orderBy("fault_ns")
+    starts = starts.withColumn("next_ns", F.coalesce(F.lead("fault_ns").over(nxt), F.col("t_end")))
+    acks = (t.history.where((F.col("f") == "send") & (F.col("type") == "ok") & (F.col("acks") == "all"))
+            .select(*PART, F.col("time_ns").alias("ack_ns")))
+    first_ack = (starts.join(acks, "run_id").where(F.col("ack_ns") > F.col("fault_ns"))
+                 .groupBy("run_id", "fault_ns", "topic", "partition").agg(F.min("ack_ns").alias("ack_ns"))
+                 .groupBy("run_id", "fault_ns").agg(F.max("ack_ns").alias("all_acked_ns")))
+    changes = (t.events.where(F.col("kind") == "partition-changed")
+               .select(*PART, F.col("time_ns").alias("change_ns"), (F.size("isr") == F.size("replicas")).alias("full")))
+    inside = starts.join(changes, "run_id").where((F.col("change_ns") > F.col("fault_ns"))
+                                                  & (F.col("change_ns") < F.col("next_ns")))
+    per_partition = (inside.groupBy("run_id", "fault_ns", "topic", "partition")
+                     .agg(F.max(F.when(~F.col("full"), F.col("change_ns"))).alias("last_short"),
+                          F.max(F.when(F.col("full"), F.col("change_ns"))).alias("last_full"))
+                     .withColumn("full_ns", F.when(F.col("last_short").isNull(), F.lit(0))
+                                 .when(F.col("last_full") > F.col("last_short"), F.col("last_full"))))
+    full = (per_partition.groupBy("run_id", "fault_ns")
+            .agg(F.max(F.when(F.col("full_ns") > 0, F.col("full_ns"))).alias("full_isr_ns"),
+                 F.max(F.col("full_ns").isNull().cast("int")).alias("unrecovered")))
+    return (starts.join(first_ack, ["run_id", "fault_ns"], "left").join(full, ["run_id", "fault_ns"], "left")
+            .select("run_id", "do", "target", "resolved", seconds("fault_ns").alias("at_s"),
+                    F.round((F.col("all_acked_ns") - F.col("fault_ns")) / 1e9, 3).alias("to_first_ack_s"),
+                    F.when(F.col("unrecovered") == 1, F.lit(None))
+                    .otherwise(F.round(F.greatest(F.coalesce("full_isr_ns", "fault_ns") - F.col("fault_ns"),
+                                                  F.lit(0)) / 1e9, 3)).alias("to_full_isr_s"))
+            .orderBy("run_id", "at_s"))
+
+
+def _latencies(t: Tables) -> DataFrame:
+    """Each completed operation with its latency: a completion paired with the invoke just
+    before it of the same process (and, for sends, the same value; retries reuse values)."""
+    h = (t.history.where(F.col("process") != FINAL_READER)  # the final read is not workload
+         .select("run_id", "process", "f", "type", "value", "time_ns", "seq", "records"))
+    send_order = Window.partitionBy("run_id", "process", "value").orderBy("seq")
+    poll_order = Window.partitionBy("run_id", "process").orderBy("seq")
+    sends = (h.where(F.col("f") == "send")
+             .withColumn("prev_type", F.lag("type").over(send_order))
+             .withColumn("invoked", F.lag("time_ns").over(send_order))
+             .where((F.col("type") != "invoke") & (F.col("prev_type") == "invoke"))
+             .select("run_id", "f", "type", "time_ns", "invoked", F.lit(1).alias("n")))
+    polls = (h.where(F.col("f") == "poll")
+             .withColumn("prev_type", F.lag("type").over(poll_order))
+             .withColumn("invoked", F.lag("time_ns").over(poll_order))
+             .where((F.col("type") == "ok") & (F.col("prev_type") == "invoke"))
+             .select("run_id", "f", "type", "time_ns", "invoked", F.size("records").alias("n")))
+    return sends.unionByName(polls)
+
+
+def throughput_latency(t: Tables, bounds: DataFrame) -> DataFrame:
+    """Per run, operation kind and second: records acknowledged (sends) or returned (polls)
+    per second, failed or indeterminate sends, and p50/p99 latency in milliseconds."""
+    ops = _latencies(t).join(bounds, "run_id")
+    latency_ms = (F.col("time_ns") - F.col("invoked")) / 1e6
+    ok = F.col("type") == "ok"
+    return (ops.withColumn("second", F.floor((F.col("time_ns") - F.col("t0")) / 1e9).cast("int"))
+            .groupBy("run_id", "f", "second")
+            .agg(F.sum(F.when(ok, F.col("n")).otherwise(0)).alias("records"),
+                 F.sum(F.when(~ok, 1).otherwise(0)).alias("not_ok"),
+                 F.percentile_approx(F.when(ok, latency_ms), 0.5).alias("p50_ms"),
+                 F.percentile_approx(F.when(ok, latency_ms), 0.99).alias("p99_ms"))
+            .orderBy("run_id", "f", "second"))

@@ -1,0 +1,145 @@
+"""JSONL record files of one run or a tree of runs -> Parquet tables partitioned by run id.
+
+Every line is parsed against an explicit schema (`schemas.py`). A line that does not match
+stops the ingest with an error naming the file and the line, except the last line of a
+file when it is not even JSON: a writer killed mid-line leaves exactly that (DESIGN
+section 7: "a run whose supervisor was killed still leaves an analysable prefix").
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from testbed.analysis.schemas import CORRUPT, RECORD_FILES, RecordFile
+
+RUN_ID = "run_id"
+SEQ = "seq"  # position of a line in its file (increasing with the line number, not dense)
+_FILE = "_file"
+REQUIRED_FILES = ("history.jsonl", "events.jsonl")
+
+
+class IngestError(ValueError):
+    """A record file that does not match its format, or a tree of runs that cannot be read."""
+
+
+@dataclass(frozen=True)
+class Tables:
+    """The run tables of one Spark job, each with a `run_id` column and a `seq` column."""
+
+    history: DataFrame
+    events: DataFrame
+    faults: DataFrame
+    final_logs: DataFrame
+    final_replicas: DataFrame
+
+
+def find_runs(paths: list[Path]) -> list[Path]:
+    """Run directories under `paths`: a path holding `history.jsonl` or `topology.yaml` is a run,
+    any other directory is searched for runs (hidden directories such as `.live` are skipped)."""
+    runs: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            raise IngestError(f"{path}: no such run directory")
+        if _is_run(path):
+            runs.append(path.resolve())
+            continue
+        found = sorted(p.parent.resolve() for p in path.rglob("topology.yaml")
+                       if not any(part.startswith(".") for part in p.relative_to(path).parts))
+        if not found:
+            raise IngestError(f"{path}: neither a run directory (no history.jsonl or topology.yaml) "
+                              f"nor a directory holding runs")
+        runs.extend(found)
+    names: dict[str, Path] = {}
+    for run in runs:
+        if run.name in names and names[run.name] != run:
+            raise IngestError(f"two runs share the id {run.name!r}: {names[run.name]} and {run}")
+        names[run.name] = run
+    return list(dict.fromkeys(runs))
+
+
+def _is_run(path: Path) -> bool:
+    return (path / "history.jsonl").is_file() or (path / "topology.yaml").is_file()
+
+
+def ingest(spark: SparkSession, runs: list[Path], warehouse: Path) -> tuple[Tables, dict[str, str]]:
+    """Parse every record file of `runs` into `warehouse/<table>/run_id=<id>/`; return the
+    rows of the runs whose files all match, and for each other run why it was rejected
+    (the file and line of its first mismatch): those runs cannot be judged."""
+    frames = {}
+    ids = [run.name for run in runs]
+    rejected: dict[str, str] = {str(run.name): f"{run / name}: missing, so the run cannot be judged"
+                                for run in runs for name in reversed(REQUIRED_FILES) if not (run / name).is_file()}
+    for spec in RECORD_FILES:
+        files = [run / spec.path for run in runs if (run / spec.path).is_file()]
+        target = warehouse / spec.table
+        if files:
+            _to_parquet(spark, spec, files, target)
+            frame = spark.read.schema(_stored_schema(spec)).parquet(str(target)).where(F.col(RUN_ID).isin(ids))
+        else:
+            frame = spark.createDataFrame([], _stored_schema(spec))
+        for run_id, message in _mismatches(spec, frame).items():
+            rejected.setdefault(run_id, message)
+        frames[spec.table] = frame
+    good = [i for i in ids if i not in rejected]
+    return Tables(**{name: f.where(F.col(CORRUPT).isNull() & F.col(RUN_ID).isin(good)).drop(CORRUPT, _FILE)
+                     for name, f in frames.items()}), rejected
+
+
+def _stored_schema(spec: RecordFile) -> StructType:
+    return StructType(spec.schema.fields + [StructField(CORRUPT, StringType()), StructField(_FILE, StringType()),
+                                            StructField(SEQ, LongType()), StructField(RUN_ID, StringType())])
+
+
+def _to_parquet(spark: SparkSession, spec: RecordFile, files: list[Path], target: Path) -> None:
+    schema = StructType(spec.schema.fields + [StructField(CORRUPT, StringType())])
+    raw = (spark.read.schema(schema).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
+           .json([str(f) for f in files]))
+    run_of_file = rf"([^/]+)/{re.escape(spec.path)}$"
+    (raw.withColumn(_FILE, F.input_file_name())
+     .withColumn(SEQ, F.monotonically_increasing_id())
+     .withColumn(RUN_ID, F.regexp_extract(F.col(_FILE), run_of_file, 1))
+     .write.mode("overwrite").partitionBy(RUN_ID).parquet(str(target)))
+
+
+def _mismatches(spec: RecordFile, frame: DataFrame) -> dict[str, str]:
+    """Per run, the first line of its file that is corrupt or misses a required field, other
+    than a truncated (non-JSON) last line. Bad lines are rare, so they are collected first
+    and only their files are scanned again for their last line and line numbers."""
+    bad = frame.where(F.col(CORRUPT).isNotNull() | ~F.coalesce(F.expr(spec.required), F.lit(False))).collect()
+    if not bad:
+        return {}
+    files = sorted({row[_FILE] for row in bad})
+    last = {r[_FILE]: r["_last"] for r in frame.where(F.col(_FILE).isin(files)).groupBy(_FILE)
+            .agg(F.max(SEQ).alias("_last")).collect()}
+    first: dict[str, Row] = {}
+    for row in sorted(bad, key=lambda r: r[SEQ]):
+        torn = row[SEQ] == last[row[_FILE]] and row[CORRUPT] is not None and not _is_json(row[CORRUPT])
+        if not torn:
+            first.setdefault(row[_FILE], row)
+    out = {}
+    for file, row in sorted(first.items()):
+        line = frame.where((F.col(_FILE) == file) & (F.col(SEQ) <= row[SEQ])).count()
+        text = row[CORRUPT] or ", ".join(f"{k}={row[k]!r}" for k in spec.schema.fieldNames() if row[k] is not None)
+        why = ("is not valid JSON of the expected types" if row[CORRUPT]
+               else f"lacks a field it needs ({spec.required})")
+        out.setdefault(row[RUN_ID], f"{_local(file)}: line {line}: {why}, so the file does not match the "
+                                    f"{spec.table} format of DESIGN section 7: {text[:300]}")
+    return out
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _local(uri: str) -> str:
+    return uri.removeprefix("file://")

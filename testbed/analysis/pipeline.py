@@ -1,0 +1,51 @@
+"""`analyze_runs`: one Spark job over one run or a tree of runs, then the files it leaves
+(results.json and report.html in each run, a summary for several runs)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from testbed.analysis.ingest import IngestError, find_runs, ingest
+from testbed.analysis.job import run_job
+from testbed.analysis.report import write_report
+from testbed.analysis.runinfo import config_tables, load_run_info
+from testbed.analysis.session import get_spark
+from testbed.analysis.summary import write_summary
+from testbed.analysis.verdict import RunVerdict, judge
+
+
+def warehouse_for(runs: list[Path], summary_dir: Path | None) -> Path:
+    """Where the Parquet tables go: the summary directory of a tree, else the run's own
+    `analysis/` directory (or that of the runs' common parent)."""
+    if summary_dir is not None:
+        return summary_dir / "tables"
+    if len(runs) == 1:
+        return runs[0] / "analysis" / "tables"
+    return Path(os.path.commonpath([str(r) for r in runs])) / "analysis" / "tables"
+
+
+def analyze_runs(paths: list[Path], spark_master: str | None = None,
+                 summary_dir: Path | None = None) -> list[RunVerdict]:
+    """Judge every run under `paths` in one Spark job; write `results.json` and `report.html`
+    into each run directory, and for more than one run a summary into `summary_dir`
+    (default: `<common parent>/summary`). Raises IngestError when no run can be found."""
+    runs = find_runs([Path(p) for p in paths])
+    spark = get_spark(spark_master)
+    infos = {run.name: load_run_info(run) for run in runs}
+    tables, rejected = ingest(spark, runs, warehouse_for(runs, summary_dir))
+    judged = [rid for rid in infos if rid not in rejected]
+    data = run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged) if judged else {}
+    verdicts = []
+    for rid, info in infos.items():
+        verdict = judge(info, data.get(rid), rejected.get(rid))
+        (info.run_dir / "results.json").write_text(json.dumps(verdict.results, indent=1, default=str))
+        write_report(info, verdict, data.get(rid))
+        verdicts.append(verdict)
+    if len(verdicts) > 1:
+        target = summary_dir or Path(os.path.commonpath([str(r) for r in runs])) / "summary"
+        write_summary(spark, infos, verdicts, target)
+    return verdicts
+
+
+__all__ = ["IngestError", "analyze_runs"]

@@ -1,0 +1,101 @@
+"""`report.html`: one self-contained page per run (inline SVG and CSS, no script, no network):
+the verdict table, the loss attribution table, availability and recovery figures, a
+timeline per partition, throughput and latency, and the topology."""
+from __future__ import annotations
+
+import html
+import json
+
+from testbed.analysis.job import RunData
+from testbed.analysis.plots import fault_bands, partition_timeline, series_plot
+from testbed.analysis.runinfo import RunInfo
+from testbed.analysis.verdict import RunVerdict
+from testbed.topology import CHECK_NAMES
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;
+text-align:left;vertical-align:top}.ok{color:#1a7f37;font-weight:bold}.failed{color:#c0392b;font-weight:bold}
+.unjudged{color:#b7791f;font-weight:bold}pre{background:#f6f8fa;padding:1em;font-size:12px;overflow:auto}
+h2{border-bottom:1px solid #ddd;padding-bottom:.2em}.note{color:#555;font-size:13px}"""
+
+_WORD = {True: ("ok", "OK"), False: ("failed", "FAILED"), None: ("unjudged", "UNJUDGED")}
+_ATTRIBUTED = ("lost_writes", "lost_writes_acks1", "inconsistent_offsets")
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def _verdicts(r: dict) -> str:
+    rows = []
+    for name in CHECK_NAMES + ("converged",):
+        e = r["expect"].get(name)
+        count = r["checks"].get(name, {}).get("count", "") if name != "converged" else r.get("converged")
+        cls, word = _WORD[e["held"]] if e else ("", "")
+        rows.append([_e(name), _e(count), _e(e["expected"] if e else "not expected"),
+                     f'<span class="{cls}">{word}</span>'])
+    return _table(["check", "count", "expected", "verdict"], rows)
+
+
+def _attribution(r: dict) -> str:
+    rows = [[_e(name), _e(x.get("value", ", ".join(x.get("values", [])))), _e(x["cause"])]
+            for name in _ATTRIBUTED for x in r["checks"].get(name, {}).get("examples", [])]
+    if not rows:
+        return "<p>No lost or inconsistent write.</p>"
+    counts = ", ".join(f"{n}: {r['checks'][n]['count']} ({r['checks'][n]['unattributed']} unattributed)"
+                       for n in _ATTRIBUTED)
+    return f"<p class='note'>{_e(counts)}; the first 20 of each are listed.</p>" + _table(
+        ["check", "value(s)", "cause"], rows)
+
+
+def _figures(r: dict) -> str:
+    f = r["figures"]
+    windows = [[_e(f"{w['topic']}/{w['partition']}"), _e(w["kind"]), _e(w["start_s"]), _e(w["end_s"]),
+                _e(round(w["end_s"] - w["start_s"], 3))] for w in f.get("availability", [])]
+    faults = [[_e(x["at_s"]), _e(x["do"]), _e(x["target"]), _e(", ".join(x["resolved"] or [])),
+               _e(x["to_first_ack_s"]), _e(x["to_full_isr_s"])] for x in f.get("faults", [])]
+    return ("<h3>Unavailability</h3>" + (_table(["partition", "window", "from s", "to s", "seconds"], windows)
+                                         if windows else "<p>Every partition was led and took acks=all writes "
+                                                         "throughout.</p>")
+            + "<h3>Recovery after each fault</h3>"
+            + (_table(["at s", "fault", "target", "resolved", "to first acks=all write on every partition s",
+                       "to full ISR s"], faults) if faults else "<p>No fault was injected.</p>"))
+
+
+def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
+    r = verdict.results
+    cls, word = _WORD[verdict.ok]
+    head = (f"<!doctype html><html><head><meta charset='utf-8'><title>isrlab {_e(info.run_id)}</title>"
+            f"<style>{_CSS}</style></head><body><h1>{_e(info.run_id)} <span class='{cls}'>{word}</span></h1>")
+    parts = [head]
+    parts += [f"<p class='unjudged'>Not judged: {_e(p)}</p>" for p in r.get("problems", [])]
+    parts.append("<h2>Verdict</h2>" + _verdicts(r) + "<p class='note'>A value acknowledged but missing from the "
+                 "final committed log counts as lost only when the final read reached the end of that partition's "
+                 "committed log; otherwise it is <b>unseen</b>, not proven lost. Expectations come from the "
+                 f"{_e(r.get('expect_source'))}.</p>")
+    parts.append("<h2>Loss attribution</h2>" + _attribution(r))
+    if data is not None:
+        bands = fault_bands(data.timeline["faults"])
+        parts.append("<h2>Availability</h2>" + _figures(r))
+        parts.append("<h2>Throughput and latency</h2>" + (series_plot(r["figures"]["series"], bands)
+                                                          if r["figures"]["series"] else "<p>No operation.</p>"))
+        parts.append("<h2>Partitions</h2><p class='note'>Lanes: leader (dark), ISR (blue), ELR (orange); "
+                     "below, the HWM each replica reported; faults in red.</p>")
+        end = max([e["t"] for e in data.timeline["events"]] + [0.0])
+        keys = sorted({(e["topic"], e["partition"]) for e in data.timeline["events"] if e["topic"] is not None})
+        for topic, p in keys:
+            events = [e for e in data.timeline["events"] if e["topic"] == topic and e["partition"] == p]
+            parts.append(partition_timeline(events, bands, end, f"{topic}/{p}"))
+    topology = info.topology.to_dict() if info.topology is not None else None
+    parts.append("<h2>Topology</h2><pre>" + _e(json.dumps(topology, indent=1, default=str)) + "</pre></body></html>")
+    return "\n".join(parts)
+
+
+def write_report(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> None:
+    (info.run_dir / "report.html").write_text(render(info, verdict, data), encoding="utf-8")

@@ -1,0 +1,97 @@
+"""What each run was configured to do, from its resolved `topology.yaml`, as small Spark
+tables the checks join with (racks, MinISR, protocol setting) and the expectations."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import (
+    BooleanType,
+    IntegerType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from testbed.topology import Expectation, Topology, TopologyError, parse_topology
+
+#: When a topology has no `expect:` block, these must hold (the run exits 1 otherwise):
+#: the safety properties every correct configuration promises.
+DEFAULT_EXPECT: dict[str, Expectation] = {
+    "lost_writes": Expectation("==", 0),
+    "inconsistent_offsets": Expectation("==", 0),
+    "log_divergence": Expectation("==", 0),
+    "leader_conflicts": Expectation("==", 0),
+}
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run_dir: Path
+    topology: Topology | None
+    problem: str | None  # why the topology could not be read, if it could not
+
+    @property
+    def run_id(self) -> str:
+        return self.run_dir.name
+
+    @property
+    def expect(self) -> dict[str, Expectation]:
+        if self.topology is None or not self.topology.expect:
+            return dict(DEFAULT_EXPECT)
+        return dict(self.topology.expect)
+
+    @property
+    def protocol_setting(self) -> str:
+        """The protocol knobs as one label, the summary's grouping key."""
+        if self.topology is None:
+            return "unknown"
+        p = self.topology.protocol
+        return (f"truncation={p.truncation} elr={str(p.elr).lower()} "
+                f"unclean_leader_election={str(p.unclean_leader_election).lower()} "
+                f"unclean_recovery={p.unclean_recovery} fencing={p.fencing}")
+
+
+def load_run_info(run_dir: Path) -> RunInfo:
+    path = run_dir / "topology.yaml"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return RunInfo(run_dir, parse_topology(data, str(path)), None)
+    except FileNotFoundError:
+        return RunInfo(run_dir, None, f"{path}: missing")
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return RunInfo(run_dir, None, f"{path}: unreadable ({exc})")
+    except TopologyError as exc:
+        return RunInfo(run_dir, None, "; ".join(exc.errors))
+
+
+@dataclass(frozen=True)
+class ConfigTables:
+    topics: DataFrame  # run_id, topic, partitions, rf, min_isr
+    brokers: DataFrame  # run_id, broker_id, rack
+    runs: DataFrame  # run_id, elr, kraft, n_racks
+
+
+_TOPICS = StructType([StructField("run_id", StringType()), StructField("topic", StringType()),
+                      StructField("partitions", IntegerType()), StructField("rf", IntegerType()),
+                      StructField("min_isr", IntegerType())])
+_BROKERS = StructType([StructField("run_id", StringType()), StructField("broker_id", IntegerType()),
+                       StructField("rack", StringType())])
+_RUNS = StructType([StructField("run_id", StringType()), StructField("elr", BooleanType()),
+                    StructField("kraft", BooleanType()), StructField("n_racks", IntegerType())])
+
+
+def config_tables(spark: SparkSession, infos: list[RunInfo]) -> ConfigTables:
+    topics, brokers, runs = [], [], []
+    for info in infos:
+        t = info.topology
+        if t is None:
+            continue
+        topics += [(info.run_id, tp.name, tp.partitions, tp.replication_factor, tp.min_insync_replicas)
+                   for tp in t.topics]
+        brokers += [(info.run_id, b.id, b.rack) for b in t.cluster.brokers]
+        runs.append((info.run_id, t.protocol.elr, t.protocol.fencing == "kraft", len(t.racks)))
+    return ConfigTables(spark.createDataFrame(topics, _TOPICS), spark.createDataFrame(brokers, _BROKERS),
+                        spark.createDataFrame(runs, _RUNS))

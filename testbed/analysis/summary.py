@@ -1,0 +1,62 @@
+"""The summary of a tree of runs: per topology and protocol setting, the runs, the runs
+with loss, the lost writes and the unavailability, as Parquet and HTML."""
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from testbed.analysis.runinfo import RunInfo
+from testbed.analysis.verdict import RunVerdict
+
+_RUNS = StructType([
+    StructField("run_id", StringType()), StructField("topology", StringType()),
+    StructField("protocol", StringType()), StructField("ok", BooleanType()),
+    StructField("lost_writes", LongType()), StructField("lost_writes_acks1", LongType()),
+    StructField("no_leader_s", DoubleType()), StructField("no_acks_all_s", DoubleType()),
+])
+
+
+def write_summary(spark: SparkSession, infos: dict[str, RunInfo], verdicts: list[RunVerdict],
+                  target: Path) -> list[dict]:
+    """Write `target/summary.parquet` and `target/summary.html`; return the summary rows."""
+    rows = []
+    for v in verdicts:
+        info = infos[v.run_dir.name]
+        checks = v.results.get("checks", {})
+        unavailable = v.results.get("figures", {}).get("unavailable_s", {})
+        rows.append((info.run_id, info.topology.name if info.topology else "unknown", info.protocol_setting, v.ok,
+                     checks.get("lost_writes", {}).get("count"), checks.get("lost_writes_acks1", {}).get("count"),
+                     float(unavailable.get("no-leader", 0.0)), float(unavailable.get("no-acks-all", 0.0))))
+    runs = spark.createDataFrame(rows, _RUNS)
+    loss = F.coalesce(F.col("lost_writes"), F.lit(0)) + F.coalesce(F.col("lost_writes_acks1"), F.lit(0))
+    summary = (runs.groupBy("topology", "protocol")
+               .agg(F.count("*").alias("runs"), F.sum((loss > 0).cast("int")).alias("runs_with_loss"),
+                    F.sum("lost_writes").alias("lost_writes"), F.sum("lost_writes_acks1").alias("lost_writes_acks1"),
+                    F.sum(F.col("ok").isNull().cast("int")).alias("unjudged"),
+                    F.sum((F.col("ok") == F.lit(False)).cast("int")).alias("failed"),
+                    F.round(F.sum("no_leader_s"), 3).alias("no_leader_s"),
+                    F.round(F.sum("no_acks_all_s"), 3).alias("no_acks_all_s"))
+               .orderBy("topology", "protocol"))
+    target.mkdir(parents=True, exist_ok=True)
+    summary.write.mode("overwrite").parquet(str(target / "summary.parquet"))
+    out = [r.asDict() for r in summary.collect()]
+    header = list(summary.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r[c]))}</td>" for c in header) + "</tr>" for r in out)
+    (target / "summary.html").write_text(
+        "<!doctype html><html><head><meta charset='utf-8'><title>isrlab summary</title><style>"
+        "td,th{border:1px solid #ccc;padding:3px 8px}table{border-collapse:collapse}</style></head><body>"
+        f"<h1>isrlab summary of {len(verdicts)} runs</h1><table><tr>"
+        + "".join(f"<th>{html.escape(c)}</th>" for c in header) + f"</tr>{body}</table></body></html>",
+        encoding="utf-8")
+    return out

@@ -1,0 +1,45 @@
+"""The verdict in the terminal: a rich table of every check, its count and its expectation."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from testbed.analysis.verdict import RunVerdict
+from testbed.topology import CHECK_NAMES
+
+_MAX_CAUSES = 5
+
+
+def verdict_word(ok: bool | None) -> str:
+    return {True: "[green]OK[/]", False: "[red]FAILED[/]", None: "[yellow]UNJUDGED[/]"}[ok]
+
+
+def print_verdict(console: Console, verdict: RunVerdict) -> None:
+    """Every check with its count, expectation and verdict; the causes of the first losses;
+    why a run was not judged; and the report's path."""
+    r = verdict.results
+    table = Table(title=f"verdict: {verdict.run_dir.name}")
+    for col in ("check", "count", "expected", "verdict"):
+        table.add_column(col, justify="left" if col == "check" else "right")
+    expect = r.get("expect", {})
+    for name in CHECK_NAMES + ("converged",):
+        check = r.get("checks", {}).get(name)
+        e = expect.get(name)
+        count = "" if check is None else str(check["count"])
+        if name == "converged":
+            count = "" if r.get("converged") is None else str(int(r["converged"]))
+        if check is None and e is None and name != "converged":
+            continue
+        held = "" if e is None else verdict_word(e["held"]) if e["held"] is not None else verdict_word(None)
+        table.add_row(name, count, "" if e is None else e["expected"], held)
+    console.print(table)
+    for name in ("lost_writes", "lost_writes_acks1", "inconsistent_offsets"):
+        for example in r.get("checks", {}).get(name, {}).get("examples", [])[:_MAX_CAUSES]:
+            console.print(f"[red]{name}:[/] {example.get('cause')}")
+    for problem in r.get("problems", []):
+        console.print(f"[yellow]not judged:[/] {problem}")
+    unavailable = r.get("figures", {}).get("unavailable_s")
+    if unavailable:
+        console.print(f"partition-seconds without a leader: {unavailable['no-leader']}, "
+                      f"without acks=all service: {unavailable['no-acks-all']}")
+    console.print(f"{verdict_word(verdict.ok)}  report: {verdict.run_dir / 'report.html'}")

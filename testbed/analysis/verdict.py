@@ -1,0 +1,54 @@
+"""Verdicts: each expectation of the topology (or the defaults) against the observed counts,
+and the `results.json` document of DESIGN section 7."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from testbed.analysis.job import RunData
+from testbed.analysis.runinfo import RunInfo
+
+
+@dataclass
+class RunVerdict:
+    """One run judged: `ok` is True when every expectation held, False when one did not,
+    None when the run could not be judged (unreadable records, no convergence)."""
+
+    run_dir: Path
+    ok: bool | None
+    results: dict
+
+
+def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdict:
+    """The verdict of one run. A run that did not converge is unjudged unless its topology
+    states `converged:` itself (a lab that expects no convergence), since a missing value
+    there may only be unavailable."""
+    expect = info.expect
+    explicit_convergence = info.topology is not None and "converged" in info.topology.expect
+    problems = [p for p in (problem, info.problem) if p]
+    if data is not None and not data.converged and not explicit_convergence:
+        problems.append("the cluster did not converge (final/replicas.jsonl: not every partition had one leader "
+                        "and RF replicas level at the leader's LEO = HWM), so a missing value may be unavailability, not loss")
+    checks = data.checks if data is not None else {}
+    observed = {name: c["count"] for name, c in checks.items()}
+    if data is not None:
+        observed["converged"] = int(data.converged)
+    verdicts = {}
+    for name, expectation in expect.items():
+        count = observed.get(name)
+        verdicts[name] = {"expected": str(expectation), "observed": count,
+                          "held": None if count is None else expectation.holds(count)}
+    if problems:
+        ok = None
+    else:
+        ok = all(v["held"] for v in verdicts.values())
+    results = {
+        "ok": ok,
+        "checks": checks,
+        "expect": verdicts,
+        "figures": data.figures if data is not None else {},
+        "converged": data.converged if data is not None else None,
+        "problems": problems,
+        "expect_source": "topology" if info.topology is not None and info.topology.expect else "defaults",
+    }
+    return RunVerdict(info.run_dir, ok, results)

@@ -1,0 +1,109 @@
+"""Hand-made run directories for the analysis pipeline's tests, and the shared Spark session.
+
+`RunBuilder` writes the files of DESIGN section 7 for a cluster of three brokers (racks a,
+b, c), one topic `orders` with one partition at RF=3, MinISR=2, that is clean until a test
+adds an anomaly. Times are nanoseconds from T0.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+T0 = 1_000_000_000
+S = 1_000_000_000  # one second in ns
+
+
+def topology(expect: dict | None = None, racks: tuple[str, ...] = ("a", "b", "c")) -> dict:
+    t = {
+        "name": "handmade", "seed": 1, "duration": "5s",
+        "cluster": {"controllers": 1, "brokers": [{"id": i + 1, "rack": r} for i, r in enumerate(racks)]},
+        "topics": [{"name": "orders", "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2,
+                    "placement": "explicit", "assignment": {0: [1, 2, 3]}}],
+        "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all"}],
+                     "consumers": [{"count": 1, "topic": "orders"}]},
+    }
+    if expect is not None:
+        t["expect"] = expect
+    return t
+
+
+class RunBuilder:
+    """A clean run of five values v0..v4 at offsets 0..4, led by broker 1 throughout."""
+
+    def __init__(self, root: Path, name: str, values: int = 5, **topology_kw: object) -> None:
+        self.dir = root / name
+        self.topology = topology(**topology_kw)
+        n = values
+        vals = [f"v{i}" for i in range(n)]
+        self.history: list[dict] = []
+        self.events: list[dict] = [
+            {"node": "controller-1", "time_ns": T0, "kind": "controller-elected", "controller_id": 1, "term": 1},
+            *({"node": "controller-1", "time_ns": T0 + i, "kind": "registered", "broker_id": i, "broker_epoch": i,
+               "clean": True, "incarnation_id": f"inc{i}"} for i in (1, 2, 3)),
+            self.change(T0 + 10, leader=1, epoch=0, isr=[1, 2, 3], reason="create"),
+            {"node": "broker-1", "time_ns": T0 + 20, "kind": "became-leader", "topic": "orders", "partition": 0,
+             "leader_epoch": 0, "partition_epoch": 0, "isr": [1, 2, 3], "elr": [], "last_known_elr": [],
+             "leo": 0, "hwm": 0},
+        ]
+        self.faults: list[dict] = []
+        for i, v in enumerate(vals):
+            self.send(v, offset=i, at=T0 + S + i * 1000)
+        self.poll("consumer-0", [(i, v) for i, v in enumerate(vals)], at=T0 + 2 * S)
+        self.poll("final-reader", [(i, v) for i, v in enumerate(vals)], at=T0 + 4 * S)
+        self.logs = {node: list(enumerate(vals)) for node in ("broker-1", "broker-2", "broker-3")}
+        self.replicas = {node: {"leo": n, "hwm": n, "is_leader": node == "broker-1", "leader_epoch": 0}
+                         for node in self.logs}
+
+    @staticmethod
+    def change(at: int, leader: int, epoch: int, isr: list[int], reason: str, elr: list[int] | None = None,
+               replicas: list[int] | None = None) -> dict:
+        return {"node": "controller-1", "time_ns": at, "kind": "partition-changed", "topic": "orders",
+                "partition": 0, "leader": leader, "leader_epoch": epoch, "partition_epoch": epoch, "isr": isr,
+                "elr": elr or [], "last_known_elr": [], "replicas": replicas or [1, 2, 3], "reason": reason}
+
+    def send(self, value: str, offset: int | None, at: int, acks: str = "all", outcome: str = "ok",
+             process: str = "producer-0") -> None:
+        base = {"process": process, "f": "send", "topic": "orders", "partition": 0, "value": value, "acks": acks}
+        self.history.append({**base, "type": "invoke", "time_ns": at})
+        done = {**base, "type": outcome, "time_ns": at + 500}
+        if outcome == "ok":
+            done["offset"] = offset
+        else:
+            done["error"] = "TIMEOUT"
+        self.history.append(done)
+
+    def poll(self, process: str, records: list[tuple[int, str]], at: int) -> None:
+        base = {"process": process, "f": "poll", "topic": "orders", "partition": 0}
+        self.history.append({**base, "type": "invoke", "offset": records[0][0], "time_ns": at})
+        self.history.append({**base, "type": "ok", "records": [list(r) for r in records], "time_ns": at + 100})
+
+    def write(self) -> Path:
+        self.dir.mkdir(parents=True)
+        (self.dir / "final").mkdir()
+        (self.dir / "topology.yaml").write_text(yaml.safe_dump(self.topology))
+        self._jsonl("history.jsonl", self.history)
+        self._jsonl("events.jsonl", sorted(self.events, key=lambda e: e["time_ns"]))
+        self._jsonl("faults.jsonl", self.faults)
+        self._jsonl("final/logs.jsonl", [
+            {"node": node, "topic": "orders", "partition": 0, "offset": o, "leader_epoch": 0, "value": v}
+            for node, recs in sorted(self.logs.items()) for o, v in recs])
+        self._jsonl("final/replicas.jsonl", [
+            {"node": node, "topic": "orders", "partition": 0, **r} for node, r in sorted(self.replicas.items())])
+        return self.dir
+
+    def _jsonl(self, name: str, rows: list[dict]) -> None:
+        (self.dir / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[object]:
+    """One local Spark session per test worker, stopped (with its JVM) at the end."""
+    from testbed.analysis.session import get_spark, stop_spark
+
+    session = get_spark("local[2]")
+    yield session
+    stop_spark()
