@@ -7,7 +7,8 @@ Three kinds of cause, each the first of its kind after the write was first obser
   with the controller's reason (election, unclean-election, unclean-recovery, ...);
 - a truncation that cut the offset from a replica (divergence repair, or `high-watermark`
   truncation of a replica that then led);
-- a lossy crash or disk loss (`faults.jsonl`) of a broker holding the partition.
+- a lossy crash or disk loss (`faults.jsonl`) of a broker holding the partition, if it
+  was applied (`faultspans.applied`: a skipped or failed fault did nothing).
 """
 from __future__ import annotations
 
@@ -53,9 +54,9 @@ def _first_after(rows: DataFrame, causes: DataFrame, key: list[str], when: str, 
     return joined.withColumn("n", F.row_number().over(order)).where(F.col("n") == 1).select(*key, *fields)
 
 
-def attribute(rows: DataFrame, t: Tables, starts: DataFrame, what: str) -> DataFrame:
+def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, what: str) -> DataFrame:
     """`rows` (PART, offset, time_ns, ...) with a `cause` sentence and `attributed` flag; `what`
-    names the anomaly in the sentence ("lost", "overwritten")."""
+    names the anomaly in the sentence ("lost", "overwritten"); `spans` are the applied faults."""
     key = [*PART, "offset"]
     e = elections(t)
     election = _first_after(rows, e, key, "elected_ns", F.col("leo") <= F.col("offset"),
@@ -67,11 +68,11 @@ def attribute(rows: DataFrame, t: Tables, starts: DataFrame, what: str) -> DataF
     truncation = _first_after(rows, cuts, key, "t_ns", (F.col("t_to") <= F.col("offset"))
                               & (F.col("offset") < F.col("t_from")), ["t_node", "t_from", "t_to", "t_reason", "t_ns"])
     hosts = t.final_replicas.select(*PART, "node").distinct()
-    crashes = (t.faults.where(F.col("do").isin(*_LOSSY) & (F.col("phase") == "start"))
-               .select("run_id", F.col("do").alias("c_do"), F.col("params").alias("c_params"),
-                       F.col("time_ns").alias("c_ns"), F.explode("resolved").alias("node"))
+    crashes = (spans.where(F.col("do").isin(*_LOSSY))
+               .select("run_id", F.col("do").alias("c_do"), F.col("loss").alias("c_loss"),
+                       F.col("start_ns").alias("c_ns"), F.explode("resolved").alias("node"))
                .join(hosts, ["run_id", "node"]).withColumnRenamed("node", "c_node"))
-    crash = _first_after(rows, crashes, key, "c_ns", F.lit(True), ["c_node", "c_do", "c_params", "c_ns"])
+    crash = _first_after(rows, crashes, key, "c_ns", F.lit(True), ["c_node", "c_do", "c_loss", "c_ns"])
     out = (rows.join(election, key, "left").join(truncation, key, "left").join(crash, key, "left")
            .join(starts, "run_id", "left"))
     election_text = F.when(F.col("e_leader").isNotNull(), F.format_string(
@@ -80,8 +81,9 @@ def attribute(rows: DataFrame, t: Tables, starts: DataFrame, what: str) -> DataF
     truncation_text = F.when(F.col("t_node").isNotNull(), F.format_string(
         "%s truncated its log from %d to %d (%s, at %.3f s)", "t_node", "t_from", "t_to", "t_reason",
         seconds("t_ns")))
+    loss = F.when(F.col("c_loss").isNotNull(), F.concat(F.lit(" (loss "), "c_loss", F.lit(")"))).otherwise("")
     crash_text = F.when(F.col("c_node").isNotNull(), F.format_string(
-        "%s of %s %s at %.3f s", "c_do", "c_node", F.coalesce("c_params", F.lit("")), seconds("c_ns")))
+        "%s of %s%s at %.3f s", "c_do", "c_node", loss, seconds("c_ns")))
     causes = F.concat_ws("; ", election_text, truncation_text, crash_text)
     head = F.format_string("offset %d of %s/%d %s ", "offset", "topic", "partition", F.lit(what))
     attributed = F.col("e_leader").isNotNull() | F.col("t_node").isNotNull() | F.col("c_node").isNotNull()
@@ -90,4 +92,4 @@ def attribute(rows: DataFrame, t: Tables, starts: DataFrame, what: str) -> DataF
                         .otherwise(F.concat(head, F.lit("with no recorded election, truncation or lossy crash "
                                                         "that explains it"))))
             .drop("e_leader", "e_epoch", "e_reason", "e_leo", "elected_ns", "t_node", "t_from", "t_to",
-                  "t_reason", "t_ns", "c_node", "c_do", "c_params", "c_ns", "t0"))
+                  "t_reason", "t_ns", "c_node", "c_do", "c_loss", "c_ns", "t0"))

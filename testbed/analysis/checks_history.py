@@ -30,11 +30,14 @@ def unseen(missing: DataFrame) -> DataFrame:
 
 
 def duplicates(committed: DataFrame) -> DataFrame:
-    """A value at more than one offset of the final committed logs (a retried send appended twice)."""
+    """A value at more than one offset of the final committed logs (a retried send appended
+    twice). A cheap min/max pass finds such values first; only they are gathered in full."""
     placed = F.struct("topic", "partition", "offset")
-    return (committed.groupBy("run_id", "value")
+    several = (committed.groupBy("run_id", "value").agg(F.min(placed).alias("lo"), F.max(placed).alias("hi"))
+               .where(F.col("lo") != F.col("hi")).select("run_id", "value"))
+    return (committed.join(F.broadcast(several), ["run_id", "value"])
+            .groupBy("run_id", "value")
             .agg(F.sort_array(F.collect_set(placed)).alias("at"))
-            .where(F.size("at") > 1)
             .select("run_id", "value", "at", F.col("at")[0]["topic"].alias("topic"),
                     F.col("at")[0]["partition"].alias("partition"), F.col("at")[0]["offset"].alias("offset")))
 
@@ -51,42 +54,55 @@ def observations(acked: DataFrame, polls: DataFrame, prefixes: DataFrame) -> Dat
 
 
 def inconsistent_offsets(obs: DataFrame) -> DataFrame:
-    """Offsets for which two observations disagree on the value; `time_ns` is the first
-    observation of that offset, after which attribution looks for what replaced it. The
-    disagreeing offsets are found with min/max first (cheap), their details gathered after."""
-    key = [*PART, "offset"]
-    disagreeing = (obs.groupBy(*key).agg(F.min("value").alias("lo"), F.max("value").alias("hi"))
-                   .where(F.col("lo") != F.col("hi")).select(*key))
-    return (obs.join(disagreeing, key)
-            .groupBy(*key)
+    """Offsets for which two observations disagree on the value (`obs` holds only the
+    offsets `offsets.suspects` flagged `disagree`); `time_ns` is the first observation of
+    that offset, after which attribution looks for what replaced it."""
+    return (obs.groupBy(*PART, "offset")
             .agg(F.sort_array(F.collect_set("value")).alias("values"),
                  F.slice(F.sort_array(F.collect_set("source")), 1, 10).alias("sources"),
                  F.min("time_ns").alias("time_ns")))
 
 
-def _steps(polls: DataFrame) -> DataFrame:
-    """Consecutive records seen by one process on one partition, in the order it saw them."""
-    order = Window.partitionBy("run_id", "process", "topic", "partition").orderBy("seq", "pos")
-    return (polls.withColumn("prev_offset", F.lag("offset").over(order))
-            .where(F.col("prev_offset").isNotNull())
-            .select(*PART, "process", "time_ns", "prev_offset", "offset"))
+def poll_steps(history: DataFrame) -> DataFrame:
+    """Each step from one record to the next that a process saw on a partition, in the order
+    it saw them, where the next offset was not the previous one plus one. Offsets are
+    dense, so only such a step can go backwards or skip. The steps inside one poll are
+    compared with array functions where the poll lies; only the step between consecutive
+    polls needs their order, so the window sorts polls, not records."""
+    offsets = F.transform("records", lambda r: r[0].cast("long"))
+    pair = lambda a, b: F.struct(a.alias("prev_offset"), b.alias("offset"))  # noqa: E731
+    polls = (history.where((F.col("f") == "poll") & (F.col("type") == "ok") & (F.size("records") > 0))
+             .select(*PART, "process", "time_ns", "seq", offsets.alias("o"))
+             .select(*PART, "process", "time_ns", "seq", F.col("o")[0].alias("first"),
+                     F.element_at("o", -1).alias("last"),
+                     F.zip_with(F.slice("o", 1, F.size("o") - 1), F.slice("o", 2, F.size("o") - 1), pair)
+                     .alias("inside")))
+    order = Window.partitionBy("run_id", "process", "topic", "partition").orderBy("seq")
+    between = F.col("before")
+    steps = F.when(between.isNull(), F.col("inside")).otherwise(
+        F.concat(F.array(pair(between, F.col("first"))), F.col("inside")))
+    odd = F.filter(steps, lambda s: s["offset"] != s["prev_offset"] + 1)
+    return (polls.withColumn("before", F.lag("last").over(order))
+            .select(*PART, "process", "time_ns", F.explode(odd).alias("s"))
+            .select(*PART, "process", "time_ns", "s.prev_offset", "s.offset"))
 
 
-def nonmonotonic_polls(polls: DataFrame) -> DataFrame:
+def nonmonotonic_polls(steps: DataFrame) -> DataFrame:
     """A process that read an offset at or below one it had already read."""
-    return _steps(polls).where(F.col("offset") <= F.col("prev_offset"))
+    return steps.where(F.col("offset") <= F.col("prev_offset"))
 
 
-def poll_skips(polls: DataFrame) -> DataFrame:
+def poll_skips(steps: DataFrame) -> DataFrame:
     """A process whose next record was not the next offset: offsets are dense (no compaction,
     no transaction markers), so every offset between was committed and skipped."""
-    return (_steps(polls).where(F.col("offset") > F.col("prev_offset") + 1)
+    return (steps.where(F.col("offset") > F.col("prev_offset") + 1)
             .withColumn("skipped", F.col("offset") - F.col("prev_offset") - 1))
 
 
 def committed_regressions(polls: DataFrame, committed: DataFrame) -> DataFrame:
     """A value a consumer read (so it was committed) that a later read, or the final committed
-    log, shows replaced at that offset."""
+    log, shows replaced at that offset (both frames hold only the offsets `offsets.suspects`
+    flagged `replaced`)."""
     reads = polls.select(*PART, "offset", "value", "process", "time_ns")
     later = (polls.select(*PART, "offset", F.col("value").alias("later_value"), F.col("process").alias("seen_by"),
                           F.col("time_ns").alias("later_ns"))

@@ -16,10 +16,12 @@ def partition_changes(t: Tables) -> DataFrame:
     return t.events.where(F.col("kind") == "partition-changed")
 
 
-def log_divergence(t: Tables, prefixes: DataFrame) -> DataFrame:
+def log_divergence(t: Tables, logs: DataFrame) -> DataFrame:
     """I3 and I2 on the final replicas: two replicas that differ below the smaller of their
     HWMs, or a final leader missing a record another replica holds as committed (for a pair
-    with the leader the bound is the other replica's HWM). One row per diverging pair."""
+    with the leader the bound is the other replica's HWM). One row per diverging pair.
+    `logs` holds the replicas' records at the offsets `offsets.suspects` flagged `diverges`:
+    where every replica holds the same value no pair can differ."""
     r = t.final_replicas.select(*PART, "node", "hwm", "is_leader")
     a, b = r.alias("a"), r.alias("b")
     pairs = (a.join(b, [F.col(f"a.{c}") == F.col(f"b.{c}") for c in PART] + [F.col("a.node") < F.col("b.node")])
@@ -27,7 +29,7 @@ def log_divergence(t: Tables, prefixes: DataFrame) -> DataFrame:
                      F.col("b.node").alias("node_b"),
                      F.when(F.col("a.is_leader"), F.col("b.hwm")).when(F.col("b.is_leader"), F.col("a.hwm"))
                      .otherwise(F.least("a.hwm", "b.hwm")).alias("bound")))
-    logs = t.final_logs.select(*PART, "node", "offset", "value")
+    logs = logs.select(*PART, "node", "offset", "value")
     side_a = (pairs.join(logs.withColumnRenamed("node", "node_a").withColumnRenamed("value", "value_a"),
                          [*PART, "node_a"]).where(F.col("offset") < F.col("bound")))
     side_b = (pairs.join(logs.withColumnRenamed("node", "node_b").withColumnRenamed("value", "value_b"),

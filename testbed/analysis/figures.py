@@ -11,17 +11,6 @@ from testbed.analysis.observations import FINAL_READER, PART, seconds
 from testbed.analysis.runinfo import ConfigTables
 
 
-def run_bounds(t: Tables) -> DataFrame:
-    """Per run, the first recorded time (t0) and the end of the workload (t_end: the last
-    client operation before the final read; the shutdown after it is not unavailability)."""
-    times = t.history.select("run_id", "time_ns").unionByName(t.events.select("run_id", "time_ns"))
-    workload = (t.history.where(F.col("process") != FINAL_READER).groupBy("run_id")
-                .agg(F.max("time_ns").alias("workload_end")))
-    return (times.groupBy("run_id").agg(F.min("time_ns").alias("t0"), F.max("time_ns").alias("last"))
-            .join(workload, "run_id", "left")
-            .select("run_id", "t0", F.coalesce("workload_end", "last").alias("t_end")))
-
-
 def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame) -> DataFrame:
     """Windows (start_s, end_s) per partition without a leader (`no-leader`) and without
     acks=all service (`no-acks-all`: no leader, or |ISR| < MinISR so acks=all is refused),
@@ -52,17 +41,19 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame) -> 
     return out
 
 
-def fault_recovery(t: Tables, bounds: DataFrame) -> DataFrame:
-    """For each fault that started: the time until every partition took an acknowledged
-    acks=all write again, and until every partition's ISR was full again (0 when no ISR
-    shrank before the next fault; null when one had not recovered by then)."""
-    starts = (t.faults.where(F.col("phase") == "start").join(bounds, "run_id")
-              .select("run_id", "do", "target", "resolved", F.col("time_ns").alias("fault_ns"), "t0", "t_end"))
+def fault_recovery(t: Tables, spans: DataFrame, bounds: DataFrame) -> DataFrame:
+    """For each applied fault (`faultspans.fault_spans`): the time until every partition took
+    an acknowledged acks=all write again, and until every partition's ISR was full again
+    (0 when no ISR shrank before the next fault; null when one had not recovered by then)."""
+    starts = (spans.join(bounds, "run_id")
+              .select("run_id", "do", "target", "resolved", F.col("start_ns").alias("fault_ns"),
+                      F.col("end_ns").alias("undo_ns"), "t0", "t_end"))
     nxt = Window.partitionBy("run_id").orderBy("fault_ns")
     starts = starts.withColumn("next_ns", F.coalesce(F.lead("fault_ns").over(nxt), F.col("t_end")))
     acks = (t.history.where((F.col("f") == "send") & (F.col("type") == "ok") & (F.col("acks") == "all"))
             .select(*PART, F.col("time_ns").alias("ack_ns")))
-    first_ack = (starts.join(acks, "run_id").where(F.col("ack_ns") > F.col("fault_ns"))
+    first_ack = (acks.join(F.broadcast(starts.select("run_id", "fault_ns")), "run_id")
+                 .where(F.col("ack_ns") > F.col("fault_ns"))
                  .groupBy("run_id", "fault_ns", "topic", "partition").agg(F.min("ack_ns").alias("ack_ns"))
                  .groupBy("run_id", "fault_ns").agg(F.max("ack_ns").alias("all_acked_ns")))
     changes = (t.events.where(F.col("kind") == "partition-changed")
@@ -79,6 +70,7 @@ def fault_recovery(t: Tables, bounds: DataFrame) -> DataFrame:
                  F.max(F.col("full_ns").isNull().cast("int")).alias("unrecovered")))
     return (starts.join(first_ack, ["run_id", "fault_ns"], "left").join(full, ["run_id", "fault_ns"], "left")
             .select("run_id", "do", "target", "resolved", seconds("fault_ns").alias("at_s"),
+                    seconds("undo_ns").alias("until_s"),
                     F.round((F.col("all_acked_ns") - F.col("fault_ns")) / 1e9, 3).alias("to_first_ack_s"),
                     F.when(F.col("unrecovered") == 1, F.lit(None))
                     .otherwise(F.round(F.greatest(F.coalesce("full_isr_ns", "fault_ns") - F.col("fault_ns"),
@@ -88,16 +80,21 @@ def fault_recovery(t: Tables, bounds: DataFrame) -> DataFrame:
 
 def _latencies(t: Tables) -> DataFrame:
     """Each completed operation with its latency: a completion paired with the invoke just
-    before it of the same process (and, for sends, the same value; retries reuse values)."""
+    before it of the same process (and, for sends, the same value; retries reuse values).
+    Sends are paired by grouping on (process, value), which combines an invoke and its
+    completion before the shuffle when they lie in the same split; a window would sort
+    every send. Polls are few (one per batch of records), so a window over them is cheap."""
     h = (t.history.where(F.col("process") != FINAL_READER)  # the final read is not workload
          .select("run_id", "process", "f", "type", "value", "time_ns", "seq", "records"))
-    send_order = Window.partitionBy("run_id", "process", "value").orderBy("seq")
+    ops = F.array_sort(F.collect_list(F.struct("seq", "type", "time_ns")))
+    pair = lambda a, b: F.struct(a["type"].alias("prev_type"), a["time_ns"].alias("invoked"),  # noqa: E731
+                                 b["type"].alias("type"), b["time_ns"].alias("time_ns"))
+    sends = (h.where(F.col("f") == "send").groupBy("run_id", "process", "value").agg(ops.alias("ops"))
+             .select("run_id", F.explode(F.filter(
+                 F.zip_with(F.slice("ops", 1, F.size("ops") - 1), F.slice("ops", 2, F.size("ops") - 1), pair),
+                 lambda p: (p["prev_type"] == "invoke") & (p["type"] != "invoke"))).alias("p"))
+             .select("run_id", F.lit("send").alias("f"), "p.type", "p.time_ns", "p.invoked", F.lit(1).alias("n")))
     poll_order = Window.partitionBy("run_id", "process").orderBy("seq")
-    sends = (h.where(F.col("f") == "send")
-             .withColumn("prev_type", F.lag("type").over(send_order))
-             .withColumn("invoked", F.lag("time_ns").over(send_order))
-             .where((F.col("type") != "invoke") & (F.col("prev_type") == "invoke"))
-             .select("run_id", "f", "type", "time_ns", "invoked", F.lit(1).alias("n")))
     polls = (h.where(F.col("f") == "poll")
              .withColumn("prev_type", F.lag("type").over(poll_order))
              .withColumn("invoked", F.lag("time_ns").over(poll_order))

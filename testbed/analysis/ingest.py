@@ -14,13 +14,14 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 from testbed.analysis.schemas import CORRUPT, RECORD_FILES, RecordFile
 
 RUN_ID = "run_id"
 SEQ = "seq"  # position of a line in its file (increasing with the line number, not dense)
 _FILE = "_file"
+_BAD = "_bad"  # the line is corrupt or lacks a required field, decided while the JSON is parsed
 REQUIRED_FILES = ("history.jsonl", "events.jsonl")
 
 
@@ -87,22 +88,26 @@ def ingest(spark: SparkSession, runs: list[Path], warehouse: Path) -> tuple[Tabl
             rejected.setdefault(run_id, message)
         frames[spec.table] = frame
     good = [i for i in ids if i not in rejected]
-    return Tables(**{name: f.where(F.col(CORRUPT).isNull() & F.col(RUN_ID).isin(good)).drop(CORRUPT, _FILE)
+    return Tables(**{name: f.where(~F.col(_BAD) & F.col(RUN_ID).isin(good)).drop(CORRUPT, _FILE, _BAD)
                      for name, f in frames.items()}), rejected
 
 
 def _stored_schema(spec: RecordFile) -> StructType:
     return StructType(spec.schema.fields + [StructField(CORRUPT, StringType()), StructField(_FILE, StringType()),
-                                            StructField(SEQ, LongType()), StructField(RUN_ID, StringType())])
+                                            StructField(SEQ, LongType()), StructField(_BAD, BooleanType()),
+                                            StructField(RUN_ID, StringType())])
 
 
 def _to_parquet(spark: SparkSession, spec: RecordFile, files: list[Path], target: Path) -> None:
+    """One pass over the JSON: parse, number the lines, judge each line, write Parquet. Every
+    later read is of the Parquet, and the format check reads only the `_bad` column."""
     schema = StructType(spec.schema.fields + [StructField(CORRUPT, StringType())])
     raw = (spark.read.schema(schema).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
            .json([str(f) for f in files]))
     run_of_file = rf"([^/]+)/{re.escape(spec.path)}$"
     (raw.withColumn(_FILE, F.input_file_name())
      .withColumn(SEQ, F.monotonically_increasing_id())
+     .withColumn(_BAD, F.col(CORRUPT).isNotNull() | ~F.coalesce(F.expr(spec.required), F.lit(False)))
      .withColumn(RUN_ID, F.regexp_extract(F.col(_FILE), run_of_file, 1))
      .write.mode("overwrite").partitionBy(RUN_ID).parquet(str(target)))
 
@@ -111,7 +116,7 @@ def _mismatches(spec: RecordFile, frame: DataFrame) -> dict[str, str]:
     """Per run, the first line of its file that is corrupt or misses a required field, other
     than a truncated (non-JSON) last line. Bad lines are rare, so they are collected first
     and only their files are scanned again for their last line and line numbers."""
-    bad = frame.where(F.col(CORRUPT).isNotNull() | ~F.coalesce(F.expr(spec.required), F.lit(False))).collect()
+    bad = frame.where(F.col(_BAD)).collect()
     if not bad:
         return {}
     files = sorted({row[_FILE] for row in bad})

@@ -1,9 +1,16 @@
 """The Spark job over the ingested tables: every check, with attribution of losses, the
-convergence of each run and the figures; returns plain per-run data for the verdicts."""
+convergence of each run and the figures; returns plain per-run data for the verdicts.
+
+Each Spark action has a fixed cost (planning, scheduling, a scan of its inputs), so the job
+makes few: one aggregation finds the offsets worth a closer look (`offsets.suspects`), one
+job counts every check and gathers its examples, and checks that the first pass proved
+empty (no lost write, no disagreement...) are neither planned nor attributed.
+"""
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
+from functools import reduce
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -12,6 +19,7 @@ from testbed.analysis import checks_history as H
 from testbed.analysis import checks_protocol as P
 from testbed.analysis import figures
 from testbed.analysis.attribution import attribute
+from testbed.analysis.faultspans import fault_spans
 from testbed.analysis.ingest import Tables
 from testbed.analysis.observations import (
     PART,
@@ -20,10 +28,12 @@ from testbed.analysis.observations import (
     partitions,
     poll_records,
     read_coverage,
+    replica_logs,
     replica_prefixes,
-    run_start,
+    run_bounds,
     seconds,
 )
+from testbed.analysis.offsets import FLAGS, only, suspects
 from testbed.analysis.runinfo import ConfigTables
 from testbed.topology import CHECK_NAMES
 
@@ -41,38 +51,51 @@ class RunData:
     timeline: dict = field(default_factory=dict)  # what the report plots
 
 
-def check_frames(t: Tables, config: ConfigTables) -> dict[str, DataFrame]:
-    """Every check of DESIGN section 8 as a frame of anomalies, losses with their causes."""
-    acked = acknowledged(t).persist()
-    polls = poll_records(t).persist()
-    committed = committed_log(t, polls).persist()
-    missing = H.missing_acknowledged(acked, committed, read_coverage(t, config, polls)).persist()
-    starts = run_start(t).persist()
-    prefixes = replica_prefixes(t).persist()
+def check_frames(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataFrame) -> dict[str, DataFrame]:
+    """The checks of DESIGN section 8 that may find something, as frames of anomalies, losses
+    with their causes. A check left out found nothing: `offsets.suspects` proved that no
+    offset could hold one of its anomalies."""
+    acked = acknowledged(t)
+    polls = poll_records(t)
+    logs = replica_logs(t)
+    found = suspects(t, acked, polls, logs).persist()
+    flagged = found.agg(*[F.sum(F.col(f).cast("int")).alias(f) for f in FLAGS]).first()
+    any_ = {f: bool(flagged[f]) for f in FLAGS}
+    committed = committed_log(t, polls, logs)
+    starts = bounds.select("run_id", "t0")
+    steps = H.poll_steps(t.history)
     frames = {
-        "lost_writes": attribute(H.lost(missing, "all"), t, starts, "lost"),
-        "lost_writes_acks1": attribute(H.lost(missing, "1"), t, starts, "lost"),
-        "unseen": H.unseen(missing),
         "duplicates": H.duplicates(committed),
-        "inconsistent_offsets": attribute(H.inconsistent_offsets(H.observations(acked, polls, prefixes)), t,
-                                          starts, "overwritten"),
-        "nonmonotonic_polls": H.nonmonotonic_polls(polls),
-        "poll_skips": H.poll_skips(polls),
-        "committed_regressions": H.committed_regressions(polls, committed),
-        "log_divergence": P.log_divergence(t, prefixes),
+        "nonmonotonic_polls": H.nonmonotonic_polls(steps),
+        "poll_skips": H.poll_skips(steps),
         "leader_conflicts": P.leader_conflicts(t),
         "unclean_exclusion": P.unclean_exclusion(t, config),
         "placement_violations": P.placement_violations(t, config),
         "elr_violations": P.elr_violations(t, config),
         "metadata_divergence": P.metadata_divergence(t),
     }
-    assert tuple(frames) == CHECK_NAMES, "every check name of the topology schema has a frame"
+    if any_["unsure_ack"]:
+        missing = H.missing_acknowledged(only(acked, found, "unsure_ack"), committed,
+                                         read_coverage(t, config, polls, logs)).persist()
+        frames["lost_writes"] = attribute(H.lost(missing, "all"), t, spans, starts, "lost")
+        frames["lost_writes_acks1"] = attribute(H.lost(missing, "1"), t, spans, starts, "lost")
+        frames["unseen"] = H.unseen(missing)
+    if any_["disagree"]:
+        obs = H.observations(only(acked, found, "disagree"), only(polls, found, "disagree"),
+                             replica_prefixes(only(logs, found, "disagree")))
+        frames["inconsistent_offsets"] = attribute(H.inconsistent_offsets(obs), t, spans, starts, "overwritten")
+    if any_["replaced"]:
+        frames["committed_regressions"] = H.committed_regressions(only(polls, found, "replaced"),
+                                                                  only(committed, found, "replaced"))
+    if any_["diverges"]:
+        frames["log_divergence"] = P.log_divergence(t, only(logs, found, "diverges"))
+    assert set(frames) <= set(CHECK_NAMES), "every frame is a check of the topology schema"
     return frames
 
 
 def _examples(name: str, frame: DataFrame, starts: DataFrame) -> DataFrame:
-    """(run_id, count, unattributed, examples as JSON) of one check: one small Spark job per
-    check keeps each plan small enough for the optimizer."""
+    """(check, run_id, count, unattributed, examples as JSON) of one check, to be unioned
+    with the others' into one job."""
     cols = [c for c in frame.columns if c not in ("run_id", "attributed")]
     if "time_ns" in frame.columns:
         frame = frame.join(starts, "run_id", "left").withColumn("time_s", seconds("time_ns")).drop("t0")
@@ -85,7 +108,8 @@ def _examples(name: str, frame: DataFrame, starts: DataFrame) -> DataFrame:
             .agg(F.count("*").alias("count"), F.sum(unattributed).alias("unattributed"),
                  F.collect_list(F.when(F.col("n") <= MAX_EXAMPLES,
                                        F.struct("n", F.to_json(F.struct(*cols)).alias("example"))))
-                 .alias("examples")))
+                 .alias("examples"))
+            .select(F.lit(name).alias("check"), "*"))
 
 
 def convergence(t: Tables, config: ConfigTables) -> DataFrame:
@@ -110,29 +134,32 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str]) -> dict[str, Ru
     t = replace(t, events=t.events.persist(), final_replicas=t.final_replicas.persist(),
                 faults=t.faults.persist())
     try:
-        _run_checks(t, config, out)
+        bounds = run_bounds(t).persist()
+        spans = fault_spans(t, bounds).persist()
+        _run_checks(t, config, bounds, spans, out)
+        for row in convergence(t, config).collect():
+            out[row["run_id"]].converged = bool(row["converged"])
+        _collect_figures(t, config, bounds, spans, out)
     finally:
         t.events.sparkSession.catalog.clearCache()
     return out
 
 
-def _run_checks(t: Tables, config: ConfigTables, out: dict[str, RunData]) -> None:
-    starts = run_start(t)
-    for name, frame in check_frames(t, config).items():
-        for row in _examples(name, frame, starts).collect():
-            examples = [json.loads(e["example"]) for e in sorted(row["examples"], key=lambda e: e["n"])]
-            entry = {"count": row["count"], "examples": examples}
-            if name in ATTRIBUTED:
-                entry["unattributed"] = row["unattributed"]
-            out[row["run_id"]].checks[name] = entry
+def _run_checks(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataFrame,
+                out: dict[str, RunData]) -> None:
+    starts = bounds.select("run_id", "t0")
+    frames = [_examples(name, frame, starts) for name, frame in check_frames(t, config, bounds, spans).items()]
+    for row in reduce(DataFrame.unionByName, frames).collect():
+        name = row["check"]
+        examples = [json.loads(e["example"]) for e in sorted(row["examples"], key=lambda e: e["n"])]
+        entry = {"count": row["count"], "examples": examples}
+        if name in ATTRIBUTED:
+            entry["unattributed"] = row["unattributed"]
+        out[row["run_id"]].checks[name] = entry
     for data in out.values():
         for name in CHECK_NAMES:
             data.checks.setdefault(name, {"count": 0, "examples": []} | (
                 {"unattributed": 0} if name in ATTRIBUTED else {}))
-    for row in convergence(t, config).collect():
-        out[row["run_id"]].converged = bool(row["converged"])
-    bounds = figures.run_bounds(t).persist()
-    _collect_figures(t, config, bounds, out)
 
 
 def _by_run(frame: DataFrame, out: dict[str, RunData], key: str, into: str) -> None:
@@ -141,10 +168,11 @@ def _by_run(frame: DataFrame, out: dict[str, RunData], key: str, into: str) -> N
         getattr(out[d.pop("run_id")], into).setdefault(key, []).append(d)
 
 
-def _collect_figures(t: Tables, config: ConfigTables, bounds: DataFrame, out: dict[str, RunData]) -> None:
+def _collect_figures(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataFrame,
+                     out: dict[str, RunData]) -> None:
     windows = figures.availability_windows(t, config, bounds).orderBy("run_id", "topic", "partition", "start_s")
     _by_run(windows, out, "availability", "figures")
-    _by_run(figures.fault_recovery(t, bounds), out, "faults", "figures")
+    _by_run(figures.fault_recovery(t, spans, bounds), out, "faults", "figures")
     _by_run(figures.throughput_latency(t, bounds), out, "series", "figures")
     for data in out.values():
         data.figures.setdefault("availability", [])
@@ -162,9 +190,11 @@ def _collect_figures(t: Tables, config: ConfigTables, bounds: DataFrame, out: di
                       "isr", "elr", "replicas", "hwm", "reason", "from", "to")
               .orderBy("run_id", "t"))
     _by_run(states, out, "events", "timeline")
-    faults = (t.faults.join(bounds, "run_id")
-              .select("run_id", "do", "target", "resolved", "phase", seconds("time_ns").alias("t")).orderBy("run_id", "t"))
-    _by_run(faults, out, "faults", "timeline")
+    bands = (spans.join(bounds, "run_id")
+             .select("run_id", "do", "target", "resolved", seconds("start_ns").alias("start"),
+                     seconds("end_ns").alias("end"), "undone")
+             .orderBy("run_id", "start"))
+    _by_run(bands, out, "faults", "timeline")
     for data in out.values():
         data.timeline.setdefault("events", [])
         data.timeline.setdefault("faults", [])

@@ -32,12 +32,19 @@ def poll_records(t: Tables) -> DataFrame:
                     F.col("rec")[0].cast("long").alias("offset"), F.col("rec")[1].alias("value")))
 
 
-def replica_prefixes(t: Tables) -> DataFrame:
-    """Each replica's records below its own final HWM: what that replica considers committed."""
+def replica_logs(t: Tables) -> DataFrame:
+    """Every record of every final replica's files, with that replica's final HWM, whether it
+    leads, and `prefix`: the record is below its HWM, so that replica considers it committed.
+    The replica table is tiny, so it is broadcast and the logs are never shuffled for it."""
     r = t.final_replicas.select("run_id", "node", "topic", "partition", "hwm", "is_leader")
-    return (t.final_logs.join(r, ["run_id", "node", "topic", "partition"])
-            .where(F.col("offset") < F.col("hwm"))
-            .select(*PART, "node", "offset", "value", "is_leader"))
+    return (t.final_logs.join(F.broadcast(r), ["run_id", "node", "topic", "partition"])
+            .select(*PART, "node", "offset", "value", "hwm", "is_leader",
+                    (F.col("offset") < F.col("hwm")).alias("prefix")))
+
+
+def replica_prefixes(logs: DataFrame) -> DataFrame:
+    """Each replica's records below its own final HWM: what that replica considers committed."""
+    return logs.where(F.col("prefix")).select(*PART, "node", "offset", "value", "is_leader")
 
 
 def final_leaders(t: Tables) -> DataFrame:
@@ -48,15 +55,20 @@ def final_leaders(t: Tables) -> DataFrame:
                                              F.col("hwm").alias("leader_hwm"))
 
 
-def committed_log(t: Tables, polls: DataFrame) -> DataFrame:
+def leader_files(t: Tables, logs: DataFrame) -> DataFrame:
+    """The single final leader's own file records below its HWM: the committed log as the
+    leader's disk holds it."""
+    return (logs.join(F.broadcast(final_leaders(t)), PART)
+            .where((F.col("node") == F.col("leader_node")) & F.col("prefix"))
+            .select(*PART, "offset", "value"))
+
+
+def committed_log(t: Tables, polls: DataFrame, logs: DataFrame) -> DataFrame:
     """The final committed log: what the final read returned, together with the final
-    leader's own file records below its HWM (the same log read two ways)."""
+    leader's own file records below its HWM (the same log read two ways, so most records
+    appear twice; every consumer of this frame is indifferent to repeats)."""
     read = polls.where(F.col("process") == FINAL_READER).select(*PART, "offset", "value")
-    leaders = final_leaders(t)
-    from_files = (t.final_logs.join(leaders, PART)
-                  .where((F.col("node") == F.col("leader_node")) & (F.col("offset") < F.col("leader_hwm")))
-                  .select(*PART, "offset", "value"))
-    return read.unionByName(from_files).distinct()
+    return read.unionByName(leader_files(t, logs))
 
 
 def partitions(t: Tables, config: ConfigTables) -> DataFrame:
@@ -67,16 +79,15 @@ def partitions(t: Tables, config: ConfigTables) -> DataFrame:
     return declared.union(seen).where(F.col("partition").isNotNull()).distinct()
 
 
-def read_coverage(t: Tables, config: ConfigTables, polls: DataFrame) -> DataFrame:
+def read_coverage(t: Tables, config: ConfigTables, polls: DataFrame, logs: DataFrame) -> DataFrame:
     """Per partition, whether the final read reached the end of the committed log: the final
     read returned every offset below the final leader's HWM, or the leader's own files hold
-    every offset below it. Without a single final leader it did not."""
+    every offset below it (a log holds each offset once, so a count says it). Without a
+    single final leader it did not."""
     leaders = final_leaders(t)
     read_end = (polls.where(F.col("process") == FINAL_READER).groupBy(*PART)
                 .agg((F.max("offset") + 1).alias("read_end")))
-    file_count = (t.final_logs.join(leaders, PART)
-                  .where((F.col("node") == F.col("leader_node")) & (F.col("offset") < F.col("leader_hwm")))
-                  .groupBy(*PART).agg(F.countDistinct("offset").alias("file_count")))
+    file_count = leader_files(t, logs).groupBy(*PART).agg(F.count("*").alias("file_count"))
     return (partitions(t, config).join(leaders, PART, "left").join(read_end, PART, "left")
             .join(file_count, PART, "left")
             .select(*PART, "leader_hwm", F.coalesce(
@@ -85,10 +96,18 @@ def read_coverage(t: Tables, config: ConfigTables, polls: DataFrame) -> DataFram
                 F.lit(False)).alias("reached_end")))
 
 
-def run_start(t: Tables) -> DataFrame:
-    """Per run, the first time anything was recorded: time 0 of every figure and sentence."""
-    return (t.history.select("run_id", "time_ns").unionByName(t.events.select("run_id", "time_ns"))
-            .groupBy("run_id").agg(F.min("time_ns").alias("t0")))
+def run_bounds(t: Tables) -> DataFrame:
+    """Per run, in one pass over the record files: the first recorded time (`t0`, time 0 of
+    every figure and sentence), the end of the workload (`t_end`: the last client operation
+    before the final read; the shutdown after it is not unavailability) and the last
+    recorded time of all (`t_last`)."""
+    workload = F.when(F.col("process") != FINAL_READER, F.col("time_ns"))
+    times = (t.history.select("run_id", "time_ns", workload.alias("w"))
+             .unionByName(t.events.select("run_id", "time_ns", F.lit(None).cast("long").alias("w")))
+             .unionByName(t.faults.select("run_id", "time_ns", F.lit(None).cast("long").alias("w"))))
+    return (times.groupBy("run_id")
+            .agg(F.min("time_ns").alias("t0"), F.max("time_ns").alias("t_last"), F.max("w").alias("w"))
+            .select("run_id", "t0", F.coalesce("w", "t_last").alias("t_end"), "t_last"))
 
 
 def seconds(col: str) -> Column:

@@ -23,20 +23,9 @@ def _svg(fig: plt.Figure) -> str:
     return text[text.index("<svg"):]
 
 
-def fault_bands(faults: list[dict]) -> list[tuple[float, float, str]]:
-    """(start, end, label) per fault: a start paired with the next end of the same action and
-    target; a fault without an end is a thin band."""
-    open_: dict[tuple, dict] = {}
-    bands = []
-    for f in faults:
-        key = (f["do"], f["target"])
-        if f["phase"] == "start":
-            open_[key] = f
-        elif key in open_:
-            s = open_.pop(key)
-            bands.append((s["t"], f["t"], f"{s['do']} {s['target'] or ''}"))
-    bands += [(s["t"], s["t"] + 0.05, f"{s['do']} {s['target'] or ''}") for s in open_.values()]
-    return bands
+def fault_bands(spans: list[dict]) -> list[tuple[float, float, str]]:
+    """(start, end, label) per applied fault, from its start to its undo (`faultspans`)."""
+    return [(f["start"], f["end"], f"{f['do']} {f['target'] or ', '.join(f['resolved'] or [])}") for f in spans]
 
 
 def _shade(ax: plt.Axes, bands: list[tuple[float, float, str]]) -> None:

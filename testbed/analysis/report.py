@@ -58,14 +58,14 @@ def _figures(r: dict) -> str:
     f = r["figures"]
     windows = [[_e(f"{w['topic']}/{w['partition']}"), _e(w["kind"]), _e(w["start_s"]), _e(w["end_s"]),
                 _e(round(w["end_s"] - w["start_s"], 3))] for w in f.get("availability", [])]
-    faults = [[_e(x["at_s"]), _e(x["do"]), _e(x["target"]), _e(", ".join(x["resolved"] or [])),
+    faults = [[_e(x["at_s"]), _e(x["until_s"]), _e(x["do"]), _e(x["target"]), _e(", ".join(x["resolved"] or [])),
                _e(x["to_first_ack_s"]), _e(x["to_full_isr_s"])] for x in f.get("faults", [])]
     return ("<h3>Unavailability</h3>" + (_table(["partition", "window", "from s", "to s", "seconds"], windows)
                                          if windows else "<p>Every partition was led and took acks=all writes "
                                                          "throughout.</p>")
             + "<h3>Recovery after each fault</h3>"
-            + (_table(["at s", "fault", "target", "resolved", "to first acks=all write on every partition s",
-                       "to full ISR s"], faults) if faults else "<p>No fault was injected.</p>"))
+            + (_table(["at s", "undone at s", "fault", "target", "resolved", "to first acks=all write on every partition s",
+                       "to full ISR s"], faults) if faults else "<p>No fault was applied.</p>"))
 
 
 def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
@@ -86,7 +86,7 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
         parts.append("<h2>Throughput and latency</h2>" + (series_plot(r["figures"]["series"], bands)
                                                           if r["figures"]["series"] else "<p>No operation.</p>"))
         parts.append("<h2>Partitions</h2><p class='note'>Lanes: leader (dark), ISR (blue), ELR (orange); "
-                     "below, the HWM each replica reported; faults in red.</p>")
+                     "below, the HWM each replica reported; faults in red, from each fault to its undo.</p>")
         end = max([e["t"] for e in data.timeline["events"]] + [0.0])
         keys = sorted({(e["topic"], e["partition"]) for e in data.timeline["events"] if e["topic"] is not None})
         for topic, p in keys:

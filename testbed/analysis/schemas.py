@@ -48,7 +48,7 @@ EVENTS = _struct(
 
 FAULTS = _struct(
     ("time_ns", LongType()), ("do", StringType()), ("target", StringType()), ("resolved", ArrayType(StringType())),
-    ("params", StringType()), ("phase", StringType()), ("effect", StringType()),
+    ("params", StringType()), ("origin", StringType()), ("phase", StringType()), ("effect", StringType()),
 )
 
 FINAL_LOGS = _struct(

@@ -43,6 +43,9 @@ def get_spark(master: str | None = None) -> SparkSession:
         .config("spark.driver.memory", "1g")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
+        # Writing a table partitioned by run id would otherwise sort every row by run id
+        # first; with a writer open per run id the rows go straight to their file.
+        .config("spark.sql.maxConcurrentOutputFileWriters", "64")
         .config("spark.sql.ansi.enabled", "false")
         # The checks join the same tables many times; inferring filters from constraints over
         # such plans grows exponentially and exhausts the driver's heap for a tiny input.

@@ -76,6 +76,13 @@ class RunBuilder:
             done["error"] = "TIMEOUT"
         self.history.append(done)
 
+    def fault(self, at: int, do: str, target: str | None, resolved: list[str], params: dict | None = None,
+              effect: dict | None = None, origin: str = "faults[0]") -> None:
+        """The `start` and `end` lines the fault runner writes for one action, 1 ms apart."""
+        base = {"do": do, "target": target, "resolved": resolved, "params": params or {}, "origin": origin}
+        self.faults += [{"time_ns": at, **base, "phase": "start"},
+                        {"time_ns": at + 1_000_000, **base, "phase": "end", "effect": effect or {}}]
+
     def poll(self, process: str, records: list[tuple[int, str]], at: int) -> None:
         base = {"process": process, "f": "poll", "topic": "orders", "partition": 0}
         self.history.append({**base, "type": "invoke", "offset": records[0][0], "time_ns": at})

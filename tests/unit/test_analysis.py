@@ -23,9 +23,8 @@ def _lost(root: Path) -> None:
     r = RunBuilder(root, "lost", expect={"lost_writes": ">0", "lost_writes_acks1": "<=1"})
     r.send("v5", 5, at=T0 + 2 * S)
     r.send("v6", 6, at=T0 + 2 * S + 10, acks="1")
-    r.faults += [{"time_ns": T0 + 3 * S, "do": "lossy-crash", "target": "leader-of orders/0",
-                  "resolved": ["broker-1"], "params": {"loss": "unsynced"}, "phase": "start",
-                  "effect": {"broker-1": {"bytes_cut": 120}}}]
+    r.fault(T0 + 3 * S, "lossy-crash", "leader-of orders/0", ["broker-1"], {"loss": "unsynced"},
+            {"killed": {"broker-1": 41}, "files": {"broker-1": {"bytes_cut": 120}}})
     r.events += [RunBuilder.change(T0 + 3 * S + 100, leader=2, epoch=1, isr=[2, 3], reason="fence"),
                  {"node": "broker-2", "time_ns": T0 + 3 * S + 200, "kind": "became-leader", "topic": "orders",
                   "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 3], "elr": [],

@@ -1,0 +1,61 @@
+"""Each fault as the span during which it was in force, from `faults.jsonl`.
+
+A `faults.jsonl` line pair (`start`, `end`) records one action; its `end` line is written
+once the action was applied, with what it did. A fault is an action that disrupts (a kill,
+a pause, a partition...) and did something: an `effect` with `skipped` (max_down) or
+`error` means nothing happened, so it is neither a band in the report nor a cause of a
+loss. Its span ends at its undo: the first later restart of a node it took down, resume
+of a node it paused, heal after a partition or slow link, or the line that names it in
+`params.undo_of` (a nemesis undo), whichever came first; with no undo, at the run's end.
+"""
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from testbed.analysis.ingest import Tables
+
+#: what undoes each disrupting action (DESIGN section 6)
+UNDONE_BY: dict[str, str] = {
+    "kill": "restart", "lossy-crash": "restart", "disk-loss": "restart", "shutdown": "restart",
+    "pause": "resume", "partition": "heal", "slow": "heal",
+}
+
+
+def applied(t: Tables) -> DataFrame:
+    """Every action that did something, at the time it started: its `end` line (with the
+    effect) paired with the `start` line just before it of the same origin and action."""
+    lines = t.faults.select("run_id", "seq", "time_ns", "do", "target", "resolved", "phase", "effect",
+                            F.coalesce(F.col("origin"), F.lit("")).alias("origin"),
+                            F.get_json_object("params", "$.undo_of").alias("undo_of"),
+                            F.get_json_object("params", "$.loss").alias("loss"))
+    started = Window.partitionBy("run_id", "origin", "do").orderBy("seq")
+    did_nothing = (F.get_json_object("effect", "$.skipped").isNotNull()
+                   | F.get_json_object("effect", "$.error").isNotNull())
+    return (lines.withColumn("start_ns", F.last(F.when(F.col("phase") == "start", F.col("time_ns")), True)
+                             .over(started.rowsBetween(Window.unboundedPreceding, 0)))
+            .where((F.col("phase") == "end") & ~F.coalesce(did_nothing, F.lit(False)))
+            .select("run_id", "seq", F.coalesce("start_ns", "time_ns").alias("start_ns"), "do", "target",
+                    "resolved", "origin", "undo_of", "loss"))
+
+
+def fault_spans(t: Tables, bounds: DataFrame) -> DataFrame:
+    """(run_id, do, target, resolved, loss, start_ns, end_ns, undone) per applied fault;
+    `bounds` gives each run's `t_last`, the end of a fault never undone."""
+    acts = applied(t)
+    undone_by = F.create_map(*[F.lit(x) for kv in UNDONE_BY.items() for x in kv])
+    faults = (acts.where(F.col("do").isin(*UNDONE_BY))
+              .withColumn("undo_do", undone_by[F.col("do")]))
+    undos = acts.select("run_id", F.col("seq").alias("u_seq"), F.col("start_ns").alias("u_ns"),
+                        F.col("do").alias("u_do"), F.col("resolved").alias("u_resolved"),
+                        F.col("undo_of").alias("u_of"))
+    undoes = (F.col("u_seq") > F.col("seq")) & (
+        (F.col("u_of") == F.col("origin"))
+        | ((F.col("u_do") == F.col("undo_do"))
+           & ((F.col("u_do") == "heal") | F.arrays_overlap("u_resolved", "resolved"))))
+    first_undo = (faults.join(undos, "run_id", "left").where(undoes)
+                  .groupBy("run_id", "seq").agg(F.min("u_ns").alias("undo_ns")))
+    return (faults.join(first_undo, ["run_id", "seq"], "left").join(bounds.select("run_id", "t_last"), "run_id")
+            .select("run_id", "do", "target", "resolved", "loss", "start_ns",
+                    F.coalesce("undo_ns", F.greatest("t_last", "start_ns")).alias("end_ns"),
+                    F.col("undo_ns").isNotNull().alias("undone")))
