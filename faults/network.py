@@ -110,6 +110,34 @@ def heal_table(seq: int) -> LinkTable:
     return LinkTable(seq)
 
 
+def compose(tables: Sequence[LinkTable], all_nodes: Sequence[str], seq: int) -> LinkTable:
+    """One table that applies every network fault in force at once.
+
+    A filter takes the most specific rule whole, so two faults cannot simply be pushed as
+    one table of overlapping rules (a `slow` on `*` would not reach a link a partition names,
+    and a specific slow rule would lift a wildcard drop). Instead every ordered pair over the
+    nodes and `clients` gets the combination of what each table says of it: dropped if any
+    drops it, else the largest delay, jitter, loss and duplication.
+    """
+    names = [*dict.fromkeys(all_nodes), CLIENTS]
+    filters = [LinkFilter(t) for t in tables]
+    rules: dict[tuple[str, str], LinkRule] = {}
+    for src in names:
+        for dst in names:
+            if src == dst:
+                continue
+            found = [r for f in filters if (r := f.rule_for(src, dst)) is not None]
+            if not found:
+                continue
+            if any(r.drop for r in found):
+                rules[(src, dst)] = _DROP
+            else:
+                rules[(src, dst)] = LinkRule(delay=max(r.delay for r in found), jitter=max(r.jitter for r in found),
+                                             loss=max(r.loss for r in found),
+                                             duplicate=max(r.duplicate for r in found))
+    return LinkTable(seq, rules)
+
+
 def reachable(table: LinkTable, a: str, b: str) -> bool:
     """Whether a message from `a` can reach `b` under `table` (one direction; ask both ways
     for a conversation). Delay and partial loss still reach; drop or certain loss do not."""

@@ -66,6 +66,9 @@ class Cluster:
         #: the network table every node should hold, and the nodes that have not got it yet
         #: (paused or restarted since the last push)
         self.link_table: LinkTable = LinkTable(0, {})
+        #: network faults in force, by the origin of the fault: (its table, the nodes it cut
+        #: off from the controller, link counters when it began); link_table composes them
+        self.network_layers: dict[str, tuple[LinkTable, list[str], dict]] = {}
         self._links_pending: set[str] = set()
         self.mounts = TmpfsMounts()
         self.warnings: list[str] = []

@@ -42,9 +42,6 @@ class FaultRunner:
         self.rng = random.Random()
         self.pending = sorted(self.schedule, key=lambda f: f.at)
         self.done: dict[str, list[str]] = {}  # origin -> nodes it acted on
-        self.isolated: set[str] = set()
-        #: link counters when the current network fault began, so heal reports its own drops
-        self.baseline: dict[str, dict] = {}
 
     # ------------------------------------------------------------------ schedule
     def next_at(self) -> float | None:
@@ -108,8 +105,11 @@ class FaultRunner:
         if f.do not in _DOWN_ACTIONS or "undo_of" in f.params or limit is None:
             return False
         c = self.cluster
-        down = set(c.stopped) | set(c.paused) | self.isolated
+        down = set(c.stopped) | set(c.paused) | self._isolated()
         return len(down | set(resolved)) > limit
+
+    def _isolated(self) -> set[str]:
+        return {n for _table, cut, _base in self.cluster.network_layers.values() for n in cut}
 
     def _record(self, line: dict) -> None:
         self.out.write({"time_ns": time.monotonic_ns(), **line})
@@ -150,30 +150,42 @@ class FaultRunner:
         raise ValueError(f"unknown fault action {do!r}")
 
     def _network(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:
+        """Partition and slow add a layer; heal removes the layer it undoes, or all of them."""
         c = self.cluster
         all_nodes = [s.name for s in c.nodes()]
-        seq = c.next_link_seq()
         p = f.params
+        layers = c.network_layers
         if f.do == "heal":
-            dropped = _delta(c.link_counters(), self.baseline)
-            self.isolated.clear()
-            c.push_links(network.heal_table(seq))
-            return {"dropped_by_link": dropped}
-        self.baseline = c.link_counters()
+            undo_of = p.get("undo_of")
+            healed = [undo_of] if undo_of is not None else list(layers)
+            counters = c.link_counters()
+            dropped = {o: _delta(counters, layers.pop(o)[2]) for o in healed if o in layers}
+            self._push(all_nodes)
+            return {"healed": sorted(dropped), "dropped_by_link": _merge(dropped.values())}
         if f.do == "slow":
             src = self._targets(p.get("from"), view) or all_nodes
             dst = self._targets(p.get("to"), view) or all_nodes
             table = network.slow_table(src, dst, p.get("delay", 0.0), p.get("jitter", 0.0),
-                                       p.get("loss", 0.0), p.get("duplicate", 0.0), seq)
-            c.push_links(table)
+                                       p.get("loss", 0.0), p.get("duplicate", 0.0), 0)
+            self._add_layer(f.origin, table, [])
+            self._push(all_nodes)
             return {"table": table.to_dict()}
-        plan = self._plan_partition(f, nodes, view, all_nodes, seq)
+        plan = self._plan_partition(f, nodes, view, all_nodes, 0)
         if plan is None:
             return {"skipped": "max_down"}
         groups, isolated, table = plan
-        self.isolated |= set(isolated)
-        acked = c.push_links(table)
+        self._add_layer(f.origin, table, isolated)
+        acked = self._push(all_nodes)
         return {"groups": groups, "isolated": isolated, "table": table.to_dict(), "pushed": acked}
+
+    def _add_layer(self, origin: str, table: Any, isolated: list[str]) -> None:
+        c = self.cluster
+        c.network_layers[origin] = (table, isolated, c.link_counters())
+
+    def _push(self, all_nodes: list[str]) -> dict[str, bool]:
+        c = self.cluster
+        tables = [t for t, _cut, _base in c.network_layers.values()]
+        return c.push_links(network.compose(tables, all_nodes, c.next_link_seq()))
 
     def _plan_partition(self, f: ScheduledFault, nodes: list[str], view: ClusterView, all_nodes: list[str],
                         seq: int) -> tuple[list[list[str]], list[str], Any] | None:
@@ -207,13 +219,24 @@ class FaultRunner:
         """Heal the network, resume paused nodes, restart stopped ones (DESIGN section 6)."""
         c = self.cluster
         self.pending.clear()
-        healed = self.fire(ScheduledFault(0.0, "heal", None, {}, "final-heal"))
+        in_force = bool(c.network_layers) or bool(c.link_table.rules)
+        healed = self.fire(ScheduledFault(0.0, "heal", None, {}, "final-heal")) if in_force else None
         resumed = self.fire(ScheduledFault(0.0, "resume", "paused", {}, "final-heal")) if c.paused else None
         restarted = self.fire(ScheduledFault(0.0, "restart", "stopped", {}, "final-heal")) if c.stopped else None
         return {"heal": healed, "resume": resumed, "restart": restarted}
 
     def close(self) -> None:
         self.out.close()
+
+
+def _merge(parts: Any) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+    for part in parts:
+        for link, counts in part.items():
+            agg = out.setdefault(link, {})
+            for k, v in counts.items():
+                agg[k] = max(agg.get(k, 0), v)  # overlapping layers saw the same messages
+    return out
 
 
 def _delta(now: dict[str, dict], before: dict[str, dict]) -> dict[str, dict]:

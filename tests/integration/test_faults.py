@@ -205,3 +205,24 @@ def test_killed_controller_restarts_from_its_metadata_log(make_cluster) -> None:
         q = s.partition(p.topic, p.partition)
         assert q.leader_epoch >= p.leader_epoch and q.partition_epoch >= p.partition_epoch
     assert produce_n(c, 0, 5, "after-controller-restart")
+
+
+def test_slow_during_a_partition_keeps_the_partition(make_cluster) -> None:
+    """Network faults compose: a slow fired while a broker is isolated leaves it isolated,
+    and undoing one layer (a nemesis undo) leaves the other in force."""
+    c = make_cluster(partitions=1)
+    runner = FaultRunner(c, [], seed=1)
+    try:
+        runner.fire(ScheduledFault(0.0, "partition", "broker:1", {"shape": "isolate"}, "nemesis[0]#0"))
+        runner.fire(ScheduledFault(0.0, "slow", None, {"delay": 0.01}, "faults[1]"))
+        c.wait_until(lambda s: s.registered_brokers()[1]["fenced"], timeout=c.scaled(10),
+                     what="broker 1 fenced while also slowed")
+        undone = runner.fire(ScheduledFault(0.0, "heal", None, {"undo_of": "nemesis[0]#0"}, "nemesis[0]#0.undo"))
+        assert undone["effect"]["healed"] == ["nemesis[0]#0"]
+        assert list(c.network_layers) == ["faults[1]"]
+        c.wait_until(lambda s: not s.registered_brokers()[1]["fenced"], timeout=c.scaled(15),
+                     what="broker 1 back after its partition alone was undone")
+        healed = runner.fire(ScheduledFault(0.0, "heal", None, {}, "faults[2]"))
+        assert healed["effect"]["healed"] == ["faults[1]"] and not c.network_layers
+    finally:
+        runner.close()

@@ -164,3 +164,25 @@ def test_certain_loss_is_unreachable_but_partial_loss_and_delay_are_not():
 def test_tables_survive_the_control_op_encoding():
     table = partition_table([["broker-1", "clients"], ["broker-2"]], NODES, seq=5)
     assert LinkTable.from_dict(table.to_dict()) == table
+
+
+def test_compose_keeps_a_partition_under_a_later_slow() -> None:
+    """Layered faults: a slow on every link must not lift a partition's drops."""
+    from faults.network import compose
+    nodes = ["controller-1", "broker-1", "broker-2", "broker-3"]
+    cut = partition_table([["broker-1"], ["controller-1", "broker-2", "broker-3"]], nodes, 1)
+    slow = slow_table(nodes, nodes, 0.05, 0.0, 0.0, 0.0, 2)
+    both = compose([cut, slow], nodes, 3)
+    assert not reachable(both, "broker-1", "broker-2") and not reachable(both, "controller-1", "broker-1")
+    rule = LinkFilter(both).rule_for("broker-2", "broker-3")
+    assert rule is not None and rule.delay == 0.05 and not rule.drop
+    assert reachable(compose([slow], nodes, 4), "broker-1", "broker-2")
+    assert compose([], nodes, 5).rules == {}
+
+
+def test_compose_keeps_clients_rules() -> None:
+    from faults.network import compose
+    nodes = ["controller-1", "broker-1"]
+    t = partition_table([["clients"], ["controller-1", "broker-1"]], nodes, 1)
+    both = compose([t], nodes, 2)
+    assert not reachable(both, "producer-0-1", "broker-1") and reachable(both, "controller-1", "broker-1")
