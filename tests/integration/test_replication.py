@@ -43,8 +43,11 @@ def committed_logs(c: Cluster, partition: int) -> dict[str, dict[int, str]]:
     return out
 
 
-def test_healthy_replication_all_replicas_equal(make_cluster) -> None:
-    c = make_cluster(partitions=2)
+@pytest.mark.parametrize("transport", ["ipc", "tcp"])
+def test_healthy_replication_all_replicas_equal(make_cluster, transport: str) -> None:
+    """Both transports of DESIGN section 2: ipc:// in the run directory, tcp://127.0.0.1."""
+    c = make_cluster(partitions=2, network={"transport": transport})
+    assert all(cfg.endpoint.startswith(f"{transport}://") for cfg in c.configs.values())
     acked = produce_n(c, 0, 50, "h")
     c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(10), what="replicas level")
     logs = committed_logs(c, 0)
