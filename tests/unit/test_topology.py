@@ -626,3 +626,11 @@ def test_parse_rate_refuses(value: object) -> None:
 @given(st.floats(min_value=1e-6, max_value=1e9, allow_nan=False))
 def test_format_then_parse_rate_is_exact(rate: float) -> None:
     assert parse_rate(format_rate(rate)) == rate
+
+
+def test_null_member_of_a_partition_group_is_an_error_not_a_crash() -> None:
+    data = {"name": "x", "cluster": {"brokers": [{"id": 1}, {"id": 2}]}, "topics": [{"name": "t"}],
+            "faults": [{"at": "1s", "do": "partition", "groups": [[None], ["broker:1"]]}]}
+    with pytest.raises(TopologyError) as e:
+        parse_topology(data, "x.yaml")
+    assert "x.yaml: faults[0].groups[0][0]: expected a target" in str(e.value)

@@ -1,0 +1,245 @@
+"""The faults section: one-shot fault entries and the rules of each action, nemesis entries aside.
+
+Each action takes its own keys (DESIGN 6), so an entry is checked against the rules of its `do`,
+and a key that action does not take is an error rather than silently ignored.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from testbed.durations import format_duration, parse_duration
+from testbed.topo import scalars
+from testbed.topo.nemesis import parse_nemesis
+from testbed.topo.refs import (
+    TARGET_GRAMMAR,
+    Known,
+    replica_list_problem,
+    target_problem,
+    topic_partition_problem,
+)
+from testbed.topo.sections import DURATION_PARAMS, FaultSpec, NemesisSpec
+from testbed.topo.walk import INVALID, Walker, describe, join, valid
+
+FAULT_ACTIONS: tuple[str, ...] = (
+    "kill",
+    "pause",
+    "resume",
+    "restart",
+    "shutdown",
+    "lossy-crash",
+    "disk-loss",
+    "partition",
+    "heal",
+    "slow",
+    "reassign",
+    "elect-preferred",
+    "elect",
+)
+LOSS_MODES: tuple[str, ...] = ("unsynced", "partial", "torn")
+PARTITION_SHAPES: tuple[str, ...] = ("isolate", "halves", "bridge", "one-way")
+
+
+# Keys each fault action takes besides `at` and `do`.
+_ACTION_KEYS: dict[str, tuple[str, ...]] = {
+    "kill": ("target",),
+    "pause": ("target",),
+    "resume": ("target",),
+    "restart": ("target",),
+    "shutdown": ("target",),
+    "lossy-crash": ("target", "loss"),
+    "disk-loss": ("target",),
+    "partition": ("groups", "shape", "target", "from", "to"),
+    "heal": (),
+    "slow": ("delay", "jitter", "loss", "duplicate", "from", "to"),
+    "reassign": ("partition", "replicas"),
+    "elect-preferred": ("partition",),
+    "elect": ("partition", "target"),
+}
+_DEFAULT_TARGETS = {"restart": "stopped", "resume": "paused"}
+_NETWORK_ACTIONS = frozenset({"partition", "slow"})
+
+
+def parse_faults(
+    w: Walker, value: object, path: str, known: Known, duration: float | None, total_nodes: int | None
+) -> tuple[FaultSpec | NemesisSpec, ...] | Any:
+    entries = w.sequence(value, path, "faults")
+    if entries is None:
+        return INVALID
+    specs: list[Any] = []
+    for index, entry in enumerate(entries):
+        entry_path = join(path, index)
+        if isinstance(entry, dict) and "nemesis" in entry:
+            w.mapping(entry, entry_path, ("nemesis",))
+            specs.append(parse_nemesis(w, entry["nemesis"], join(entry_path, "nemesis"), known, duration, total_nodes))
+        else:
+            specs.append(_parse_fault(w, entry, entry_path, known, duration))
+    if not valid(*specs):
+        return INVALID
+    return tuple(sorted(specs, key=lambda s: s.at if isinstance(s, FaultSpec) else s.start))
+
+
+def _parse_fault(w: Walker, value: object, path: str, known: Known, duration: float | None) -> FaultSpec | Any:
+    if not isinstance(value, dict):
+        w.error(path, f"expected a mapping {{at, do, ...}} or {{nemesis: {{...}}}}, got {describe(value)}")
+        return INVALID
+    do = w.field(value, "do", path, scalars.choice(*FAULT_ACTIONS))
+    if "do" not in value:
+        w.error(join(path, "do"), f"required key missing (one of: {', '.join(FAULT_ACTIONS)})")
+    at = w.field(value, "at", path, parse_duration)
+    if "at" not in value:
+        w.error(join(path, "at"), "required key missing (when the fault fires, e.g. 5s)")
+    if at is not INVALID and duration is not None and at > duration:
+        w.error(join(path, "at"), f"{format_duration(at)} is after the end of the run (duration {format_duration(duration)})")
+        at = INVALID
+    if do is INVALID:
+        return INVALID
+    allowed = ("at", "do") + _ACTION_KEYS[do]
+    w.mapping(value, path, allowed)
+    checker = _FaultChecker(w, path, value, known)
+    target, params = checker.check(do)
+    if not valid(at, target) or checker.failed or any(k not in allowed for k in value):
+        return INVALID
+    return FaultSpec(at, do, target, params)
+
+
+class _FaultChecker:
+    """The per-action rules of one fault entry; `failed` is set when any was broken."""
+
+    def __init__(self, w: Walker, path: str, m: dict[Any, Any], known: Known) -> None:
+        self.w, self.path, self.m, self.known = w, path, m, known
+        self.failed = False
+
+    def error(self, key: str, message: str) -> None:
+        self.w.error(join(self.path, key), message)
+        self.failed = True
+
+    def require(self, do: str, key: str, what: str) -> bool:
+        if key in self.m:
+            return True
+        self.error(key, f"required key missing ({do} needs {what})")
+        return False
+
+    _FROM_ENTRY = object()
+
+    def target(self, key: str, do: str, value: object = _FROM_ENTRY) -> str | None:
+        """Check one target; `value` is given for list members (which may be null), read
+        from the entry otherwise."""
+        value = self.m[key] if value is self._FROM_ENTRY else value
+        problem = target_problem(value, self.known)
+        if problem is None and value == "clients" and do not in _NETWORK_ACTIONS:
+            problem = "clients can only be named by partition and slow faults"
+        if problem is not None:
+            self.error(key, problem)
+            return None
+        return value  # type: ignore[return-value]
+
+    def check(self, do: str) -> tuple[str | None, dict[str, Any]]:
+        """(target, params) of the fault; target None where the action has none."""
+        m = self.m
+        params: dict[str, Any] = {}
+        target: str | None = None
+        if do in ("kill", "pause", "shutdown", "lossy-crash", "disk-loss", "restart", "resume"):
+            if do in _DEFAULT_TARGETS and "target" not in m:
+                target = _DEFAULT_TARGETS[do]
+            elif self.require(do, "target", f"a target ({TARGET_GRAMMAR})"):
+                target = self.target("target", do)
+        if do == "lossy-crash" and self.require(do, "loss", f"loss: {' | '.join(LOSS_MODES)}"):
+            if m["loss"] in LOSS_MODES:
+                params["loss"] = m["loss"]
+            else:
+                self.error("loss", f"{describe(m['loss'])} is not allowed (expected one of: {', '.join(LOSS_MODES)})")
+        if do == "partition":
+            target = self.partition(params)
+        if do == "slow":
+            self.slow(params)
+        if do == "elect-preferred" and "partition" in m:
+            self.topic_partition(params)
+        if do in ("reassign", "elect") and self.require(do, "partition", "partition: TOPIC/P"):
+            self.topic_partition(params)
+        if do == "reassign" and self.require(do, "replicas", "replicas: [broker ids]"):
+            problem = replica_list_problem(m["replicas"], None if self.known.broker_ids is None else set(self.known.broker_ids))
+            if problem is None:
+                params["replicas"] = tuple(m["replicas"])
+            else:
+                self.error("replicas", problem)
+        if do == "elect" and self.require(do, "target", "target: broker:N, the operator's choice of leader"):
+            if isinstance(m["target"], str) and m["target"].startswith("broker:"):
+                target = self.target("target", do)
+            else:
+                self.error("target", f"{describe(m['target'])}: elect needs broker:N, the broker to make leader")
+        return target, params
+
+    def topic_partition(self, params: dict[str, Any]) -> None:
+        value = self.m["partition"]
+        problem = topic_partition_problem(value, self.known) if isinstance(value, str) else (
+            f"expected TOPIC/PARTITION (e.g. orders/0), got {describe(value)}"
+        )
+        if problem is None:
+            params["partition"] = value
+        else:
+            self.error("partition", problem)
+
+    def partition(self, params: dict[str, Any]) -> str | None:
+        m = self.m
+        if ("groups" in m) == ("shape" in m):
+            self.error(
+                "groups" if "groups" in m else "shape",
+                f"partition needs exactly one of groups: [[...], [...]] or shape: {' | '.join(PARTITION_SHAPES)}",
+            )
+            return None
+        shape = m.get("shape")
+        if "groups" in m:
+            groups = self.groups(m["groups"])
+            if groups is not None:
+                params["groups"] = groups
+        elif shape not in PARTITION_SHAPES:
+            self.error("shape", f"{describe(shape)} is not allowed (expected one of: {', '.join(PARTITION_SHAPES)})")
+            return None
+        else:
+            params["shape"] = shape
+        uses = {"target": shape == "isolate", "from": shape == "one-way", "to": shape == "one-way"}
+        for key, used in uses.items():
+            if key in m and not used:
+                self.error(key, f"only used with shape: {'isolate' if key == 'target' else 'one-way'}")
+        if shape == "isolate" and self.require("shape: isolate", "target", "a target to isolate"):
+            return self.target("target", "partition")
+        if shape == "one-way":
+            for key in ("from", "to"):
+                if self.require("shape: one-way", key, f"{key}: a target"):
+                    found = self.target(key, "partition")
+                    if found is not None:
+                        params[key] = found
+        return None
+
+    def groups(self, value: object) -> tuple[tuple[str, ...], ...] | None:
+        if not isinstance(value, list) or len(value) < 2:
+            self.error("groups", f"expected a list of at least two groups of targets, got {describe(value)}")
+            return None
+        groups: list[tuple[str, ...]] = []
+        for index, group in enumerate(value):
+            key = f"groups[{index}]"
+            if not isinstance(group, list) or not group:
+                self.error(key, f"expected a non-empty list of targets, got {describe(group)}")
+                continue
+            members = [self.target(f"{key}[{i}]", "partition", member) for i, member in enumerate(group)]
+            if None not in members:
+                groups.append(tuple(members))  # type: ignore[arg-type]
+        return tuple(groups) if len(groups) == len(value) else None
+
+    def slow(self, params: dict[str, Any]) -> None:
+        m = self.m
+        effects = ("delay", "jitter", "loss", "duplicate")
+        if not any(key in m for key in effects):
+            self.error("delay", "required key missing (slow needs at least one of delay, jitter, loss, duplicate)")
+        for key in effects:
+            if key not in m:
+                continue
+            try:
+                params[key] = parse_duration(m[key]) if key in DURATION_PARAMS else scalars.probability(m[key])
+            except ValueError as exc:
+                self.error(key, str(exc))
+        for key in ("from", "to"):
+            if key in m:
+                found = self.target(key, "slow")
+                if found is not None:
+                    params[key] = found

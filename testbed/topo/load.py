@@ -1,0 +1,69 @@
+"""Reading a topology file: YAML that refuses duplicate keys, then `parse_topology`.
+
+PyYAML lets the last of two equal keys win without a word, which would run a topology other
+than the one the user reads; so duplicates are errors here, with the line of each.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from testbed.topo.model import Topology
+from testbed.topo.parse import TopologyError, parse_topology
+
+
+def load_topology(path: str | Path, seed: int | None = None) -> Topology:
+    """Read, parse and validate a topology file; `seed` (from `--seed`) replaces the file's."""
+    source = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise TopologyError([f"{source}: no such file"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TopologyError([f"{source}: cannot read the file ({exc})"]) from None
+    try:
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        raise TopologyError([_yaml_error(source, exc)]) from None
+    except yaml.YAMLError as exc:
+        raise TopologyError([f"{source}: invalid YAML: {exc}"]) from None
+    topology = parse_topology(data, source)
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise TopologyError([f"{source}: seed: --seed {seed!r} is not a non-negative integer"])
+        topology = dataclasses.replace(topology, seed=seed)
+    return topology
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate keys, which PyYAML would silently let the last win."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node)
+            except TypeError:  # an unhashable key: the base class reports it with its line
+                continue
+            if first is not key_node:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first given on line {first.start_mark.line + 1})",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
+def _yaml_error(source: str, exc: yaml.MarkedYAMLError) -> str:
+    mark = exc.problem_mark or exc.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    problem = exc.problem or exc.context or "syntax error"
+    context = f" ({exc.context})" if exc.context and exc.problem else ""
+    return f"{source}: {where}invalid YAML: {problem}{context}"

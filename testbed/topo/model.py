@@ -1,0 +1,81 @@
+"""The whole topology: the section specs together, the lookups runs need, and its schema form."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from testbed.durations import format_duration
+from testbed.topo.dump import (
+    cluster_to_yaml,
+    expect_to_yaml,
+    fault_to_yaml,
+    storage_to_yaml,
+    timing_to_yaml,
+    topic_to_yaml,
+    workload_to_yaml,
+)
+from testbed.topo.sections import (
+    ClusterSpec,
+    Expectation,
+    FaultSpec,
+    NemesisSpec,
+    NetworkSpec,
+    ProtocolSpec,
+    StorageSpec,
+    Timing,
+    TopicSpec,
+    WorkloadSpec,
+)
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    description: str
+    seed: int
+    duration: float
+    timing: Timing
+    cluster: ClusterSpec
+    protocol: ProtocolSpec
+    storage: StorageSpec
+    network: NetworkSpec
+    topics: tuple[TopicSpec, ...]
+    workload: WorkloadSpec
+    faults: tuple[FaultSpec | NemesisSpec, ...]
+    # `converged: true` is held as Expectation("==", 1): 1 when the cluster converged.
+    expect: dict[str, Expectation]
+    source: str
+
+    def topic(self, name: str) -> TopicSpec:
+        for topic in self.topics:
+            if topic.name == name:
+                return topic
+        raise KeyError(f"{self.source}: no topic {name!r} (topics: {', '.join(t.name for t in self.topics)})")
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(b.id for b in self.cluster.brokers)
+
+    @property
+    def racks(self) -> tuple[str, ...]:
+        """Distinct broker racks, in order of first appearance (the rack-alternated order of R34)."""
+        return tuple(dict.fromkeys(b.rack for b in self.cluster.brokers if b.rack is not None))
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every default filled in, in the schema's form: the `topology.yaml` a run leaves behind."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "seed": self.seed,
+            "duration": format_duration(self.duration),
+            "timing": timing_to_yaml(self.timing),
+            "cluster": cluster_to_yaml(self.cluster),
+            "protocol": dataclasses.asdict(self.protocol),
+            "storage": storage_to_yaml(self.storage),
+            "network": dataclasses.asdict(self.network),
+            "topics": [topic_to_yaml(topic) for topic in self.topics],
+            "workload": workload_to_yaml(self.workload),
+            "faults": [fault_to_yaml(f) for f in self.faults],
+            "expect": expect_to_yaml(self.expect),
+        }

@@ -1,0 +1,69 @@
+"""A nemesis entry of the faults section: a seeded random schedule of faults within a window.
+
+The nemesis undoes what it does itself (restart, resume, heal), so those are not among its
+actions, and it only takes down nodes that are up, so `stopped` and `paused` are no targets.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from testbed.durations import format_duration, parse_duration
+from testbed.topo import scalars
+from testbed.topo.refs import Known, target_problem
+from testbed.topo.sections import NemesisSpec
+from testbed.topo.walk import INVALID, Walker, join, valid
+
+NEMESIS_ACTIONS: tuple[str, ...] = (
+    "kill",
+    "pause",
+    "shutdown",
+    "lossy-crash",
+    "disk-loss",
+    "partition-halves",
+    "partition-isolate",
+    "partition-bridge",
+    "slow",
+    "elect-preferred",
+)
+
+
+def parse_nemesis(
+    w: Walker, value: object, path: str, known: Known, duration: float | None, total_nodes: int | None
+) -> NemesisSpec | Any:
+    m = w.mapping(value, path, ("from", "until", "every", "do", "target", "max_down"), required=("do",))
+    if m is None:
+        return INVALID
+    start = w.field(m, "from", path, parse_duration, 0.0)
+    until = w.field(m, "until", path, parse_duration, duration if duration is not None else INVALID)
+    every = w.field(m, "every", path, scalars.positive_range, (2.0, 4.0))
+    do = w.field(m, "do", path, scalars.names_from(NEMESIS_ACTIONS, "nemesis actions"))
+    max_down = w.field(m, "max_down", path, scalars.integer(1), 1)
+    targets: Any = ("random-broker",)
+    if "target" in m:
+        targets = _nemesis_targets(w, m["target"], join(path, "target"), known)
+    if valid(start, until) and start >= until:
+        w.error(join(path, "until"), f"{format_duration(until)} is not after from ({format_duration(start)})")
+        until = INVALID
+    if until is not INVALID and duration is not None and until > duration:
+        w.error(join(path, "until"), f"{format_duration(until)} is after the end of the run (duration {format_duration(duration)})")
+        until = INVALID
+    if max_down is not INVALID and total_nodes is not None and max_down >= total_nodes:
+        w.error(join(path, "max_down"), f"{max_down} must be less than the number of nodes ({total_nodes})")
+        max_down = INVALID
+    parts = (start, until, every, do, targets, max_down)
+    return NemesisSpec(*parts) if valid(*parts) else INVALID
+
+
+def _nemesis_targets(w: Walker, value: object, path: str, known: Known) -> tuple[str, ...] | Any:
+    entries = w.sequence(value, path, "targets", min_len=1)
+    if entries is None:
+        return INVALID
+    ok = True
+    for index, target in enumerate(entries):
+        problem = target_problem(target, known)
+        if problem is None and target in ("clients", "stopped", "paused"):
+            problem = f"{target!r} cannot be a nemesis target (the nemesis takes down nodes that are up)"
+        if problem is not None:
+            w.error(join(path, index), problem)
+            ok = False
+    return tuple(entries) if ok else INVALID

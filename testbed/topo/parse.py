@@ -1,0 +1,171 @@
+"""Raw topology data (DESIGN section 6, schema v1) to a validated `Topology`, or every error at once.
+
+This module walks the top level and the small sections; the sections with rules of their own
+(cluster, topics, workload, faults) have a module each.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from typing import Any
+
+from testbed.durations import format_duration, parse_duration
+from testbed.topo import scalars
+from testbed.topo.cluster import parse_cluster
+from testbed.topo.faults import parse_faults
+from testbed.topo.model import Topology
+from testbed.topo.refs import known_from
+from testbed.topo.sections import (
+    EXPECT_KEYS,
+    Expectation,
+    NetworkSpec,
+    ProtocolSpec,
+    StorageSpec,
+    Timing,
+)
+from testbed.topo.topics import parse_topics
+from testbed.topo.walk import INVALID, Walker, describe, join, valid
+from testbed.topo.workload import parse_workload
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class TopologyError(ValueError):
+    """Every problem found in one topology, each naming file, key path and what was expected."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = list(errors)
+        super().__init__("\n".join(self.errors))
+
+
+def parse_topology(data: object, source: str) -> Topology:
+    """Validate already-loaded YAML data; `source` names it in every error message."""
+    w = Walker(source)
+    topology = _parse_topology(w, data)
+    if w.errors or topology is None:
+        raise TopologyError(w.errors or [f"{source}: invalid topology"])
+    return topology
+
+
+def _parse_topology(w: Walker, data: object) -> Topology | None:
+    if data is None:
+        w.error("", "the file is empty (expected a mapping with at least name, cluster.brokers and topics)")
+        return None
+    keys = ("name", "description", "seed", "duration", "timing", "cluster", "protocol", "storage",
+            "network", "topics", "workload", "faults", "expect")  # fmt: skip
+    if not isinstance(data, dict):
+        w.error("", f"expected a mapping at the top level (keys: {', '.join(keys)}), got {describe(data)}")
+        return None
+    w.mapping(data, "", keys, required=("name", "topics"))
+    m = data
+    name = w.field(m, "name", "", scalars.pattern(_NAME_RE, "a name (letters, digits, '.', '_', '-')"))
+    description = w.field(m, "description", "", scalars.text, "")
+    seed = w.field(m, "seed", "", scalars.integer(0), 0)
+    duration = w.field(m, "duration", "", scalars.positive_duration, 10.0)
+    timing = _parse_timing(w, m.get("timing", {}), "timing")
+    cluster = parse_cluster(w, m.get("cluster", {}), "cluster")
+    protocol = _parse_protocol(w, m.get("protocol", {}), "protocol")
+    storage = _parse_storage(w, m.get("storage", {}), "storage")
+    network = _parse_network(w, m.get("network", {}), "network")
+    brokers = None if cluster is INVALID else cluster.brokers
+    topics = parse_topics(w, m["topics"], "topics", brokers) if "topics" in m else INVALID
+    known = known_from(cluster, topics, m.get("topics"))
+    workload = parse_workload(w, m.get("workload", {}), "workload", known)
+    total_nodes = None if cluster is INVALID else len(cluster.brokers) + len(cluster.controllers)
+    run_length = None if duration is INVALID else duration
+    faults = parse_faults(w, m.get("faults", []), "faults", known, run_length, total_nodes)
+    expect = _parse_expect(w, m.get("expect", {}), "expect")
+    parts = (name, description, seed, duration, timing, cluster, protocol, storage, network,
+             topics, workload, faults, expect)  # fmt: skip
+    if not valid(*parts) or w.errors:
+        return None
+    return Topology(*parts, source=w.source)
+
+
+def _parse_timing(w: Walker, value: object, path: str) -> Timing | Any:
+    defaults = Timing()
+    fields = [f.name for f in dataclasses.fields(Timing)]
+    m = w.mapping(value, path, fields)
+    if m is None:
+        return INVALID
+    values = {}
+    for name in fields:
+        if name == "controller_election_timeout":
+            convert: Callable[[object], Any] = scalars.positive_range
+        elif name == "fetch_max_wait":
+            convert = parse_duration
+        else:
+            convert = scalars.positive_duration
+        values[name] = w.field(m, name, path, convert, getattr(defaults, name))
+    if not valid(*values.values()):
+        return INVALID
+    if values["session_timeout"] <= values["heartbeat_interval"]:
+        w.error(
+            join(path, "session_timeout"),
+            f"{format_duration(values['session_timeout'])} must be longer than heartbeat_interval "
+            f"({format_duration(values['heartbeat_interval'])}), or every broker is fenced between heartbeats",
+        )
+        return INVALID
+    return Timing(**values)
+
+
+def _parse_protocol(w: Walker, value: object, path: str) -> ProtocolSpec | Any:
+    m = w.mapping(value, path, [f.name for f in dataclasses.fields(ProtocolSpec)])
+    if m is None:
+        return INVALID
+    d = ProtocolSpec()
+    values = {
+        "truncation": w.field(m, "truncation", path, scalars.choice("leader-epoch", "high-watermark"), d.truncation),
+        "elr": w.field(m, "elr", path, scalars.boolean, d.elr),
+        "unclean_leader_election": w.field(m, "unclean_leader_election", path, scalars.boolean, d.unclean_leader_election),
+        "unclean_recovery": w.field(
+            m, "unclean_recovery", path, scalars.choice("none", "proactive", "balanced", "manual"), d.unclean_recovery
+        ),
+        "fencing": w.field(m, "fencing", path, scalars.choice("kraft", "zookeeper"), d.fencing),
+    }
+    return ProtocolSpec(**values) if valid(*values.values()) else INVALID
+
+
+def _parse_storage(w: Walker, value: object, path: str) -> StorageSpec | Any:
+    m = w.mapping(value, path, [f.name for f in dataclasses.fields(StorageSpec)])
+    if m is None:
+        return INVALID
+    d = StorageSpec()
+    values = {
+        "medium": w.field(m, "medium", path, scalars.choice("disk", "tmpfs"), d.medium),
+        "fsync": w.field(m, "fsync", path, scalars.choice("real", "simulated"), d.fsync),
+        "writeback": w.field(m, "writeback", path, scalars.positive_duration, d.writeback),
+        "segment_bytes": w.field(m, "segment_bytes", path, scalars.segment_bytes, d.segment_bytes),
+    }
+    return StorageSpec(**values) if valid(*values.values()) else INVALID
+
+
+def _parse_network(w: Walker, value: object, path: str) -> NetworkSpec | Any:
+    m = w.mapping(value, path, [f.name for f in dataclasses.fields(NetworkSpec)])
+    if m is None:
+        return INVALID
+    backend = w.field(m, "backend", path, scalars.choice("userspace", "netns"), "userspace")
+    # ipc sockets are files and ignore network namespaces (DESIGN 5), so netns means tcp.
+    transport = w.field(m, "transport", path, scalars.choice("ipc", "tcp"), "tcp" if backend == "netns" else "ipc")
+    if not valid(backend, transport):
+        return INVALID
+    if backend == "netns" and transport == "ipc":
+        w.error(join(path, "transport"), "ipc sockets ignore network namespaces (expected tcp with backend netns)")
+        return INVALID
+    return NetworkSpec(backend, transport)
+
+
+def _parse_expect(w: Walker, value: object, path: str) -> dict[str, Expectation] | Any:
+    m = w.mapping(value, path, EXPECT_KEYS)
+    if m is None:
+        return INVALID
+    result: dict[str, Expectation] = {}
+    for key in m:
+        if key not in EXPECT_KEYS:
+            continue
+        convert = scalars.converged if key == "converged" else scalars.expectation
+        result[key] = w.field(m, key, path, convert)
+    if not valid(*result.values()) or len(result) != len(m):
+        return INVALID
+    return result

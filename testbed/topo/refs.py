@@ -1,0 +1,129 @@
+"""Checks that a name in one section refers to something another section defines.
+
+A reference into a section that is itself broken cannot be checked, so `Known` holds None there
+and the reference passes: the broken section has its own error, and one mistake is one error.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from testbed.topo.walk import INVALID, describe, is_int
+
+TARGET_GRAMMAR = (
+    "broker:N, controller:N, rack:X, leader-of TOPIC/P, leader-of any, followers-of TOPIC/P, "
+    "isr-of TOPIC/P, active-controller, random-broker, random-controller, controllers, brokers, "
+    "clients, stopped, paused"
+)
+_TARGET_WORDS = frozenset(
+    {
+        "leader-of any",
+        "active-controller",
+        "random-broker",
+        "random-controller",
+        "controllers",
+        "brokers",
+        "clients",
+        "stopped",
+        "paused",
+    }
+)
+_PARTITION_TARGET_RE = re.compile(r"^(leader-of|followers-of|isr-of) (\S+)$")
+_TOPIC_PARTITION_RE = re.compile(r"^([A-Za-z0-9._-]+)/(\d+)$")
+
+
+@dataclass(frozen=True)
+class Known:
+    """What other sections defined, for cross-references; None where that section is broken."""
+
+    broker_ids: tuple[int, ...] | None
+    controller_ids: tuple[int, ...] | None
+    racks: frozenset[str] | None
+    topics: dict[str, int | None] | None  # name -> partitions (None if that count is broken)
+
+
+def known_from(cluster: Any, topics: Any, raw_topics: object) -> Known:
+    """What the cluster and topics sections defined; either may be INVALID."""
+    if cluster is INVALID:
+        broker_ids = controller_ids = racks = None
+    else:
+        broker_ids = tuple(b.id for b in cluster.brokers)
+        controller_ids = tuple(c.id for c in cluster.controllers)
+        racks = frozenset(b.rack for b in cluster.brokers if b.rack is not None)
+    if topics is not INVALID:
+        return Known(broker_ids, controller_ids, racks, {t.name: t.partitions for t in topics})
+    # Topics are broken, but names that did parse still let references be checked, as long
+    # as every entry's name parsed (else an unknown name may be the broken one).
+    names: dict[str, int | None] = {}
+    for entry in raw_topics if isinstance(raw_topics, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+            return Known(broker_ids, controller_ids, racks, None)
+        count = entry.get("partitions", 1)
+        names[entry["name"]] = count if is_int(count) and count >= 1 else None
+    return Known(broker_ids, controller_ids, racks, names or None)
+
+
+def replica_list_problem(replicas: object, broker_ids: set[int] | None) -> str | None:
+    if not isinstance(replicas, list) or not replicas or not all(is_int(r) for r in replicas):
+        return f"expected a non-empty list of broker ids, got {describe(replicas)}"
+    if len(set(replicas)) != len(replicas):
+        return f"{replicas} names a broker twice (expected distinct broker ids)"
+    if broker_ids is not None:
+        unknown = [r for r in replicas if r not in broker_ids]
+        if unknown:
+            return f"no broker {', '.join(map(str, unknown))} (brokers: {', '.join(map(str, sorted(broker_ids)))})"
+    return None
+
+
+def partition_list_problem(value: object, partitions: int | None) -> str | None:
+    if not isinstance(value, list) or not value or not all(is_int(p) for p in value):
+        return f"expected a non-empty list of partition numbers, got {describe(value)}"
+    if len(set(value)) != len(value):
+        return f"{value} names a partition twice"
+    if partitions is not None:
+        outside = [p for p in value if not 0 <= p < partitions]
+        if outside:
+            return f"no partition {', '.join(map(str, outside))} (the topic has partitions 0..{partitions - 1})"
+    return None
+
+
+def topic_partition_problem(text: str, known: Known) -> str | None:
+    """None if `text` is TOPIC/P naming a partition that exists (or can't be checked)."""
+    match = _TOPIC_PARTITION_RE.match(text)
+    if match is None:
+        return f"{text!r} is not TOPIC/PARTITION (e.g. orders/0)"
+    topic, partition = match.group(1), int(match.group(2))
+    if known.topics is None:
+        return None
+    if topic not in known.topics:
+        return f"unknown topic {topic!r} in {text!r} (topics: {', '.join(known.topics)})"
+    count = known.topics[topic]
+    if count is not None and partition >= count:
+        return f"{text!r}: topic {topic} has partitions 0..{count - 1}"
+    return None
+
+
+def target_problem(target: object, known: Known) -> str | None:
+    """None if `target` follows the target grammar (DESIGN 6) and names things that exist."""
+    if not isinstance(target, str):
+        return f"expected a target ({TARGET_GRAMMAR}), got {describe(target)}"
+    if target in _TARGET_WORDS:
+        return None
+    kind, colon, rest = target.partition(":")
+    if colon and kind in ("broker", "controller"):
+        if not rest.isdigit():
+            return f"{target!r}: expected {kind}:N with N a {kind} id"
+        ids = known.broker_ids if kind == "broker" else known.controller_ids
+        if ids is not None and int(rest) not in ids:
+            return f"{target!r}: there is no {kind} {rest} ({kind} ids: {', '.join(map(str, ids))})"
+        return None
+    if colon and kind == "rack":
+        if known.racks is not None and rest not in known.racks:
+            racks = ", ".join(sorted(known.racks)) or "no broker has a rack"
+            return f"{target!r}: no broker is in rack {rest!r} (racks: {racks})"
+        return None
+    match = _PARTITION_TARGET_RE.match(target)
+    if match is not None:
+        return topic_partition_problem(match.group(2), known)
+    return f"unknown target {target!r} (expected one of: {TARGET_GRAMMAR})"

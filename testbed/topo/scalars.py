@@ -1,0 +1,168 @@
+"""Converters from one raw YAML value to its typed value, or ValueError saying what was expected.
+
+They see the value only, never its key path: `Walker.field` adds the path to the message.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from testbed.durations import (
+    parse_duration,
+    parse_duration_range,
+    parse_rate,
+    parse_size,
+)
+from testbed.topo.sections import Expectation, FlushPolicy
+from testbed.topo.walk import describe, is_int
+
+_EXPECTATION_RE = re.compile(r"^(==|>=|<=|>|<)?\s*(\d+)$")
+
+
+def integer(minimum: int) -> Callable[[object], int]:
+    def convert(value: object) -> int:
+        if not is_int(value):
+            raise ValueError(f"expected an integer >= {minimum}, got {describe(value)}")
+        if value < minimum:
+            raise ValueError(f"{value} is too small (expected an integer >= {minimum})")
+        return value
+
+    return convert
+
+
+def boolean(value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {describe(value)}")
+    return value
+
+
+def choice(*options: str) -> Callable[[object], str]:
+    def convert(value: object) -> str:
+        if value not in options:
+            raise ValueError(f"{describe(value)} is not allowed (expected one of: {', '.join(options)})")
+        return value  # type: ignore[return-value]
+
+    return convert
+
+
+def text(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {describe(value)}")
+    return value
+
+
+def pattern(regex: re.Pattern[str], what: str) -> Callable[[object], str]:
+    def convert(value: object) -> str:
+        if not isinstance(value, str) or not regex.match(value):
+            raise ValueError(f"{describe(value)} is not {what}")
+        return value
+
+    return convert
+
+
+def rack(value: object) -> str:
+    # `rack: 1` is as natural as `rack: a`; racks are compared as names.
+    if is_int(value):
+        return str(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a rack name, got {describe(value)}")
+    return value
+
+
+def positive_duration(value: object) -> float:
+    seconds = parse_duration(value)
+    if seconds <= 0:
+        raise ValueError(f"{value!r} must be longer than zero")
+    return seconds
+
+
+def positive_range(value: object) -> tuple[float, float]:
+    low, high = parse_duration_range(value)
+    if low <= 0:
+        raise ValueError(f"{value!r} must be longer than zero")
+    return low, high
+
+
+def probability(value: object) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+        raise ValueError(f"expected a probability between 0 and 1 (e.g. 0.05), got {describe(value)}")
+    return float(value)
+
+
+def acks(value: object) -> str:
+    normal = {"all": "all", "-1": "all", "1": "1", "0": "0"}
+    key = str(value) if is_int(value) or isinstance(value, str) else None
+    if key not in normal:
+        raise ValueError(f"{describe(value)} is not allowed (expected one of: all, -1, 1, 0)")
+    return normal[key]
+
+
+def producer_rate(value: object) -> float | None:
+    if value == "max":
+        return None
+    rate = parse_rate(value)
+    if rate <= 0:
+        raise ValueError(f"{value!r} must be above zero (or `max` for no limit)")
+    return rate
+
+
+def expectation(value: object) -> Expectation:
+    if is_int(value):
+        written = str(value)
+    elif isinstance(value, str):
+        written = value.strip()
+    else:
+        raise ValueError(f"expected a count such as 0, '>0' or '<=3', got {describe(value)}")
+    match = _EXPECTATION_RE.match(written)
+    if match is None:
+        raise ValueError(f"{value!r} is not an expectation (expected N, ==N, >N, >=N, <N or <=N with N >= 0)")
+    parsed = Expectation(match.group(1) or "==", int(match.group(2)))
+    if parsed.op == "<" and parsed.value == 0:
+        raise ValueError(f"{value!r} can never hold: a count is never below 0")
+    return parsed
+
+
+def segment_bytes(value: object) -> int:
+    size = parse_size(value)
+    if size <= 0:
+        raise ValueError(f"{value!r} must be above zero")
+    return size
+
+
+def rack_list(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value:
+        raise ValueError(f"expected a non-empty list of rack names, got {describe(value)}")
+    racks = tuple(rack(r) for r in value)
+    if len(set(racks)) != len(racks):
+        raise ValueError(f"{value} names a rack twice (expected distinct rack names)")
+    return racks
+
+
+def converged(value: object) -> Expectation:
+    return Expectation("==", int(boolean(value)))
+
+
+def names_from(options: tuple[str, ...], what: str) -> Callable[[object], tuple[str, ...]]:
+    def convert(value: object) -> tuple[str, ...]:
+        if not isinstance(value, list) or not value:
+            raise ValueError(f"expected a non-empty list of {what} ({', '.join(options)}), got {describe(value)}")
+        bad = [v for v in value if v not in options]
+        if bad:
+            raise ValueError(f"unknown {what} {', '.join(map(repr, bad))} (expected some of: {', '.join(options)})")
+        return tuple(value)
+
+    return convert
+
+
+def flush(value: object) -> FlushPolicy:
+    if value == "always":
+        return FlushPolicy(always=True)
+    if value == "on-roll":
+        return FlushPolicy(on_roll=True)
+    if not isinstance(value, dict) or not value or set(value) - {"messages", "interval"}:
+        raise ValueError(
+            f"{describe(value)} is not a flush policy (expected always, on-roll, or {{messages: N, interval: D}} with either or both keys)"
+        )
+    messages = integer(1)(value["messages"]) if "messages" in value else None
+    interval = positive_duration(value["interval"]) if "interval" in value else None
+    return FlushPolicy(messages=messages, interval=interval)

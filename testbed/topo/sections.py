@@ -1,0 +1,194 @@
+"""The frozen specs of a topology's sections, and the expectations a run is judged against.
+
+Everything downstream reads these, never raw YAML, so a value here is already valid and in its
+working unit: durations are float seconds, sizes bytes, lists tuples.
+"""
+from __future__ import annotations
+
+import dataclasses
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+CHECK_NAMES: tuple[str, ...] = (
+    "lost_writes",
+    "lost_writes_acks1",
+    "unseen",
+    "duplicates",
+    "inconsistent_offsets",
+    "nonmonotonic_polls",
+    "poll_skips",
+    "committed_regressions",
+    "log_divergence",
+    "leader_conflicts",
+    "unclean_exclusion",
+    "placement_violations",
+    "elr_violations",
+    "metadata_divergence",
+)
+# `converged` is not a check of the pipeline but whether the cluster converged after healing.
+EXPECT_KEYS: tuple[str, ...] = CHECK_NAMES + ("converged",)
+# Fault parameters that are durations: seconds in FaultSpec.params, strings in the YAML.
+DURATION_PARAMS = frozenset({"delay", "jitter"})
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    kind: str  # "broker" | "controller"
+    id: int
+    rack: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The name used in every record file (`events.jsonl`'s `node`), e.g. `broker-1`."""
+        return f"{self.kind}-{self.id}"
+
+
+@dataclass(frozen=True)
+class Timing:
+    heartbeat_interval: float = 0.1
+    session_timeout: float = 0.6
+    replica_lag_max: float = 1.0
+    fetch_max_wait: float = 0.05
+    controller_election_timeout: tuple[float, float] = (0.3, 0.6)
+    hw_checkpoint_interval: float = 5.0
+    unclean_recovery_timeout: float = 2.0
+
+    def scaled(self, factor: float) -> Timing:
+        """All timeouts multiplied by `--time-scale`, so a slow machine keeps the same ratios."""
+        if factor <= 0:
+            raise ValueError(f"time scale must be positive, got {factor}")
+        low, high = self.controller_election_timeout
+        return Timing(
+            heartbeat_interval=self.heartbeat_interval * factor,
+            session_timeout=self.session_timeout * factor,
+            replica_lag_max=self.replica_lag_max * factor,
+            fetch_max_wait=self.fetch_max_wait * factor,
+            controller_election_timeout=(low * factor, high * factor),
+            hw_checkpoint_interval=self.hw_checkpoint_interval * factor,
+            unclean_recovery_timeout=self.unclean_recovery_timeout * factor,
+        )
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    controllers: tuple[NodeSpec, ...]
+    brokers: tuple[NodeSpec, ...]
+
+
+@dataclass(frozen=True)
+class ProtocolSpec:
+    truncation: str = "leader-epoch"
+    elr: bool = True
+    unclean_leader_election: bool = False
+    unclean_recovery: str = "balanced"
+    fencing: str = "kraft"
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    medium: str = "disk"
+    fsync: str = "simulated"
+    writeback: float = 5.0
+    segment_bytes: int = 1 << 20
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    backend: str = "userspace"
+    transport: str = "ipc"
+
+
+@dataclass(frozen=True)
+class FlushPolicy:
+    always: bool = False
+    on_roll: bool = False
+    messages: int | None = None
+    interval: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as plain JSON data (interval in seconds), for a node's config file.
+
+        `FlushPolicy(**policy.to_dict())` gives the policy back; the YAML form (`always`,
+        `on-roll`, `{messages, interval}`) is what `Topology.to_dict` writes.
+        """
+        return dataclasses.asdict(self)
+
+
+# The DESIGN example's flush policy, used when a topic gives none.
+DEFAULT_FLUSH = FlushPolicy(messages=1000, interval=1.0)
+
+
+@dataclass(frozen=True)
+class TopicSpec:
+    name: str
+    partitions: int
+    replication_factor: int
+    min_insync_replicas: int
+    flush: FlushPolicy
+    placement: str
+    assignment: dict[int, tuple[int, ...]] | None
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    count: int
+    topic: str
+    acks: str  # "all" | "1" | "0"
+    rate: float | None  # records/s per producer; None = as fast as possible (`rate: max`)
+    batch: int
+    retries: int
+    partitions: tuple[int, ...] | None  # None = every partition of the topic
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    count: int
+    topic: str
+    from_: str  # "earliest" | "latest"
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    producers: tuple[ProducerSpec, ...] = ()
+    consumers: tuple[ConsumerSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    at: float
+    do: str
+    target: str | None
+    params: dict[str, Any]  # the other keys; durations in seconds, lists as tuples
+
+
+@dataclass(frozen=True)
+class NemesisSpec:
+    start: float  # `from` in the YAML
+    until: float
+    every: tuple[float, float]
+    do: tuple[str, ...]
+    target: tuple[str, ...]
+    max_down: int
+
+
+_COMPARISONS: dict[str, Callable[[int, int], bool]] = {
+    "==": operator.eq,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "<": operator.lt,
+    "<=": operator.le,
+}
+
+
+@dataclass(frozen=True)
+class Expectation:
+    op: str  # "==", ">", ">=", "<", "<="
+    value: int
+
+    def holds(self, count: int) -> bool:
+        return _COMPARISONS[self.op](count, self.value)
+
+    def __str__(self) -> str:
+        return str(self.value) if self.op == "==" else f"{self.op}{self.value}"
