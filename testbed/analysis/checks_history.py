@@ -4,7 +4,7 @@ committed regressions. Each returns one row per anomaly, with `run_id` and the f
 its example; the count of a check is its number of rows."""
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis.observations import PART
@@ -63,6 +63,10 @@ def inconsistent_offsets(obs: DataFrame) -> DataFrame:
                  F.min("time_ns").alias("time_ns")))
 
 
+def _step(prev: Column, offset: Column) -> Column:
+    return F.struct(prev.alias("prev_offset"), offset.alias("offset"))
+
+
 def poll_steps(history: DataFrame) -> DataFrame:
     """Each step from one record to the next that a process saw on a partition, in the order
     it saw them, where the next offset was not the previous one plus one. Offsets are
@@ -70,17 +74,16 @@ def poll_steps(history: DataFrame) -> DataFrame:
     compared with array functions where the poll lies; only the step between consecutive
     polls needs their order, so the window sorts polls, not records."""
     offsets = F.transform("records", lambda r: r[0].cast("long"))
-    pair = lambda a, b: F.struct(a.alias("prev_offset"), b.alias("offset"))  # noqa: E731
     polls = (history.where((F.col("f") == "poll") & (F.col("type") == "ok") & (F.size("records") > 0))
              .select(*PART, "process", "time_ns", "seq", offsets.alias("o"))
              .select(*PART, "process", "time_ns", "seq", F.col("o")[0].alias("first"),
                      F.element_at("o", -1).alias("last"),
-                     F.zip_with(F.slice("o", 1, F.size("o") - 1), F.slice("o", 2, F.size("o") - 1), pair)
+                     F.zip_with(F.slice("o", 1, F.size("o") - 1), F.slice("o", 2, F.size("o") - 1), _step)
                      .alias("inside")))
     order = Window.partitionBy("run_id", "process", "topic", "partition").orderBy("seq")
     between = F.col("before")
     steps = F.when(between.isNull(), F.col("inside")).otherwise(
-        F.concat(F.array(pair(between, F.col("first"))), F.col("inside")))
+        F.concat(F.array(_step(between, F.col("first"))), F.col("inside")))
     odd = F.filter(steps, lambda s: s["offset"] != s["prev_offset"] + 1)
     return (polls.withColumn("before", F.lag("last").over(order))
             .select(*PART, "process", "time_ns", F.explode(odd).alias("s"))

@@ -3,7 +3,7 @@ per-partition windows without a leader and without acks=all service, per-fault r
 times, and per-second throughput and latency of sends and polls."""
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis.ingest import Tables
@@ -78,29 +78,50 @@ def fault_recovery(t: Tables, spans: DataFrame, bounds: DataFrame) -> DataFrame:
             .orderBy("run_id", "at_s"))
 
 
+def _pair(a: Column, b: Column) -> Column:
+    """An operation and the next one of the same process and value."""
+    return F.struct(a["type"].alias("prev_type"), a["time_ns"].alias("invoked"), b["type"].alias("type"),
+                    b["time_ns"].alias("time_ns"))
+
+
+def _send_latencies(h: DataFrame) -> DataFrame:
+    """Each completed send paired with the invoke just before it of the same process and
+    value. Nearly every value is one invoke and one completion: fixed-size aggregates pair
+    those, combined before the shuffle. Only the few values sent more than once (retries
+    reuse values) are gathered whole and paired in order."""
+    sends = h.where(F.col("f") == "send")
+    key = ["run_id", "process", "value"]
+    invoke, done = F.col("type") == "invoke", F.col("type") != "invoke"
+    simple = (sends.groupBy(*key)
+              .agg(F.count("*").alias("ops"), F.min(F.when(invoke, F.col("seq"))).alias("invoke_seq"),
+                   F.min(F.when(invoke, F.col("time_ns"))).alias("invoked"),
+                   F.max(F.when(done, F.struct("seq", "time_ns", "type"))).alias("done")))
+    single = (simple.where((F.col("ops") == 2) & (F.col("done.seq") > F.col("invoke_seq")))
+              .select("run_id", F.col("done.type").alias("type"), F.col("done.time_ns").alias("time_ns"), "invoked"))
+    retried = simple.where(F.col("ops") > 2).select(*key)
+    ordered = F.array_sort(F.collect_list(F.struct("seq", "type", "time_ns"))).alias("o")
+    several = (sends.join(F.broadcast(retried), key).groupBy(*key).agg(ordered)
+               .select("run_id", F.explode(F.filter(
+                   F.zip_with(F.slice("o", 1, F.size("o") - 1), F.slice("o", 2, F.size("o") - 1), _pair),
+                   lambda p: (p["prev_type"] == "invoke") & (p["type"] != "invoke"))).alias("p"))
+               .select("run_id", "p.type", "p.time_ns", "p.invoked"))
+    return single.unionByName(several).select("run_id", F.lit("send").alias("f"), "type", "time_ns", "invoked",
+                                              F.lit(1).alias("n"))
+
+
 def _latencies(t: Tables) -> DataFrame:
     """Each completed operation with its latency: a completion paired with the invoke just
-    before it of the same process (and, for sends, the same value; retries reuse values).
-    Sends are paired by grouping on (process, value), which combines an invoke and its
-    completion before the shuffle when they lie in the same split; a window would sort
-    every send. Polls are few (one per batch of records), so a window over them is cheap."""
+    before it of the same process (and, for sends, the same value). Polls are few (one per
+    batch of records), so a window over them is cheap."""
     h = (t.history.where(F.col("process") != FINAL_READER)  # the final read is not workload
          .select("run_id", "process", "f", "type", "value", "time_ns", "seq", "records"))
-    ops = F.array_sort(F.collect_list(F.struct("seq", "type", "time_ns")))
-    pair = lambda a, b: F.struct(a["type"].alias("prev_type"), a["time_ns"].alias("invoked"),  # noqa: E731
-                                 b["type"].alias("type"), b["time_ns"].alias("time_ns"))
-    sends = (h.where(F.col("f") == "send").groupBy("run_id", "process", "value").agg(ops.alias("ops"))
-             .select("run_id", F.explode(F.filter(
-                 F.zip_with(F.slice("ops", 1, F.size("ops") - 1), F.slice("ops", 2, F.size("ops") - 1), pair),
-                 lambda p: (p["prev_type"] == "invoke") & (p["type"] != "invoke"))).alias("p"))
-             .select("run_id", F.lit("send").alias("f"), "p.type", "p.time_ns", "p.invoked", F.lit(1).alias("n")))
     poll_order = Window.partitionBy("run_id", "process").orderBy("seq")
     polls = (h.where(F.col("f") == "poll")
              .withColumn("prev_type", F.lag("type").over(poll_order))
              .withColumn("invoked", F.lag("time_ns").over(poll_order))
              .where((F.col("type") == "ok") & (F.col("prev_type") == "invoke"))
              .select("run_id", "f", "type", "time_ns", "invoked", F.size("records").alias("n")))
-    return sends.unionByName(polls)
+    return _send_latencies(h).unionByName(polls)
 
 
 def throughput_latency(t: Tables, bounds: DataFrame) -> DataFrame:

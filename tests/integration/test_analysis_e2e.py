@@ -1,13 +1,22 @@
-"""A real run judged by the pipeline: a short quickstart-like cluster under acks=all with no
-fault must come out clean on every check, with a report and the figures."""
+"""Real runs judged by the pipeline (issue 4): a SIGKILLed leader under acks=all comes out
+clean, with the kill drawn from its start to the restart; acks=1 writes that only the
+killed leader held come out as acks=1 losses, each attributed to the election of a
+follower without them and to the truncation of the old leader when it came back."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
-from testbed.analysis import analyze_runs
+from broker.protocol.errors import Errors
+from faults.schedule import ScheduledFault
+from testbed.analysis import RunVerdict, analyze_runs
+from testbed.cluster import Cluster
 from testbed.experiment import run_experiment
+from testbed.faultrunner import FaultRunner
+from testbed.finalize import final_read, write_logs, write_replicas
+from testbed.history import History
 from testbed.topology import CHECK_NAMES, parse_topology
 from tests.integration.conftest import TIME_SCALE, topology_dict
 from tests.unit.analysis_fixtures import spark  # noqa: F401  (the shared session fixture)
@@ -15,15 +24,90 @@ from tests.unit.analysis_fixtures import spark  # noqa: F401  (the shared sessio
 pytestmark = pytest.mark.integration
 
 
-def test_a_real_clean_run_is_judged_clean(tmp_path: Path, spark: object) -> None:  # noqa: F811
-    topo = parse_topology(topology_dict(partitions=2, duration="3s"), "test")
+def finish_run(c: Cluster) -> None:
+    """What a run does after its workload (testbed/experiment.py): wait for convergence, read
+    every partition to its end as `final-reader`, record the replicas, stop the nodes and
+    record their logs from the files."""
+    c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(30), what="convergence")
+    partitions = [(tp.name, p) for tp in c.topology.topics for p in range(tp.partitions)]
+    reader = History(c.dir.history, "final-reader")
+    final_read(c.client(), reader, partitions, time.monotonic() + c.scaled(20), time.monotonic)
+    reader.close()
+    write_replicas(c.dir.final / "replicas.jsonl", c.status())
+    c.stop_all()
+    write_logs(c.dir.final / "logs.jsonl", {s.name: c.dir.data_dir(s.name) for s in c.topology.cluster.brokers})
+
+
+def test_a_killed_leader_under_acks_all_is_judged_clean(tmp_path: Path, spark: object) -> None:  # noqa: F811
+    faults = [{"at": "1s", "do": "kill", "target": "leader-of orders/0"},
+              {"at": "2500ms", "do": "restart", "target": "stopped"}]
+    topo = parse_topology(topology_dict(partitions=2, duration="4s", faults=faults), "test")
     out = run_experiment(topo, runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
-    assert out.exit_code == 0, f"run failed, see {out.run_dir}"
-    [verdict] = analyze_runs([out.run_dir])
-    checks = verdict.results["checks"]
-    assert verdict.ok is True, verdict.results["problems"]
-    assert {n: checks[n]["count"] for n in CHECK_NAMES} == dict.fromkeys(CHECK_NAMES, 0)
-    assert verdict.results["converged"] is True
-    series = verdict.results["figures"]["series"]
+    assert out.verdict is not None, f"run failed, see {out.run_dir}"
+    r = out.verdict.results
+    assert out.verdict.ok is True and out.exit_code == 0, r["problems"]
+    assert {n: r["checks"][n]["count"] for n in CHECK_NAMES} == dict.fromkeys(CHECK_NAMES, 0)
+    assert r["converged"] is True
+    [kill] = r["figures"]["faults"]  # the restart undoes the kill: it is not a fault of its own
+    assert kill["do"] == "kill" and kill["until_s"] > kill["at_s"]
+    assert kill["to_first_ack_s"] is not None and kill["to_first_ack_s"] > 0
+    series = r["figures"]["series"]
     assert sum(s["records"] for s in series if s["f"] == "send") == out.summary.acknowledged["all"]
     assert (out.run_dir / "report.html").stat().st_size > 10_000
+
+
+def _fire(runner: FaultRunner, n: int, do: str, target: str) -> dict:
+    end = runner.fire(ScheduledFault(0.0, do, target, {}, f"faults[{n}]"))
+    assert "error" not in end["effect"] and "skipped" not in end["effect"], end
+    return end
+
+
+def test_acks1_writes_only_the_killed_leader_held_are_lost_and_attributed(tmp_path: Path,
+                                                                          spark: object) -> None:  # noqa: F811
+    """Followers paused (for much less than the session timeout, so they stay in the ISR),
+    acks=1 writes acknowledged by the leader alone, the leader SIGKILLed, the followers
+    resumed: the controller elects a follower without those writes (R25), and the old
+    leader truncates them when it comes back (R10). The first acks=1 batch completes the
+    fetch each follower had parked at the leader before it was paused, so only the second
+    batch is held by the leader alone."""
+    topo = parse_topology(topology_dict(partitions=1), "test")
+    c = Cluster(topo, run_dir=tmp_path / "run", runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
+    try:
+        c.start()
+        committed = c.produce("orders", 0, [f"all-{i}" for i in range(5)], acks="all")
+        assert committed.error == Errors.NONE
+        runner = FaultRunner(c, [], seed=1)
+        try:
+            _fire(runner, 0, "pause", "followers-of orders/0")
+            assert c.produce("orders", 0, ["parked-0"], acks="1").error == Errors.NONE
+            lost = [f"acks1-{i}" for i in range(5)]
+            assert c.produce("orders", 0, lost, acks="1").error == Errors.NONE
+            [old] = _fire(runner, 1, "kill", "leader-of orders/0")["resolved"]
+            _fire(runner, 2, "resume", "paused")
+            c.wait_until(lambda s: s.partition("orders", 0).leader not in (-1, int(old.split("-")[1])),
+                         timeout=c.scaled(15), what="a follower elected")
+            _fire(runner, 3, "restart", "stopped")
+        finally:
+            runner.close()
+        finish_run(c)
+    finally:
+        c.close()
+    [verdict] = analyze_runs([c.dir.root])
+    _assert_acks1_losses(verdict, set(lost), "parked-0", old)
+
+
+def _assert_acks1_losses(verdict: RunVerdict, lost: set[str], parked: str, old_leader: str) -> None:
+    """Every value of the second batch is lost; the first is lost too when no follower had a
+    fetch parked at the leader at the pause (it then reached no follower either)."""
+    r = verdict.results
+    assert verdict.ok is True and r["converged"] is True, r["problems"]
+    checks = r["checks"]
+    assert checks["lost_writes"]["count"] == 0
+    found = {x["value"] for x in checks["lost_writes_acks1"]["examples"]}
+    assert lost <= found <= lost | {parked}
+    assert checks["lost_writes_acks1"]["count"] == len(found) and checks["lost_writes_acks1"]["unattributed"] == 0
+    for x in checks["lost_writes_acks1"]["examples"]:
+        assert " was elected at leader epoch " in x["cause"] and " truncated its log from " in x["cause"], x
+        if x["value"] in lost:  # the parked value may reach one follower, which truncates it first
+            assert f"{old_leader} truncated its log from " in x["cause"], x
+    assert [f["do"] for f in r["figures"]["faults"]] == ["pause", "kill"]

@@ -124,12 +124,30 @@ def _unseen(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+def _faults(root: Path) -> None:
+    """A clean run under faults: a kill undone by a restart, a pause skipped by max_down, a
+    nemesis partition undone by its heal, a lossy crash that failed, a slow link never healed."""
+    r = RunBuilder(root, "faults")
+    r.fault(T0 + 3 * S // 2, "kill", "broker:2", ["broker-2"], effect={"killed": {"broker-2": 7}})
+    r.fault(T0 + 2 * S, "restart", "stopped", ["broker-2"], effect={"restarted": {"broker-2": 8}}, origin="faults[1]")
+    r.fault(T0 + 22 * S // 10, "pause", "broker:3", ["broker-3"], effect={"skipped": "max_down"},
+            origin="faults[2]")
+    r.fault(T0 + 5 * S // 2, "partition", None, ["broker-1"], {"shape": "isolate"}, {"isolated": ["broker-1"]},
+            origin="nemesis[0]#0")
+    r.fault(T0 + 3 * S, "heal", None, ["broker-1"], {"undo_of": "nemesis[0]#0"}, origin="nemesis[0]#0.undo")
+    r.fault(T0 + 31 * S // 10, "lossy-crash", "broker:1", [], {"loss": "torn"}, {"error": "no such node"},
+            origin="faults[3]")
+    r.fault(T0 + 32 * S // 10, "slow", None, [], {"delay": 0.1}, {"table": {}}, origin="faults[4]")
+    r.write()
+
+
+BUILDERS = [_faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
 EXPECTED: dict[str, dict[str, int]] = {
     "clean": ZERO,
+    "faults": ZERO,
     "torn-tail": ZERO,
     "lost": {**ZERO, "lost_writes": 1, "lost_writes_acks1": 1},
     "duplicate": {**ZERO, "duplicates": 1},
@@ -198,3 +216,11 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict]) -> Non
     assert (root / "summary" / "summary.html").is_file()
     assert (root / "summary" / "summary.parquet").is_dir()
     assert (root / "summary" / "tables" / "history").is_dir()
+
+
+def test_faults_span_from_start_to_undo_and_only_applied_faults_count(judged: dict[str, RunVerdict]) -> None:
+    faults = judged["faults"].results["figures"]["faults"]
+    assert [(f["do"], f["at_s"], f["until_s"]) for f in faults] == [
+        ("kill", 1.5, 2.0), ("partition", 2.5, 3.0), ("slow", 3.2, 4.0)]  # the slow link: to the run's end
+    assert judged["faults"].ok is True
+    assert (judged["faults"].run_dir / "report.html").read_text().count("<svg") >= 2
