@@ -7,10 +7,6 @@ broker and a controller that are in a realistic state, and neither may raise.
 """
 from __future__ import annotations
 
-import types
-import typing
-from dataclasses import fields, is_dataclass
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,11 +16,14 @@ from broker.protocol.errors import Errors
 from broker.protocol.outputs import Outputs
 from broker.protocol.records import to_dict
 from broker.storage.batch import build_batch, encode_record_set
-from broker.wire import messages
 from broker.wire.messages import (
-    BrokerHeartbeatRequest, BrokerRegistrationRequest, BrokerRegistrationResponse, CreateTopicsRequest,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    CreateTopicsRequest,
     MetadataFetchResponse,
 )
+from tests.unit.message_strategies import any_message
 
 SMALL_INT = st.integers(-3, 40)
 TOPIC = st.sampled_from(["orders", "nope", ""])
@@ -32,35 +31,11 @@ RECORDS = st.one_of(st.binary(max_size=40), st.just(encode_record_set([b"a", b"b
                     st.just(build_batch(0, 0, [b"x"])), st.just(build_batch(5, 9, [b"y", b"z"])))
 
 
-def near_valid(hint: typing.Any, name: str = "") -> st.SearchStrategy:
-    """Values close to what a real peer sends, so the handlers get past their first check."""
-    if name == "topic":
-        return TOPIC
-    if name == "records":
-        return RECORDS
-    simple = {int: SMALL_INT, str: st.sampled_from(["orders", "x", "broker-1"]), bool: st.booleans(),
+NEAR_VALID = {int: SMALL_INT, str: st.sampled_from(["orders", "x", "broker-1"]), bool: st.booleans(),
               bytes: st.binary(max_size=16), Errors: st.sampled_from(list(Errors)), float: st.floats(0, 10),
               dict: st.dictionaries(st.sampled_from(["name", "partitions", "type"]), SMALL_INT | TOPIC, max_size=3)}
-    if hint in simple:
-        return simple[hint]
-    if isinstance(hint, type) and is_dataclass(hint):
-        return message(hint)
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union):
-        return st.none() | near_valid(next(a for a in args if a is not type(None)), name)
-    if origin is list:
-        return st.lists(near_valid(args[0]), max_size=3)
-    if origin is dict:
-        return st.dictionaries(near_valid(args[0]), near_valid(args[1]), max_size=2)
-    raise AssertionError(f"no strategy for {hint!r}")
-
-
-def message(cls: type) -> st.SearchStrategy:
-    hints = typing.get_type_hints(cls, vars(messages))
-    return st.builds(cls, **{f.name: near_valid(hints[f.name], f.name) for f in fields(cls)})
-
-
-ANY = st.one_of([message(cls) for cls in messages.MESSAGE_TYPES])
+#: values close to what a real peer sends, so the handlers get past their first check
+ANY = any_message(NEAR_VALID, {"topic": TOPIC, "records": RECORDS})
 
 
 def controller_with_topic() -> tuple[Controller, list[dict]]:

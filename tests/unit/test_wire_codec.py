@@ -1,10 +1,6 @@
 """The codec alone: round trips of every message type and fuzzing of `decode`."""
 from __future__ import annotations
 
-import types
-import typing
-from dataclasses import fields, is_dataclass
-
 import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,9 +10,18 @@ from broker.protocol.errors import Errors
 from broker.wire import messages
 from broker.wire.codec import VERSION, Decoded, DecodeError, decode, encode
 from broker.wire.messages import (
-    MESSAGE_TYPES, BrokerHeartbeatRequest, DivergingEpoch, ErrorResponse, FetchPartition,
-    FetchPartitionResult, FetchRequest, FetchResponse, ProduceRequest,
+    MESSAGE_TYPES,
+    BrokerHeartbeatRequest,
+    DivergingEpoch,
+    ErrorResponse,
+    FetchPartition,
+    FetchPartitionResult,
+    FetchRequest,
+    FetchResponse,
+    ProduceRequest,
 )
+from tests.unit.message_strategies import any_message
+from tests.unit.message_strategies import message_strategy as shared_message_strategy
 
 INT64 = st.integers(-(2**63), 2**63 - 1)
 JSONISH = st.recursive(
@@ -26,32 +31,16 @@ JSONISH = st.recursive(
 )
 
 
-def strategy_for(hint: typing.Any) -> st.SearchStrategy:
-    """A hypothesis strategy for a messages.py annotation, mirroring the codec's rules."""
-    simple = {int: INT64, str: st.text(max_size=16), bool: st.booleans(), bytes: st.binary(max_size=64),
-              Errors: st.sampled_from(list(Errors)), float: st.floats(allow_nan=False),
-              dict: st.dictionaries(st.text(max_size=8), JSONISH, max_size=3)}
-    if hint in simple:
-        return simple[hint]
-    if isinstance(hint, type) and is_dataclass(hint):
-        return message_strategy(hint)
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union):
-        inner = next(a for a in args if a is not type(None))
-        return st.none() | strategy_for(inner)
-    if origin is list:
-        return st.lists(strategy_for(args[0]), max_size=4)
-    if origin is dict:
-        return st.dictionaries(strategy_for(args[0]), strategy_for(args[1]), max_size=3)
-    raise AssertionError(f"no strategy for {hint!r}")
+SIMPLE = {int: INT64, str: st.text(max_size=16), bool: st.booleans(), bytes: st.binary(max_size=64),
+          Errors: st.sampled_from(list(Errors)), float: st.floats(allow_nan=False),
+          dict: st.dictionaries(st.text(max_size=8), JSONISH, max_size=3)}
 
 
 def message_strategy(cls: type) -> st.SearchStrategy:
-    hints = typing.get_type_hints(cls, vars(messages))
-    return st.builds(cls, **{f.name: strategy_for(hints[f.name]) for f in fields(cls)})
+    return shared_message_strategy(cls, SIMPLE)
 
 
-ANY_MESSAGE = st.one_of([message_strategy(cls) for cls in MESSAGE_TYPES])
+ANY_MESSAGE = any_message(SIMPLE)
 
 
 @pytest.mark.parametrize("cls", MESSAGE_TYPES, ids=lambda c: c.__name__)
