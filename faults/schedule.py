@@ -89,7 +89,7 @@ def format_schedule(schedule: list[ScheduledFault]) -> str:
 
 
 def _expand(n: NemesisSpec, index: int, seed: int) -> list[ScheduledFault]:
-    rng = random.Random(f"isrlab:{seed}:nemesis[{index}]")
+    rng = fault_rng(seed, f"nemesis[{index}]")
     out: list[ScheduledFault] = []
     at, number = n.start, 0
     while at < n.until:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
 import socket
 import subprocess
 from pathlib import Path
@@ -26,6 +25,7 @@ from broker.noderuntime.config import NodeConfig
 from broker.protocol.errors import Errors
 from broker.wire.linkfilter import LinkTable
 from broker.wire.messages import CreateTopicsRequest, CreateTopicsResponse
+from faults.process import sigcont, sigkill, sigstop
 from faults.storage import TmpfsMounts
 from testbed.control import ControlClient
 from testbed.history import History
@@ -263,7 +263,7 @@ class Cluster:
     def kill(self, name: str) -> int:
         """SIGKILL one node (paused or not); returns its pid."""
         proc = self.procs[name]
-        proc.kill()
+        sigkill(proc.pid)
         proc.wait()
         self.stopped.add(name)
         self.paused.discard(name)
@@ -281,13 +281,13 @@ class Cluster:
     def pause(self, name: str) -> int:
         """SIGSTOP: the process keeps its sockets and state but does nothing."""
         proc = self.procs[name]
-        os.kill(proc.pid, signal.SIGSTOP)
+        sigstop(proc.pid)
         self.paused.add(name)
         return proc.pid
 
     def resume(self, name: str) -> int:
         proc = self.procs[name]
-        os.kill(proc.pid, signal.SIGCONT)
+        sigcont(proc.pid)
         self.paused.discard(name)
         self._links_pending.add(name)
         self.sync_links()

@@ -51,7 +51,8 @@ class Workload:
         self.cluster = cluster
         self.stats_endpoint = stats_endpoint
         self.value_bytes = value_bytes
-        self.procs: dict[str, subprocess.Popen] = {}
+        #: the cluster's own record of its client processes (metrics sampling, close)
+        self.procs: dict[str, subprocess.Popen] = cluster.client_procs
 
     def start(self) -> None:
         c = self.cluster
@@ -85,7 +86,6 @@ class Workload:
         path.write_text(json.dumps(cfg, indent=1))
         proc = spawn(["-m", "testbed.workload", "--config", str(path)], self.cluster.dir.clients / f"{name}.log")
         self.procs[name] = proc
-        self.cluster.client_procs[name] = proc
         assert self.cluster.registry is not None
         self.cluster.registry.add_process(proc.pid)
 

@@ -219,7 +219,7 @@ class FaultRunner:
         """Heal the network, resume paused nodes, restart stopped ones (DESIGN section 6)."""
         c = self.cluster
         self.pending.clear()
-        in_force = bool(c.network_layers) or bool(c.link_table.rules)
+        in_force = bool(c.link_table.rules)
         healed = self.fire(ScheduledFault(0.0, "heal", None, {}, "final-heal")) if in_force else None
         resumed = self.fire(ScheduledFault(0.0, "resume", "paused", {}, "final-heal")) if c.paused else None
         restarted = self.fire(ScheduledFault(0.0, "restart", "stopped", {}, "final-heal")) if c.stopped else None

@@ -29,6 +29,7 @@ def final_read(client: ClusterClient, history: History, partitions: list[tuple[s
             invoked = time.monotonic_ns()
             r = client.fetch(topic, p, offset, max_wait=0)
             if r.error != Errors.NONE:
+                time.sleep(0.05)  # retry pacing while the partition has no reachable leader
                 client.refresh_metadata([topic])
                 continue
             if r.records:

@@ -1,30 +1,23 @@
 """Starting node and client processes so that none outlives its run.
 
 Three layers: every child asks the kernel for SIGKILL when the supervisor dies
-(PR_SET_PDEATHSIG, set between fork and exec); every child also watches its parent pid;
-and every run registers its processes and socket directory under `<runs>/.live/` so the
-next invocation reaps whatever a SIGKILLed supervisor left behind.
+(`broker.node.die_with_parent`, the first thing both child entry points do; it then checks
+its parent pid, which closes the race of a supervisor dying before the prctl); every node
+also watches its parent pid in its loop; and every run registers its processes and socket
+directory under `<runs>/.live/` so the next invocation reaps whatever a SIGKILLed
+supervisor left behind. No `preexec_fn`: it is unsafe in a process with threads, and the
+supervisor samples metrics in one.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import psutil
-
-PR_SET_PDEATHSIG = 1
-_libc = ctypes.CDLL("libc.so.6", use_errno=True)
-
-
-def _child_setup() -> None:
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
 
 def spawn(args: list[str], log_path: Path, cwd: Path | None = None) -> subprocess.Popen:
     """A child in its own session (a terminal's Ctrl-C goes to the supervisor only)."""
@@ -33,8 +26,7 @@ def spawn(args: list[str], log_path: Path, cwd: Path | None = None) -> subproces
     env.setdefault("PYTHONUNBUFFERED", "1")
     try:
         return subprocess.Popen([sys.executable, *args], stdout=log, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, preexec_fn=_child_setup,
-                                start_new_session=True, cwd=cwd, env=env, close_fds=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd, env=env, close_fds=True)
     finally:
         log.close()
 

@@ -57,10 +57,10 @@ class BrokerIO:
             replica_lag_max=t["replica_lag_max"], fetch_max_wait=t["fetch_max_wait"],
             truncation=cfg.protocol.get("truncation", "leader-epoch"),
             elr=bool(cfg.protocol.get("elr", True)),
-            request_timeout=max(0.5, t["session_timeout"])),
+            request_timeout=max(0.5, t["session_timeout"]),
+            hw_checkpoint_interval=t["hw_checkpoint_interval"]),
             local, previous if previous is not None else -1, records)
         node.events.record("broker-started", {"clean_shutdown_epoch": previous, "partitions": len(local)})
-        self.next_hw_checkpoint = now + t["hw_checkpoint_interval"]
         self.next_storage_tick = now
 
     # ---------------------------------------------------------------- startup
@@ -114,9 +114,6 @@ class BrokerIO:
             for plog in self.logs.values():
                 plog.tick(now)
             self.durability.tick(now)
-        if now >= self.next_hw_checkpoint:
-            self.next_hw_checkpoint = now + self.cfg.timing["hw_checkpoint_interval"]
-            self._checkpoint_hws(now)
 
     def on_request(self, handle: Any, msg: Any, now: float) -> None:
         self.perform(self.state.on_request(handle, msg, now))
@@ -172,14 +169,12 @@ class BrokerIO:
                 result.records = self.log_for(result.topic, result.partition).read(spec.offset, spec.max_bytes, spec.upper)
         return pending.response
 
-    def _checkpoint_hws(self, now: float) -> None:
+    def _finish_controlled_shutdown(self, now: float) -> None:
+        """R28/R37: flush everything, then write our broker epoch as the clean-shutdown marker.
+        The final HWMs are checkpointed here; while running, the partitions schedule it."""
         for key, p in self.state.partitions.items():
             if key in self.logs:
                 self.logs[key].checkpoint_hw(p.high_watermark, now)
-
-    def _finish_controlled_shutdown(self, now: float) -> None:
-        """R28/R37: flush everything, then write our broker epoch as the clean-shutdown marker."""
-        self._checkpoint_hws(now)
         for plog in self.logs.values():
             plog.flush(now)
         write_clean_shutdown(self.cfg.data_dir, self.state.broker_epoch, self.durability, now)

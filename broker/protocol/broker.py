@@ -41,6 +41,7 @@ class BrokerConfig:
     truncation: str = "leader-epoch"
     elr: bool = True
     request_timeout: float = 2.0
+    hw_checkpoint_interval: float = 5.0  # replica.high.watermark.checkpoint.interval.ms
 
 
 @dataclass
@@ -267,7 +268,8 @@ class BrokerState:
         cfg = PartitionConfig(
             min_insync_replicas=t.min_insync_replicas if t else 1,
             replica_lag_max=self.config.replica_lag_max,
-            truncation=self.config.truncation, elr=self.config.elr)
+            truncation=self.config.truncation, elr=self.config.elr,
+            hwm_checkpoint_interval=self.config.hw_checkpoint_interval)
         p = Partition(topic, index, self.broker_id, cfg, local.log_end_offset,
                       local.high_watermark, local.epochs, local.log_start_offset)
         if self.broker_epoch >= 0:

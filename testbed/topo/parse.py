@@ -83,22 +83,24 @@ def _parse_topology(w: Walker, data: object) -> Topology | None:
     return Topology(*parts, source=w.source)
 
 
-def _parse_timing(w: Walker, value: object, path: str) -> Timing | Any:
-    defaults = Timing()
-    fields = [f.name for f in dataclasses.fields(Timing)]
+def _parse_fields(w: Walker, value: object, path: str, spec: type, converters: dict[str, Callable[[object], Any]]) -> dict[str, Any] | None:
+    """The fields of dataclass `spec` read from mapping `value`, each by its converter and
+    defaulting to `spec()`'s value; None if the mapping or any field is invalid (already reported)."""
+    fields = [f.name for f in dataclasses.fields(spec)]
     m = w.mapping(value, path, fields)
     if m is None:
-        return INVALID
-    values = {}
-    for name in fields:
-        if name == "controller_election_timeout":
-            convert: Callable[[object], Any] = scalars.positive_range
-        elif name == "fetch_max_wait":
-            convert = parse_duration
-        else:
-            convert = scalars.positive_duration
-        values[name] = w.field(m, name, path, convert, getattr(defaults, name))
-    if not valid(*values.values()):
+        return None
+    defaults = spec()
+    values = {name: w.field(m, name, path, converters[name], getattr(defaults, name)) for name in fields}
+    return values if valid(*values.values()) else None
+
+
+def _parse_timing(w: Walker, value: object, path: str) -> Timing | Any:
+    converters = {f.name: scalars.positive_duration for f in dataclasses.fields(Timing)}
+    converters["controller_election_timeout"] = scalars.positive_range
+    converters["fetch_max_wait"] = parse_duration
+    values = _parse_fields(w, value, path, Timing, converters)
+    if values is None:
         return INVALID
     if values["session_timeout"] <= values["heartbeat_interval"]:
         w.error(
@@ -111,34 +113,24 @@ def _parse_timing(w: Walker, value: object, path: str) -> Timing | Any:
 
 
 def _parse_protocol(w: Walker, value: object, path: str) -> ProtocolSpec | Any:
-    m = w.mapping(value, path, [f.name for f in dataclasses.fields(ProtocolSpec)])
-    if m is None:
-        return INVALID
-    d = ProtocolSpec()
-    values = {
-        "truncation": w.field(m, "truncation", path, scalars.choice("leader-epoch", "high-watermark"), d.truncation),
-        "elr": w.field(m, "elr", path, scalars.boolean, d.elr),
-        "unclean_leader_election": w.field(m, "unclean_leader_election", path, scalars.boolean, d.unclean_leader_election),
-        "unclean_recovery": w.field(
-            m, "unclean_recovery", path, scalars.choice("none", "proactive", "balanced", "manual"), d.unclean_recovery
-        ),
-        "fencing": w.field(m, "fencing", path, scalars.choice("kraft", "zookeeper"), d.fencing),
-    }
-    return ProtocolSpec(**values) if valid(*values.values()) else INVALID
+    values = _parse_fields(w, value, path, ProtocolSpec, {
+        "truncation": scalars.choice("leader-epoch", "high-watermark"),
+        "elr": scalars.boolean,
+        "unclean_leader_election": scalars.boolean,
+        "unclean_recovery": scalars.choice("none", "proactive", "balanced", "manual"),
+        "fencing": scalars.choice("kraft", "zookeeper"),
+    })
+    return INVALID if values is None else ProtocolSpec(**values)
 
 
 def _parse_storage(w: Walker, value: object, path: str) -> StorageSpec | Any:
-    m = w.mapping(value, path, [f.name for f in dataclasses.fields(StorageSpec)])
-    if m is None:
-        return INVALID
-    d = StorageSpec()
-    values = {
-        "medium": w.field(m, "medium", path, scalars.choice("disk", "tmpfs"), d.medium),
-        "fsync": w.field(m, "fsync", path, scalars.choice("real", "simulated"), d.fsync),
-        "writeback": w.field(m, "writeback", path, scalars.positive_duration, d.writeback),
-        "segment_bytes": w.field(m, "segment_bytes", path, scalars.segment_bytes, d.segment_bytes),
-    }
-    return StorageSpec(**values) if valid(*values.values()) else INVALID
+    values = _parse_fields(w, value, path, StorageSpec, {
+        "medium": scalars.choice("disk", "tmpfs"),
+        "fsync": scalars.choice("real", "simulated"),
+        "writeback": scalars.positive_duration,
+        "segment_bytes": scalars.segment_bytes,
+    })
+    return INVALID if values is None else StorageSpec(**values)
 
 
 def _parse_network(w: Walker, value: object, path: str) -> NetworkSpec | Any:

@@ -23,7 +23,7 @@ def valid(*values: object) -> bool:
 
 
 def join(path: str, key: object) -> str:
-    if isinstance(key, int) and not isinstance(key, bool):
+    if is_int(key):
         return f"{path}[{key}]"
     return f"{path}.{key}" if path else str(key)
 

@@ -302,6 +302,20 @@ def test_defaults_fill_everything_but_name_brokers_and_topics() -> None:
     assert t.workload.producers == () and t.workload.consumers == () and t.faults == () and t.expect == {}
 
 
+def test_every_timing_protocol_and_storage_key_is_read_not_defaulted() -> None:
+    data = base()
+    data["timing"] = {"heartbeat_interval": "50ms", "session_timeout": "1s", "replica_lag_max": "2s",
+                      "fetch_max_wait": "0s", "controller_election_timeout": "1s..2s",
+                      "hw_checkpoint_interval": "1s", "unclean_recovery_timeout": "3s"}
+    data["protocol"] = {"truncation": "high-watermark", "elr": False, "unclean_leader_election": True,
+                        "unclean_recovery": "manual", "fencing": "zookeeper"}
+    data["storage"] = {"medium": "tmpfs", "fsync": "real", "writeback": "2m", "segment_bytes": "64KiB"}
+    t = parse_topology(data, SRC)
+    assert t.timing == Timing(0.05, 1.0, 2.0, 0.0, (1.0, 2.0), 1.0, 3.0)
+    assert dataclasses.astuple(t.protocol) == ("high-watermark", False, True, "manual", "zookeeper")
+    assert dataclasses.astuple(t.storage) == ("tmpfs", "real", 120.0, 65536)
+
+
 def test_min_insync_defaults_to_min_of_two_and_rf() -> None:
     data = base()
     data["topics"] = [{"name": "one", "replication_factor": 1}, {"name": "two"}]
@@ -498,7 +512,7 @@ def test_shipped_quickstart_and_kill_leader() -> None:
 def test_timing_scaled_multiplies_everything() -> None:
     scaled = Timing().scaled(2)
     assert scaled == Timing(0.2, 1.2, 2.0, 0.1, (0.6, 1.2), 10.0, 4.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="time scale must be positive, got 0"):
         Timing().scaled(0)
 
 
