@@ -16,7 +16,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis.ingest import Tables
-from testbed.analysis.observations import PART, broker_id, seconds
+from testbed.analysis.observations import PART, broker_id, partition_changes, seconds
 
 _REASONS = {
     "election": "a clean election",
@@ -36,7 +36,7 @@ def _reason_text(col: Column) -> Column:
 def elections(t: Tables) -> DataFrame:
     """Each leader epoch's election: who, when, why (controller) and with what LEO (the
     leader's own `became-leader` event)."""
-    changes = t.events.where((F.col("kind") == "partition-changed") & (F.col("leader") >= 0))
+    changes = partition_changes(t).where(F.col("leader") >= 0)
     first = Window.partitionBy(*PART, "leader_epoch").orderBy("time_ns")
     chosen = (changes.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
               .select(*PART, "leader_epoch", "leader", "reason", F.col("time_ns").alias("elected_ns")))

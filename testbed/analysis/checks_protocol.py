@@ -5,15 +5,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from broker.protocol.records import NO_LEADER
 from testbed.analysis.ingest import Tables
-from testbed.analysis.observations import PART, broker_id
+from testbed.analysis.observations import PART, broker_id, partition_changes
 from testbed.analysis.runinfo import ConfigTables
-
-NO_LEADER = -1
-
-
-def partition_changes(t: Tables) -> DataFrame:
-    return t.events.where(F.col("kind") == "partition-changed")
 
 
 def log_divergence(t: Tables, logs: DataFrame) -> DataFrame:

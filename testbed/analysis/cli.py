@@ -4,14 +4,13 @@ re-judge stored runs. Exit 0 when every expectation of every run held, 1 when on
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
 from testbed.analysis.ingest import IngestError, find_runs
-from testbed.analysis.pipeline import analyze_runs
+from testbed.analysis.pipeline import analyze_runs, default_summary_dir
 from testbed.analysis.session import get_spark, stop_spark
 from testbed.analysis.terminal import print_verdict, verdict_word
 from testbed.analysis.verdict import RunVerdict
@@ -37,8 +36,7 @@ def main(argv: list[str]) -> int:
     console = Console()
     try:
         runs = find_runs(args.paths)
-        summary_dir = args.summary_dir or (Path(os.path.commonpath([str(r) for r in runs])) / "summary"
-                                           if len(runs) > 1 else None)
+        summary_dir = args.summary_dir or (default_summary_dir(runs) if len(runs) > 1 else None)
         verdicts = analyze_runs(args.paths, args.spark_master, summary_dir)
         if len(verdicts) == 1:
             print_verdict(console, verdicts[0])

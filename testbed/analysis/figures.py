@@ -3,11 +3,19 @@ per-partition windows without a leader and without acks=all service, per-fault r
 times, and per-second throughput and latency of sends and polls."""
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis.ingest import Tables
-from testbed.analysis.observations import FINAL_READER, PART, seconds
+from testbed.analysis.observations import (
+    FINAL_READER,
+    PART,
+    acknowledged,
+    partition_changes,
+    seconds,
+)
 from testbed.analysis.runinfo import ConfigTables
 
 
@@ -15,7 +23,7 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame) -> 
     """Windows (start_s, end_s) per partition without a leader (`no-leader`) and without
     acks=all service (`no-acks-all`: no leader, or |ISR| < MinISR so acks=all is refused),
     from the controller's committed partition changes."""
-    changes = (t.events.where(F.col("kind") == "partition-changed")
+    changes = (partition_changes(t)
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
                .select(*PART, "time_ns", "t0", "t_end",
@@ -26,19 +34,17 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame) -> 
     changes = (changes.withColumn("until", F.least(F.coalesce(F.lead("time_ns").over(order), F.col("t_end")),
                                                    F.col("t_end")))
                .where(F.col("time_ns") < F.col("t_end")))
-    out = None
+    windows = []
     for flag, kind in (("no_leader", "no-leader"), ("no_acks_all", "no-acks-all")):
-        islands = (changes.withColumn("edge", (F.col(flag) != F.coalesce(F.lag(flag).over(order), F.lit(False)))
-                                      .cast("int"))
-                   .withColumn("island", F.sum("edge").over(order.rowsBetween(Window.unboundedPreceding, 0)))
-                   .where(F.col(flag))
-                   .groupBy(*PART, "island", "t0")
-                   .agg(F.min("time_ns").alias("start_ns"), F.max("until").alias("end_ns"))
-                   .select(*PART, F.lit(kind).alias("kind"), seconds("start_ns").alias("start_s"),
-                           seconds("end_ns").alias("end_s")))
-        out = islands if out is None else out.unionByName(islands)
-    assert out is not None
-    return out
+        edge = (F.col(flag) != F.coalesce(F.lag(flag).over(order), F.lit(False))).cast("int")
+        windows.append(changes.withColumn("edge", edge)
+                       .withColumn("island", F.sum("edge").over(order.rowsBetween(Window.unboundedPreceding, 0)))
+                       .where(F.col(flag))
+                       .groupBy(*PART, "island", "t0")
+                       .agg(F.min("time_ns").alias("start_ns"), F.max("until").alias("end_ns"))
+                       .select(*PART, F.lit(kind).alias("kind"), seconds("start_ns").alias("start_s"),
+                               seconds("end_ns").alias("end_s")))
+    return reduce(DataFrame.unionByName, windows)
 
 
 def fault_recovery(t: Tables, spans: DataFrame, bounds: DataFrame) -> DataFrame:
@@ -50,13 +56,12 @@ def fault_recovery(t: Tables, spans: DataFrame, bounds: DataFrame) -> DataFrame:
                       F.col("end_ns").alias("undo_ns"), "t0", "t_end"))
     nxt = Window.partitionBy("run_id").orderBy("fault_ns")
     starts = starts.withColumn("next_ns", F.coalesce(F.lead("fault_ns").over(nxt), F.col("t_end")))
-    acks = (t.history.where((F.col("f") == "send") & (F.col("type") == "ok") & (F.col("acks") == "all"))
-            .select(*PART, F.col("time_ns").alias("ack_ns")))
+    acks = acknowledged(t).where(F.col("acks") == "all").select(*PART, F.col("time_ns").alias("ack_ns"))
     first_ack = (acks.join(F.broadcast(starts.select("run_id", "fault_ns")), "run_id")
                  .where(F.col("ack_ns") > F.col("fault_ns"))
                  .groupBy("run_id", "fault_ns", "topic", "partition").agg(F.min("ack_ns").alias("ack_ns"))
                  .groupBy("run_id", "fault_ns").agg(F.max("ack_ns").alias("all_acked_ns")))
-    changes = (t.events.where(F.col("kind") == "partition-changed")
+    changes = (partition_changes(t)
                .select(*PART, F.col("time_ns").alias("change_ns"), (F.size("isr") == F.size("replicas")).alias("full")))
     inside = starts.join(changes, "run_id").where((F.col("change_ns") > F.col("fault_ns"))
                                                   & (F.col("change_ns") < F.col("next_ns")))

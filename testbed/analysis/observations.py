@@ -18,6 +18,11 @@ def broker_id(node: Column) -> Column:
     return F.regexp_extract(node, r"^broker-(\d+)$", 1).cast("int")
 
 
+def partition_changes(t: Tables) -> DataFrame:
+    """The controller's committed partition changes (`partition-changed` events)."""
+    return t.events.where(F.col("kind") == "partition-changed")
+
+
 def acknowledged(t: Tables) -> DataFrame:
     """Sends acknowledged with an offset (acks=0 acknowledges nothing)."""
     return (t.history.where((F.col("f") == "send") & (F.col("type") == "ok") & F.col("offset").isNotNull())

@@ -15,6 +15,11 @@ from testbed.analysis.summary import write_summary
 from testbed.analysis.verdict import RunVerdict, judge
 
 
+def default_summary_dir(runs: list[Path]) -> Path:
+    """Where the summary of several runs goes unless `--summary-dir` says: `<common parent>/summary`."""
+    return Path(os.path.commonpath([str(r) for r in runs])) / "summary"
+
+
 def warehouse_for(runs: list[Path], summary_dir: Path | None) -> Path:
     """Where the Parquet tables go: the summary directory of a tree, else the run's own
     `analysis/` directory (or that of the runs' common parent)."""
@@ -43,7 +48,7 @@ def analyze_runs(paths: list[Path], spark_master: str | None = None,
         write_report(info, verdict, data.get(rid))
         verdicts.append(verdict)
     if len(verdicts) > 1:
-        target = summary_dir or Path(os.path.commonpath([str(r) for r in runs])) / "summary"
+        target = summary_dir or default_summary_dir(runs)
         write_summary(spark, infos, verdicts, target)
     return verdicts
 

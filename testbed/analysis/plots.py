@@ -33,13 +33,22 @@ def _shade(ax: plt.Axes, bands: list[tuple[float, float, str]]) -> None:
         ax.axvspan(start, max(end, start + 0.05), color="#e74c3c", alpha=0.18, lw=0)
 
 
+def _finish(axes: tuple[plt.Axes, ...], bands: list[tuple[float, float, str]]) -> str:
+    """The x label under the last axes, faults as red bands on every axes, small ticks; the SVG."""
+    axes[-1].set_xlabel("seconds since the run started", fontsize=7)
+    for ax in axes:
+        _shade(ax, bands)
+        ax.tick_params(labelsize=7)
+    return _svg(axes[0].figure)
+
+
 def partition_timeline(events: list[dict], bands: list[tuple[float, float, str]], end: float,
                        title: str) -> str:
     """Leader, ISR and ELR membership per broker (lanes) from the controller's changes, and
     each replica's HWM from the brokers' events, with faults as red bands."""
     changes = [e for e in events if e["kind"] == "partition-changed"]
     brokers = sorted({b for e in changes for b in (e["replicas"] or [])})
-    fig, (lanes, hwm) = plt.subplots(2, 1, figsize=(9, 2.6), sharex=True, height_ratios=[1, 1.2])
+    _, (lanes, hwm) = plt.subplots(2, 1, figsize=(9, 2.6), sharex=True, height_ratios=[1, 1.2])
     for i, e in enumerate(changes):
         until = changes[i + 1]["t"] if i + 1 < len(changes) else end
         for b in brokers:
@@ -61,16 +70,12 @@ def partition_timeline(events: list[dict], bands: list[tuple[float, float, str]]
     if by_node:
         hwm.legend(fontsize=6, loc="upper left", ncols=len(by_node))
     hwm.set_ylabel("HWM", fontsize=7)
-    hwm.set_xlabel("seconds since the run started", fontsize=7)
-    for ax in (lanes, hwm):
-        _shade(ax, bands)
-        ax.tick_params(labelsize=7)
-    return _svg(fig)
+    return _finish((lanes, hwm), bands)
 
 
 def series_plot(series: list[dict], bands: list[tuple[float, float, str]]) -> str:
     """Records per second and p50/p99 latency of sends and polls, with faults as red bands."""
-    fig, (rate, lat) = plt.subplots(2, 1, figsize=(9, 3.2), sharex=True)
+    _, (rate, lat) = plt.subplots(2, 1, figsize=(9, 3.2), sharex=True)
     for f, color in (("send", "#2c7fb8"), ("poll", "#41ab5d")):
         rows = [s for s in series if s["f"] == f]
         xs = [s["second"] for s in rows]
@@ -81,8 +86,4 @@ def series_plot(series: list[dict], bands: list[tuple[float, float, str]]) -> st
     lat.legend(fontsize=7, ncols=4)
     lat.set_ylabel("latency ms", fontsize=7)
     lat.set_yscale("symlog", linthresh=1)
-    lat.set_xlabel("seconds since the run started", fontsize=7)
-    for ax in (rate, lat):
-        _shade(ax, bands)
-        ax.tick_params(labelsize=7)
-    return _svg(fig)
+    return _finish((rate, lat), bands)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import json
 
-from testbed.analysis.job import RunData
+from testbed.analysis.job import ATTRIBUTED, RunData
 from testbed.analysis.plots import fault_bands, partition_timeline, series_plot
 from testbed.analysis.runinfo import RunInfo
 from testbed.analysis.verdict import RunVerdict
@@ -19,7 +19,6 @@ text-align:left;vertical-align:top}.ok{color:#1a7f37;font-weight:bold}.failed{co
 h2{border-bottom:1px solid #ddd;padding-bottom:.2em}.note{color:#555;font-size:13px}"""
 
 _WORD = {True: ("ok", "OK"), False: ("failed", "FAILED"), None: ("unjudged", "UNJUDGED")}
-_ATTRIBUTED = ("lost_writes", "lost_writes_acks1", "inconsistent_offsets")
 
 
 def _e(value: object) -> str:
@@ -45,11 +44,11 @@ def _verdicts(r: dict) -> str:
 
 def _attribution(r: dict) -> str:
     rows = [[_e(name), _e(x.get("value", ", ".join(x.get("values", [])))), _e(x["cause"])]
-            for name in _ATTRIBUTED for x in r["checks"].get(name, {}).get("examples", [])]
+            for name in ATTRIBUTED for x in r["checks"].get(name, {}).get("examples", [])]
     if not rows:
         return "<p>No lost or inconsistent write.</p>"
     counts = ", ".join(f"{n}: {r['checks'][n]['count']} ({r['checks'][n]['unattributed']} unattributed)"
-                       for n in _ATTRIBUTED)
+                       for n in ATTRIBUTED)
     return f"<p class='note'>{_e(counts)}; the first 20 of each are listed.</p>" + _table(
         ["check", "value(s)", "cause"], rows)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from testbed.analysis.job import ATTRIBUTED
 from testbed.analysis.verdict import RunVerdict
 from testbed.topology import CHECK_NAMES
 
@@ -33,7 +34,7 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
         held = "" if e is None else verdict_word(e["held"]) if e["held"] is not None else verdict_word(None)
         table.add_row(name, count, "" if e is None else e["expected"], held)
     console.print(table)
-    for name in ("lost_writes", "lost_writes_acks1", "inconsistent_offsets"):
+    for name in ATTRIBUTED:
         for example in r.get("checks", {}).get(name, {}).get("examples", [])[:_MAX_CAUSES]:
             console.print(f"[red]{name}:[/] {example.get('cause')}")
     for problem in r.get("problems", []):

@@ -211,11 +211,17 @@ def test_a_mismatching_line_is_rejected_with_its_file_and_line(judged: dict[str,
     assert any("mismatch/history.jsonl: line 3:" in p for p in v.results["problems"]), v.results["problems"]
 
 
-def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict]) -> None:
+def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark) -> None:  # noqa: F811
     root = judged["clean"].run_dir.parent
-    assert (root / "summary" / "summary.html").is_file()
-    assert (root / "summary" / "summary.parquet").is_dir()
     assert (root / "summary" / "tables" / "history").is_dir()
+    # every hand-made run has one topology and protocol setting, so the summary is one row
+    [row] = [r.asDict() for r in spark.read.parquet(str(root / "summary" / "summary.parquet")).collect()]
+    assert row["topology"] == "handmade" and row["runs"] == len(BUILDERS)
+    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (1, 1, 1)  # the `lost` run
+    assert row["unjudged"] == 1  # `mismatch`
+    assert row["failed"] == 3 == sum(v.ok is False for v in judged.values())  # two-values, two-leaders, unseen
+    html = (root / "summary" / "summary.html").read_text()
+    assert f"isrlab summary of {len(BUILDERS)} runs" in html and "<td>handmade</td>" in html
 
 
 def test_faults_span_from_start_to_undo_and_only_applied_faults_count(judged: dict[str, RunVerdict]) -> None:
