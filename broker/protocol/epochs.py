@@ -42,15 +42,6 @@ class EpochHistory:
         """Drop every epoch that starts at or after `end_offset` (truncation of the log, R5)."""
         self.entries = [(e, s) for e, s in self.entries if s < end_offset]
 
-    def epoch_at(self, offset: int) -> int:
-        """The epoch of the record at `offset` (UNDEFINED_EPOCH before the first entry)."""
-        found = UNDEFINED_EPOCH
-        for epoch, start in self.entries:
-            if start > offset:
-                break
-            found = epoch
-        return found
-
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """R6: (epoch, end offset) for a requested epoch.
 

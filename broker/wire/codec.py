@@ -300,10 +300,8 @@ def encode(msg: Any, request_id: int, source: str) -> list[bytes | memoryview]:
     if plan is None or plan.type_id is None:
         raise TypeError(f"not a top-level wire message: {type(msg).__name__}")
     frames: list = [b""]
-    header = [VERSION, plan.type_id, request_id, source, *plan.get(msg)]
-    for i, encoder in plan.encoders:
-        header[_PREAMBLE + i] = encoder(header[_PREAMBLE + i], frames)
-    frames[0] = msgpack.packb(header)
+    frames[0] = msgpack.packb([VERSION, plan.type_id, request_id, source,
+                               *plan.encode_fields(msg, frames)])
     return frames
 
 

@@ -164,10 +164,15 @@ class Transport:
             if verdict.delay:
                 heapq.heappush(self._delayed,
                                (now + verdict.delay, next(self._delay_seq), sock, frames, request_id))
-            elif sock is self._router:
-                self._send_reply(frames)
             else:
-                self._send_request(sock, frames, request_id)
+                self._send(sock, frames, request_id)
+
+    def _send(self, sock: zmq.Socket, frames: list, request_id: int) -> None:
+        """A reply if `sock` is the ROUTER, else a request on that DEALER."""
+        if sock is self._router:
+            self._send_reply(frames)
+        else:
+            self._send_request(sock, frames, request_id)
 
     def _send_request(self, dealer: zmq.Socket, frames: list, request_id: int) -> None:
         backlog = self._backlog.get(dealer)
@@ -304,10 +309,7 @@ class Transport:
         delayed = self._delayed
         while delayed and delayed[0][0] <= now:
             _, _, sock, frames, request_id = heapq.heappop(delayed)
-            if sock is self._router:
-                self._send_reply(frames)
-            else:
-                self._send_request(sock, frames, request_id)
+            self._send(sock, frames, request_id)
 
     def _expire(self, now: float, out: list[Incoming]) -> None:
         deadlines, pending = self._deadlines, self._pending

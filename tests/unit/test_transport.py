@@ -38,6 +38,16 @@ def pair(bind):
     server.close()
 
 
+@pytest.fixture
+def raw(pair):
+    """A bare DEALER connected to the pair's server, speaking (or garbling) the codec by hand."""
+    sock = zmq.Context.instance().socket(zmq.DEALER)
+    sock.setsockopt(zmq.LINGER, 0)
+    sock.connect(pair[1].endpoint)
+    yield sock
+    sock.close(linger=0)
+
+
 def pump(transports, until, on_item=lambda t, item: None, limit=WAIT):
     """Poll every transport in turn until `until()` holds; fail after `limit` seconds."""
     end = now() + limit
@@ -175,29 +185,23 @@ def test_requests_sent_before_the_peer_binds_are_delivered_when_it_comes_up(tmp_
         server.close()
 
 
-def test_malformed_requests_are_counted_answered_when_possible_and_harmless(pair):
+def test_malformed_requests_are_counted_answered_when_possible_and_harmless(pair, raw):
     client, server = pair
-    raw = zmq.Context.instance().socket(zmq.DEALER)
-    raw.setsockopt(zmq.LINGER, 0)
-    raw.connect(server.endpoint)
-    try:
-        raw.send(b"\xc1garbage")  # no readable request id: counted, not answered
-        bad_field = [VERSION, MESSAGE_TYPES.index(ProduceRequest), 77, "raw", "orders", "zero", -1, 10, 1]
-        raw.send_multipart([msgpack.packb(bad_field), b"rec"])
-        raw.send_multipart([msgpack.packb([VERSION, 999, 78, "raw"])])
-        pump([server], lambda: server.counters()["malformed"] == 3)
-        answers = []
-        end = now() + WAIT
-        while len(answers) < 2 and now() < end:
-            if raw.poll(10):
-                answers.append(decode(raw.recv_multipart()))
-        assert [(a.request_id, a.source, type(a.msg)) for a in answers] == [
-            (77, "server", ErrorResponse), (78, "server", ErrorResponse)]
-        assert answers[0].msg.error is Errors.INVALID_REQUEST
-        assert answers[0].msg.message == "ProduceRequest.partition: expected int, got str"
-        assert answers[1].msg.message == "unknown message type 999"
-    finally:
-        raw.close(linger=0)
+    raw.send(b"\xc1garbage")  # no readable request id: counted, not answered
+    bad_field = [VERSION, MESSAGE_TYPES.index(ProduceRequest), 77, "raw", "orders", "zero", -1, 10, 1]
+    raw.send_multipart([msgpack.packb(bad_field), b"rec"])
+    raw.send_multipart([msgpack.packb([VERSION, 999, 78, "raw"])])
+    pump([server], lambda: server.counters()["malformed"] == 3)
+    answers = []
+    end = now() + WAIT
+    while len(answers) < 2 and now() < end:
+        if raw.poll(10):
+            answers.append(decode(raw.recv_multipart()))
+    assert [(a.request_id, a.source, type(a.msg)) for a in answers] == [
+        (77, "server", ErrorResponse), (78, "server", ErrorResponse)]
+    assert answers[0].msg.error is Errors.INVALID_REQUEST
+    assert answers[0].msg.message == "ProduceRequest.partition: expected int, got str"
+    assert answers[1].msg.message == "unknown message type 999"
     round_trip(client, server)  # the transport keeps working
 
 
@@ -249,8 +253,10 @@ def test_healing_the_link_restores_traffic(pair):
     _cut(client, "client", "server", drop=True)
     _cut(client, "client", "server", seq=2)  # a newer table without the cut
     seen = Collect(server)
-    client.request(server.endpoint, produce(), 2.0, now(), "server")
+    rid = client.request(server.endpoint, produce(), 2.0, now(), "server")
     pump([client, server], lambda: seen.responses, seen)
+    assert [r.request_id for r in seen.responses] == [rid] and seen.expired == []
+    assert client.counters()["filtered"] == 0
 
 
 def test_delay_holds_requests_and_replies(pair):
@@ -298,18 +304,12 @@ def test_reply_without_a_router_is_a_programming_error():
         t.close()
 
 
-def test_encode_is_what_travels(pair):
+def test_encode_is_what_travels(pair, raw):
     """A raw DEALER speaking the codec directly is served like any transport."""
     client, server = pair
-    raw = zmq.Context.instance().socket(zmq.DEALER)
-    raw.setsockopt(zmq.LINGER, 0)
-    raw.connect(server.endpoint)
-    try:
-        raw.send_multipart(encode(produce(9), 5, "raw"))
-        seen = Collect(server)
-        pump([server], lambda: seen.requests, seen)
-        assert raw.poll(int(WAIT * 1000))
-        answer = decode(raw.recv_multipart())
-        assert (answer.request_id, answer.source, answer.msg.base_offset) == (5, "server", 9)
-    finally:
-        raw.close(linger=0)
+    raw.send_multipart(encode(produce(9), 5, "raw"))
+    seen = Collect(server)
+    pump([server], lambda: seen.requests, seen)
+    assert raw.poll(int(WAIT * 1000))
+    answer = decode(raw.recv_multipart())
+    assert (answer.request_id, answer.source, answer.msg.base_offset) == (5, "server", 9)
