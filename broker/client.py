@@ -11,11 +11,17 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from broker.protocol.errors import Errors
-from broker.storage.batch import decode_batches, encode_record_set
-from broker.wire.messages import (
-    FetchPartition, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse,
-    PartitionMetadata, ProduceRequest, ProduceResponse,
+from broker.common.errors import Errors
+from broker.common.record_batch import decode_batches, encode_record_set
+from broker.protocol.messages import (
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    MetadataRequest,
+    MetadataResponse,
+    PartitionMetadata,
+    ProduceRequest,
+    ProduceResponse,
 )
 from broker.wire.transport import Expired, Response, Transport
 

@@ -11,7 +11,6 @@ crashes on a malformed message (the transport answers it with an error and count
 from __future__ import annotations
 
 import argparse
-import ctypes
 import logging
 import os
 import signal
@@ -21,28 +20,17 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from broker.common.errors import Errors
+from broker.common.lifetime import die_with_parent
 from broker.noderuntime.broker_io import BrokerIO
 from broker.noderuntime.config import NodeConfig
 from broker.noderuntime.controller_io import ControllerIO
 from broker.noderuntime.eventlog import EventLog
-from broker.protocol.errors import Errors
+from broker.protocol.messages import ControlRequest, ControlResponse, ErrorResponse
 from broker.wire.linkfilter import LinkFilter, LinkTable
-from broker.wire.messages import ControlRequest, ControlResponse, ErrorResponse
 from broker.wire.transport import Expired, Request, Response, Transport
 
-PR_SET_PDEATHSIG = 1
 log = logging.getLogger("isrlab.node")
-
-
-def die_with_parent(expected_parent: int) -> None:
-    """Ask the kernel to SIGKILL us when the supervisor dies; exit if it already has."""
-    try:
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    except OSError:
-        log.warning("prctl(PR_SET_PDEATHSIG) unavailable; relying on the parent watchdog")
-    if expected_parent and os.getppid() != expected_parent:
-        os._exit(3)
 
 
 class Node:

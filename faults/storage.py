@@ -20,8 +20,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from broker.noderuntime.broker_io import journal_path
 from broker.storage.durability import apply_power_loss
+from broker.storage.layout import journal_path
 
 log = logging.getLogger("isrlab.faults")
 MOUNT_SOURCE = "isrlab"

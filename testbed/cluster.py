@@ -21,10 +21,10 @@ import yaml
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from broker.client import ClusterClient, ProduceResult
+from broker.common.errors import Errors
 from broker.noderuntime.config import NodeConfig
-from broker.protocol.errors import Errors
+from broker.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
 from broker.wire.linkfilter import LinkTable
-from broker.wire.messages import CreateTopicsRequest, CreateTopicsResponse
 from faults.process import sigcont, sigkill, sigstop
 from faults.storage import TmpfsMounts
 from testbed.control import ControlClient

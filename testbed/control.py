@@ -5,8 +5,8 @@ import itertools
 import os
 import time
 
-from broker.protocol.errors import Errors
-from broker.wire.messages import ControlRequest, ControlResponse
+from broker.common.errors import Errors
+from broker.protocol.messages import ControlRequest, ControlResponse
 from broker.wire.transport import Expired, Response, Transport
 
 

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from broker.noderuntime.eventlog import JsonlAppender
+from broker.common.jsonl import JsonlAppender
 from faults import network
 from faults.schedule import ScheduledFault, fault_rng
 from faults.storage import disk_loss, lossy_crash_files

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Callable
 
 from broker.client import ClusterClient
-from broker.protocol.errors import Errors
+from broker.common.errors import Errors
+from broker.common.jsonl import JsonlAppender
+from broker.storage.layout import partition_dirs
 from broker.storage.log import read_partition_dir
-from broker.noderuntime.broker_io import PARTITION_DIR
-from broker.noderuntime.eventlog import JsonlAppender
 from testbed.history import History
 from testbed.status import ClusterStatus
 
@@ -57,13 +57,8 @@ def write_logs(path: Path, data_dirs: dict[str, Path]) -> int:
     out = JsonlAppender(path)
     n = 0
     for node, data_dir in sorted(data_dirs.items()):
-        if not data_dir.is_dir():
-            continue
-        for d in sorted(data_dir.iterdir()):
-            m = PARTITION_DIR.match(d.name)
-            if not d.is_dir() or not m:
-                continue
-            lines = [{"node": node, "topic": m["topic"], "partition": int(m["partition"]), "offset": o,
+        for topic, partition, d in partition_dirs(data_dir):
+            lines = [{"node": node, "topic": topic, "partition": partition, "offset": o,
                       "leader_epoch": e, "value": v.decode("utf-8", "replace")}
                      for o, e, v in read_partition_dir(d)]
             out.write_many(lines)

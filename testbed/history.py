@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from broker.noderuntime.eventlog import JsonlAppender
-from broker.protocol.errors import DEFINITE_PRODUCE_FAILURES, Errors
+from broker.common.errors import DEFINITE_PRODUCE_FAILURES, Errors
+from broker.common.jsonl import JsonlAppender
 
 
 def completion_type(error: Errors, appended: bool) -> str:

@@ -8,7 +8,7 @@ from typing import Callable
 
 import psutil
 
-from broker.noderuntime.eventlog import JsonlAppender
+from broker.common.jsonl import JsonlAppender
 
 
 class MetricsSampler:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import psutil
 
+
 def spawn(args: list[str], log_path: Path, cwd: Path | None = None) -> subprocess.Popen:
     """A child in its own session (a terminal's Ctrl-C goes to the supervisor only)."""
     log = open(log_path, "ab")

@@ -7,20 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    """Every complete line; a torn last line (a killed writer) is skipped."""
-    out = []
-    if not path.exists():
-        return out
-    for line in path.read_bytes().splitlines():
-        try:
-            out.append(orjson.loads(line))
-        except orjson.JSONDecodeError:
-            continue
-    return out
+from broker.common.jsonl import read_jsonl
 
 
 @dataclass

@@ -19,8 +19,8 @@ import zmq
 from tenacity import Retrying, retry_if_result, stop_after_attempt, wait_exponential
 
 from broker.client import ClusterClient, ProduceResult
-from broker.node import die_with_parent
-from broker.protocol.errors import RETRIABLE, Errors
+from broker.common.errors import RETRIABLE, Errors
+from broker.common.lifetime import die_with_parent
 from testbed.history import History
 
 _stop = False

@@ -3,10 +3,8 @@ controlled-shutdown sequence that ends with the clean-shutdown marker (R28, R37)
 from __future__ import annotations
 
 import logging
-import re
 import time
 import uuid
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -14,25 +12,25 @@ import orjson
 from broker.noderuntime.config import NodeConfig
 from broker.protocol.broker import BrokerConfig, BrokerState, LocalReplica, PendingFetch, PersistMetadata
 from broker.protocol.outputs import (
-    AppendBatches, AppendRecords, AssignEpoch, CheckpointHighWatermark, Outputs, Reply, Send, Truncate,
+    AppendBatches,
+    AppendRecords,
+    AssignEpoch,
+    CheckpointHighWatermark,
+    Outputs,
+    Reply,
+    Send,
+    Truncate,
 )
 from broker.storage.checkpoint import take_clean_shutdown, write_clean_shutdown
 from broker.storage.durability import Durability
 from broker.storage.flush import FlushPolicy
+from broker.storage.layout import METADATA_COPY_FILE, PARTITION_DIR, journal_path
 from broker.storage.log import PartitionLog
 
 if TYPE_CHECKING:
     from broker.node import Node
 
 log = logging.getLogger("isrlab.broker")
-PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
-METADATA_FILE = "__cluster_metadata.jsonl"
-
-
-def journal_path(data_dir: Path) -> Path:
-    """The durability journal lives beside the data directory: a tmpfs mount of the data
-    directory does not hide it, and disk-loss removes it explicitly (faults/storage.py)."""
-    return data_dir.with_name(data_dir.name + ".journal")
 
 
 class BrokerIO:
@@ -47,7 +45,7 @@ class BrokerIO:
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         previous = take_clean_shutdown(cfg.data_dir, self.durability)
         local = self._recover_logs(now)
-        self.metadata_path = cfg.data_dir / METADATA_FILE
+        self.metadata_path = cfg.data_dir / METADATA_COPY_FILE
         records = self._read_metadata_copy()
         self.metadata_fd = self.metadata_path.open("ab")
         t = cfg.timing

@@ -7,13 +7,13 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from broker.common.errors import Errors
 from broker.noderuntime.config import NodeConfig
 from broker.noderuntime.metadata_log import SingleNodeMetadataLog
 from broker.protocol.controller import AppendMetadata, Controller, ControllerConfig
-from broker.protocol.errors import Errors
+from broker.protocol.messages import MetadataFetchRequest, MetadataFetchResponse, MetadataRequest
 from broker.protocol.outputs import Outputs, Reply, Send
 from broker.protocol.records import from_dict, to_dict
-from broker.wire.messages import MetadataFetchRequest, MetadataFetchResponse, MetadataRequest
 
 if TYPE_CHECKING:
     from broker.node import Node

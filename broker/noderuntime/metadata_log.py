@@ -9,17 +9,14 @@ from pathlib import Path
 
 import orjson
 
+from broker.common.jsonl import read_jsonl
+
 
 class SingleNodeMetadataLog:
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.records: list[dict] = []
-        if path.exists():
-            for line in path.read_bytes().splitlines():
-                try:
-                    self.records.append(orjson.loads(line))
-                except orjson.JSONDecodeError:
-                    break  # torn last line of a crashed controller: not committed
+        # a torn last line of a crashed controller was never committed
+        self.records: list[dict] = read_jsonl(path, prefix_only=True)
         self.fd = path.open("ab")
 
     @property

@@ -12,19 +12,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.common.errors import Errors
 from broker.protocol.epochs import EpochHistory
-from broker.protocol.errors import Errors
 from broker.protocol.fetcher import FetcherManager
+from broker.protocol.messages import (
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    ErrorResponse,
+    FetchPartitionResult,
+    FetchRequest,
+    FetchResponse,
+    MetadataFetchRequest,
+    MetadataFetchResponse,
+    MetadataRequest,
+    ProduceRequest,
+    ProduceResponse,
+)
 from broker.protocol.metadata_image import MetadataImage, build_metadata_response
 from broker.protocol.outputs import Outputs, Reply, Send
 from broker.protocol.partition import Partition, PartitionConfig, ReadSpec
 from broker.protocol.records import BadRecord, PartitionRecord, from_dict
-from broker.wire.messages import (
-    AlterPartitionResponse, BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
-    BrokerRegistrationResponse, ErrorResponse, FetchPartitionResult, FetchRequest,
-    FetchResponse, MetadataFetchRequest, MetadataFetchResponse, MetadataRequest,
-    ProduceRequest, ProduceResponse,
-)
 
 CONTROLLER = "controller"
 

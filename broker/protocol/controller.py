@@ -20,9 +20,21 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from broker.common.errors import Errors
 from broker.protocol import partition_change
-from broker.protocol.errors import Errors
 from broker.protocol.heartbeats import BrokerHeartbeatManager
+from broker.protocol.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    ErrorResponse,
+    MetadataResponse,
+)
 from broker.protocol.metadata_image import MetadataImage, build_metadata_response
 from broker.protocol.outputs import Event, Outputs, Reply
 from broker.protocol.partition_change import BrokerStates, ElectionPolicy
@@ -34,18 +46,6 @@ from broker.protocol.records import (
     PartitionRecord,
     RegisterBrokerRecord,
     TopicRecord,
-)
-from broker.wire.messages import (
-    AlterPartitionRequest,
-    AlterPartitionResponse,
-    BrokerHeartbeatRequest,
-    BrokerHeartbeatResponse,
-    BrokerRegistrationRequest,
-    BrokerRegistrationResponse,
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-    ErrorResponse,
-    MetadataResponse,
 )
 
 FENCING_MODES = ("kraft", "zookeeper")

@@ -8,10 +8,10 @@ back each response, or None on a timeout or transport error.
 """
 from __future__ import annotations
 
-from broker.protocol.errors import Errors
+from broker.common.errors import Errors
+from broker.protocol.messages import FetchRequest, FetchResponse
 from broker.protocol.outputs import Outputs, Send
 from broker.protocol.partition import Partition
-from broker.wire.messages import FetchRequest, FetchResponse
 
 PartitionKey = tuple[str, int]
 

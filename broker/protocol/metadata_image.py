@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.protocol.errors import Errors
+from broker.common.errors import Errors
+from broker.protocol.messages import MetadataResponse, PartitionMetadata
 from broker.protocol.records import (
     BrokerRegistrationChangeRecord,
     MetadataRecord,
@@ -20,7 +21,6 @@ from broker.protocol.records import (
     RegisterBrokerRecord,
     TopicRecord,
 )
-from broker.wire.messages import MetadataResponse, PartitionMetadata
 
 
 @dataclass

@@ -13,19 +13,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from broker.common.errors import Errors
+from broker.common.record_batch import CorruptBatch, record_set_count, scan_batches
 from broker.protocol.epochs import EpochHistory
-from broker.protocol.errors import Errors
+from broker.protocol.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    DivergingEpoch,
+    FetchPartition,
+    FetchPartitionResult,
+    IsrMember,
+    ProduceRequest,
+    ProduceResponse,
+)
 from broker.protocol.outputs import (
-    AppendBatches, AppendRecords, AssignEpoch, CheckpointHighWatermark, Outputs, Reply, Send,
+    AppendBatches,
+    AppendRecords,
+    AssignEpoch,
+    CheckpointHighWatermark,
+    Outputs,
+    Reply,
+    Send,
     Truncate,
 )
 from broker.protocol.records import NO_LEADER, PartitionRecord
 from broker.protocol.replica_state import FollowerState, PendingProduce
-from broker.storage.batch import CorruptBatch, record_set_count, scan_batches
-from broker.wire.messages import (
-    AlterPartitionRequest, AlterPartitionResponse, DivergingEpoch, FetchPartition,
-    FetchPartitionResult, IsrMember, ProduceRequest, ProduceResponse,
-)
 
 LEADER = "leader"
 FOLLOWER = "follower"

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import orjson
 
-from broker.storage import batch as batch_format
+from broker.common import record_batch as batch_format
 
 FSYNC_MODES = ("real", "simulated")
 LOSS_MODES = ("unsynced", "partial", "torn")

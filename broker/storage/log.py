@@ -18,9 +18,7 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.protocol.epochs import EpochHistory
-from broker.storage import checkpoint
-from broker.storage.batch import (
+from broker.common.record_batch import (
     BatchInfo,
     CorruptBatch,
     iter_records,
@@ -28,9 +26,12 @@ from broker.storage.batch import (
     scan_batches,
     stamp_batch,
 )
+from broker.protocol.epochs import EpochHistory
+from broker.storage import checkpoint
 from broker.storage.durability import Durability
 from broker.storage.epoch_cache import LeaderEpochCache
 from broker.storage.flush import FlushPolicy
+from broker.storage.layout import partition_dir_name
 from broker.storage.segment import Segment, parse_segment_name
 
 
@@ -77,7 +78,7 @@ class PartitionLog:
              flush_policy: FlushPolicy, durability: Durability,
              now: float) -> tuple["PartitionLog", RecoveryReport]:
         """Open (creating if needed) and recover the log of one partition."""
-        name = f"{topic}-{partition}"
+        name = partition_dir_name(topic, partition)
         directory = Path(data_dir) / name
         directory.mkdir(parents=True, exist_ok=True)
         recovery_point, rp_problem = checkpoint.read_recovery_point(directory)

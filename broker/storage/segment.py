@@ -12,7 +12,7 @@ from array import array
 from bisect import bisect_right
 from pathlib import Path
 
-from broker.storage.batch import BatchInfo
+from broker.common.record_batch import BatchInfo
 from broker.storage.durability import Durability, write_all
 
 SUFFIX = ".log"

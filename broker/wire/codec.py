@@ -30,9 +30,9 @@ from typing import Any, Callable, Sequence
 
 import msgpack
 
-from broker.protocol.errors import Errors
-from broker.wire import messages
-from broker.wire.messages import MESSAGE_TYPES, NESTED
+from broker.common.errors import Errors
+from broker.protocol import messages
+from broker.protocol.messages import MESSAGE_TYPES, NESTED
 
 VERSION = 1
 #: Header slots before the message's fields: version, type id, request id, source.

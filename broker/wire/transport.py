@@ -29,10 +29,10 @@ from typing import Any, Callable
 
 import zmq
 
-from broker.protocol.errors import Errors
+from broker.common.errors import Errors
+from broker.protocol.messages import ErrorResponse
 from broker.wire.codec import DecodeError, decode, encode
 from broker.wire.linkfilter import LinkFilter, Verdict
-from broker.wire.messages import ErrorResponse
 
 #: Messages a socket may queue per peer before sends fail with EAGAIN: a deep enough
 #: pipeline for replication, small enough that a stuck peer cannot eat the memory.

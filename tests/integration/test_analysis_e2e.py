@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.protocol.errors import Errors
+from broker.common.errors import Errors
 from faults.schedule import ScheduledFault
 from testbed.analysis import RunVerdict, analyze_runs
 from testbed.cluster import Cluster

@@ -14,10 +14,10 @@ import psutil
 import pytest
 import yaml
 
-from tests.integration.conftest import TIME_SCALE, topology_dict
+from broker.common.jsonl import read_jsonl
 from testbed.experiment import run_experiment
-from testbed.summary import read_jsonl
 from testbed.topology import parse_topology
+from tests.integration.conftest import TIME_SCALE, topology_dict
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]

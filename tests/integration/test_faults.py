@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from broker.protocol.errors import Errors
-from broker.wire.messages import PartitionMetadata
+from broker.common.errors import Errors
+from broker.common.jsonl import read_jsonl
+from broker.protocol.messages import PartitionMetadata
 from faults.schedule import ScheduledFault
 from testbed.cluster import Cluster
 from testbed.faultrunner import FaultRunner
-from testbed.summary import read_jsonl
 from tests.integration.test_replication import committed_logs, produce_n
 
 pytestmark = pytest.mark.integration

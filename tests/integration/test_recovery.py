@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from broker.common.jsonl import read_jsonl
 from tests.integration.test_replication import committed_logs, produce_n
-from testbed.summary import read_jsonl
 
 pytestmark = pytest.mark.integration
 

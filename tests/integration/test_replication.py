@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.protocol.errors import Errors
+from broker.common.errors import Errors
 from broker.storage.log import read_partition_dir
 from testbed.cluster import Cluster
 

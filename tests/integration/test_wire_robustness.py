@@ -7,9 +7,9 @@ import time
 import pytest
 import zmq
 
-from broker.protocol.errors import Errors
+from broker.common.errors import Errors
+from broker.protocol.messages import ErrorResponse
 from broker.wire.codec import Decoded, decode
-from broker.wire.messages import ErrorResponse
 
 pytestmark = pytest.mark.integration
 

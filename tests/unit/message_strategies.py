@@ -12,7 +12,7 @@ from dataclasses import fields, is_dataclass
 
 from hypothesis import strategies as st
 
-from broker.wire import messages
+from broker.protocol import messages
 
 Simple = dict[typing.Any, st.SearchStrategy]
 

@@ -7,17 +7,27 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from broker.common.record_batch import (
+    build_batch,
+    decode_batches,
+    encode_record_set,
+    scan_batches,
+    stamp_batch,
+)
 from broker.protocol.epochs import EpochHistory
+from broker.protocol.messages import FetchPartitionResult, ProduceRequest
 from broker.protocol.outputs import (
-    AppendBatches, AppendRecords, AssignEpoch, CheckpointHighWatermark, Outputs, Reply, Send,
+    AppendBatches,
+    AppendRecords,
+    AssignEpoch,
+    CheckpointHighWatermark,
+    Outputs,
+    Reply,
+    Send,
     Truncate,
 )
 from broker.protocol.partition import Partition, PartitionConfig, ReadSpec
 from broker.protocol.records import PartitionRecord
-from broker.storage.batch import (
-    build_batch, decode_batches, encode_record_set, scan_batches, stamp_batch,
-)
-from broker.wire.messages import FetchPartitionResult, ProduceRequest
 
 TOPIC = "orders"
 BROKER_EPOCHS = {1: 101, 2: 102, 3: 103}

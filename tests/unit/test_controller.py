@@ -1,9 +1,7 @@
 """The active controller: R19, R23-R25, R27, R29-R31, R37, topic creation, held replies."""
+from broker.common.errors import Errors
 from broker.protocol.controller import AppendMetadata, Controller, ControllerConfig
-from broker.protocol.errors import Errors
-from broker.protocol.outputs import Outputs
-from broker.protocol.records import NO_LEADER, PartitionRecord, RegisterBrokerRecord
-from broker.wire.messages import (
+from broker.protocol.messages import (
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
@@ -12,6 +10,8 @@ from broker.wire.messages import (
     FetchRequest,
     IsrMember,
 )
+from broker.protocol.outputs import Outputs
+from broker.protocol.records import NO_LEADER, PartitionRecord, RegisterBrokerRecord
 
 TIMEOUT = 1.0
 

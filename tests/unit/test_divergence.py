@@ -10,10 +10,15 @@ for (several rounds, an empty follower, a former leader's empty epoch) come afte
 """
 from __future__ import annotations
 
+from broker.protocol.messages import DivergingEpoch
 from broker.protocol.partition import PartitionConfig
-from broker.wire.messages import DivergingEpoch
 from tests.unit.partition_harness import (
-    Replica, apply_record, build_log, fetch_round, fetch_until_stable, record,
+    Replica,
+    apply_record,
+    build_log,
+    fetch_round,
+    fetch_until_stable,
+    record,
 )
 
 CONFIG = PartitionConfig(min_insync_replicas=1, replica_lag_max=10.0)

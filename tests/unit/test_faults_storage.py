@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from broker.noderuntime.broker_io import journal_path
-from broker.storage.batch import encode_record_set, scan_batches
+from broker.common.record_batch import encode_record_set, scan_batches
 from broker.storage.checkpoint import write_clean_shutdown
 from broker.storage.durability import Durability
 from broker.storage.flush import FlushPolicy
+from broker.storage.layout import journal_path
 from broker.storage.log import PartitionLog, read_partition_dir
 from faults import storage
 from faults.storage import (

@@ -1,13 +1,13 @@
 """FetcherManager: fetch sessions per leader broker (seed 002 section 2.2.1, R7, R10)."""
 from __future__ import annotations
 
-from broker.protocol.errors import Errors
-from broker.protocol.fetcher import FetcherManager
-from broker.protocol.partition import Partition, PartitionConfig
+from broker.common.errors import Errors
+from broker.common.record_batch import build_batch
 from broker.protocol.epochs import EpochHistory
+from broker.protocol.fetcher import FetcherManager
+from broker.protocol.messages import DivergingEpoch, FetchPartitionResult, FetchResponse
+from broker.protocol.partition import Partition, PartitionConfig
 from broker.protocol.records import PartitionRecord
-from broker.storage.batch import build_batch
-from broker.wire.messages import DivergingEpoch, FetchPartitionResult, FetchResponse
 
 CONFIG = PartitionConfig(min_insync_replicas=1, replica_lag_max=10.0)
 EPOCHS = {1: 101, 2: 102, 3: 103}

@@ -1,7 +1,7 @@
 """MetadataImage (R3) and the metadata response built from it."""
 import pytest
 
-from broker.protocol.errors import Errors
+from broker.common.errors import Errors
 from broker.protocol.metadata_image import MetadataImage, OutOfOrderRecord, build_metadata_response
 from broker.protocol.records import (
     BrokerRegistrationChangeRecord,

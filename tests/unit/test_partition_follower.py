@@ -3,13 +3,19 @@ from __future__ import annotations
 
 import json
 
-from broker.protocol.errors import Errors
+from broker.common.errors import Errors
+from broker.common.record_batch import build_batch
+from broker.protocol.messages import DivergingEpoch, FetchPartition, FetchPartitionResult
 from broker.protocol.outputs import AppendBatches, AssignEpoch, Truncate
 from broker.protocol.partition import PartitionConfig
-from broker.storage.batch import build_batch
-from broker.wire.messages import DivergingEpoch, FetchPartition, FetchPartitionResult
 from tests.unit.partition_harness import (
-    TOPIC, Replica, apply_record, build_log, fetch_round, produce, record,
+    TOPIC,
+    Replica,
+    apply_record,
+    build_log,
+    fetch_round,
+    produce,
+    record,
 )
 
 EPOCH_MODE = PartitionConfig(min_insync_replicas=1, replica_lag_max=10.0)

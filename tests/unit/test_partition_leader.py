@@ -1,15 +1,26 @@
 """The leader side of Partition: R8, R11, R14-R21."""
 from __future__ import annotations
 
-from broker.protocol.errors import Errors
+from broker.common.errors import Errors
+from broker.common.record_batch import build_batch
+from broker.protocol.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    FetchPartition,
+    IsrMember,
+    ProduceRequest,
+)
 from broker.protocol.outputs import AppendRecords, AssignEpoch, Send
 from broker.protocol.partition import PartitionConfig, ReadSpec
-from broker.storage.batch import build_batch
-from broker.wire.messages import (
-    AlterPartitionRequest, AlterPartitionResponse, FetchPartition, IsrMember, ProduceRequest,
-)
 from tests.unit.partition_harness import (
-    BROKER_EPOCHS, TOPIC, Replica, apply_record, build_log, fetch_round, produce, record,
+    BROKER_EPOCHS,
+    TOPIC,
+    Replica,
+    apply_record,
+    build_log,
+    fetch_round,
+    produce,
+    record,
 )
 
 

@@ -10,19 +10,19 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from broker.common.errors import Errors
+from broker.common.record_batch import build_batch, encode_record_set
 from broker.protocol.broker import BrokerConfig, BrokerState
 from broker.protocol.controller import AppendMetadata, Controller, ControllerConfig
-from broker.protocol.errors import Errors
-from broker.protocol.outputs import Outputs
-from broker.protocol.records import to_dict
-from broker.storage.batch import build_batch, encode_record_set
-from broker.wire.messages import (
+from broker.protocol.messages import (
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     CreateTopicsRequest,
     MetadataFetchResponse,
 )
+from broker.protocol.outputs import Outputs
+from broker.protocol.records import to_dict
 from tests.unit.message_strategies import any_message
 
 SMALL_INT = st.integers(-3, 40)

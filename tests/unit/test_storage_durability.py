@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.storage.batch import build_batch, scan_batches
+from broker.common.record_batch import build_batch, scan_batches
 from broker.storage.durability import Durability, JournalEntry, apply_power_loss, read_journal
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from broker.storage.batch import decode_batches, encode_record_set, scan_batches
+from broker.common.record_batch import decode_batches, encode_record_set, scan_batches
 from broker.storage.durability import Durability, apply_power_loss
 from broker.storage.flush import FlushPolicy
 from broker.storage.log import PartitionLog, read_partition_dir

@@ -11,13 +11,18 @@ import msgpack
 import pytest
 import zmq
 
-from broker.protocol.errors import Errors
+from broker.common.errors import Errors
+from broker.protocol.messages import (
+    MESSAGE_TYPES,
+    ErrorResponse,
+    FetchPartitionResult,
+    FetchResponse,
+    MetadataRequest,
+    ProduceRequest,
+    ProduceResponse,
+)
 from broker.wire.codec import VERSION, decode, encode
 from broker.wire.linkfilter import LinkFilter, LinkRule, LinkTable
-from broker.wire.messages import (
-    MESSAGE_TYPES, ErrorResponse, FetchPartitionResult, FetchResponse, MetadataRequest,
-    ProduceRequest, ProduceResponse,
-)
 from broker.wire.transport import Expired, Request, Response, Transport
 
 now = time.monotonic

@@ -6,10 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.protocol.errors import Errors
-from broker.wire import messages
-from broker.wire.codec import VERSION, Decoded, DecodeError, decode, encode
-from broker.wire.messages import (
+from broker.common.errors import Errors
+from broker.protocol import messages
+from broker.protocol.messages import (
     MESSAGE_TYPES,
     BrokerHeartbeatRequest,
     DivergingEpoch,
@@ -20,6 +19,7 @@ from broker.wire.messages import (
     FetchResponse,
     ProduceRequest,
 )
+from broker.wire.codec import VERSION, Decoded, DecodeError, decode, encode
 from tests.unit.message_strategies import any_message
 from tests.unit.message_strategies import message_strategy as shared_message_strategy
 

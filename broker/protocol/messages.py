@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from broker.protocol.errors import Errors
-
-NO_LEADER = -1
+from broker.common.errors import Errors
+from broker.protocol.records import NO_LEADER
 
 
 # ---------------------------------------------------------------- broker <-> broker: replication
@@ -68,7 +67,7 @@ class ProduceRequest:
     partition: int
     acks: int  # 0, 1 or -1 (all)
     timeout_ms: int
-    records: bytes  # a record set: broker.storage.batch.encode_record_set
+    records: bytes  # a record set: broker.common.record_batch.encode_record_set
 
 
 @dataclass

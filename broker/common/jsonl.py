@@ -1,0 +1,57 @@
+"""JSON Lines files, the one way isrlab writes and reads them.
+
+Every record file of a run (history, events, faults, metrics, the final logs) and every
+node's own logs of JSON (the metadata log and its broker copies) is one JSON object (or
+array) a line. Writers append through their own O_APPEND descriptor with one `write` per
+call, so lines of several processes never interleave and a SIGKILLed writer leaves every
+line whose `write` returned (the page cache survives SIGKILL). The only damage a reader
+can meet is a line cut short by a killed writer; `read_jsonl` says what to do with it.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+
+class JsonlAppender:
+    """Appends JSON lines to one file, creating it (and its directory) if needed."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, obj: Any) -> None:
+        os.write(self.fd, orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE))
+
+    def write_many(self, objs: list[Any]) -> None:
+        if objs:
+            os.write(self.fd, b"".join(orjson.dumps(o, option=orjson.OPT_APPEND_NEWLINE) for o in objs))
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+def read_jsonl(path: Path, prefix_only: bool = False) -> list[Any]:
+    """Every line of `path` that parses; [] when the file does not exist.
+
+    A file many processes append to (history, events) can hold a torn line of a killed
+    writer with good lines of others after it: those are kept (`prefix_only=False`). A log
+    with one writer (the metadata log, a broker's copy of it) is trusted only up to its
+    first torn line (`prefix_only=True`): what follows is not known to have been written
+    in order, and is fetched or rebuilt instead.
+    """
+    out: list[Any] = []
+    if not path.exists():
+        return out
+    for line in path.read_bytes().splitlines():
+        try:
+            out.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            if prefix_only:
+                break
+    return out
