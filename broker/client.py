@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from broker.common.errors import Errors
 from broker.common.record_batch import decode_batches, encode_record_set
 from broker.protocol.messages import (
+    ACKS,
     FetchPartition,
     FetchRequest,
     FetchResponse,
@@ -24,8 +25,6 @@ from broker.protocol.messages import (
     ProduceResponse,
 )
 from broker.wire.transport import Expired, Response, Transport
-
-ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
 
 
 @dataclass
@@ -106,7 +105,7 @@ class ClusterClient:
         timeout = self.request_timeout if timeout is None else timeout
         req = ProduceRequest(topic, partition, ACKS[str(acks)], int(timeout * 1000),
                              encode_record_set([v.encode() for v in values]))
-        if req.acks == 0:
+        if not req.expects_response:
             self.transport.request(self.brokers[leader], req, timeout, time.monotonic(), dest_name=f"broker-{leader}")
             return ProduceResult(Errors.NONE, leader=leader, appended=True)
         resp = self.request(leader, req, timeout + 0.5)

@@ -1,12 +1,18 @@
-"""The node runtime: one OS process per broker or controller.
+"""The node runtime: one OS process per broker or controller, and its one loop.
 
 `python -m broker.node --config <run>/nodes/<name>.json`
 
-Everything the pure state machines ask for happens here, in their order (disk, then
-messages, then events): the event loop, the timers, the ZeroMQ sockets, the logs on disk
-and the records of `events.jsonl`. A node dies with its supervisor (PR_SET_PDEATHSIG plus a
-parent watchdog), answers only the supervisor's token on its control socket, and never
-crashes on a malformed message (the transport answers it with an error and counts it).
+The loop is the node's single executor. It feeds the role (a pure state machine behind a
+thin adapter, `broker/noderuntime/`) its inputs: ticks, requests, responses, timeouts and
+the supervisor's control requests. Every `Outputs` that comes back is carried out here and
+nowhere else, always in the same order: make durable (the adapter's `persist`), then send,
+then record the events, then stop if asked. What a disk operation triggers (a metadata
+commit) is carried out next, in the same order, never from inside another. A request to a
+peer that has no address fails on the next turn of the loop, as a timeout would.
+
+A node dies with its supervisor (PR_SET_PDEATHSIG plus a parent watchdog), answers only the
+supervisor's token on its control socket, and never crashes on a malformed message (the
+transport answers it with an error and counts it).
 """
 from __future__ import annotations
 
@@ -17,25 +23,41 @@ import signal
 import sys
 import time
 import traceback
+from collections import deque
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from broker.common.errors import Errors
 from broker.common.lifetime import die_with_parent
-from broker.noderuntime.broker_io import BrokerIO
+from broker.noderuntime.broker_role import BrokerRole
 from broker.noderuntime.config import NodeConfig
-from broker.noderuntime.controller_io import ControllerIO
+from broker.noderuntime.controller_role import ControllerRole
 from broker.noderuntime.eventlog import EventLog
 from broker.protocol.messages import ControlRequest, ControlResponse, ErrorResponse
+from broker.protocol.outputs import Outputs, Send
 from broker.wire.linkfilter import LinkFilter, LinkTable
 from broker.wire.transport import Expired, Request, Response, Transport
 
 log = logging.getLogger("isrlab.node")
+#: the request timeout of a Send that names none
+DEFAULT_REQUEST_TIMEOUT = 2.0
+
+
+class Role(Protocol):
+    """What the loop needs of a role: inputs in, `Outputs` back, and the I/O it delegates."""
+
+    def start(self, now: float) -> Outputs: ...
+    def tick(self, now: float) -> Outputs: ...
+    def on_request(self, handle: Any, msg: Any, now: float) -> Outputs: ...
+    def on_response(self, correlation: Any, msg: Any, now: float) -> Outputs: ...
+    def begin_shutdown(self, now: float) -> Outputs: ...
+    def persist(self, op: Any, now: float) -> Outputs: ...
+    def body(self, message: Any) -> Any: ...
+    def status(self) -> dict: ...
+    def close(self) -> None: ...
 
 
 class Node:
-    """The event loop shared by both roles; the role object does the role's I/O."""
-
     TICK = 0.005
 
     def __init__(self, cfg: NodeConfig) -> None:
@@ -44,38 +66,58 @@ class Node:
         self.link_filter = LinkFilter()
         self.transport = Transport(cfg.name, bind=cfg.endpoint, link_filter=self.link_filter)
         self.control = Transport(f"{cfg.name}/control", bind=cfg.control_endpoint)
+        self.role: Role = BrokerRole(cfg) if cfg.kind == "broker" else ControllerRole(cfg)
+        #: request id -> the correlation the role gave its Send
         self.correlations: dict[int, Any] = {}
-        self.role: BrokerIO | ControllerIO
-        if cfg.kind == "broker":
-            self.role = BrokerIO(cfg, self)
-        else:
-            self.role = ControllerIO(cfg, self)
+        #: correlations of Sends that had nowhere to go: failed on the next turn
+        self.undeliverable: list[Any] = []
         self.exit_code: int | None = None
 
-    # ---------------------------------------------------------------- sending
-    def send(self, destination: Any, message: Any, correlation: Any, timeout_ms: int | None) -> None:
-        name = self.cfg.peer_name(destination)
+    # ---------------------------------------------------------------- the executor
+    def execute(self, out: Outputs) -> None:
+        """Carry out `out` (disk, then send, then record, then stop), then what it triggered."""
+        pending = deque([out])
+        while pending:
+            out = pending.popleft()
+            now = time.monotonic()
+            for op in out.disk:
+                triggered = self.role.persist(op, now)
+                if triggered:
+                    pending.append(triggered)
+            for m in out.messages:
+                if isinstance(m, Send):
+                    self._send(m)
+                else:
+                    self.transport.reply(m.ctx, self.role.body(m.message))
+            for ev in out.events:
+                self.events.record(ev.kind, ev.fields)
+            if out.stop is not None and self.exit_code is None:
+                self.exit_code = out.stop
+
+    def _send(self, m: Send) -> None:
+        name = self.cfg.peer_name(m.destination)
         endpoint = self.cfg.peers.get(name) if name else None
-        timeout = (timeout_ms or 2000) / 1000.0
         if endpoint is None:
-            # An unknown destination is a timeout the state machine already handles.
-            self.role.on_response(correlation, None, time.monotonic())
+            self.undeliverable.append(m.correlation)
             return
-        rid = self.transport.request(endpoint, message, timeout, time.monotonic(), dest_name=name)
-        self.correlations[rid] = correlation
+        timeout = (m.timeout_ms / 1000.0) if m.timeout_ms else DEFAULT_REQUEST_TIMEOUT
+        rid = self.transport.request(endpoint, m.message, timeout, time.monotonic(), dest_name=name)
+        self.correlations[rid] = m.correlation
 
-    def reply(self, handle: Any, message: Any) -> None:
-        self.transport.reply(handle, message)
-
-    # ---------------------------------------------------------------- loop
+    # ---------------------------------------------------------------- the loop
     def run(self) -> int:
+        self.execute(self.role.start(time.monotonic()))
         next_tick = 0.0
         while self.exit_code is None:
             now = time.monotonic()
+            if self.undeliverable:
+                failed, self.undeliverable = self.undeliverable, []
+                for correlation in failed:
+                    self.execute(self.role.on_response(correlation, None, now))
             if now >= next_tick:
-                self.role.tick(now)
+                self.execute(self.role.tick(now))
                 next_tick = now + self.TICK
-            deadline = next_tick
+            deadline = now if self.undeliverable else next_tick
             nd = self.transport.next_deadline()
             if nd is not None:
                 deadline = min(deadline, nd)
@@ -93,16 +135,14 @@ class Node:
     def _dispatch(self, item: Any) -> None:
         now = time.monotonic()
         if isinstance(item, Request):
-            self.role.on_request(item.handle, item.msg, now)
-        elif isinstance(item, Response):
-            corr = self.correlations.pop(item.request_id, None)
-            if corr is not None:
-                self.role.on_response(corr, item.msg, now)
-        elif isinstance(item, Expired):
-            corr = self.correlations.pop(item.request_id, None)
-            if corr is not None:
-                self.role.on_response(corr, None, now)
+            self.execute(self.role.on_request(item.handle, item.msg, now))
+        elif isinstance(item, (Response, Expired)):
+            correlation = self.correlations.pop(item.request_id, None)
+            if correlation is not None:
+                msg = item.msg if isinstance(item, Response) else None
+                self.execute(self.role.on_response(correlation, msg, now))
 
+    # ---------------------------------------------------------------- the supervisor's control socket
     def _on_control(self, item: Request) -> None:
         msg = item.msg
         if not isinstance(msg, ControlRequest) or msg.token != self.cfg.token:
@@ -125,11 +165,12 @@ class Node:
             table = LinkTable.from_dict(args["table"])
             return {"applied": self.link_filter.update(table)}
         if op == "shutdown":
-            self.role.begin_shutdown(time.monotonic())
+            self.execute(self.role.begin_shutdown(time.monotonic()))
             return {"accepted": True}
         raise ValueError(f"unknown control op {op!r}")
 
     def finish(self, code: int) -> None:
+        """SIGTERM: leave the loop at its next turn."""
         self.exit_code = code
 
     def close(self) -> None:

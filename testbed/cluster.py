@@ -10,6 +10,7 @@ Every wait is on a condition with a deadline scaled by the run's time scale.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import secrets
 import socket
@@ -22,8 +23,9 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 
 from broker.client import ClusterClient, ProduceResult
 from broker.common.errors import Errors
-from broker.noderuntime.config import NodeConfig
-from broker.protocol.messages import CreateTopicsRequest, CreateTopicsResponse
+from broker.noderuntime.config import NodeConfig, StorageSettings
+from broker.protocol.messages import CreateTopicsRequest, CreateTopicsResponse, NewTopic
+from broker.protocol.settings import Timeouts
 from broker.wire.linkfilter import LinkTable
 from faults.process import sigcont, sigkill, sigstop
 from faults.storage import TmpfsMounts
@@ -33,11 +35,16 @@ from testbed.metrics import MetricsSampler
 from testbed.procs import Registry, kill_tree, reap_leftovers, spawn
 from testbed.rundir import RunDir, new_run_id
 from testbed.status import ClusterStatus
-from testbed.topology import NodeSpec, Topology, load_topology
+from testbed.topology import NodeSpec, Timing, Topology, load_topology
 
 
 class ClusterError(RuntimeError):
     pass
+
+
+def node_timeouts(timing: Timing) -> Timeouts:
+    """The node's timeouts: the topology's `timing:`, Kafka's defaults for the rest."""
+    return Timeouts(**{f.name: getattr(timing, f.name) for f in dataclasses.fields(timing)})
 
 
 def _free_port() -> int:
@@ -55,7 +62,6 @@ class Cluster:
         self.runs_dir = Path(runs_dir)
         self.run_id = new_run_id(topology.name, topology.seed)
         self.dir = RunDir(Path(run_dir) if run_dir else self.runs_dir / self.run_id)
-        self.timing = topology.timing.scaled(time_scale)
         self.token = secrets.token_hex(16)
         self.procs: dict[str, subprocess.Popen] = {}
         #: workload client processes, sampled into metrics.jsonl with the nodes
@@ -137,15 +143,10 @@ class Cluster:
             else:
                 endpoints[spec.name] = (f"ipc://{sockdir}/{spec.name}.sock", f"ipc://{sockdir}/{spec.name}.control.sock")
         peers = {name: ep[0] for name, ep in endpoints.items()}
-        timing = {k: getattr(self.timing, k) for k in (
-            "heartbeat_interval", "session_timeout", "replica_lag_max", "fetch_max_wait",
-            "hw_checkpoint_interval", "unclean_recovery_timeout")}
-        protocol = {"truncation": t.protocol.truncation, "elr": t.protocol.elr,
-                    "unclean_leader_election": t.protocol.unclean_leader_election,
-                    "unclean_recovery": t.protocol.unclean_recovery, "fencing": t.protocol.fencing}
-        storage = {"fsync": t.storage.fsync, "writeback": t.storage.writeback * self.time_scale,
-                   "segment_bytes": t.storage.segment_bytes}
-        topics = {tp.name: {"flush": tp.flush.to_dict()} for tp in t.topics}
+        timeouts = node_timeouts(t.timing).scaled(self.time_scale)
+        storage = StorageSettings(fsync=t.storage.fsync, writeback=t.storage.writeback * self.time_scale,
+                                  segment_bytes=t.storage.segment_bytes)
+        flush = {tp.name: tp.flush for tp in t.topics}
         controller = t.cluster.controllers[0].name
         for spec in self.nodes():
             cfg = NodeConfig(
@@ -153,7 +154,7 @@ class Cluster:
                 data_dir=self.dir.data_dir(spec.name).resolve(), endpoint=endpoints[spec.name][0],
                 control_endpoint=endpoints[spec.name][1], token=self.token,
                 supervisor_pid=os.getpid(), peers=peers, controller=controller,
-                timing=timing, protocol=protocol, storage=storage, topics=topics, placement_seed=t.seed)
+                timeouts=timeouts, protocol=t.protocol, storage=storage, flush=flush, placement_seed=t.seed)
             self.configs[spec.name] = cfg
             (self.dir.nodes / f"{spec.name}.json").write_text(cfg.to_json())
 
@@ -185,13 +186,11 @@ class Cluster:
         return {n: p.pid for n, p in procs.items() if p.poll() is None}
 
     def _create_topics(self) -> None:
-        topics = []
-        for tp in self.topology.topics:
-            topics.append({"name": tp.name, "partitions": tp.partitions,
-                           "replication_factor": tp.replication_factor,
-                           "min_insync_replicas": tp.min_insync_replicas, "placement": tp.placement,
-                           "assignment": {str(k): list(v) for k, v in (tp.assignment or {}).items()} or None,
-                           "config": {"flush": tp.flush.to_dict()}})
+        topics = [NewTopic(name=tp.name, partitions=tp.partitions, replication_factor=tp.replication_factor,
+                           min_insync_replicas=tp.min_insync_replicas, placement=tp.placement,
+                           assignment={str(k): list(v) for k, v in (tp.assignment or {}).items()} or None,
+                           config={"flush": tp.flush.to_dict()})
+                  for tp in self.topology.topics]
         assert self.control is not None
         ctl = self.configs[self.topology.cluster.controllers[0].name].endpoint
         resp = self.control.request(ctl, CreateTopicsRequest(topics), timeout=self.scaled(5))

@@ -1,7 +1,9 @@
 """A node's configuration, written by the supervisor as `<run>/nodes/<name>.json`.
 
-Parsed once here into a typed object (STYLE: configuration is parsed at the edge); the
-timeouts in it are already multiplied by the run's `--time-scale`.
+Built once from the topology by the supervisor and parsed once here into typed objects
+(STYLE: configuration is parsed at the edge): the protocol settings and every timeout
+(already multiplied by the run's `--time-scale`) in the protocol's own types, so neither
+role reads a raw value or repeats a default.
 """
 from __future__ import annotations
 
@@ -9,6 +11,17 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from broker.common.names import broker_name
+from broker.protocol.settings import ProtocolSettings, Timeouts
+from broker.storage.flush import FlushPolicy
+
+
+@dataclass(frozen=True)
+class StorageSettings:
+    fsync: str = "simulated"  # real | simulated (DESIGN section 4)
+    writeback: float = 5.0  # seconds, scaled
+    segment_bytes: int = 1 << 20
 
 
 @dataclass
@@ -26,11 +39,11 @@ class NodeConfig:
     #: node name -> endpoint, every node of the cluster (itself included)
     peers: dict[str, str]
     controller: str  # the name of the active controller
-    timing: dict[str, float]  # seconds, scaled
-    protocol: dict[str, Any]
-    storage: dict[str, Any]  # fsync, writeback (s), segment_bytes
-    #: topic -> {"flush": FlushPolicy.to_dict()}
-    topics: dict[str, dict] = field(default_factory=dict)
+    timeouts: Timeouts
+    protocol: ProtocolSettings
+    storage: StorageSettings
+    #: topic -> its flush policy
+    flush: dict[str, FlushPolicy] = field(default_factory=dict)
     placement_seed: int = 0
 
     def peer_name(self, destination: Any) -> str | None:
@@ -38,7 +51,7 @@ class NodeConfig:
         if destination == "controller":
             return self.controller
         if isinstance(destination, int):
-            return f"broker-{destination}"
+            return broker_name(destination)
         if isinstance(destination, str) and destination in self.peers:
             return destination
         return None
@@ -54,4 +67,10 @@ class NodeConfig:
         d = json.loads(Path(path).read_text())
         d["run_dir"] = Path(d["run_dir"])
         d["data_dir"] = Path(d["data_dir"])
+        t = d["timeouts"]
+        t["controller_election_timeout"] = tuple(t["controller_election_timeout"])
+        d["timeouts"] = Timeouts(**t)
+        d["protocol"] = ProtocolSettings(**d["protocol"])
+        d["storage"] = StorageSettings(**d["storage"])
+        d["flush"] = {topic: FlushPolicy(**policy) for topic, policy in d["flush"].items()}
         return cls(**d)

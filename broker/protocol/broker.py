@@ -32,26 +32,21 @@ from broker.protocol.messages import (
     ProduceResponse,
 )
 from broker.protocol.metadata_image import MetadataImage, build_metadata_response
-from broker.protocol.outputs import Outputs, Reply, Send
+from broker.protocol.outputs import CleanShutdown, Outputs, PersistMetadata, Reply, Send
 from broker.protocol.partition import Partition, PartitionConfig, ReadSpec
 from broker.protocol.records import BadRecord, PartitionRecord, from_dict
+from broker.protocol.settings import ProtocolSettings, Timeouts
 
 CONTROLLER = "controller"
 
 
-@dataclass
+@dataclass(frozen=True)
 class BrokerConfig:
     broker_id: int
     rack: str | None
     incarnation_id: str
-    heartbeat_interval: float
-    session_timeout: float
-    replica_lag_max: float
-    fetch_max_wait: float
-    truncation: str = "leader-epoch"
-    elr: bool = True
-    request_timeout: float = 2.0
-    hw_checkpoint_interval: float = 5.0  # replica.high.watermark.checkpoint.interval.ms
+    timeouts: Timeouts = Timeouts()
+    protocol: ProtocolSettings = ProtocolSettings()
 
 
 @dataclass
@@ -68,12 +63,6 @@ class PendingFetch:
     """A fetch response whose record bytes the runtime still has to read from the logs."""
     response: FetchResponse
     reads: list[ReadSpec | None]
-
-
-@dataclass
-class PersistMetadata:
-    """Disk op: append these (offset, record) pairs to the broker's metadata log copy (R22)."""
-    records: list[tuple[int, dict]]
 
 
 @dataclass
@@ -101,7 +90,9 @@ class BrokerState:
         self.want_shutdown = False
         self.local = dict(local)
         self.partitions: dict[tuple[str, int], Partition] = {}
-        self.fetchers = FetcherManager(self.broker_id)
+        t = config.timeouts
+        self.fetchers = FetcherManager(self.broker_id, backoff=t.fetch_backoff,
+                                       request_timeout_ms=self._ms(t.fetch_request_timeout))
         self.parked: list[_Parked] = []
         self._registration_in_flight = False
         self._heartbeat_in_flight = False
@@ -118,6 +109,7 @@ class BrokerState:
     # ------------------------------------------------------------------ time
     def tick(self, now: float) -> Outputs:
         out = Outputs()
+        t = self.config.timeouts
         if self.state == "stopped":
             return out
         if self.broker_epoch < 0:
@@ -126,24 +118,24 @@ class BrokerState:
                 out.messages.append(Send(CONTROLLER, BrokerRegistrationRequest(
                     self.broker_id, self.config.incarnation_id, self.config.rack,
                     self.previous_broker_epoch), correlation=("register",),
-                    timeout_ms=self._ms(self.config.request_timeout)))
+                    timeout_ms=self._ms(t.controller_request_timeout)))
             return out
         if not self._heartbeat_in_flight and now >= self._next_heartbeat:
             self._heartbeat_in_flight = True
-            self._next_heartbeat = now + self.config.heartbeat_interval
+            self._next_heartbeat = now + t.heartbeat_interval
             out.messages.append(Send(CONTROLLER, BrokerHeartbeatRequest(
                 self.broker_id, self.broker_epoch, self.image.offset,
                 want_shutdown=self.want_shutdown), correlation=("heartbeat",),
-                timeout_ms=self._ms(self.config.session_timeout)))
+                timeout_ms=self._ms(t.session_timeout)))
         if not self._metadata_fetch_in_flight:
             self._metadata_fetch_in_flight = True
-            wait = self.config.heartbeat_interval
+            wait = t.heartbeat_interval
             out.messages.append(Send(CONTROLLER, MetadataFetchRequest(
                 self.broker_id, self.image.offset + 1, max_wait_ms=self._ms(wait)),
-                correlation=("metadata",), timeout_ms=self._ms(wait + self.config.request_timeout)))
+                correlation=("metadata",), timeout_ms=self._ms(wait + t.controller_request_timeout)))
         for p in self.partitions.values():
             out.extend(p.tick(now))
-        out.messages.extend(self.fetchers.build_requests(now, self._ms(self.config.fetch_max_wait)))
+        out.messages.extend(self.fetchers.build_requests(now, self._ms(t.fetch_max_wait)))
         out.extend(self._complete_parked(now))
         return out
 
@@ -182,7 +174,7 @@ class BrokerState:
                       previous_broker_epoch=self.previous_broker_epoch)
         else:
             # DUPLICATE_BROKER_REGISTRATION while our old session lives (R23), or no answer.
-            self._next_registration = now + self.config.heartbeat_interval
+            self._next_registration = now + self.config.timeouts.heartbeat_interval
         return out
 
     def _on_heartbeat(self, msg: Any, now: float) -> Outputs:
@@ -202,9 +194,19 @@ class BrokerState:
             self.fenced = msg.is_fenced
             out.event("broker-fenced" if msg.is_fenced else "broker-unfenced",
                       broker_epoch=self.broker_epoch)
-        if msg.should_shut_down and self.want_shutdown:
-            self.state = "stopped"
-            out.event("shutdown-approved", broker_epoch=self.broker_epoch)
+        if msg.should_shut_down and self.want_shutdown and self.state != "stopped":
+            out.extend(self._finish_controlled_shutdown())
+        return out
+
+    def _finish_controlled_shutdown(self) -> Outputs:
+        """R28, R37: the controller let us go: make everything durable, leave the
+        clean-shutdown marker with our broker epoch, and stop."""
+        self.state = "stopped"
+        out = Outputs(stop=0)
+        out.disk.append(CleanShutdown(self.broker_epoch,
+                                      {key: p.high_watermark for key, p in sorted(self.partitions.items())}))
+        out.event("shutdown-approved", broker_epoch=self.broker_epoch)
+        out.event("clean-shutdown", broker_epoch=self.broker_epoch)
         return out
 
     def _on_metadata(self, msg: Any, now: float) -> Outputs:
@@ -275,11 +277,8 @@ class BrokerState:
         topic, index = key
         local = self.local.pop(key, None) or LocalReplica(0, 0, EpochHistory())
         t = self.image.topics.get(topic)
-        cfg = PartitionConfig(
-            min_insync_replicas=t.min_insync_replicas if t else 1,
-            replica_lag_max=self.config.replica_lag_max,
-            truncation=self.config.truncation, elr=self.config.elr,
-            hwm_checkpoint_interval=self.config.hw_checkpoint_interval)
+        cfg = PartitionConfig.from_settings(t.min_insync_replicas if t else 1,
+                                            self.config.timeouts, self.config.protocol)
         p = Partition(topic, index, self.broker_id, cfg, local.log_end_offset,
                       local.high_watermark, local.epochs, local.log_start_offset)
         if self.broker_epoch >= 0:
@@ -315,7 +314,7 @@ class BrokerState:
             out = Outputs()
             known = (req.topic, req.partition) in self.image.partitions
             err = Errors.NOT_LEADER_OR_FOLLOWER if known else Errors.UNKNOWN_TOPIC_OR_PARTITION
-            if req.acks != 0:
+            if req.expects_response:
                 out.messages.append(Reply(ctx, ProduceResponse(req.topic, req.partition, err)))
             return out
         out = p.on_produce(req, ctx, now)
@@ -384,11 +383,12 @@ class BrokerState:
         return False
 
     # ------------------------------------------------------------------ lifecycle
-    def begin_controlled_shutdown(self) -> None:
+    def begin_controlled_shutdown(self, now: float) -> Outputs:
         """R37: ask the controller, in the next heartbeats, to move our leaderships away."""
         self.want_shutdown = True
         self.state = "shutting-down" if self.state != "stopped" else self.state
         self._next_heartbeat = 0.0
+        return self.tick(now)
 
     def describe(self) -> dict:
         return {

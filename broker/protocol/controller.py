@@ -13,11 +13,9 @@ produce PartitionRecords through `partition_change`, like the handlers here.
 """
 from __future__ import annotations
 
-import dataclasses
-import types
 import typing
 import zlib
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from broker.common.errors import Errors
@@ -34,11 +32,20 @@ from broker.protocol.messages import (
     CreateTopicsResponse,
     ErrorResponse,
     MetadataResponse,
+    NewTopic,
 )
-from broker.protocol.metadata_image import MetadataImage, build_metadata_response
-from broker.protocol.outputs import Event, Outputs, Reply
+from broker.protocol.metadata_image import (
+    MetadataImage,
+    build_metadata_response,
+    partition_metadata,
+)
+from broker.protocol.outputs import AppendMetadata, Event, Outputs, Reply
 from broker.protocol.partition_change import BrokerStates, ElectionPolicy
-from broker.protocol.placement import PlacementError, place_rack_aware, place_round_robin
+from broker.protocol.placement import (
+    PlacementError,
+    place_rack_aware,
+    place_round_robin,
+)
 from broker.protocol.records import (
     NO_LEADER,
     BrokerRegistrationChangeRecord,
@@ -47,8 +54,8 @@ from broker.protocol.records import (
     RegisterBrokerRecord,
     TopicRecord,
 )
+from broker.protocol.settings import FENCING_MODES, ProtocolSettings, Timeouts
 
-FENCING_MODES = ("kraft", "zookeeper")
 PLACEMENTS = ("rack-aware", "round-robin", "explicit")
 
 
@@ -60,18 +67,17 @@ class ControllerConfig:
     fencing: str = "kraft"  # R13a: "zookeeper" misses a restart faster than session_timeout
     placement_seed: int = 0  # R34: start index and shift of every topic derive from it
 
+    @classmethod
+    def from_settings(cls, timeouts: Timeouts, protocol: ProtocolSettings, placement_seed: int) -> "ControllerConfig":
+        return cls(session_timeout=timeouts.session_timeout, elr=protocol.elr,
+                   unclean_leader_election=protocol.unclean_leader_election, fencing=protocol.fencing,
+                   placement_seed=placement_seed)
+
     def __post_init__(self) -> None:
         if self.fencing not in FENCING_MODES:
             raise ValueError(f"fencing must be one of {FENCING_MODES}, got {self.fencing!r}")
         if self.session_timeout <= 0:
             raise ValueError(f"session_timeout must be positive, got {self.session_timeout}")
-
-
-@dataclass
-class AppendMetadata:
-    """Append `records` to the metadata log; the first gets `base_offset`, the next ones follow."""
-    records: list[MetadataRecord]
-    base_offset: int
 
 
 class _Batch:
@@ -116,10 +122,9 @@ class Controller:
 
     # ================================================================== inputs
     def on_request(self, ctx: object, msg: object, now: float) -> Outputs:
-        """Answer one request; the answer is released once the records it rests on are committed."""
-        problem = _malformed(msg)
-        if problem is not None:
-            return self._finish(_Batch(self), [Reply(ctx, ErrorResponse(Errors.INVALID_REQUEST, problem))])
+        """Answer one request; the answer is released once the records it rests on are committed.
+
+        `msg` is as the codec decoded it: every field has its declared type."""
         batch = _Batch(self)
         if isinstance(msg, BrokerRegistrationRequest):
             answer: object = self._register(batch, msg, now)
@@ -174,12 +179,7 @@ class Controller:
                 {"broker_id": b.broker_id, "broker_epoch": b.broker_epoch, "rack": b.rack,
                  "fenced": b.fenced, "in_controlled_shutdown": b.in_controlled_shutdown, "clean": b.clean}
                 for b in sorted(self.image.brokers.values(), key=lambda b: b.broker_id)],
-            "partitions": [
-                {"topic": p.topic, "partition": p.partition, "leader": p.leader,
-                 "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
-                 "replicas": list(p.replicas), "isr": list(p.isr), "elr": list(p.elr),
-                 "last_known_elr": list(p.last_known_elr)}
-                for _, p in sorted(self.image.partitions.items())],
+            "partitions": [asdict(partition_metadata(p)) for _, p in sorted(self.image.partitions.items())],
         }
 
     # ================================================================== output plumbing
@@ -357,10 +357,8 @@ class Controller:
         """Create each topic: R34 placement, then one PartitionRecord per partition (ISR = replicas)."""
         errors: dict[str, str] = {}
         for spec in msg.topics:
-            name = spec.get("name")
-            key = name if isinstance(name, str) else repr(name)
             error, topic, assignment = self._plan_topic(spec)
-            errors[key] = error.value
+            errors[spec.name] = error.value
             if topic is None or assignment is None:
                 continue
             batch.append(topic)
@@ -369,21 +367,19 @@ class Controller:
                 batch.append(partition_change.initial_partition(topic.name, p, assignment[p], states))
         return CreateTopicsResponse(errors=errors)
 
-    def _plan_topic(self, spec: dict) -> tuple[Errors, TopicRecord | None, dict[int, list[int]] | None]:
-        name, partitions, rf = spec.get("name"), spec.get("partitions"), spec.get("replication_factor")
-        min_isr, placement = spec.get("min_insync_replicas", 1), spec.get("placement", "rack-aware")
-        config = spec.get("config", {})
-        if not (isinstance(name, str) and name and _is_int(partitions) and partitions >= 1 and _is_int(min_isr)
-                and min_isr >= 1 and placement in PLACEMENTS and isinstance(config, dict)):
+    def _plan_topic(self, spec: NewTopic) -> tuple[Errors, TopicRecord | None, dict[int, list[int]] | None]:
+        name, partitions, rf = spec.name, spec.partitions, spec.replication_factor
+        min_isr, placement, config = spec.min_insync_replicas, spec.placement, spec.config
+        if not (name and partitions >= 1 and min_isr >= 1 and placement in PLACEMENTS):
             return Errors.INVALID_REQUEST, None, None
-        if not _is_int(rf) or rf < 1:
+        if rf < 1:
             return Errors.INVALID_REPLICATION_FACTOR, None, None
         if name in self.image.topics:
             return Errors.TOPIC_ALREADY_EXISTS, None, None
         racks = {b.broker_id: b.rack for b in self.image.brokers.values()}
         seed = zlib.crc32(f"{self.config.placement_seed}/{name}".encode())
         if placement == "explicit":
-            assignment = _explicit_assignment(spec.get("assignment"), partitions, rf, set(racks))
+            assignment = _explicit_assignment(spec.assignment, partitions, rf, set(racks))
             if assignment is None:
                 return Errors.INVALID_REQUEST, None, None
         else:
@@ -397,49 +393,15 @@ class Controller:
         return Errors.NONE, topic, assignment
 
 
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _explicit_assignment(raw: object, partitions: int, rf: int, registered: set[int]) -> dict[int, list[int]] | None:
+def _explicit_assignment(raw: dict[str, list[int]] | None, partitions: int, rf: int,
+                         registered: set[int]) -> dict[int, list[int]] | None:
     """`placement: explicit`: one list of `rf` distinct registered brokers per partition 0..n-1, or None."""
-    if not isinstance(raw, dict):
+    if raw is None:
         return None
     assignment: dict[int, list[int]] = {}
     for key, replicas in raw.items():
-        p = int(key) if isinstance(key, str) and key.isdigit() else key
-        if not (_is_int(p) and isinstance(replicas, list) and len(replicas) == rf
-                and all(_is_int(r) and r in registered for r in replicas) and len(set(replicas)) == rf):
+        if not (key.isascii() and key.isdigit() and len(replicas) == rf and all(r in registered for r in replicas)
+                and len(set(replicas)) == rf):
             return None
-        assignment[p] = list(replicas)
+        assignment[int(key)] = list(replicas)
     return assignment if set(assignment) == set(range(partitions)) else None
-
-
-def _malformed(msg: object) -> str | None:
-    """Why `msg` does not match its own declared field types, or None (DESIGN 11: never crash)."""
-    if not dataclasses.is_dataclass(msg) or isinstance(msg, type):
-        return f"not a message: {type(msg).__name__}"
-    hints = typing.get_type_hints(type(msg))
-    for f in dataclasses.fields(msg):
-        if not _conforms(getattr(msg, f.name), hints[f.name]):
-            return f"{type(msg).__name__}.{f.name} is not {hints[f.name]}"
-    return None
-
-
-def _conforms(value: object, hint: Any) -> bool:
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (types.UnionType, typing.Union):
-        return any(_conforms(value, arg) for arg in args)
-    if origin is list:
-        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
-    if origin is dict:
-        return isinstance(value, dict)
-    if hint is type(None):
-        return value is None
-    if hint is int:
-        return _is_int(value)
-    if hint is float:
-        return _is_int(value) or isinstance(value, float)
-    if dataclasses.is_dataclass(hint):
-        return isinstance(value, hint) and _malformed(value) is None
-    return isinstance(value, hint)

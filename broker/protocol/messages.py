@@ -61,6 +61,11 @@ class FetchResponse:
 
 
 # ---------------------------------------------------------------- client -> broker
+#: R20: the values of `ProduceRequest.acks`, by the names producers use for them
+ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
+ACKS_ALL = ACKS["all"]
+
+
 @dataclass
 class ProduceRequest:
     topic: str
@@ -68,6 +73,11 @@ class ProduceRequest:
     acks: int  # 0, 1 or -1 (all)
     timeout_ms: int
     records: bytes  # a record set: broker.common.record_batch.encode_record_set
+
+    @property
+    def expects_response(self) -> bool:
+        """R20: acks=0 gets no answer, not even an error."""
+        return self.acks != ACKS["0"]
 
 
 @dataclass
@@ -88,6 +98,8 @@ class MetadataRequest:
 
 @dataclass
 class PartitionMetadata:
+    """A partition as the world outside the metadata log sees it (R1): clients, the
+    supervisor's status and the live views all read this one shape."""
     topic: str
     partition: int
     leader: int
@@ -96,6 +108,7 @@ class PartitionMetadata:
     replicas: list[int]
     isr: list[int]
     elr: list[int] = field(default_factory=list)
+    last_known_elr: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -189,8 +202,22 @@ class MetadataFetchResponse:
 
 
 @dataclass
+class NewTopic:
+    """One topic to create, with the fields of a topology topic (R34, R40)."""
+    name: str
+    partitions: int
+    replication_factor: int
+    min_insync_replicas: int = 1
+    placement: str = "rack-aware"  # rack-aware | round-robin | explicit
+    #: placement explicit: partition (as a string: msgpack map keys) -> replica list
+    assignment: dict[str, list[int]] | None = None
+    #: per-topic settings the brokers read (flush policy), carried in the TopicRecord
+    config: dict = field(default_factory=dict)
+
+
+@dataclass
 class CreateTopicsRequest:
-    topics: list[dict]  # {name, partitions, replication_factor, min_insync_replicas, placement, assignment, config}
+    topics: list[NewTopic]
 
 
 @dataclass
@@ -220,7 +247,7 @@ class ErrorResponse:
     message: str = ""
 
 
-NESTED = (FetchPartition, FetchPartitionResult, DivergingEpoch, PartitionMetadata, IsrMember)
+NESTED = (FetchPartition, FetchPartitionResult, DivergingEpoch, PartitionMetadata, IsrMember, NewTopic)
 
 #: Top-level message types in wire order: the index is the type id on the wire.
 MESSAGE_TYPES = (

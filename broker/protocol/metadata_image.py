@@ -109,6 +109,13 @@ class MetadataImage:
         return self.topics[topic].min_insync_replicas
 
 
+def partition_metadata(p: PartitionRecord) -> PartitionMetadata:
+    return PartitionMetadata(topic=p.topic, partition=p.partition, leader=p.leader,
+                             leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
+                             replicas=list(p.replicas), isr=list(p.isr), elr=list(p.elr),
+                             last_known_elr=list(p.last_known_elr))
+
+
 def build_metadata_response(image: MetadataImage, topics: list[str] | None,
                             controller_id: int) -> MetadataResponse:
     """What a client needs to find leaders, from either the controller's or a broker's image.
@@ -125,11 +132,7 @@ def build_metadata_response(image: MetadataImage, topics: list[str] | None,
         if name not in image.topics:
             error = Errors.UNKNOWN_TOPIC_OR_PARTITION
             continue
-        partitions.extend(
-            PartitionMetadata(topic=p.topic, partition=p.partition, leader=p.leader,
-                              leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
-                              replicas=list(p.replicas), isr=list(p.isr), elr=list(p.elr))
-            for p in image.partitions_of(name))
+        partitions.extend(partition_metadata(p) for p in image.partitions_of(name))
     return MetadataResponse(error=error, controller_id=controller_id,
                             brokers=image.unfenced_brokers(), partitions=partitions,
                             metadata_offset=image.offset)

@@ -1,12 +1,15 @@
 """What a protocol state machine asks the runtime to do, in the order it must be done.
 
 Like etcd raft's `Ready`: `broker/node.py` first performs the disk operations (in list
-order), then sends the messages, then records the events. Nothing here does I/O.
+order), then sends the messages, then records the events, and last stops the node if
+`stop` says so. Nothing here does I/O.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Union
+
+from broker.protocol.records import MetadataRecord
 
 
 # ------------------------------------------------------------------ disk operations (per partition)
@@ -55,7 +58,30 @@ class CheckpointHighWatermark:
     high_watermark: int
 
 
-DiskOp = Union[AppendRecords, AppendBatches, Truncate, AssignEpoch, CheckpointHighWatermark]
+@dataclass
+class PersistMetadata:
+    """Append these (offset, record) pairs to the broker's copy of the metadata log (R22)."""
+    records: list[tuple[int, dict]]
+
+
+@dataclass
+class CleanShutdown:
+    """The end of a controlled shutdown (R28, R37), in this order: checkpoint each replica's
+    HWM, flush every log, then write `broker_epoch` as the clean-shutdown marker."""
+    broker_epoch: int
+    high_watermarks: dict[tuple[str, int], int]
+
+
+@dataclass
+class AppendMetadata:
+    """The controller's records for the metadata log; the first gets `base_offset`, the next
+    ones follow. The runtime answers with the log's new committed end (`on_committed`)."""
+    records: list[MetadataRecord]
+    base_offset: int
+
+
+DiskOp = Union[AppendRecords, AppendBatches, Truncate, AssignEpoch, CheckpointHighWatermark,
+               PersistMetadata, CleanShutdown, AppendMetadata]
 
 
 # ------------------------------------------------------------------ messages
@@ -87,15 +113,20 @@ class Outputs:
     disk: list[DiskOp] = field(default_factory=list)
     messages: list[Union[Send, Reply]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    #: the node's exit code, once the state machine has nothing left to do (a finished
+    #: controlled shutdown); None while it runs
+    stop: int | None = None
 
     def extend(self, other: "Outputs") -> "Outputs":
         self.disk.extend(other.disk)
         self.messages.extend(other.messages)
         self.events.extend(other.events)
+        if self.stop is None:
+            self.stop = other.stop
         return self
 
     def event(self, kind: str, **fields: Any) -> None:
         self.events.append(Event(kind, fields))
 
     def __bool__(self) -> bool:
-        return bool(self.disk or self.messages or self.events)
+        return bool(self.disk or self.messages or self.events or self.stop is not None)

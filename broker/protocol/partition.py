@@ -17,6 +17,8 @@ from broker.common.errors import Errors
 from broker.common.record_batch import CorruptBatch, record_set_count, scan_batches
 from broker.protocol.epochs import EpochHistory
 from broker.protocol.messages import (
+    ACKS,
+    ACKS_ALL,
     AlterPartitionRequest,
     AlterPartitionResponse,
     DivergingEpoch,
@@ -38,20 +40,16 @@ from broker.protocol.outputs import (
 )
 from broker.protocol.records import NO_LEADER, PartitionRecord
 from broker.protocol.replica_state import FollowerState, PendingProduce
+from broker.protocol.settings import TRUNCATION_MODES, ProtocolSettings, Timeouts
 
 LEADER = "leader"
 FOLLOWER = "follower"
 NO_ROLE = "none"
 
-TRUNCATION_MODES = ("leader-epoch", "high-watermark")
-ACKS_ALL = -1
 
 #: hwm-advanced events are sampled: at most one per partition per this many seconds, plus
 #: the first advance of every leader term.
 HWM_EVENT_INTERVAL = 0.1
-#: after a rejected or timed-out AlterPartition, wait this long before proposing again, so a
-#: persistent rejection (INELIGIBLE_REPLICA) does not become a request per tick.
-ALTER_PARTITION_RETRY_BACKOFF = 0.1
 
 
 @dataclass
@@ -64,7 +62,20 @@ class PartitionConfig:
     elr: bool = True  # KIP-966 HWM rule (R15)
     produce_timeout_default: float = 5.0  # seconds, for a produce with timeout_ms <= 0
     alter_partition_timeout_ms: int = 5000  # the runtime's timeout for an AlterPartition Send
+    #: after a rejected or timed-out AlterPartition, wait this long before proposing again,
+    #: so a persistent rejection (INELIGIBLE_REPLICA) does not become a request per tick
+    alter_partition_backoff: float = 0.1
     hwm_checkpoint_interval: float = 5.0  # seconds between HWM checkpoints (Kafka: 5 s)
+
+    @classmethod
+    def from_settings(cls, min_insync_replicas: int, timeouts: Timeouts,
+                      protocol: ProtocolSettings) -> "PartitionConfig":
+        return cls(min_insync_replicas=min_insync_replicas, replica_lag_max=timeouts.replica_lag_max,
+                   truncation=protocol.truncation, elr=protocol.elr,
+                   produce_timeout_default=timeouts.produce_timeout,
+                   alter_partition_timeout_ms=max(1, int(timeouts.alter_partition_timeout * 1000)),
+                   alter_partition_backoff=timeouts.alter_partition_backoff,
+                   hwm_checkpoint_interval=timeouts.hw_checkpoint_interval)
 
     def __post_init__(self) -> None:
         if self.truncation not in TRUNCATION_MODES:
@@ -349,7 +360,7 @@ class Partition:
         out = Outputs()
         if self._role != LEADER:
             return self._refuse(req, ctx, Errors.NOT_LEADER_OR_FOLLOWER, out)
-        if req.acks not in (0, 1, ACKS_ALL):
+        if req.acks not in ACKS.values():
             return self._refuse(req, ctx, Errors.INVALID_REQUEST, out)
         try:
             count = record_set_count(req.records)
@@ -373,7 +384,7 @@ class Partition:
         return out
 
     def _refuse(self, req: ProduceRequest, ctx: object, error: Errors, out: Outputs) -> Outputs:
-        if req.acks != 0:  # R20: acks=0 gets no answer, not even an error
+        if req.expects_response:
             out.messages.append(Reply(ctx, self._produce_response(error)))
         return out
 
@@ -539,7 +550,7 @@ class Partition:
             return out
         self._alter_in_flight = False
         if resp is None or resp.error != Errors.NONE:
-            self._alter_retry_at = now + ALTER_PARTITION_RETRY_BACKOFF
+            self._alter_retry_at = now + self.config.alter_partition_backoff
         elif (self._role == LEADER and resp.leader_epoch == self._leader_epoch
               and resp.partition_epoch > self._partition_epoch):
             self._isr = list(resp.isr)

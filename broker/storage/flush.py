@@ -66,3 +66,7 @@ class FlushPolicy:
         if self.messages is not None and unflushed_messages >= self.messages:
             return True
         return self.interval is not None and now - last_flush >= self.interval
+
+
+#: the policy of a topic that names none: the DESIGN example's
+DEFAULT_FLUSH = FlushPolicy(messages=1000, interval=1.0)

@@ -5,11 +5,13 @@ working unit: durations are float seconds, sizes bytes, lists tuples.
 """
 from __future__ import annotations
 
-import dataclasses
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from broker.protocol.settings import ProtocolSettings, Timeouts
+from broker.storage.flush import FlushPolicy
 
 CHECK_NAMES: tuple[str, ...] = (
     "lost_writes",
@@ -47,13 +49,14 @@ class NodeSpec:
 
 @dataclass(frozen=True)
 class Timing:
-    heartbeat_interval: float = 0.1
-    session_timeout: float = 0.6
-    replica_lag_max: float = 1.0
-    fetch_max_wait: float = 0.05
-    controller_election_timeout: tuple[float, float] = (0.3, 0.6)
-    hw_checkpoint_interval: float = 5.0
-    unclean_recovery_timeout: float = 2.0
+    """The topology's `timing:` keys; their defaults are the protocol's own (`Timeouts`)."""
+    heartbeat_interval: float = Timeouts.heartbeat_interval
+    session_timeout: float = Timeouts.session_timeout
+    replica_lag_max: float = Timeouts.replica_lag_max
+    fetch_max_wait: float = Timeouts.fetch_max_wait
+    controller_election_timeout: tuple[float, float] = Timeouts.controller_election_timeout
+    hw_checkpoint_interval: float = Timeouts.hw_checkpoint_interval
+    unclean_recovery_timeout: float = Timeouts.unclean_recovery_timeout
 
     def scaled(self, factor: float) -> Timing:
         """All timeouts multiplied by `--time-scale`, so a slow machine keeps the same ratios."""
@@ -77,13 +80,8 @@ class ClusterSpec:
     brokers: tuple[NodeSpec, ...]
 
 
-@dataclass(frozen=True)
-class ProtocolSpec:
-    truncation: str = "leader-epoch"
-    elr: bool = True
-    unclean_leader_election: bool = False
-    unclean_recovery: str = "balanced"
-    fencing: str = "kraft"
+#: the `protocol:` section is the protocol's own settings type, defaults included
+ProtocolSpec = ProtocolSettings
 
 
 @dataclass(frozen=True)
@@ -100,24 +98,6 @@ class NetworkSpec:
     transport: str = "ipc"
 
 
-@dataclass(frozen=True)
-class FlushPolicy:
-    always: bool = False
-    on_roll: bool = False
-    messages: int | None = None
-    interval: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The fields as plain JSON data (interval in seconds), for a node's config file.
-
-        `FlushPolicy(**policy.to_dict())` gives the policy back; the YAML form (`always`,
-        `on-roll`, `{messages, interval}`) is what `Topology.to_dict` writes.
-        """
-        return dataclasses.asdict(self)
-
-
-# The DESIGN example's flush policy, used when a topic gives none.
-DEFAULT_FLUSH = FlushPolicy(messages=1000, interval=1.0)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """The active controller: R19, R23-R25, R27, R29-R31, R37, topic creation, held replies."""
+import msgpack
+
 from broker.common.errors import Errors
-from broker.protocol.controller import AppendMetadata, Controller, ControllerConfig
+from broker.protocol.controller import Controller, ControllerConfig
 from broker.protocol.messages import (
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
@@ -9,9 +11,11 @@ from broker.protocol.messages import (
     ErrorResponse,
     FetchRequest,
     IsrMember,
+    NewTopic,
 )
-from broker.protocol.outputs import Outputs
+from broker.protocol.outputs import AppendMetadata, Outputs
 from broker.protocol.records import NO_LEADER, PartitionRecord, RegisterBrokerRecord
+from broker.wire.codec import DecodeError, decode, encode
 
 TIMEOUT = 1.0
 
@@ -56,8 +60,9 @@ class Harness:
             assert self.heartbeat(b).is_fenced is False
 
     def create(self, name="t", partitions=1, rf=3, min_isr=2, placement="round-robin", **extra):
-        spec = {"name": name, "partitions": partitions, "replication_factor": rf,
-                "min_insync_replicas": min_isr, "placement": placement, **extra}
+        if "assignment" in extra:  # partitions travel as map keys: strings (msgpack)
+            extra["assignment"] = {str(k): v for k, v in extra["assignment"].items()}
+        spec = NewTopic(name, partitions, rf, min_isr, placement, **extra)
         return self.call(CreateTopicsRequest([spec])).errors[name]
 
     def part(self, topic="t", p=0) -> PartitionRecord:
@@ -414,13 +419,23 @@ def test_replies_and_events_are_held_until_committed():
 
 
 def test_garbage_requests_are_answered_with_an_error():
-    """DESIGN 11: a malformed or unknown request gets ErrorResponse(INVALID_REQUEST), never an exception."""
+    """DESIGN 11: a request the controller does not serve gets ErrorResponse(INVALID_REQUEST),
+    never an exception; an ill-typed one never reaches it: the codec refuses it (the node's
+    transport answers that with an ErrorResponse, tests/unit/test_transport.py)."""
     h = cluster(1)
-    for garbage in (FetchRequest(replica_id=1), "hello", None, BrokerHeartbeatRequest("1", 0, 0),
-                    AlterPartitionRequest(1, 0, "t", 0, 0, 0, [{"broker_id": 1}]),
-                    CreateTopicsRequest(["not-a-dict"]), BrokerRegistrationRequest(1, "x", 5)):
+    for garbage in (FetchRequest(replica_id=1), "hello", None):
         reply = h.call(garbage)
         assert isinstance(reply, ErrorResponse) and reply.error == Errors.INVALID_REQUEST
+    ill_typed = [
+        (BrokerHeartbeatRequest(1, 0, 0), 4, "1"),
+        (AlterPartitionRequest(1, 0, "t", 0, 0, 0, [IsrMember(1, 0)]), 10, [{"broker_id": 1}]),
+        (CreateTopicsRequest([NewTopic("t", 1, 1)]), 4, ["not-a-topic"]),
+        (BrokerRegistrationRequest(1, "x", "a"), 6, 5),
+    ]
+    for msg, slot, value in ill_typed:
+        header = msgpack.unpackb(encode(msg, request_id=1, source="x")[0])
+        header[slot] = value
+        assert isinstance(decode([msgpack.packb(header)]), DecodeError)
 
 
 def test_describe_is_json_able_status():

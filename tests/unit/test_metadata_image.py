@@ -2,7 +2,11 @@
 import pytest
 
 from broker.common.errors import Errors
-from broker.protocol.metadata_image import MetadataImage, OutOfOrderRecord, build_metadata_response
+from broker.protocol.metadata_image import (
+    MetadataImage,
+    OutOfOrderRecord,
+    build_metadata_response,
+)
 from broker.protocol.records import (
     BrokerRegistrationChangeRecord,
     PartitionRecord,

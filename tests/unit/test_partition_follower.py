@@ -5,7 +5,11 @@ import json
 
 from broker.common.errors import Errors
 from broker.common.record_batch import build_batch
-from broker.protocol.messages import DivergingEpoch, FetchPartition, FetchPartitionResult
+from broker.protocol.messages import (
+    DivergingEpoch,
+    FetchPartition,
+    FetchPartitionResult,
+)
 from broker.protocol.outputs import AppendBatches, AssignEpoch, Truncate
 from broker.protocol.partition import PartitionConfig
 from tests.unit.partition_harness import (

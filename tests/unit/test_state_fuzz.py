@@ -13,16 +13,18 @@ from hypothesis import strategies as st
 from broker.common.errors import Errors
 from broker.common.record_batch import build_batch, encode_record_set
 from broker.protocol.broker import BrokerConfig, BrokerState
-from broker.protocol.controller import AppendMetadata, Controller, ControllerConfig
+from broker.protocol.controller import Controller, ControllerConfig
 from broker.protocol.messages import (
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     CreateTopicsRequest,
     MetadataFetchResponse,
+    NewTopic,
 )
-from broker.protocol.outputs import Outputs
+from broker.protocol.outputs import AppendMetadata, Outputs
 from broker.protocol.records import to_dict
+from broker.protocol.settings import Timeouts
 from tests.unit.message_strategies import any_message
 
 SMALL_INT = st.integers(-3, 40)
@@ -55,8 +57,7 @@ def controller_with_topic() -> tuple[Controller, list[dict]]:
         epochs[b] = c.image.broker_epoch(b)
     for b in (1, 2, 3):
         step(c.on_request(("hb", b), BrokerHeartbeatRequest(b, epochs[b], c.log_end_offset), 0.1))
-    step(c.on_request("create", CreateTopicsRequest([{"name": "orders", "partitions": 3, "replication_factor": 3,
-                                                      "min_insync_replicas": 2}]), 0.2))
+    step(c.on_request("create", CreateTopicsRequest([NewTopic("orders", 3, 3, min_insync_replicas=2)]), 0.2))
     assert len(c.image.partitions) == 3
     return c, log
 
@@ -64,7 +65,8 @@ def controller_with_topic() -> tuple[Controller, list[dict]]:
 def broker_with_metadata() -> BrokerState:
     """Broker 1, registered and caught up: leader of some partitions, follower of others."""
     _c, log = controller_with_topic()
-    b = BrokerState(BrokerConfig(1, "a", "inc", 0.1, 1.0, 1.0, 0.05), {}, -1)
+    timeouts = Timeouts(heartbeat_interval=0.1, session_timeout=1.0, replica_lag_max=1.0, fetch_max_wait=0.05)
+    b = BrokerState(BrokerConfig(1, "a", "inc", timeouts), {}, -1)
     b.tick(0.0)
     b.on_response(("register",), BrokerRegistrationResponse(Errors.NONE, 0), 0.0)
     b.on_response(("metadata",), MetadataFetchResponse(Errors.NONE, log, 0, len(log), 1), 0.1)

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from broker.common.record_batch import build_batch, scan_batches
-from broker.storage.durability import Durability, JournalEntry, apply_power_loss, read_journal
+from broker.storage.durability import (
+    Durability,
+    JournalEntry,
+    apply_power_loss,
+    read_journal,
+)
 
 
 def make(tmp_path: Path, fsync: str = "simulated", writeback: float = 5.0) -> Durability:

@@ -7,7 +7,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.common.record_batch import CorruptBatch, build_batch, decode_batches, encode_record_set, scan_batches
+from broker.common.record_batch import (
+    CorruptBatch,
+    build_batch,
+    decode_batches,
+    encode_record_set,
+    scan_batches,
+)
 from broker.storage.durability import Durability
 from broker.storage.flush import FlushPolicy
 from broker.storage.log import OffsetOutOfRange, PartitionLog, read_partition_dir

@@ -388,7 +388,7 @@ def test_flush_forms() -> None:
     assert flush_of({"interval": "250ms"}) == FlushPolicy(interval=0.25)
     policy = flush_of({"messages": 5, "interval": "2s"})
     assert FlushPolicy(**policy.to_dict()) == policy
-    assert policy.to_dict() == {"always": False, "on_roll": False, "messages": 5, "interval": 2.0}
+    assert policy.to_dict() == {"messages": 5, "interval": 2.0}
 
 
 def test_netns_defaults_to_tcp_and_transport_can_be_chosen() -> None:

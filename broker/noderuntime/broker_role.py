@@ -1,0 +1,168 @@
+"""The broker role's I/O: partition logs on disk, the copy of the metadata log, the
+durability model's clock, and the record bytes a fetch response carries.
+
+An adapter between the pure `BrokerState` and the node's single loop (`broker/node.py`):
+each input goes to the state machine and its `Outputs` go back to the loop, which alone
+carries them out. The loop hands every disk operation to `persist`, and every reply to
+`body` for the record bytes it must carry; nothing here sends, records or stops.
+"""
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from broker.common.jsonl import JsonlAppender, read_jsonl
+from broker.noderuntime.config import NodeConfig
+from broker.protocol.broker import BrokerConfig, BrokerState, LocalReplica, PendingFetch
+from broker.protocol.outputs import (
+    AppendBatches,
+    AppendRecords,
+    AssignEpoch,
+    CheckpointHighWatermark,
+    CleanShutdown,
+    Outputs,
+    PersistMetadata,
+    Truncate,
+)
+from broker.storage.checkpoint import take_clean_shutdown, write_clean_shutdown
+from broker.storage.durability import Durability
+from broker.storage.flush import DEFAULT_FLUSH, FlushPolicy
+from broker.storage.layout import METADATA_COPY_FILE, journal_path, partition_dirs
+from broker.storage.log import PartitionLog
+
+#: how often the logs and the durability model look at the clock (flush.ms, writeback)
+STORAGE_TICK = 0.05
+
+
+def _metadata_copy(lines: list[Any]) -> list[tuple[int, dict]]:
+    """The (offset, record) pairs of the broker's metadata copy, up to the first line that is
+    not one: the rest is fetched again from the controller."""
+    pairs = []
+    for line in lines:
+        if not (isinstance(line, list) and len(line) == 2 and isinstance(line[0], int)):
+            break
+        pairs.append((line[0], line[1]))
+    return pairs
+
+
+class BrokerRole:
+    def __init__(self, cfg: NodeConfig) -> None:
+        self.cfg = cfg
+        now = time.monotonic()
+        cfg.data_dir.mkdir(parents=True, exist_ok=True)
+        self.durability = Durability(cfg.data_dir, cfg.storage.fsync, cfg.storage.writeback,
+                                     journal_path(cfg.data_dir))
+        self.logs: dict[tuple[str, int], PartitionLog] = {}
+        self._started = Outputs()
+        previous = take_clean_shutdown(cfg.data_dir, self.durability)
+        local = self._recover_logs(now)
+        metadata_path = cfg.data_dir / METADATA_COPY_FILE
+        records = _metadata_copy(read_jsonl(metadata_path, prefix_only=True))
+        self.metadata_copy = JsonlAppender(metadata_path)
+        self.state = BrokerState(
+            BrokerConfig(broker_id=cfg.id, rack=cfg.rack, incarnation_id=uuid.uuid4().hex,
+                         timeouts=cfg.timeouts, protocol=cfg.protocol),
+            local, previous if previous is not None else -1, records)
+        self._started.event("broker-started", clean_shutdown_epoch=previous, partitions=len(local))
+        self.next_storage_tick = now
+
+    # ---------------------------------------------------------------- startup
+    def _flush_policy(self, topic: str) -> FlushPolicy:
+        return self.cfg.flush.get(topic, DEFAULT_FLUSH)
+
+    def _open_log(self, topic: str, partition: int, now: float) -> tuple[PartitionLog, Any]:
+        plog, report = PartitionLog.open(self.cfg.data_dir, topic, partition, self.cfg.storage.segment_bytes,
+                                         self._flush_policy(topic), self.durability, now)
+        self.logs[(topic, partition)] = plog
+        return plog, report
+
+    def _recover_logs(self, now: float) -> dict[tuple[str, int], LocalReplica]:
+        local: dict[tuple[str, int], LocalReplica] = {}
+        for topic, partition, _ in partition_dirs(self.cfg.data_dir):
+            plog, report = self._open_log(topic, partition, now)
+            self._started.event("recovered", topic=topic, partition=partition, valid_to=report.valid_to,
+                                dropped_bytes=report.dropped_bytes, reason=report.reason)
+            local[(topic, partition)] = LocalReplica(plog.log_end_offset, min(plog.hw_checkpoint, plog.log_end_offset),
+                                                     plog.epochs, plog.log_start_offset)
+        return local
+
+    def log_for(self, topic: str, partition: int) -> PartitionLog:
+        plog = self.logs.get((topic, partition))
+        return plog if plog is not None else self._open_log(topic, partition, time.monotonic())[0]
+
+    # ---------------------------------------------------------------- inputs
+    def start(self, now: float) -> Outputs:
+        """What recovery found, as events for the loop to record."""
+        started, self._started = self._started, Outputs()
+        return started
+
+    def tick(self, now: float) -> Outputs:
+        if now >= self.next_storage_tick:
+            self.next_storage_tick = now + STORAGE_TICK
+            for plog in self.logs.values():
+                plog.tick(now)
+            self.durability.tick(now)
+        return self.state.tick(now)
+
+    def on_request(self, handle: Any, msg: Any, now: float) -> Outputs:
+        return self.state.on_request(handle, msg, now)
+
+    def on_response(self, correlation: Any, msg: Any, now: float) -> Outputs:
+        return self.state.on_response(correlation, msg, now)
+
+    def begin_shutdown(self, now: float) -> Outputs:
+        return self.state.begin_controlled_shutdown(now)
+
+    # ---------------------------------------------------------------- outputs, carried out for the loop
+    def persist(self, op: Any, now: float) -> Outputs:
+        """Carry out one disk operation; a broker's never triggers further outputs."""
+        if isinstance(op, AppendRecords):
+            self.log_for(op.topic, op.partition).append_record_set(op.base_offset, op.leader_epoch, op.record_set, now)
+        elif isinstance(op, AppendBatches):
+            self.log_for(op.topic, op.partition).append_batches(op.batches, now)
+        elif isinstance(op, Truncate):
+            self.log_for(op.topic, op.partition).truncate_to(op.offset, now)
+        elif isinstance(op, AssignEpoch):
+            self.log_for(op.topic, op.partition).assign_epoch(op.epoch, op.start_offset, now)
+        elif isinstance(op, CheckpointHighWatermark):
+            self.log_for(op.topic, op.partition).checkpoint_hw(op.high_watermark, now)
+        elif isinstance(op, PersistMetadata):
+            self.metadata_copy.write_many([[o, r] for o, r in op.records])
+        elif isinstance(op, CleanShutdown):
+            self._clean_shutdown(op, now)
+        else:
+            raise TypeError(f"unknown disk op {op!r}")
+        return Outputs()
+
+    def _clean_shutdown(self, op: CleanShutdown, now: float) -> None:
+        """R28/R37 in order: the final HWMs (partitions checkpoint them while running, on
+        their own schedule), every log flushed, then the marker."""
+        for key, hwm in op.high_watermarks.items():
+            if key in self.logs:
+                self.logs[key].checkpoint_hw(hwm, now)
+        for plog in self.logs.values():
+            plog.flush(now)
+        write_clean_shutdown(self.cfg.data_dir, op.broker_epoch, self.durability, now)
+
+    def body(self, message: Any) -> Any:
+        """A reply as it goes on the wire: a fetch response gets its record bytes here."""
+        if not isinstance(message, PendingFetch):
+            return message
+        for result, spec in zip(message.response.partitions, message.reads):
+            if spec is not None:
+                result.records = self.log_for(result.topic, result.partition).read(spec.offset, spec.max_bytes,
+                                                                                   spec.upper)
+        return message.response
+
+    # ---------------------------------------------------------------- status
+    def status(self) -> dict:
+        d = self.state.describe()
+        d["kind"] = "broker"
+        d["node"] = self.cfg.name
+        return d
+
+    def close(self) -> None:
+        for plog in self.logs.values():
+            plog.close()
+        self.metadata_copy.close()
