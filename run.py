@@ -45,11 +45,11 @@ def cmd_run(argv: list[str]) -> int:
         print(e, file=sys.stderr)
         return 2
     if args.dry_run:
-        from testbed.dryrun import describe
+        from testbed.experiment.dry_run import describe
         print(describe(topology))
         return 0
     from testbed.analysis.session import stop_spark
-    from testbed.experiment import run_experiment
+    from testbed.experiment.runner import run_experiment
     try:
         return run_experiment(topology, runs_dir=args.runs_dir, time_scale=args.time_scale,
                               keep_data=args.keep_data, console=Console(),
@@ -75,7 +75,7 @@ def cmd_validate(argv: list[str]) -> int:
 
 
 def cmd_status(argv: list[str]) -> int:
-    from testbed.livestatus import print_status
+    from testbed.supervisor.status_command import print_status
     ap = argparse.ArgumentParser(prog="python run.py status", description="Leaders, ISR, ELR, HWM/LEO of the running cluster.")
     ap.add_argument("--runs-dir", type=Path, default=Path("runs"))
     args = ap.parse_args(argv)

@@ -17,10 +17,11 @@ nodes down carry `max_down` for the runtime to enforce (it alone knows what is d
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from testbed.topology import LOSS_MODES, FaultSpec, NemesisSpec, Topology
+from faults.fault_spec import LOSS_MODES, FaultSpec, NemesisSpec
 
 #: What undoes each nemesis action (the nemesis never leaves its damage behind).
 UNDO_ACTIONS: dict[str, str] = {
@@ -40,6 +41,16 @@ NEMESIS_SLOW: dict[str, float] = {"delay": 0.1, "jitter": 0.05, "loss": 0.05}
 _UNTARGETED = frozenset({"partition-halves", "partition-bridge", "elect-preferred"})
 
 
+class FaultPlan(Protocol):
+    """What a schedule is made from: a topology's `faults:` entries and its seed."""
+
+    @property
+    def faults(self) -> Sequence[FaultSpec | NemesisSpec]: ...
+
+    @property
+    def seed(self) -> int: ...
+
+
 @dataclass(frozen=True)
 class ScheduledFault:
     """One fault to inject `at` seconds into the workload phase.
@@ -56,7 +67,7 @@ class ScheduledFault:
     origin: str
 
 
-def build_schedule(t: Topology, seed: int | None = None) -> list[ScheduledFault]:
+def build_schedule(t: FaultPlan, seed: int | None = None) -> list[ScheduledFault]:
     """Every fault of the run in firing order (ties keep the topology's order)."""
     run_seed = t.seed if seed is None else seed
     faults: list[ScheduledFault] = []

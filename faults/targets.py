@@ -6,17 +6,15 @@ random targets, the fault's own rng (so that the same seed picks the same node w
 cluster is in the same state). The runtime records what a target resolved to; an empty
 list (a leaderless partition, no controller answering) is a legitimate answer that the
 runtime records as "resolved to nothing", not an error. Only a malformed target string,
-which `testbed/topology.py` should have rejected already, raises `TargetError`.
+which the topology's parser should have rejected already, raises `TargetError`.
 """
 from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from testbed.status import ClusterStatus
-from testbed.topology import NodeSpec
+from broker.common.names import node_name
 
 Partition = tuple[str, int]
 
@@ -44,31 +42,6 @@ class ClusterView:
     leaders: dict[Partition, str | None]
     isr: dict[Partition, tuple[str, ...]]
     replicas: dict[Partition, tuple[str, ...]]
-
-    @classmethod
-    def from_status(cls, status: ClusterStatus, brokers: Mapping[str, str | None], controllers: Iterable[str],
-                    stopped: Iterable[str], paused: Iterable[str]) -> ClusterView:
-        """The view from the supervisor's status snapshot and its own process bookkeeping
-        (`brokers`: node name -> rack in topology order, `controllers`: node names).
-
-        The active controller is the one whose status answered (the single controller until
-        the quorum lands); a stopped or paused controller does not answer, so it is never
-        the active one.
-        """
-        def name(broker_id: int) -> str:
-            return NodeSpec("broker", broker_id).name
-
-        parts = status.partitions()
-        return cls(
-            brokers=dict(brokers),
-            controllers=tuple(controllers),
-            active_controller=status.controller.get("node") if status.controller else None,
-            stopped=frozenset(stopped),
-            paused=frozenset(paused),
-            leaders={(p.topic, p.partition): name(p.leader) if p.leader >= 0 else None for p in parts},
-            isr={(p.topic, p.partition): tuple(map(name, p.isr)) for p in parts},
-            replicas={(p.topic, p.partition): tuple(map(name, p.replicas)) for p in parts},
-        )
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -113,7 +86,7 @@ def resolve(target: str, view: ClusterView, rng: random.Random) -> list[str]:
         return [b for b, r in view.brokers.items() if r == rack]
     match = _NODE_TARGET.fullmatch(target)
     if match is not None:
-        node = NodeSpec(match.group(1), int(match.group(2))).name
+        node = node_name(match.group(1), int(match.group(2)))
         if node not in view.nodes:
             raise TargetError(f"{target!r}: there is no {node} (nodes: {', '.join(view.nodes)})")
         return [node]

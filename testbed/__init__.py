@@ -1,4 +1,11 @@
-"""The testbed: supervisor, topologies, workloads, history, live monitor, report.
+"""The testbed, cut along Jepsen's pieces, one owner each:
+
+- `config/` (behind `topology.py`): the topology schema, parsed once into typed specs;
+- `supervisor/`: the run's processes, the `Cluster` API, the cluster's status;
+- `clients/`: the workload processes and the history they record;
+- `experiment/`: one run from start to verdict;
+- `analysis/`: the checker, which reads only the run directory.
+The nemesis and its schedule are `faults/`.
 
 `from testbed import Cluster` gives the step-by-step Python API (DESIGN section 9).
 """
@@ -7,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from testbed.cluster import Cluster
+    from testbed.supervisor.cluster import Cluster
 
 __all__ = ["Cluster"]
 
@@ -15,6 +22,6 @@ __all__ = ["Cluster"]
 def __getattr__(name: str) -> Any:
     # Lazy, so `python run.py validate` does not import ZeroMQ and the node runtime.
     if name == "Cluster":
-        from testbed.cluster import Cluster
+        from testbed.supervisor.cluster import Cluster
         return Cluster
     raise AttributeError(name)

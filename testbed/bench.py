@@ -19,9 +19,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from testbed.cluster import Cluster
-from testbed.experiment import Workload
-from testbed.monitor import StatsInbox
+from testbed.clients.stats import StatsInbox
+from testbed.supervisor.cluster import Cluster
 from testbed.topology import parse_topology
 
 RECORD_BYTES = 100
@@ -57,9 +56,8 @@ def bench_throughput(runs: Path, repeat: int, window: float, producers: int, bat
     rates = []
     with Cluster(topo, runs_dir=runs) as c:
         inbox = StatsInbox(f"ipc://{c.dir.socket_dir()}/stats.sock")
-        w = Workload(c, inbox.endpoint, value_bytes=RECORD_BYTES)
         try:
-            w.start()
+            c.start_clients(inbox.endpoint, value_bytes=RECORD_BYTES)
             warm_until = time.monotonic() + 2.0
             while time.monotonic() < warm_until:
                 inbox.drain()
@@ -71,7 +69,7 @@ def bench_throughput(runs: Path, repeat: int, window: float, producers: int, bat
                 inbox.drain()
                 rates.append((inbox.totals()["acked"] - a0) / (time.monotonic() - t0))
         finally:
-            w.stop(timeout=5)
+            c.stop_clients(timeout=5)
             inbox.close()
     return rates
 

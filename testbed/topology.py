@@ -1,24 +1,27 @@
 """Topology files (DESIGN section 6, schema v1) parsed once, at the edge, into frozen specs.
 
-The one import path for the rest of the code; the work is done in `testbed.topo`, a module per
-job, so this name stays put while those modules change.
+The one import path for the rest of the code; the work is done in `testbed.config`, a module
+per section, so this name stays put while those modules change.
 """
-from testbed.topo.faults import FAULT_ACTIONS, LOSS_MODES, PARTITION_SHAPES
-from testbed.topo.features import FEATURE_NAMES, not_yet_acted_on
-from testbed.topo.load import load_topology
-from testbed.topo.model import Topology
-from testbed.topo.nemesis import NEMESIS_ACTIONS
-from testbed.topo.parse import TopologyError, parse_topology
-from testbed.topo.refs import TARGET_GRAMMAR
-from testbed.topo.sections import (
+from faults.fault_spec import (
+    FAULT_ACTIONS,
+    LOSS_MODES,
+    NEMESIS_ACTIONS,
+    PARTITION_SHAPES,
+    FaultSpec,
+    NemesisSpec,
+)
+from testbed.config.features import FEATURE_NAMES, not_yet_acted_on
+from testbed.config.loader import load_topology
+from testbed.config.parser import TopologyError, parse_topology
+from testbed.config.references import TARGET_GRAMMAR
+from testbed.config.specs import (
     CHECK_NAMES,
     EXPECT_KEYS,
     ClusterSpec,
     ConsumerSpec,
     Expectation,
-    FaultSpec,
     FlushPolicy,
-    NemesisSpec,
     NetworkSpec,
     NodeSpec,
     ProducerSpec,
@@ -28,6 +31,7 @@ from testbed.topo.sections import (
     TopicSpec,
     WorkloadSpec,
 )
+from testbed.config.topology_spec import Topology
 
 __all__ = [
     "CHECK_NAMES",

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from broker.protocol.records import NO_LEADER
 from testbed.analysis.ingest import Tables
 from testbed.analysis.observations import PART, broker_id, partition_changes
 from testbed.analysis.runinfo import ConfigTables
+
+#: `partition-changed` events write -1 as the leader of a leaderless partition (DESIGN 7)
+NO_LEADER = -1
 
 
 def log_divergence(t: Tables, logs: DataFrame) -> DataFrame:

@@ -12,7 +12,7 @@ from typing import Iterator
 
 import pytest
 
-from testbed.cluster import Cluster
+from testbed.supervisor.cluster import Cluster
 from testbed.topology import parse_topology
 
 TIME_SCALE = float(os.environ.get("ISRLAB_TIME_SCALE", "3"))

@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 
 from broker.common.errors import Errors
+from faults.injector import FaultInjector
 from faults.schedule import ScheduledFault
 from testbed.analysis import RunVerdict, analyze_runs
-from testbed.cluster import Cluster
-from testbed.experiment import run_experiment
-from testbed.faultrunner import FaultRunner
-from testbed.finalize import final_read, write_logs, write_replicas
-from testbed.history import History
+from testbed.clients.final_read import final_read
+from testbed.clients.history import History
+from testbed.experiment.final_state import write_logs, write_replicas
+from testbed.experiment.runner import run_experiment
+from testbed.supervisor.cluster import Cluster
 from testbed.topology import CHECK_NAMES, parse_topology
 from tests.integration.conftest import TIME_SCALE, topology_dict
 from tests.unit.analysis_fixtures import spark  # noqa: F401  (the shared session fixture)
@@ -52,11 +53,11 @@ def test_a_killed_leader_under_acks_all_is_judged_clean(tmp_path: Path, spark: o
     assert kill["do"] == "kill" and kill["until_s"] > kill["at_s"]
     assert kill["to_first_ack_s"] is not None and kill["to_first_ack_s"] > 0
     series = r["figures"]["series"]
-    assert sum(s["records"] for s in series if s["f"] == "send") == out.summary.acknowledged["all"]
+    assert sum(s["records"] for s in series if s["f"] == "send") == out.counts.acknowledged["all"]
     assert (out.run_dir / "report.html").stat().st_size > 10_000
 
 
-def _fire(runner: FaultRunner, n: int, do: str, target: str) -> dict:
+def _fire(runner: FaultInjector, n: int, do: str, target: str) -> dict:
     end = runner.fire(ScheduledFault(0.0, do, target, {}, f"faults[{n}]"))
     assert "error" not in end["effect"] and "skipped" not in end["effect"], end
     return end
@@ -76,7 +77,7 @@ def test_acks1_writes_only_the_killed_leader_held_are_lost_and_attributed(tmp_pa
         c.start()
         committed = c.produce("orders", 0, [f"all-{i}" for i in range(5)], acks="all")
         assert committed.error == Errors.NONE
-        runner = FaultRunner(c, [], seed=1)
+        runner = FaultInjector(c, [], seed=1, record=c.dir.faults)
         try:
             _fire(runner, 0, "pause", "followers-of orders/0")
             assert c.produce("orders", 0, ["parked-0"], acks="1").error == Errors.NONE

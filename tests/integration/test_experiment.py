@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from broker.common.jsonl import read_jsonl
-from testbed.experiment import run_experiment
+from testbed.experiment.runner import run_experiment
 from testbed.topology import parse_topology
 from tests.integration.conftest import TIME_SCALE, topology_dict
 
@@ -36,7 +36,7 @@ def test_healthy_run_writes_the_run_directory(tmp_path: Path) -> None:
     assert acked and all("offset" in h for h in acked)
     assert any(h["process"] == "final-reader" for h in history)
     assert any(h["f"] == "poll" and h["process"].startswith("consumer-") for h in history)
-    assert out.summary is not None and out.summary.missing_count("all") == 0
+    assert out.verdict is not None and out.verdict.results["checks"]["lost_writes"]["count"] == 0
     assert len(read_jsonl(d / "final/replicas.jsonl")) == 9
     kinds = {e["kind"] for e in read_jsonl(d / "events.jsonl")}
     assert {"registered", "became-leader", "became-follower", "partition-changed"} <= kinds
@@ -81,7 +81,7 @@ def test_faulted_run_with_a_nemesis_converges_without_loss(tmp_path: Path) -> No
     final = {n for f in ends if f["origin"] == "final-heal" for n in f["resolved"]}
     for f in fired:
         assert f["origin"] in undone or set(f["resolved"]) <= final, f"nemesis fault never undone: {f}"
-    assert out.summary is not None and out.summary.missing_count("all") == 0
+    assert out.verdict is not None and out.verdict.results["checks"]["lost_writes"]["count"] == 0
 
 
 def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
@@ -118,7 +118,7 @@ def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
     registered = json.loads(reg.read_text())
     mounts = registered["mounts"]
     assert (medium == "tmpfs") == bool(mounts)
-    from testbed.procs import reap_leftovers
+    from testbed.supervisor.processes import reap_leftovers
     assert reap_leftovers(runs) == [reg.stem]
     assert not list((runs / ".live").glob("*.json"))
     with open("/proc/mounts") as f:

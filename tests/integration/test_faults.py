@@ -10,20 +10,16 @@ import pytest
 from broker.common.errors import Errors
 from broker.common.jsonl import read_jsonl
 from broker.protocol.messages import PartitionMetadata
+from faults.injector import FaultInjector
 from faults.schedule import ScheduledFault
-from testbed.cluster import Cluster
-from testbed.faultrunner import FaultRunner
+from testbed.supervisor.cluster import Cluster
 from tests.integration.test_replication import committed_logs, produce_n
 
 pytestmark = pytest.mark.integration
 
 
 def fire(c: Cluster, do: str, target: str | None = None, **params: object) -> dict:
-    runner = FaultRunner(c, [], seed=1)
-    try:
-        return runner.fire(ScheduledFault(0.0, do, target, dict(params), "test"))
-    finally:
-        runner.close()
+    return c.fault(do, target, **params)
 
 
 def events(c: Cluster, kind: str, node: str | None = None) -> list[dict]:
@@ -211,7 +207,7 @@ def test_slow_during_a_partition_keeps_the_partition(make_cluster) -> None:
     """Network faults compose: a slow fired while a broker is isolated leaves it isolated,
     and undoing one layer (a nemesis undo) leaves the other in force."""
     c = make_cluster(partitions=1)
-    runner = FaultRunner(c, [], seed=1)
+    runner = FaultInjector(c, [], seed=1, record=c.dir.faults)
     try:
         runner.fire(ScheduledFault(0.0, "partition", "broker:1", {"shape": "isolate"}, "nemesis[0]#0"))
         runner.fire(ScheduledFault(0.0, "slow", None, {"delay": 0.01}, "faults[1]"))
@@ -219,10 +215,10 @@ def test_slow_during_a_partition_keeps_the_partition(make_cluster) -> None:
                      what="broker 1 fenced while also slowed")
         undone = runner.fire(ScheduledFault(0.0, "heal", None, {"undo_of": "nemesis[0]#0"}, "nemesis[0]#0.undo"))
         assert undone["effect"]["healed"] == ["nemesis[0]#0"]
-        assert list(c.network_layers) == ["faults[1]"]
+        assert runner.layers.origins() == ["faults[1]"]
         c.wait_until(lambda s: not s.registered_brokers()[1]["fenced"], timeout=c.scaled(15),
                      what="broker 1 back after its partition alone was undone")
         healed = runner.fire(ScheduledFault(0.0, "heal", None, {}, "faults[2]"))
-        assert healed["effect"]["healed"] == ["faults[1]"] and not c.network_layers
+        assert healed["effect"]["healed"] == ["faults[1]"] and not runner.layers
     finally:
         runner.close()

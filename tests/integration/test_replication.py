@@ -9,7 +9,7 @@ import pytest
 
 from broker.common.errors import Errors
 from broker.storage.log import read_partition_dir
-from testbed.cluster import Cluster
+from testbed.supervisor.cluster import Cluster
 
 pytestmark = pytest.mark.integration
 
@@ -99,7 +99,7 @@ def test_killed_leader_replaced_from_isr_without_loss(make_cluster) -> None:
 def test_status_command_does_not_disturb_the_running_supervisor(make_cluster, tmp_path, capsys) -> None:
     """`run.py status` talks to the same control sockets; each client has its own identity,
     so the supervisor keeps getting its answers."""
-    from testbed.livestatus import print_status
+    from testbed.supervisor.status_command import print_status
     c = make_cluster(partitions=2)
     assert print_status(tmp_path / "runs") == 0
     assert "orders/1" in capsys.readouterr().out

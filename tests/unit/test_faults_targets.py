@@ -7,7 +7,7 @@ import random
 import pytest
 
 from faults.targets import ClusterView, TargetError, resolve
-from testbed.status import ClusterStatus
+from testbed.supervisor.cluster_status import ClusterStatus
 
 BROKERS = {"broker-1": "a", "broker-2": "b", "broker-3": "a", "broker-4": "c"}
 CONTROLLERS = ("controller-1", "controller-2", "controller-3")
@@ -117,7 +117,7 @@ def test_malformed_targets_raise(target):
         resolve(target, view(), rng())
 
 
-def test_from_status_builds_the_view_from_the_controller_snapshot():
+def test_the_status_snapshot_builds_the_view():
     status = ClusterStatus(
         controller={"node": "controller-1", "partitions": [
             {"topic": "orders", "partition": 0, "leader": 2, "leader_epoch": 3, "partition_epoch": 5,
@@ -127,8 +127,7 @@ def test_from_status_builds_the_view_from_the_controller_snapshot():
         ]},
         brokers={1: None, 2: {}, 3: {}},
     )
-    v = ClusterView.from_status(
-        status,
+    v = status.view(
         brokers={"broker-1": "a", "broker-2": "b", "broker-3": None},
         controllers=["controller-1"],
         stopped={"broker-1"},
@@ -148,8 +147,7 @@ def test_from_status_builds_the_view_from_the_controller_snapshot():
     assert resolve("followers-of orders/0", v, rng()) == ["broker-1", "broker-3"]
 
 
-def test_from_status_without_a_controller_knows_no_partitions():
-    v = ClusterView.from_status(ClusterStatus(None, {1: None}), {"broker-1": None}, ["controller-1"],
-                                {"controller-1"}, ())
+def test_a_snapshot_without_a_controller_knows_no_partitions():
+    v = ClusterStatus(None, {1: None}).view({"broker-1": None}, ["controller-1"], {"controller-1"}, ())
     assert v.active_controller is None and v.leaders == {} and v.isr == {} and v.replicas == {}
     assert resolve("leader-of orders/0", v, rng()) == []

@@ -10,7 +10,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from testbed.durations import (
+from testbed.config.units import (
     format_duration,
     format_rate,
     format_size,

@@ -4,10 +4,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from testbed.topo import scalars
-from testbed.topo.refs import Known, partition_list_problem
-from testbed.topo.sections import ConsumerSpec, ProducerSpec, WorkloadSpec
-from testbed.topo.walk import INVALID, Walker, describe, join, valid
+from testbed.config import scalars
+from testbed.config.references import Known, partition_list_problem
+from testbed.config.specs import ConsumerSpec, ProducerSpec, WorkloadSpec
+from testbed.config.walker import INVALID, Walker, describe, join, valid
 
 
 def parse_workload(w: Walker, value: object, path: str, known: Known) -> WorkloadSpec | Any:

@@ -1,8 +1,8 @@
 """Which settings of a topology this build does not act on yet, so a run can say so aloud."""
 from __future__ import annotations
 
-from testbed.topo.model import Topology
-from testbed.topo.sections import ProtocolSpec
+from testbed.config.specs import ProtocolSpec
+from testbed.config.topology_spec import Topology
 
 FEATURE_NAMES: frozenset[str] = frozenset(
     {

@@ -11,8 +11,8 @@ from typing import Any
 
 import yaml
 
-from testbed.topo.model import Topology
-from testbed.topo.parse import TopologyError, parse_topology
+from testbed.config.parser import TopologyError, parse_topology
+from testbed.config.topology_spec import Topology
 
 
 def load_topology(path: str | Path, seed: int | None = None) -> Topology:

@@ -7,24 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from testbed.durations import format_duration, parse_duration
-from testbed.topo import scalars
-from testbed.topo.refs import Known, target_problem
-from testbed.topo.sections import NemesisSpec
-from testbed.topo.walk import INVALID, Walker, join, valid
-
-NEMESIS_ACTIONS: tuple[str, ...] = (
-    "kill",
-    "pause",
-    "shutdown",
-    "lossy-crash",
-    "disk-loss",
-    "partition-halves",
-    "partition-isolate",
-    "partition-bridge",
-    "slow",
-    "elect-preferred",
-)
+from faults.fault_spec import NEMESIS_ACTIONS, NemesisSpec
+from testbed.config import scalars
+from testbed.config.references import Known, target_problem
+from testbed.config.units import format_duration, parse_duration
+from testbed.config.walker import INVALID, Walker, join, valid
 
 
 def parse_nemesis(

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from testbed.topo.walk import INVALID, describe, is_int
+from testbed.config.walker import INVALID, describe, is_int
 
 TARGET_GRAMMAR = (
     "broker:N, controller:N, rack:X, leader-of TOPIC/P, leader-of any, followers-of TOPIC/P, "

@@ -5,10 +5,10 @@ import re
 from typing import Any
 
 from broker.storage.flush import DEFAULT_FLUSH
-from testbed.topo import scalars
-from testbed.topo.refs import replica_list_problem
-from testbed.topo.sections import NodeSpec, TopicSpec
-from testbed.topo.walk import INVALID, Walker, describe, is_int, join, valid
+from testbed.config import scalars
+from testbed.config.references import replica_list_problem
+from testbed.config.specs import NodeSpec, TopicSpec
+from testbed.config.walker import INVALID, Walker, describe, is_int, join, valid
 
 _TOPIC_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 

@@ -10,47 +10,38 @@ Every wait is on a condition with a deadline scaled by the run's time scale.
 """
 from __future__ import annotations
 
-import dataclasses
-import os
 import secrets
-import socket
 import subprocess
+import time
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import yaml
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from broker.client import ClusterClient, ProduceResult
 from broker.common.errors import Errors
-from broker.noderuntime.config import NodeConfig, StorageSettings
+from broker.noderuntime.config import NodeConfig
 from broker.protocol.messages import CreateTopicsRequest, CreateTopicsResponse, NewTopic
-from broker.protocol.settings import Timeouts
 from broker.wire.linkfilter import LinkTable
+from faults.injector import FaultInjector
 from faults.process import sigcont, sigkill, sigstop
+from faults.schedule import ScheduledFault
 from faults.storage import TmpfsMounts
-from testbed.control import ControlClient
-from testbed.history import History
-from testbed.metrics import MetricsSampler
-from testbed.procs import Registry, kill_tree, reap_leftovers, spawn
-from testbed.rundir import RunDir, new_run_id
-from testbed.status import ClusterStatus
-from testbed.topology import NodeSpec, Timing, Topology, load_topology
+from faults.targets import ClusterView
+from testbed.clients.history import History
+from testbed.supervisor.client_configs import build_client_configs
+from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.supervisor.control_client import ControlClient
+from testbed.supervisor.node_configs import build_node_configs
+from testbed.supervisor.process_metrics import MetricsSampler
+from testbed.supervisor.processes import Registry, kill_tree, reap_leftovers, spawn
+from testbed.supervisor.run_dir import RunDir, new_run_id
+from testbed.topology import NodeSpec, Topology, load_topology
 
 
 class ClusterError(RuntimeError):
     pass
-
-
-def node_timeouts(timing: Timing) -> Timeouts:
-    """The node's timeouts: the topology's `timing:`, Kafka's defaults for the rest."""
-    return Timeouts(**{f.name: getattr(timing, f.name) for f in dataclasses.fields(timing)})
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Cluster:
@@ -69,12 +60,9 @@ class Cluster:
         self.configs: dict[str, NodeConfig] = {}
         self.stopped: set[str] = set()
         self.paused: set[str] = set()
-        #: the network table every node should hold, and the nodes that have not got it yet
-        #: (paused or restarted since the last push)
+        #: the network table every node should hold (the fault injector composes it), and the
+        #: nodes that have not got it yet (paused or restarted since the last push)
         self.link_table: LinkTable = LinkTable(0, {})
-        #: network faults in force, by the origin of the fault: (its table, the nodes it cut
-        #: off from the controller, link counters when it began); link_table composes them
-        self.network_layers: dict[str, tuple[LinkTable, list[str], dict]] = {}
         self._links_pending: set[str] = set()
         self.mounts = TmpfsMounts()
         self.warnings: list[str] = []
@@ -83,6 +71,10 @@ class Cluster:
         self.metrics: MetricsSampler | None = None
         self._client: ClusterClient | None = None
         self._api_history: History | None = None
+        #: the run's one fault injector: it owns the network layers in force and records
+        #: `faults.jsonl`, for the schedule of a run and for `fault()` alike
+        self.injector: FaultInjector | None = None
+        self._api_faults = 0
 
     @classmethod
     def from_yaml(cls, path: str | Path, run_dir: Path | None = None, seed: int | None = None,
@@ -111,6 +103,12 @@ class Cluster:
     def nodes(self) -> list[NodeSpec]:
         return [*self.controllers(), *self.topology.cluster.brokers]
 
+    def node_names(self) -> list[str]:
+        return [spec.name for spec in self.nodes()]
+
+    def data_dir(self, name: str) -> Path:
+        return self.dir.data_dir(name)
+
     def start(self) -> None:
         """Start every node, create the topics, and wait until every partition is led."""
         reap_leftovers(self.runs_dir)
@@ -119,6 +117,7 @@ class Cluster:
         self.registry = Registry(self.runs_dir, self.dir.root.name, self.dir.socket_dir())
         self.registry.data["run_dir"] = str(self.dir.root.resolve())
         self.control = ControlClient(self.token)
+        self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults)
         self._write_configs()
         if self.topology.storage.medium == "tmpfs":
             self._mount_tmpfs()
@@ -133,30 +132,9 @@ class Cluster:
         self.wait_until(lambda s: s.all_led(), timeout=self.scaled(15), what="every partition led")
 
     def _write_configs(self) -> None:
-        t = self.topology
-        sockdir = self.dir.socket_dir()
-        tcp = t.network.transport == "tcp"
-        endpoints: dict[str, tuple[str, str]] = {}
-        for spec in self.nodes():
-            if tcp:
-                endpoints[spec.name] = (f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}")
-            else:
-                endpoints[spec.name] = (f"ipc://{sockdir}/{spec.name}.sock", f"ipc://{sockdir}/{spec.name}.control.sock")
-        peers = {name: ep[0] for name, ep in endpoints.items()}
-        timeouts = node_timeouts(t.timing).scaled(self.time_scale)
-        storage = StorageSettings(fsync=t.storage.fsync, writeback=t.storage.writeback * self.time_scale,
-                                  segment_bytes=t.storage.segment_bytes)
-        flush = {tp.name: tp.flush for tp in t.topics}
-        controller = t.cluster.controllers[0].name
-        for spec in self.nodes():
-            cfg = NodeConfig(
-                name=spec.name, kind=spec.kind, id=spec.id, rack=spec.rack, run_dir=self.dir.root.resolve(),
-                data_dir=self.dir.data_dir(spec.name).resolve(), endpoint=endpoints[spec.name][0],
-                control_endpoint=endpoints[spec.name][1], token=self.token,
-                supervisor_pid=os.getpid(), peers=peers, controller=controller,
-                timeouts=timeouts, protocol=t.protocol, storage=storage, flush=flush, placement_seed=t.seed)
-            self.configs[spec.name] = cfg
-            (self.dir.nodes / f"{spec.name}.json").write_text(cfg.to_json())
+        self.configs = build_node_configs(self.topology, self.nodes(), self.dir, self.token, self.time_scale)
+        for name, cfg in self.configs.items():
+            (self.dir.nodes / f"{name}.json").write_text(cfg.to_json())
 
     def _mount_tmpfs(self) -> None:
         """DESIGN section 4: data directories on tmpfs (root only), else plain directories."""
@@ -234,6 +212,13 @@ class Cluster:
                                f"(run dir {self.dir.root})") from None
         return last[0]
 
+    def view(self) -> ClusterView:
+        """The snapshot fault targets resolve against (`faults/targets.py`)."""
+        return self.status(timeout=self.scaled(0.3)).view(
+            brokers={s.name: s.rack for s in self.topology.cluster.brokers},
+            controllers=[s.name for s in self.controllers()],
+            stopped=self.stopped, paused=self.paused)
+
     def _check_processes(self) -> None:
         for name, proc in self.procs.items():
             if name not in self.stopped and proc.poll() is not None:
@@ -257,6 +242,32 @@ class Cluster:
         r = c.produce(topic, partition, values, acks)
         self._api_history.send_complete(topic, partition, values, acks, r.error, r.base_offset, r.appended)
         return r
+
+    def start_clients(self, stats_endpoint: str | None, value_bytes: int = 0) -> list[str]:
+        """Start the workload's producer and consumer processes; returns their names."""
+        assert self.registry is not None
+        configs = build_client_configs(self.topology, self.broker_endpoints(), self.dir.history.resolve(),
+                                       stats_endpoint, self.time_scale, value_bytes)
+        for name, cfg in configs.items():
+            path = self.dir.clients / f"{name}.json"
+            path.write_text(cfg.to_json())
+            proc = spawn(["-m", "testbed.clients.worker", "--config", str(path)], self.dir.clients / f"{name}.log")
+            self.client_procs[name] = proc
+            self.registry.add_process(proc.pid)
+        return list(configs)
+
+    def stop_clients(self, timeout: float) -> None:
+        """SIGTERM: each client finishes its operation in flight and records its completion."""
+        for p in self.client_procs.values():
+            if p.poll() is None:
+                p.terminate()
+        deadline = time.monotonic() + timeout
+        for p in self.client_procs.values():
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
     # ------------------------------------------------------------------ process control
     def kill(self, name: str) -> int:
@@ -291,6 +302,15 @@ class Cluster:
         self._links_pending.add(name)
         self.sync_links()
         return proc.pid
+
+    # ------------------------------------------------------------------ faults
+    def fault(self, do: str, target: str | None = None, **params: Any) -> dict:
+        """Inject one fault now, as a topology's `faults:` entry would (DESIGN section 9);
+        returns its `faults.jsonl` end record (what the target resolved to, the effect)."""
+        assert self.injector is not None, "start the cluster first"
+        origin = f"api[{self._api_faults}]"
+        self._api_faults += 1
+        return self.injector.fire(ScheduledFault(0.0, do, target, dict(params), origin))
 
     # ------------------------------------------------------------------ network (userspace backend)
     def next_link_seq(self) -> int:
@@ -366,6 +386,8 @@ class Cluster:
             self.warnings.append(str(e))
         if self.metrics is not None:
             self.metrics.stop()
+        if self.injector is not None:
+            self.injector.close()
         for c in (self._client, self.control):
             if c is not None:
                 c.close()

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from testbed.topo import scalars
-from testbed.topo.sections import ClusterSpec, NodeSpec
-from testbed.topo.walk import INVALID, Walker, is_int, join, valid
+from testbed.config import scalars
+from testbed.config.specs import ClusterSpec, NodeSpec
+from testbed.config.walker import INVALID, Walker, is_int, join, valid
 
 
 def parse_cluster(w: Walker, value: object, path: str) -> ClusterSpec | Any:

@@ -1,23 +1,18 @@
 """A snapshot of the cluster as the supervisor sees it: the controller's partitions and
 brokers, and each broker's own view of its replicas. Built from control-socket answers
-only, so a paused or dead node simply has no view."""
+only, so a paused or dead node simply has no view.
+
+A partition is the protocol's own outside view (`PartitionMetadata`, R1), the shape clients
+get in a MetadataResponse; a replica is what its broker says of it.
+"""
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class PartitionView:
-    """The controller's state of one partition (R1)."""
-    topic: str
-    partition: int
-    leader: int
-    leader_epoch: int
-    partition_epoch: int
-    replicas: list[int]
-    isr: list[int]
-    elr: list[int]
-    last_known_elr: list[int]
+from broker.common.names import broker_name
+from broker.protocol.messages import PartitionMetadata
+from faults.targets import ClusterView
 
 
 @dataclass(frozen=True)
@@ -37,15 +32,12 @@ class ClusterStatus:
     controller: dict | None
     brokers: dict[int, dict | None] = field(default_factory=dict)
 
-    def partitions(self) -> list[PartitionView]:
+    def partitions(self) -> list[PartitionMetadata]:
         if not self.controller:
             return []
-        return [PartitionView(p["topic"], p["partition"], p["leader"], p["leader_epoch"],
-                              p["partition_epoch"], list(p["replicas"]), list(p["isr"]),
-                              list(p.get("elr", [])), list(p.get("last_known_elr", [])))
-                for p in self.controller.get("partitions", [])]
+        return [PartitionMetadata(**p) for p in self.controller.get("partitions", [])]
 
-    def partition(self, topic: str, partition: int) -> PartitionView:
+    def partition(self, topic: str, partition: int) -> PartitionMetadata:
         for p in self.partitions():
             if p.topic == topic and p.partition == partition:
                 return p
@@ -98,3 +90,24 @@ class ClusterStatus:
                 if r is None or r.leo != lead.leo:
                     return False
         return True
+
+    def view(self, brokers: Mapping[str, str | None], controllers: Iterable[str],
+             stopped: Iterable[str], paused: Iterable[str]) -> ClusterView:
+        """What fault targets resolve against: this snapshot plus the supervisor's own process
+        bookkeeping (`brokers`: node name -> rack in topology order, `controllers`: names).
+
+        The active controller is the one whose status answered (the single controller until
+        the quorum lands); a stopped or paused controller does not answer, so it is never
+        the active one.
+        """
+        parts = self.partitions()
+        return ClusterView(
+            brokers=dict(brokers),
+            controllers=tuple(controllers),
+            active_controller=self.controller.get("node") if self.controller else None,
+            stopped=frozenset(stopped),
+            paused=frozenset(paused),
+            leaders={(p.topic, p.partition): broker_name(p.leader) if p.leader >= 0 else None for p in parts},
+            isr={(p.topic, p.partition): tuple(map(broker_name, p.isr)) for p in parts},
+            replicas={(p.topic, p.partition): tuple(map(broker_name, p.replicas)) for p in parts},
+        )

@@ -7,14 +7,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from testbed.durations import (
+from testbed.config.specs import Expectation, FlushPolicy
+from testbed.config.units import (
     parse_duration,
     parse_duration_range,
     parse_rate,
     parse_size,
 )
-from testbed.topo.sections import Expectation, FlushPolicy
-from testbed.topo.walk import describe, is_int
+from testbed.config.walker import describe, is_int
 
 _EXPECTATION_RE = re.compile(r"^(==|>=|<=|>|<)?\s*(\d+)$")
 

@@ -10,13 +10,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from testbed.durations import format_duration, parse_duration
-from testbed.topo import scalars
-from testbed.topo.cluster import parse_cluster
-from testbed.topo.faults import parse_faults
-from testbed.topo.model import Topology
-from testbed.topo.refs import known_from
-from testbed.topo.sections import (
+from broker.protocol.settings import (
+    FENCING_MODES,
+    TRUNCATION_MODES,
+    UNCLEAN_RECOVERY_MODES,
+)
+from broker.storage.durability import FSYNC_MODES
+from testbed.config import scalars
+from testbed.config.cluster_section import parse_cluster
+from testbed.config.faults_section import parse_faults
+from testbed.config.references import known_from
+from testbed.config.specs import (
     EXPECT_KEYS,
     Expectation,
     NetworkSpec,
@@ -24,9 +28,11 @@ from testbed.topo.sections import (
     StorageSpec,
     Timing,
 )
-from testbed.topo.topics import parse_topics
-from testbed.topo.walk import INVALID, Walker, describe, join, valid
-from testbed.topo.workload import parse_workload
+from testbed.config.topics_section import parse_topics
+from testbed.config.topology_spec import Topology
+from testbed.config.units import format_duration, parse_duration
+from testbed.config.walker import INVALID, Walker, describe, join, valid
+from testbed.config.workload_section import parse_workload
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -114,11 +120,11 @@ def _parse_timing(w: Walker, value: object, path: str) -> Timing | Any:
 
 def _parse_protocol(w: Walker, value: object, path: str) -> ProtocolSpec | Any:
     values = _parse_fields(w, value, path, ProtocolSpec, {
-        "truncation": scalars.choice("leader-epoch", "high-watermark"),
+        "truncation": scalars.choice(*TRUNCATION_MODES),
         "elr": scalars.boolean,
         "unclean_leader_election": scalars.boolean,
-        "unclean_recovery": scalars.choice("none", "proactive", "balanced", "manual"),
-        "fencing": scalars.choice("kraft", "zookeeper"),
+        "unclean_recovery": scalars.choice(*UNCLEAN_RECOVERY_MODES),
+        "fencing": scalars.choice(*FENCING_MODES),
     })
     return INVALID if values is None else ProtocolSpec(**values)
 
@@ -126,7 +132,7 @@ def _parse_protocol(w: Walker, value: object, path: str) -> ProtocolSpec | Any:
 def _parse_storage(w: Walker, value: object, path: str) -> StorageSpec | Any:
     values = _parse_fields(w, value, path, StorageSpec, {
         "medium": scalars.choice("disk", "tmpfs"),
-        "fsync": scalars.choice("real", "simulated"),
+        "fsync": scalars.choice(*FSYNC_MODES),
         "writeback": scalars.positive_duration,
         "segment_bytes": scalars.segment_bytes,
     })

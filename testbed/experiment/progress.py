@@ -1,49 +1,18 @@
-"""Live progress while a run works: client counters pushed by the workload processes and
-the cluster's leaders and ISR sizes, redrawn twice a second with rich (plain lines when
-the output is not a terminal, as in CI)."""
+"""What the terminal shows while a run works: client counters pushed by the workload
+processes and the cluster's leaders and ISR sizes, redrawn twice a second with rich (plain
+lines when the output is not a terminal, as in CI), each fault as it fires, and the counts
+of operations at the end."""
 from __future__ import annotations
 
 import time
 from collections import Counter
 
-import zmq
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from testbed.status import ClusterStatus
-
-
-class StatsInbox:
-    """The PULL socket the workload processes push their counters to."""
-
-    def __init__(self, endpoint: str) -> None:
-        self.sock = zmq.Context.instance().socket(zmq.PULL)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.sock.bind(endpoint)
-        self.endpoint = endpoint
-        self.latest: dict[str, dict] = {}
-
-    def drain(self) -> None:
-        while True:
-            try:
-                msg = self.sock.recv_json(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            except ValueError:
-                continue  # not JSON: ignore, a client only ever sends JSON
-            if isinstance(msg, dict) and "process" in msg:
-                self.latest[str(msg["process"])] = msg
-
-    def totals(self) -> Counter:
-        c: Counter = Counter()
-        for m in self.latest.values():
-            for k in ("sent", "acked", "failed", "info", "polled"):
-                c[k] += int(m.get(k, 0))
-        return c
-
-    def close(self) -> None:
-        self.sock.close(linger=0)
+from testbed.experiment.counts import Counts
+from testbed.supervisor.cluster_status import ClusterStatus
 
 
 def render(elapsed: float, duration: float, totals: Counter, status: ClusterStatus | None) -> Table:
@@ -87,3 +56,28 @@ class Monitor:
     def __exit__(self, *exc: object) -> None:
         if self.live is not None:
             self.live.__exit__(None, None, None)
+
+
+def describe_fault(rec: dict, elapsed: float) -> str:
+    effect = rec.get("effect", {})
+    note = ""
+    if "error" in effect:
+        note = f" [red]{effect['error']}[/]"
+    elif "skipped" in effect:
+        note = f" [yellow](skipped: {effect['skipped']})[/]"
+    elif "groups" in effect:
+        note = " " + " | ".join(",".join(g) for g in effect["groups"])
+    target = f" {rec['target']}" if rec.get("target") else ""
+    return f"[magenta]{elapsed:6.2f}s fault[/] {rec['do']}{target} -> {', '.join(rec['resolved']) or '-'}{note}"
+
+
+def print_counts(console: Console, c: Counts, converged: bool) -> None:
+    ops = Table(title="operations")
+    ops.add_column("f")
+    for t in ("invoke", "ok", "fail", "info"):
+        ops.add_column(t, justify="right")
+    for f in sorted({f for f, _ in c.operations}):
+        ops.add_row(f, *(str(c.operations.get((f, t), 0)) for t in ("invoke", "ok", "fail", "info")))
+    console.print(ops)
+    acked = ", ".join(f"acks={acks}: {n}" for acks, n in sorted(c.acknowledged.items())) or "none"
+    console.print(f"values acknowledged: {acked}; converged: {converged}")

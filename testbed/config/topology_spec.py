@@ -5,8 +5,19 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from testbed.durations import format_duration
-from testbed.topo.dump import (
+from faults.fault_spec import FaultSpec, NemesisSpec
+from testbed.config.specs import (
+    ClusterSpec,
+    Expectation,
+    NetworkSpec,
+    ProtocolSpec,
+    StorageSpec,
+    Timing,
+    TopicSpec,
+    WorkloadSpec,
+)
+from testbed.config.units import format_duration
+from testbed.config.yaml_dump import (
     cluster_to_yaml,
     expect_to_yaml,
     fault_to_yaml,
@@ -14,18 +25,6 @@ from testbed.topo.dump import (
     timing_to_yaml,
     topic_to_yaml,
     workload_to_yaml,
-)
-from testbed.topo.sections import (
-    ClusterSpec,
-    Expectation,
-    FaultSpec,
-    NemesisSpec,
-    NetworkSpec,
-    ProtocolSpec,
-    StorageSpec,
-    Timing,
-    TopicSpec,
-    WorkloadSpec,
 )
 
 

@@ -8,25 +8,23 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from testbed.durations import (
-    format_duration,
-    format_duration_range,
-    format_rate,
-    format_size,
-)
-from testbed.topo.sections import (
-    DURATION_PARAMS,
+from faults.fault_spec import DURATION_PARAMS, FaultSpec, NemesisSpec
+from testbed.config.specs import (
     ClusterSpec,
     Expectation,
-    FaultSpec,
     FlushPolicy,
-    NemesisSpec,
     NodeSpec,
     ProducerSpec,
     StorageSpec,
     Timing,
     TopicSpec,
     WorkloadSpec,
+)
+from testbed.config.units import (
+    format_duration,
+    format_duration_range,
+    format_rate,
+    format_size,
 )
 
 

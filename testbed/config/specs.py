@@ -8,7 +8,6 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from broker.protocol.settings import ProtocolSettings, Timeouts
 from broker.storage.flush import FlushPolicy
@@ -31,8 +30,6 @@ CHECK_NAMES: tuple[str, ...] = (
 )
 # `converged` is not a check of the pipeline but whether the cluster converged after healing.
 EXPECT_KEYS: tuple[str, ...] = CHECK_NAMES + ("converged",)
-# Fault parameters that are durations: seconds in FaultSpec.params, strings in the YAML.
-DURATION_PARAMS = frozenset({"delay", "jitter"})
 
 
 @dataclass(frozen=True)
@@ -133,24 +130,6 @@ class ConsumerSpec:
 class WorkloadSpec:
     producers: tuple[ProducerSpec, ...] = ()
     consumers: tuple[ConsumerSpec, ...] = ()
-
-
-@dataclass(frozen=True)
-class FaultSpec:
-    at: float
-    do: str
-    target: str | None
-    params: dict[str, Any]  # the other keys; durations in seconds, lists as tuples
-
-
-@dataclass(frozen=True)
-class NemesisSpec:
-    start: float  # `from` in the YAML
-    until: float
-    every: tuple[float, float]
-    do: tuple[str, ...]
-    target: tuple[str, ...]
-    max_down: int
 
 
 _COMPARISONS: dict[str, Callable[[int, int], bool]] = {

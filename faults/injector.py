@@ -1,25 +1,28 @@
-"""Carries out a run's fault schedule on the real cluster and records it in `faults.jsonl`.
+"""Carries out a run's fault schedule on a live cluster and records it in `faults.jsonl`.
 
-The schedule is plain data made from the topology and the seed (`faults/schedule.py`);
-this module is the nemesis's `invoke!`: at each fault's time it resolves the target
-against the cluster as it is at that moment (`faults/targets.py`), acts on processes,
-files or the link table, and records a `start` and an `end` line with what the target
-resolved to and what the fault did. After the workload it undoes everything still in
-force (heal, resume, restart) so that a loss is never mistaken for unavailability.
+Jepsen's nemesis `invoke!`: at each fault's time it resolves the target against the cluster
+as it is at that moment (`faults/targets.py`), acts on processes, files or the network
+layers, and records a `start` and an `end` line with what the target resolved to and what
+the fault did. After the workload it undoes everything still in force (heal, resume,
+restart) so that a loss is never mistaken for unavailability.
+
+The injector acts through `ClusterControl`, the few things it needs of a running cluster
+(the supervisor's `Cluster` is one), and owns the network layers it adds and heals.
 """
 from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from broker.common.jsonl import JsonlAppender
+from broker.wire.linkfilter import LinkTable
 from faults import network
+from faults.network_layers import NetworkLayers, merge_counters
 from faults.schedule import ScheduledFault, fault_rng
 from faults.storage import disk_loss, lossy_crash_files
 from faults.targets import ClusterView, TargetError, resolve
-from testbed.cluster import Cluster
 
 #: actions that take nodes down, counted against a nemesis's max_down
 _DOWN_ACTIONS = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-loss", "partition"})
@@ -29,21 +32,42 @@ UNSUPPORTED = frozenset({"reassign", "elect-preferred", "elect"})
 DEFAULT_TARGET = {"restart": "stopped", "resume": "paused"}
 
 
-@dataclass
-class FaultRunner:
-    cluster: Cluster
-    schedule: list[ScheduledFault]
-    seed: int
+class ClusterControl(Protocol):
+    """What faults need of a running cluster: its processes, their files, their network."""
 
-    def __post_init__(self) -> None:
-        self.out = JsonlAppender(self.cluster.dir.faults)
+    stopped: set[str]
+    paused: set[str]
+
+    def node_names(self) -> list[str]: ...
+    def view(self) -> ClusterView: ...
+    def kill(self, name: str) -> int: ...
+    def restart(self, name: str) -> int: ...
+    def pause(self, name: str) -> int: ...
+    def resume(self, name: str) -> int: ...
+    def shutdown_node(self, name: str) -> bool: ...
+    def data_dir(self, name: str) -> Path: ...
+    def next_link_seq(self) -> int: ...
+    def push_links(self, table: LinkTable) -> dict[str, bool]: ...
+    def link_counters(self) -> dict[str, dict]: ...
+
+
+class FaultInjector:
+    def __init__(self, cluster: ClusterControl, schedule: list[ScheduledFault], seed: int, record: Path) -> None:
+        self.cluster = cluster
+        self.seed = seed
+        self.out = JsonlAppender(record)
+        self.layers = NetworkLayers()
         #: each fault draws from its own rng (targets, halves, loss points), so its choices
         #: do not depend on how many draws the faults before it made
         self.rng = random.Random()
-        self.pending = sorted(self.schedule, key=lambda f: f.at)
+        self.pending = sorted(schedule, key=lambda f: f.at)
         self.done: dict[str, list[str]] = {}  # origin -> nodes it acted on
 
     # ------------------------------------------------------------------ schedule
+    def load(self, schedule: list[ScheduledFault]) -> None:
+        """The faults to fire from now on, by `fire_due`."""
+        self.pending = sorted(schedule, key=lambda f: f.at)
+
     def next_at(self) -> float | None:
         return self.pending[0].at if self.pending else None
 
@@ -55,14 +79,6 @@ class FaultRunner:
         return ends
 
     # ------------------------------------------------------------------ one fault
-    def _view(self) -> ClusterView:
-        c = self.cluster
-        return ClusterView.from_status(
-            c.status(timeout=c.scaled(0.3)),
-            brokers={s.name: s.rack for s in c.topology.cluster.brokers},
-            controllers=[s.name for s in c.controllers()],
-            stopped=frozenset(c.stopped), paused=frozenset(c.paused))
-
     def _resolve(self, target: str | None, view: ClusterView) -> list[str]:
         if target is None:
             return []
@@ -70,7 +86,7 @@ class FaultRunner:
 
     def fire(self, f: ScheduledFault) -> dict:
         self.rng = fault_rng(self.seed, f.origin)
-        view = self._view()
+        view = self.cluster.view()
         undo_of = f.params.get("undo_of")
         try:
             if undo_of is not None:
@@ -105,11 +121,8 @@ class FaultRunner:
         if f.do not in _DOWN_ACTIONS or "undo_of" in f.params or limit is None:
             return False
         c = self.cluster
-        down = set(c.stopped) | set(c.paused) | self._isolated()
+        down = set(c.stopped) | set(c.paused) | self.layers.isolated()
         return len(down | set(resolved)) > limit
-
-    def _isolated(self) -> set[str]:
-        return {n for _table, cut, _base in self.cluster.network_layers.values() for n in cut}
 
     def _record(self, line: dict) -> None:
         self.out.write({"time_ns": time.monotonic_ns(), **line})
@@ -132,18 +145,16 @@ class FaultRunner:
         if do == "lossy-crash":
             effect: dict[str, Any] = {"killed": {}, "files": {}}
             for n in up:
-                if not n.startswith("broker-"):
-                    effect["killed"][n] = c.kill(n)
-                    continue
                 effect["killed"][n] = c.kill(n)
-                effect["files"][n] = lossy_crash_files(c.dir.data_dir(n), f.params["loss"], self.rng)
+                if n.startswith("broker-"):
+                    effect["files"][n] = lossy_crash_files(c.data_dir(n), f.params["loss"], self.rng)
             return effect
         if do == "disk-loss":
             effect = {"killed": {}, "removed": {}}
             for n in up:
                 effect["killed"][n] = c.kill(n)
                 if n.startswith("broker-"):
-                    effect["removed"][n] = disk_loss(c.dir.data_dir(n))
+                    effect["removed"][n] = disk_loss(c.data_dir(n))
             return effect
         if do in ("partition", "slow", "heal"):
             return self._network(f, nodes, view)
@@ -152,48 +163,41 @@ class FaultRunner:
     def _network(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:
         """Partition and slow add a layer; heal removes the layer it undoes, or all of them."""
         c = self.cluster
-        all_nodes = [s.name for s in c.nodes()]
+        all_nodes = c.node_names()
         p = f.params
-        layers = c.network_layers
         if f.do == "heal":
             undo_of = p.get("undo_of")
-            healed = [undo_of] if undo_of is not None else list(layers)
-            counters = c.link_counters()
-            dropped = {o: _delta(counters, layers.pop(o)[2]) for o in healed if o in layers}
+            healed = [undo_of] if undo_of is not None else self.layers.origins()
+            dropped = self.layers.remove(healed, c.link_counters())
             self._push(all_nodes)
-            return {"healed": sorted(dropped), "dropped_by_link": _merge(dropped.values())}
+            return {"healed": sorted(dropped), "dropped_by_link": merge_counters(list(dropped.values()))}
         if f.do == "slow":
             src = self._targets(p.get("from"), view) or all_nodes
             dst = self._targets(p.get("to"), view) or all_nodes
             table = network.slow_table(src, dst, p.get("delay", 0.0), p.get("jitter", 0.0),
                                        p.get("loss", 0.0), p.get("duplicate", 0.0), 0)
-            self._add_layer(f.origin, table, [])
+            self.layers.add(f.origin, table, [], c.link_counters())
             self._push(all_nodes)
             return {"table": table.to_dict()}
-        plan = self._plan_partition(f, nodes, view, all_nodes, 0)
+        plan = self._plan_partition(f, nodes, view, all_nodes)
         if plan is None:
             return {"skipped": "max_down"}
         groups, isolated, table = plan
-        self._add_layer(f.origin, table, isolated)
+        self.layers.add(f.origin, table, isolated, c.link_counters())
         acked = self._push(all_nodes)
         return {"groups": groups, "isolated": isolated, "table": table.to_dict(), "pushed": acked}
 
-    def _add_layer(self, origin: str, table: Any, isolated: list[str]) -> None:
-        c = self.cluster
-        c.network_layers[origin] = (table, isolated, c.link_counters())
-
     def _push(self, all_nodes: list[str]) -> dict[str, bool]:
         c = self.cluster
-        tables = [t for t, _cut, _base in c.network_layers.values()]
-        return c.push_links(network.compose(tables, all_nodes, c.next_link_seq()))
+        return c.push_links(self.layers.compose(all_nodes, c.next_link_seq()))
 
-    def _plan_partition(self, f: ScheduledFault, nodes: list[str], view: ClusterView, all_nodes: list[str],
-                        seq: int) -> tuple[list[list[str]], list[str], Any] | None:
+    def _plan_partition(self, f: ScheduledFault, nodes: list[str], view: ClusterView, all_nodes: list[str]
+                        ) -> tuple[list[list[str]], list[str], LinkTable] | None:
         """The groups, the nodes cut off from the controller, and the table; None past max_down."""
         p = f.params
         if p.get("shape") == "one-way":
             src, dst = self._targets(p["from"], view), self._targets(p["to"], view)
-            return [src, dst], [], network.one_way_table(src, dst, all_nodes, seq)
+            return [src, dst], [], network.one_way_table(src, dst, all_nodes, 0)
         if "groups" in p:
             groups = [sorted({n for member in g for n in self._targets(member, view)}) for g in p["groups"]]
         else:
@@ -203,7 +207,7 @@ class FaultRunner:
         isolated = sorted({n for g in groups if g is not home for n in g} - set(home) - {"clients"})
         if self._exceeds_max_down(f, isolated):
             return None
-        return groups, isolated, network.partition_table(groups, all_nodes, seq)
+        return groups, isolated, network.partition_table(groups, all_nodes, 0)
 
     def _targets(self, spec: Any, view: ClusterView) -> list[str]:
         if spec is None:
@@ -219,30 +223,10 @@ class FaultRunner:
         """Heal the network, resume paused nodes, restart stopped ones (DESIGN section 6)."""
         c = self.cluster
         self.pending.clear()
-        in_force = bool(c.link_table.rules)
-        healed = self.fire(ScheduledFault(0.0, "heal", None, {}, "final-heal")) if in_force else None
+        healed = self.fire(ScheduledFault(0.0, "heal", None, {}, "final-heal")) if self.layers else None
         resumed = self.fire(ScheduledFault(0.0, "resume", "paused", {}, "final-heal")) if c.paused else None
         restarted = self.fire(ScheduledFault(0.0, "restart", "stopped", {}, "final-heal")) if c.stopped else None
         return {"heal": healed, "resume": resumed, "restart": restarted}
 
     def close(self) -> None:
         self.out.close()
-
-
-def _merge(parts: Any) -> dict[str, dict]:
-    out: dict[str, dict] = {}
-    for part in parts:
-        for link, counts in part.items():
-            agg = out.setdefault(link, {})
-            for k, v in counts.items():
-                agg[k] = max(agg.get(k, 0), v)  # overlapping layers saw the same messages
-    return out
-
-
-def _delta(now: dict[str, dict], before: dict[str, dict]) -> dict[str, dict]:
-    out = {}
-    for link, counts in now.items():
-        d = {k: v - before.get(link, {}).get(k, 0) for k, v in counts.items()}
-        if any(d.values()):
-            out[link] = d
-    return out

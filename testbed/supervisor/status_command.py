@@ -8,9 +8,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from testbed.control import ControlClient
-from testbed.procs import running_runs
-from testbed.status import ClusterStatus
+from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.supervisor.control_client import ControlClient
+from testbed.supervisor.processes import running_runs
 
 
 def print_status(runs_dir: Path) -> int:

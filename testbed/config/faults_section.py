@@ -7,37 +7,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from testbed.durations import format_duration, parse_duration
-from testbed.topo import scalars
-from testbed.topo.nemesis import parse_nemesis
-from testbed.topo.refs import (
+from faults.fault_spec import (
+    DURATION_PARAMS,
+    FAULT_ACTIONS,
+    LOSS_MODES,
+    PARTITION_SHAPES,
+    FaultSpec,
+    NemesisSpec,
+)
+from testbed.config import scalars
+from testbed.config.nemesis_section import parse_nemesis
+from testbed.config.references import (
     TARGET_GRAMMAR,
     Known,
     replica_list_problem,
     target_problem,
     topic_partition_problem,
 )
-from testbed.topo.sections import DURATION_PARAMS, FaultSpec, NemesisSpec
-from testbed.topo.walk import INVALID, Walker, describe, join, valid
-
-FAULT_ACTIONS: tuple[str, ...] = (
-    "kill",
-    "pause",
-    "resume",
-    "restart",
-    "shutdown",
-    "lossy-crash",
-    "disk-loss",
-    "partition",
-    "heal",
-    "slow",
-    "reassign",
-    "elect-preferred",
-    "elect",
-)
-LOSS_MODES: tuple[str, ...] = ("unsynced", "partial", "torn")
-PARTITION_SHAPES: tuple[str, ...] = ("isolate", "halves", "bridge", "one-way")
-
+from testbed.config.units import format_duration, parse_duration
+from testbed.config.walker import INVALID, Walker, describe, join, valid
 
 # Keys each fault action takes besides `at` and `do`.
 _ACTION_KEYS: dict[str, tuple[str, ...]] = {

@@ -1,0 +1,52 @@
+"""A workload client's configuration, `<run>/clients/<name>.json`: built once by the
+supervisor from the topology's `workload:` section, read once by the client process."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ProducerSettings:
+    acks: str  # "all" | "1" | "0"
+    rate: float | None  # records/s; None: as fast as the cluster answers
+    batch: int
+    retries: int
+    retry_backoff: float  # seconds, scaled
+    value_bytes: int = 0  # benchmarks pad values to a record size
+
+
+@dataclass(frozen=True)
+class ConsumerSettings:
+    from_: str  # "earliest" | "latest"
+    max_wait: float  # the long-poll wait of each fetch, seconds, scaled
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    process: str  # producer-0 | consumer-1: the `process` of its history records
+    topic: str
+    partitions: tuple[int, ...]
+    brokers: dict[int, str]  # broker id -> endpoint
+    history: Path
+    supervisor_pid: int
+    stats_endpoint: str | None
+    request_timeout: float  # seconds, scaled
+    producer: ProducerSettings | None = None
+    consumer: ConsumerSettings | None = None
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["history"] = str(self.history)
+        return json.dumps(d, indent=1)
+
+    @classmethod
+    def load(cls, path: Path) -> "ClientConfig":
+        d = json.loads(Path(path).read_text())
+        d["history"] = Path(d["history"])
+        d["partitions"] = tuple(d["partitions"])
+        d["brokers"] = {int(k): v for k, v in d["brokers"].items()}
+        d["producer"] = ProducerSettings(**d["producer"]) if d["producer"] else None
+        d["consumer"] = ConsumerSettings(**d["consumer"]) if d["consumer"] else None
+        return cls(**d)

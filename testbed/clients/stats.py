@@ -1,0 +1,74 @@
+"""The clients' live counters: each client process pushes its totals to the supervisor twice
+a second over a ZeroMQ PUSH socket, and the supervisor's inbox keeps the latest per client
+for the live display. Best effort on both sides: a busy supervisor misses a push, the next
+one carries the totals."""
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import zmq
+
+COUNTERS = ("sent", "acked", "failed", "info", "polled")
+
+
+class Stats:
+    """A client's side: its counters and the socket it pushes them on."""
+
+    def __init__(self, endpoint: str | None, process: str) -> None:
+        self.counts = {k: 0 for k in COUNTERS}
+        self.process = process
+        self.sock = None
+        if endpoint:
+            self.sock = zmq.Context.instance().socket(zmq.PUSH)
+            self.sock.setsockopt(zmq.LINGER, 0)
+            self.sock.setsockopt(zmq.SNDHWM, 10)
+            self.sock.connect(endpoint)
+        self.next_push = 0.0
+
+    def maybe_push(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if self.sock is not None and (force or now >= self.next_push):
+            self.next_push = now + 0.5
+            try:
+                self.sock.send_json({"process": self.process, **self.counts}, zmq.NOBLOCK)
+            except zmq.Again:
+                pass  # the supervisor is busy: the next push carries the totals
+
+    def close(self) -> None:
+        self.maybe_push(force=True)
+        if self.sock is not None:
+            self.sock.close(linger=200)
+
+
+class StatsInbox:
+    """The supervisor's side: the PULL socket the clients push to."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.sock = zmq.Context.instance().socket(zmq.PULL)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.sock.bind(endpoint)
+        #: the bound endpoint (a tcp port 0 becomes the port the kernel chose)
+        self.endpoint = self.sock.getsockopt_string(zmq.LAST_ENDPOINT)
+        self.latest: dict[str, dict] = {}
+
+    def drain(self) -> None:
+        while True:
+            try:
+                msg = self.sock.recv_json(zmq.NOBLOCK)
+            except zmq.Again:
+                return
+            except ValueError:
+                continue  # not JSON: ignore, a client only ever sends JSON
+            if isinstance(msg, dict) and "process" in msg:
+                self.latest[str(msg["process"])] = msg
+
+    def totals(self) -> Counter:
+        c: Counter = Counter()
+        for m in self.latest.values():
+            for k in COUNTERS:
+                c[k] += int(m.get(k, 0))
+        return c
+
+    def close(self) -> None:
+        self.sock.close(linger=0)

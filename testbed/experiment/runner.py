@@ -1,0 +1,128 @@
+"""One experiment from start to verdict: `python run.py topologies/x.yaml`.
+
+start the cluster -> run the workload for `duration` with live progress while the fault
+injector fires the schedule -> stop the clients -> undo the faults -> converge (every
+partition led, ISR full, replicas level) -> final read -> final replica states ->
+controlled shutdown -> final logs from the files -> counts -> the pipeline's verdict.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from faults.fault_spec import FaultSpec
+from faults.injector import UNSUPPORTED
+from faults.schedule import build_schedule
+from testbed.analysis import RunVerdict, analyze_runs, print_verdict
+from testbed.analysis.cli import EXIT_UNJUDGED, exit_code
+from testbed.clients.final_read import final_read
+from testbed.clients.history import History
+from testbed.clients.stats import StatsInbox
+from testbed.experiment.counts import Counts, count_operations
+from testbed.experiment.final_state import write_logs, write_replicas
+from testbed.experiment.progress import Monitor, describe_fault, print_counts
+from testbed.supervisor.cluster import Cluster, ClusterError
+from testbed.topology import Topology, not_yet_acted_on
+
+#: Topology features this build acts on (the rest are reported as not yet acted on).
+SUPPORTED: frozenset[str] = frozenset({"faults", "expect", "elr:false", "placement:explicit", "fsync:real",
+                                       "medium:tmpfs"})
+
+
+@dataclass
+class Outcome:
+    run_dir: Path
+    converged: bool
+    counts: Counts | None
+    exit_code: int
+    verdict: RunVerdict | None = None
+
+
+def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale: float = 1.0,
+                   keep_data: bool = False, console: Console | None = None,
+                   run_dir: Path | None = None, spark_master: str | None = None) -> Outcome:
+    console = console or Console()
+    for note in not_yet_acted_on(topology, SUPPORTED):
+        console.print(f"[yellow]not yet acted on:[/] {note}")
+    for f in topology.faults:
+        actions = {f.do} if isinstance(f, FaultSpec) else set(f.do)
+        for do in sorted(actions & UNSUPPORTED):
+            console.print(f"[yellow]not yet acted on:[/] fault action `{do}` (recorded in faults.jsonl as not acted on)")
+    cluster = Cluster(topology, run_dir=run_dir, runs_dir=runs_dir, time_scale=time_scale)
+    converged = False
+    try:
+        t0 = time.monotonic()
+        cluster.start()
+        console.print(f"cluster ready in {time.monotonic() - t0:.2f}s: {len(topology.cluster.brokers)} brokers, "
+                      f"{sum(tp.partitions for tp in topology.topics)} partitions led  "
+                      f"[dim]({cluster.dir.root})[/]")
+        sock = cluster.dir.socket_dir()
+        inbox = StatsInbox(f"ipc://{sock}/stats.sock" if topology.network.transport != "tcp"
+                           else "tcp://127.0.0.1:0")
+        for w in cluster.warnings:
+            console.print(f"[yellow]warning:[/] {w}")
+        injector = cluster.injector
+        assert injector is not None
+        injector.load(build_schedule(topology))
+        try:
+            cluster.start_clients(inbox.endpoint)
+            start = time.monotonic()
+            end = start + topology.duration * time_scale
+            next_display = 0.0
+            with Monitor(console, topology.duration * time_scale) as mon:
+                while (now := time.monotonic()) < end:
+                    for rec in injector.fire_due((now - start) / time_scale):
+                        console.print(describe_fault(rec, now - start))
+                    if now >= next_display:
+                        next_display = now + 0.5
+                        inbox.drain()
+                        mon.update(inbox.totals(), cluster.status(timeout=0.2))
+                    wake = [end, next_display]
+                    if injector.next_at() is not None:
+                        wake.append(start + injector.next_at() * time_scale)
+                    time.sleep(max(0.0, min(wake) - time.monotonic()))  # until the next fault or redraw
+                cluster.stop_clients(timeout=cluster.scaled(5.0))
+                inbox.drain()
+                mon.update(inbox.totals(), cluster.status(timeout=0.2))
+            undone = injector.undo_all()
+            for rec in undone.values():
+                if rec is not None:
+                    console.print(describe_fault(rec, time.monotonic() - start))
+        finally:
+            cluster.stop_clients(timeout=0.1)
+            inbox.close()
+        try:
+            cluster.wait_until(lambda s: s.fully_replicated(), timeout=cluster.scaled(30),
+                               what="convergence (every partition led, ISR full, replicas level)")
+            converged = True
+        except ClusterError as e:
+            console.print(f"[red]{e}[/]")
+        partitions = [(tp.name, p) for tp in topology.topics for p in range(tp.partitions)]
+        reader = History(cluster.dir.history, "final-reader")
+        final_read(cluster.client(), reader, partitions, time.monotonic() + cluster.scaled(20), time.monotonic)
+        reader.close()
+        write_replicas(cluster.dir.final / "replicas.jsonl", cluster.status())
+        cluster.stop_all()
+        write_logs(cluster.dir.final / "logs.jsonl",
+                   {s.name: cluster.dir.data_dir(s.name) for s in topology.cluster.brokers})
+    except ClusterError as e:
+        console.print(f"[red]run failed:[/] {e}")
+        return Outcome(cluster.dir.root, False, None, EXIT_UNJUDGED)
+    finally:
+        cluster.close()
+        if not keep_data:
+            shutil.rmtree(cluster.dir.data, ignore_errors=True)
+    counts = count_operations(cluster.dir.root)
+    (cluster.dir.root / "summary.json").write_text(json.dumps(counts.to_dict(), indent=1))
+    print_counts(console, counts, converged)
+    console.print("judging the run (PySpark) ...")
+    verdict = analyze_runs([cluster.dir.root], spark_master)[0]
+    print_verdict(console, verdict)
+    console.print(f"run directory: {cluster.dir.root}")
+    return Outcome(cluster.dir.root, converged, counts, exit_code([verdict]), verdict)
+

@@ -1,0 +1,47 @@
+"""The workload's client processes for one run, as configurations: built once from the
+topology's `workload:` section (the supervisor starts one process per configuration)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from testbed.clients.client_config import (
+    ClientConfig,
+    ConsumerSettings,
+    ProducerSettings,
+)
+from testbed.topology import Topology
+
+#: a client's request timeout, its first retry backoff and a consumer's long-poll wait,
+#: before --time-scale
+CLIENT_REQUEST_TIMEOUT = 2.0
+RETRY_BACKOFF = 0.05
+CONSUMER_MAX_WAIT = 0.1
+
+
+def build_client_configs(t: Topology, brokers: dict[int, str], history: Path, stats_endpoint: str | None,
+                         time_scale: float, value_bytes: int = 0) -> dict[str, ClientConfig]:
+    """producer-0, producer-1, ... over the topic's partitions (or those named); consumers
+    split a topic's partitions among themselves (partition p to consumer p mod count)."""
+    common = {"brokers": dict(brokers), "history": history, "supervisor_pid": os.getpid(),
+              "stats_endpoint": stats_endpoint, "request_timeout": CLIENT_REQUEST_TIMEOUT * time_scale}
+    out: dict[str, ClientConfig] = {}
+    for spec in t.workload.producers:
+        parts = tuple(spec.partitions) if spec.partitions else tuple(range(t.topic(spec.topic).partitions))
+        settings = ProducerSettings(acks=spec.acks, rate=spec.rate, batch=spec.batch, retries=spec.retries,
+                                    retry_backoff=RETRY_BACKOFF * time_scale, value_bytes=value_bytes)
+        for _ in range(spec.count):
+            name = f"producer-{sum(1 for n in out if n.startswith('producer-'))}"
+            out[name] = ClientConfig(process=name, topic=spec.topic, partitions=parts, producer=settings, **common)
+    consumers = 0
+    for spec in t.workload.consumers:
+        total = t.topic(spec.topic).partitions
+        settings_c = ConsumerSettings(from_=spec.from_, max_wait=CONSUMER_MAX_WAIT * time_scale)
+        for i in range(spec.count):
+            name = f"consumer-{consumers}"
+            consumers += 1
+            parts = tuple(p for p in range(total) if p % spec.count == i)
+            if parts:
+                out[name] = ClientConfig(process=name, topic=spec.topic, partitions=parts, consumer=settings_c,
+                                         **common)
+    return out

@@ -1,0 +1,50 @@
+"""Every node's configuration for one run, built once from the topology (STYLE: parsed at
+the edge) in the types the node reads: `broker.noderuntime.config.NodeConfig`."""
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from pathlib import Path
+
+from broker.noderuntime.config import NodeConfig, StorageSettings
+from broker.protocol.settings import Timeouts
+from testbed.supervisor.run_dir import RunDir
+from testbed.topology import NodeSpec, Timing, Topology
+
+
+def node_timeouts(timing: Timing) -> Timeouts:
+    """The node's timeouts: the topology's `timing:`, Kafka's defaults for the rest."""
+    return Timeouts(**{f.name: getattr(timing, f.name) for f in dataclasses.fields(timing)})
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _endpoints(nodes: list[NodeSpec], run_dir: RunDir, tcp: bool) -> dict[str, tuple[str, str]]:
+    """Each node's (request, control) endpoint: ipc sockets in the run, or loopback ports."""
+    sockdir: Path = run_dir.socket_dir()
+    if tcp:
+        return {n.name: (f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}") for n in nodes}
+    return {n.name: (f"ipc://{sockdir}/{n.name}.sock", f"ipc://{sockdir}/{n.name}.control.sock") for n in nodes}
+
+
+def build_node_configs(topology: Topology, nodes: list[NodeSpec], run_dir: RunDir, token: str,
+                       time_scale: float) -> dict[str, NodeConfig]:
+    t = topology
+    endpoints = _endpoints(nodes, run_dir, t.network.transport == "tcp")
+    peers = {name: ep[0] for name, ep in endpoints.items()}
+    timeouts = node_timeouts(t.timing).scaled(time_scale)
+    storage = StorageSettings(fsync=t.storage.fsync, writeback=t.storage.writeback * time_scale,
+                              segment_bytes=t.storage.segment_bytes)
+    flush = {tp.name: tp.flush for tp in t.topics}
+    controller = t.cluster.controllers[0].name
+    return {spec.name: NodeConfig(
+        name=spec.name, kind=spec.kind, id=spec.id, rack=spec.rack, run_dir=run_dir.root.resolve(),
+        data_dir=run_dir.data_dir(spec.name).resolve(), endpoint=endpoints[spec.name][0],
+        control_endpoint=endpoints[spec.name][1], token=token, supervisor_pid=os.getpid(), peers=peers,
+        controller=controller, timeouts=timeouts, protocol=t.protocol, storage=storage, flush=flush,
+        placement_seed=t.seed) for spec in nodes}
