@@ -354,17 +354,22 @@ class Controller:
         return Errors.NONE
 
     def _create_topics(self, batch: _Batch, msg: CreateTopicsRequest) -> CreateTopicsResponse:
-        """Create each topic: R34 placement, then one PartitionRecord per partition (ISR = replicas)."""
+        """Create each topic: R34 placement on the brokers that are up (R40), then one
+        PartitionRecord per partition, its ISR the replicas that are up."""
         errors: dict[str, str] = {}
         for spec in msg.topics:
             error, topic, assignment = self._plan_topic(spec)
+            if topic is not None and assignment is not None:
+                states = self._states()
+                parts = [partition_change.initial_partition(topic.name, p, assignment[p], states)
+                         for p in range(topic.partitions)]
+                if any(part is None for part in parts):
+                    error = Errors.INVALID_REPLICA_ASSIGNMENT  # some partition has no replica up
+                else:
+                    batch.append(topic)
+                    for part in parts:
+                        batch.append(part)
             errors[spec.name] = error.value
-            if topic is None or assignment is None:
-                continue
-            batch.append(topic)
-            states = self._states()
-            for p in range(topic.partitions):
-                batch.append(partition_change.initial_partition(topic.name, p, assignment[p], states))
         return CreateTopicsResponse(errors=errors)
 
     def _plan_topic(self, spec: NewTopic) -> tuple[Errors, TopicRecord | None, dict[int, list[int]] | None]:
@@ -376,10 +381,11 @@ class Controller:
             return Errors.INVALID_REPLICATION_FACTOR, None, None
         if name in self.image.topics:
             return Errors.TOPIC_ALREADY_EXISTS, None, None
-        racks = {b.broker_id: b.rack for b in self.image.brokers.values()}
+        states = self._states()
+        racks = {b.broker_id: b.rack for b in self.image.brokers.values() if states.can_lead(b.broker_id)}
         seed = zlib.crc32(f"{self.config.placement_seed}/{name}".encode())
         if placement == "explicit":
-            assignment = _explicit_assignment(spec.assignment, partitions, rf, set(racks))
+            assignment = _explicit_assignment(spec.assignment, partitions, rf, set(self.image.brokers))
             if assignment is None:
                 return Errors.INVALID_REQUEST, None, None
         else:

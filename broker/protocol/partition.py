@@ -47,6 +47,8 @@ FOLLOWER = "follower"
 NO_ROLE = "none"
 
 
+#: AlterPartition answers saying the leader's view is stale: the controller moved on (R16)
+_STALE_VIEW = frozenset({Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH, Errors.INVALID_UPDATE_VERSION})
 #: hwm-advanced events are sampled: at most one per partition per this many seconds, plus
 #: the first advance of every leader term.
 HWM_EVENT_INTERVAL = 0.1
@@ -139,6 +141,10 @@ class Partition:
         self._proposed_isr: list[int] | None = None  # R16: widens the maximal ISR
         self._alter_in_flight = False  # R16: at most one AlterPartition in flight
         self._alter_retry_at = 0.0
+        #: R16: the controller's answer says its state moved past what we know (maybe by our
+        #: own proposal, whose answer was lost): keep the maximal ISR, propose nothing, and
+        #: wait for the metadata record that says what the controller decided
+        self._awaiting_metadata = False
         self._last_hwm_event: float | None = None
 
         # from the metadata image, for R18 and R19
@@ -278,6 +284,7 @@ class Partition:
             elif newer:
                 self._apply_record(rec)
                 self._proposed_isr = None  # the controller's word replaces our proposal
+                self._awaiting_metadata = False
                 self._sync_follower_states(now)
                 self._maybe_advance_hwm(now, out)
         elif new_term or self._role != FOLLOWER:
@@ -313,6 +320,7 @@ class Partition:
             followers[b] = state.start_term(b in self._isr, self._leo, now)
         self._followers = followers
         self._proposed_isr = None
+        self._awaiting_metadata = False
         self._last_hwm_event = None
         out.event("became-leader", topic=self.topic, partition=self.partition,
                   leader_epoch=self._leader_epoch, partition_epoch=self._partition_epoch,
@@ -340,6 +348,7 @@ class Partition:
         self._pending_produces = []
         self._followers = {}
         self._proposed_isr = None
+        self._awaiting_metadata = False
         self._leso = -1
 
     def _sync_follower_states(self, now: float) -> None:
@@ -506,8 +515,8 @@ class Partition:
 
     # ------------------------------------------------------------- leader: ISR changes (R16-R19)
     def _may_join_isr(self, broker_id: int, now: float) -> bool:
-        """R18: all five conditions, and no AlterPartition in flight (R16)."""
-        if self._alter_in_flight or now < self._alter_retry_at:
+        """R18: all five conditions, and no AlterPartition in flight or unresolved (R16)."""
+        if not self._may_propose(now):
             return False
         state = self._followers.get(broker_id)
         if state is None:
@@ -541,15 +550,35 @@ class Partition:
             return state.broker_epoch
         return self._broker_epochs.get(broker_id, -1)
 
+    def _may_propose(self, now: float) -> bool:
+        """R16: one proposal at a time, none while an earlier one's outcome is unknown."""
+        return not self._alter_in_flight and now >= self._alter_retry_at and not self._awaiting_metadata
+
     def on_alter_partition_response(self, resp: AlterPartitionResponse | None,
                                     now: float) -> Outputs:
-        """R16: commit on success (only if its partition epoch is newer), roll back the
-        maximal ISR on error or timeout (`resp` None); then re-evaluate the HWM (R15)."""
+        """R16: commit on success (only if its partition epoch is newer); roll the maximal ISR
+        back only when the answer proves the controller did not apply the proposal. Then
+        re-evaluate the HWM (R15).
+
+        A timeout (`resp` None) proves nothing: the controller may have committed the change
+        and lost only its answer, so the maximal ISR stays as proposed and the same proposal
+        is sent again after a backoff (Kafka's AlterPartitionManager retries likewise). An
+        answer that our epochs are stale (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH,
+        INVALID_UPDATE_VERSION) means the controller moved on, perhaps by that very proposal:
+        the maximal ISR stays until the metadata record says what it decided. Rolling back
+        in either case would let the HWM advance on a smaller ISR than the controller's and
+        lose an acknowledged write when the controller elects from its own."""
         out = Outputs()
         if not self._alter_in_flight:
             return out
         self._alter_in_flight = False
-        if resp is None or resp.error != Errors.NONE:
+        if resp is None:
+            self._alter_retry_at = now + self.config.alter_partition_backoff
+            return out
+        if resp.error in _STALE_VIEW:
+            self._awaiting_metadata = True
+            return out
+        if resp.error != Errors.NONE:
             self._alter_retry_at = now + self.config.alter_partition_backoff
         elif (self._role == LEADER and resp.leader_epoch == self._leader_epoch
               and resp.partition_epoch > self._partition_epoch):
@@ -565,8 +594,11 @@ class Partition:
         periodic HWM checkpoint."""
         out = Outputs()
         self._expire_produces(now, out)
-        if self._role == LEADER and not self._alter_in_flight and now >= self._alter_retry_at:
-            self._maybe_change_isr(now, out)
+        if self._role == LEADER and self._may_propose(now):
+            if self._proposed_isr is not None:  # the answer to it was lost (R16)
+                self._propose_isr(self._proposed_isr, out)
+            else:
+                self._maybe_change_isr(now, out)
         if (self._hwm != self._checkpointed_hwm
                 and (self._last_checkpoint is None
                      or now - self._last_checkpoint >= self.config.hwm_checkpoint_interval)):

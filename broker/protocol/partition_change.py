@@ -85,11 +85,16 @@ def _build(part: PartitionRecord, target_isr: set[int], *, min_isr: int, policy:
                    leader_epoch=part.leader_epoch + (1 if leader != part.leader else 0))  # R2
 
 
-def initial_partition(topic: str, partition: int, replicas: list[int], brokers: BrokerStates) -> PartitionRecord:
-    """A new partition: ISR = replicas, leader = the first replica that can lead, else the first in the ISR."""
-    leader = next((r for r in replicas if brokers.can_lead(r)), replicas[0])
-    return PartitionRecord(topic=topic, partition=partition, replicas=list(replicas), isr=list(replicas),
-                           leader=leader, reason="create")
+def initial_partition(topic: str, partition: int, replicas: list[int], brokers: BrokerStates
+                      ) -> PartitionRecord | None:
+    """A new partition (R40): ISR = the replicas that can lead now (unfenced, not shutting
+    down), leader = the first of them; None when none can (an explicit assignment to brokers
+    that are all down), as Kafka refuses such an assignment."""
+    isr = [r for r in replicas if brokers.can_lead(r)]
+    if not isr:
+        return None
+    return PartitionRecord(topic=topic, partition=partition, replicas=list(replicas), isr=isr,
+                           leader=isr[0], reason="create")
 
 
 def remove_broker(part: PartitionRecord, broker: int, *, min_isr: int, policy: ElectionPolicy,

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from broker.noderuntime.config import NodeConfig
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.control_client import ControlClient
 from testbed.supervisor.processes import running_runs
@@ -21,14 +22,14 @@ def print_status(runs_dir: Path) -> int:
         return 1
     for reg in live:
         run_dir = Path(json.loads(reg.read_text()).get("run_dir", ""))
-        configs = [json.loads(p.read_text()) for p in sorted((run_dir / "nodes").glob("*.json"))]
+        configs = [NodeConfig.load(p) for p in sorted((run_dir / "nodes").glob("*.json"))]
         if not configs:
             continue
-        client = ControlClient(configs[0]["token"])
-        ctl = next((c for c in configs if c["kind"] == "controller"), None)
+        client = ControlClient(configs[0].token)
+        ctl = next((c for c in configs if c.kind == "controller"), None)
         status = ClusterStatus(
-            client.call(ctl["control_endpoint"], "status") if ctl else None,
-            {c["id"]: client.call(c["control_endpoint"], "status") for c in configs if c["kind"] == "broker"})
+            client.call(ctl.control_endpoint, "status") if ctl else None,
+            {c.id: client.call(c.control_endpoint, "status") for c in configs if c.kind == "broker"})
         client.close()
         table = Table(title=f"{run_dir.name}")
         for col in ("partition", "leader", "epoch", "ISR", "ELR", "HWM", "LEO per replica"):

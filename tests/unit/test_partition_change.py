@@ -157,10 +157,11 @@ def test_r2_no_change_returns_none():
 
 
 def test_initial_partition_leader_is_first_unfenced_replica():
-    """Create: ISR = replicas, leader = first replica that can lead, else the first in the ISR."""
-    assert initial_partition("t", 0, [1, 2, 3], states({2, 3})).leader == 2
-    created = initial_partition("t", 0, [1, 2, 3], states(set()))
-    assert (created.leader, created.isr, created.leader_epoch, created.partition_epoch) == (1, [1, 2, 3], 0, 0)
+    """R40 create: ISR = the replicas that can lead, leader = the first of them; none up: no partition."""
+    created = initial_partition("t", 0, [1, 2, 3], states({2, 3}))
+    assert (created.leader, created.isr, created.leader_epoch, created.partition_epoch) == (2, [2, 3], 0, 0)
+    assert initial_partition("t", 0, [1, 2, 3], states({1, 2, 3})).isr == [1, 2, 3]
+    assert initial_partition("t", 0, [1, 2, 3], states(set())) is None
 
 
 def test_i6_elr_is_disjoint_from_isr_and_inside_replicas_after_any_sequence():

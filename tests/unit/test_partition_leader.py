@@ -236,13 +236,26 @@ def test_R16_error_rolls_back_maximal_isr():
     assert leader.p.maximal_isr == [1, 2] and leader.p.isr == [1, 2]
 
 
-def test_R16_timeout_rolls_back_and_allows_a_new_proposal():
+def test_R16_timeout_keeps_the_maximal_isr_and_sends_the_proposal_again():
+    """A lost answer proves nothing: the controller may have committed the expansion, so the
+    HWM must keep counting broker 3 until an answer or the metadata says otherwise."""
     leader, *_ = _expansion_in_flight()
     leader.p.on_alter_partition_response(None, 2.0)
-    assert leader.p.maximal_isr == [1, 2]
+    assert leader.p.maximal_isr == [1, 2, 3] and leader.p.isr == [1, 2]
     out = leader.p.tick(3.0)
     assert [s.message.new_isr for s in sends(out)] == [[IsrMember(1, 101), IsrMember(2, 102),
                                                          IsrMember(3, 103)]]
+
+
+def test_R16_a_stale_view_keeps_the_maximal_isr_until_the_metadata_says():
+    """INVALID_UPDATE_VERSION after a lost answer: the controller moved on, perhaps by our own
+    proposal; nothing is proposed and the maximal ISR stays until the metadata record arrives."""
+    leader, *_ = _expansion_in_flight()
+    leader.p.on_alter_partition_response(None, 2.0)
+    leader.p.tick(3.0)
+    leader.p.on_alter_partition_response(AlterPartitionResponse(TOPIC, 0, Errors.INVALID_UPDATE_VERSION), 3.1)
+    assert leader.p.maximal_isr == [1, 2, 3]
+    assert not sends(leader.p.tick(10.0))
 
 
 def test_R16_success_commits_isr_and_partition_epoch():

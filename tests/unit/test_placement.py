@@ -1,5 +1,12 @@
 """R34 placement and I9, against the rule of seed 003."""
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -93,3 +100,64 @@ def test_r34_round_robin_distinct_replicas_and_even_leaders(brokers, partitions,
     leaders = Counter(r[0] for r in assignment.values())
     counts = [leaders.get(b, 0) for b in brokers]
     assert max(counts) - min(counts) <= 1
+
+
+#: Brokers, racks and topic names chosen so that anything hash-ordered (a set of rack or topic
+#: names) would change the result between interpreters; `None` is the rackless "rack".
+_RACKS = {7: "rack-x", 3: "rack-y", 11: None, 5: "rack-x", 2: "zz", 13: "rack-y", 8: "aa", 1: None}
+
+#: Every placement path, printed as JSON: the two placers (and the rack-alternated list) for a
+#: few seeds, and the controller creating topics of both placements (R40).
+_PLACEMENT_SCRIPT = r"""
+import json
+from broker.protocol.controller import Controller, ControllerConfig
+from broker.protocol.messages import BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest, NewTopic
+from broker.protocol.placement import place_rack_aware, place_round_robin, rack_alternated
+
+racks = RACKS
+seeds = (0, 1, 2**31 + 5)
+out = {
+    "round_robin": {str(s): place_round_robin(17, 3, list(racks), s) for s in seeds},
+    "rack_aware": {str(s): place_rack_aware(17, 3, racks, s) for s in seeds},
+    "rack_alternated": rack_alternated(racks),
+}
+c = Controller(1, ControllerConfig(session_timeout=10.0, placement_seed=42))
+for b, rack in racks.items():
+    c.on_request("reg", BrokerRegistrationRequest(b, f"inc-{b}", rack), 0.0)
+    c.on_committed(c.log_end_offset)
+for b in racks:
+    c.on_request("hb", BrokerHeartbeatRequest(b, c.image.broker_epoch(b), c.log_end_offset), 0.1)
+    c.on_committed(c.log_end_offset)
+topics = [NewTopic(f"{name}-{placement}", 9, 3, 2, placement)
+          for name in ("orders", "payments", "e-\u00fc", "x") for placement in ("rack-aware", "round-robin")]
+c.on_request("create", CreateTopicsRequest(topics), 0.2)
+c.on_committed(c.log_end_offset)
+out["controller"] = {f"{t}/{p}": [r.replicas, r.leader] for (t, p), r in sorted(c.image.partitions.items())}
+assert len(out["controller"]) == 9 * len(topics), out["controller"]
+print(json.dumps(out, sort_keys=True))
+""".replace("RACKS", repr(_RACKS))
+
+
+def _placement_in_fresh_process(hash_seed: str) -> str:
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": str(root)}
+    done = subprocess.run([sys.executable, "-c", _PLACEMENT_SCRIPT], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_r34_placement_is_identical_across_processes_with_different_hash_seeds():
+    """R34: "Both are deterministic given the seed" -- across runs, not only within one process:
+    `place_round_robin`, `place_rack_aware` (and its rack-alternated list) and the controller's
+    topic placement (R40; its seed derives from `placement_seed` and the topic name) print the
+    same assignments in interpreters started with different PYTHONHASHSEED values, and in this one."""
+    runs = {seed: _placement_in_fresh_process(seed) for seed in ("0", "1", "2718281828")}
+    assert len(set(runs.values())) == 1, runs
+    here = io.StringIO()
+    with contextlib.redirect_stdout(here):
+        exec(_PLACEMENT_SCRIPT, {})  # noqa: S102 -- the same script, in this process
+    assert here.getvalue() == runs["0"]
+    result = json.loads(runs["0"])
+    assert set(result) == {"round_robin", "rack_aware", "rack_alternated", "controller"}
+    assert result["rack_aware"]["0"] == {str(p): r for p, r in place_rack_aware(17, 3, _RACKS, 0).items()}
