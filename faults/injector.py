@@ -26,8 +26,6 @@ from faults.targets import ClusterView, TargetError, resolve
 
 #: actions that take nodes down, counted against a nemesis's max_down
 _DOWN_ACTIONS = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-loss", "partition"})
-#: actions whose behaviour arrives with later issues (reassignment, preferred and manual elections)
-UNSUPPORTED = frozenset({"reassign", "elect-preferred", "elect"})
 #: DESIGN section 6: `restart` without a target means `stopped`, `resume` means `paused`
 DEFAULT_TARGET = {"restart": "stopped", "resume": "paused"}
 
@@ -49,6 +47,9 @@ class ClusterControl(Protocol):
     def next_link_seq(self) -> int: ...
     def push_links(self, table: LinkTable) -> dict[str, bool]: ...
     def link_counters(self) -> dict[str, dict]: ...
+    def reassign(self, partition: str, replicas: list[int]) -> dict: ...
+    def elect_preferred(self, partition: str | None = None) -> dict: ...
+    def elect(self, partition: str, broker: int) -> dict: ...
 
 
 class FaultInjector:
@@ -104,8 +105,6 @@ class FaultInjector:
         self._record({**base, "phase": "start"})
         if error is not None:
             effect: dict[str, Any] = {"error": error}
-        elif f.do in UNSUPPORTED:
-            effect = {"error": f"`{f.do}` is not acted on in this build"}
         elif f.do != "partition" and self._exceeds_max_down(f, resolved):
             effect = {"skipped": "max_down"}
         else:
@@ -158,6 +157,15 @@ class FaultInjector:
             return effect
         if do in ("partition", "slow", "heal"):
             return self._network(f, nodes, view)
+        if do == "reassign":
+            return _refusal_as_error(c.reassign(f.params["partition"], list(f.params["replicas"])))
+        if do == "elect-preferred":
+            return _refusal_as_error(c.elect_preferred(f.params.get("partition")))
+        if do == "elect":
+            brokers = [n for n in nodes if n.startswith("broker-")]
+            if len(brokers) != 1:
+                return {"error": f"elect: target {f.target!r} resolved to {nodes}, expected one broker"}
+            return _refusal_as_error(c.elect(f.params["partition"], int(brokers[0].split("-")[1])))
         raise ValueError(f"unknown fault action {do!r}")
 
     def _network(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:
@@ -230,3 +238,13 @@ class FaultInjector:
 
     def close(self) -> None:
         self.out.close()
+
+
+def _refusal_as_error(effect: dict) -> dict:
+    """An admin action the controller refused is recorded with the reason as its `error`; the
+    run goes on (DESIGN section 6)."""
+    if effect.get("accepted") is False:
+        return {**effect, "error": f"{effect.get('error')}: {effect.get('message', '')}".rstrip(": ")}
+    if not effect.get("elected", True) and effect.get("refused"):
+        return {**effect, "error": "; ".join(f"{k}: {v}" for k, v in effect["refused"].items())}
+    return effect

@@ -21,6 +21,7 @@ from broker.protocol.outputs import (
     AssignEpoch,
     CheckpointHighWatermark,
     CleanShutdown,
+    DeletePartition,
     Outputs,
     PersistMetadata,
     Truncate,
@@ -127,6 +128,10 @@ class BrokerRole:
             self.log_for(op.topic, op.partition).assign_epoch(op.epoch, op.start_offset, now)
         elif isinstance(op, CheckpointHighWatermark):
             self.log_for(op.topic, op.partition).checkpoint_hw(op.high_watermark, now)
+        elif isinstance(op, DeletePartition):
+            plog = self.logs.pop((op.topic, op.partition), None)
+            if plog is not None:
+                plog.delete()
         elif isinstance(op, PersistMetadata):
             self.metadata_copy.write_many([[o, r] for o, r in op.records])
         elif isinstance(op, CleanShutdown):

@@ -68,8 +68,7 @@ class ControllerRole:
         return self.controller.on_request(handle, msg, now)
 
     def on_response(self, correlation: Any, msg: Any, now: float) -> Outputs:
-        """A single controller sends no requests of its own."""
-        return Outputs()
+        return self.controller.on_response(correlation, msg, now)
 
     def begin_shutdown(self, now: float) -> Outputs:
         return Outputs(stop=0)

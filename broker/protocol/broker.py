@@ -25,6 +25,8 @@ from broker.protocol.messages import (
     FetchPartitionResult,
     FetchRequest,
     FetchResponse,
+    GetReplicaLogInfoRequest,
+    GetReplicaLogInfoResponse,
     MetadataFetchRequest,
     MetadataFetchResponse,
     MetadataRequest,
@@ -32,7 +34,14 @@ from broker.protocol.messages import (
     ProduceResponse,
 )
 from broker.protocol.metadata_image import MetadataImage, build_metadata_response
-from broker.protocol.outputs import CleanShutdown, Outputs, PersistMetadata, Reply, Send
+from broker.protocol.outputs import (
+    CleanShutdown,
+    DeletePartition,
+    Outputs,
+    PersistMetadata,
+    Reply,
+    Send,
+)
 from broker.protocol.partition import Partition, PartitionConfig, ReadSpec
 from broker.protocol.records import BadRecord, PartitionRecord, from_dict
 from broker.protocol.settings import ProtocolSettings, Timeouts
@@ -271,6 +280,11 @@ class BrokerState:
             self.fetchers.assign(p)
         else:
             self.fetchers.remove(*key)
+        if self.broker_id not in rec.replicas:  # R35: a reassignment moved the partition away
+            del self.partitions[key]
+            out.disk.append(DeletePartition(*key))
+            out.event("replica-deleted", topic=key[0], partition=key[1], leader_epoch=rec.leader_epoch,
+                      replicas=list(rec.replicas))
         return out
 
     def _create_partition(self, key: tuple[str, int]) -> Partition:
@@ -303,10 +317,33 @@ class BrokerState:
             out = Outputs()
             out.messages.append(Reply(ctx, build_metadata_response(self.image, msg.topics, -1)))
             return out
+        if isinstance(msg, GetReplicaLogInfoRequest):
+            out = Outputs()
+            out.messages.append(Reply(ctx, self._log_info(msg)))
+            return out
         out = Outputs()
         out.messages.append(Reply(ctx, ErrorResponse(Errors.INVALID_REQUEST,
                                                      f"{type(msg).__name__} is not served by a broker")))
         return out
+
+    def _log_info(self, req: GetReplicaLogInfoRequest) -> GetReplicaLogInfoResponse:
+        """R32: this replica's last written epoch and LEO, from the live replica or, before the
+        metadata made one, from what recovery found on disk (nothing: an empty log)."""
+        key = (req.topic, req.partition)
+        if self.broker_epoch < 0:
+            return GetReplicaLogInfoResponse(req.topic, req.partition, Errors.BROKER_NOT_AVAILABLE,
+                                             broker_id=self.broker_id)
+        p = self.partitions.get(key)
+        local = self.local.get(key)
+        if p is not None:
+            epochs, leo = p.epochs, p.log_end_offset
+        elif local is not None:
+            epochs, leo = local.epochs, local.log_end_offset
+        else:
+            epochs, leo = EpochHistory(), 0
+        return GetReplicaLogInfoResponse(req.topic, req.partition, Errors.NONE, broker_id=self.broker_id,
+                                         broker_epoch=self.broker_epoch,
+                                         last_written_epoch=epochs.last_written_epoch(leo), log_end_offset=leo)
 
     def _on_produce(self, ctx: Any, req: ProduceRequest, now: float) -> Outputs:
         p = self.partitions.get((req.topic, req.partition))

@@ -14,7 +14,6 @@ produce PartitionRecords through `partition_change`, like the handlers here.
 from __future__ import annotations
 
 import typing
-import zlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -22,6 +21,8 @@ from broker.common.errors import Errors
 from broker.protocol import partition_change
 from broker.protocol.heartbeats import BrokerHeartbeatManager
 from broker.protocol.messages import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
@@ -30,7 +31,10 @@ from broker.protocol.messages import (
     BrokerRegistrationResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     ErrorResponse,
+    GetReplicaLogInfoResponse,
     MetadataResponse,
     NewTopic,
 )
@@ -43,8 +47,7 @@ from broker.protocol.outputs import AppendMetadata, Event, Outputs, Reply
 from broker.protocol.partition_change import BrokerStates, ElectionPolicy
 from broker.protocol.placement import (
     PlacementError,
-    place_rack_aware,
-    place_round_robin,
+    place_topic,
 )
 from broker.protocol.records import (
     NO_LEADER,
@@ -54,7 +57,13 @@ from broker.protocol.records import (
     RegisterBrokerRecord,
     TopicRecord,
 )
-from broker.protocol.settings import FENCING_MODES, ProtocolSettings, Timeouts
+from broker.protocol.settings import (
+    FENCING_MODES,
+    UNCLEAN_RECOVERY_MODES,
+    ProtocolSettings,
+    Timeouts,
+)
+from broker.protocol.unclean_recovery import Decision, UncleanRecovery
 
 PLACEMENTS = ("rack-aware", "round-robin", "explicit")
 
@@ -66,14 +75,19 @@ class ControllerConfig:
     unclean_leader_election: bool = False  # R31
     fencing: str = "kraft"  # R13a: "zookeeper" misses a restart faster than session_timeout
     placement_seed: int = 0  # R34: start index and shift of every topic derive from it
+    unclean_recovery: str = "none"  # R32: none | proactive | balanced | manual
+    unclean_recovery_timeout: float = 2.0  # R32: seconds a log-info round waits
 
     @classmethod
     def from_settings(cls, timeouts: Timeouts, protocol: ProtocolSettings, placement_seed: int) -> "ControllerConfig":
         return cls(session_timeout=timeouts.session_timeout, elr=protocol.elr,
                    unclean_leader_election=protocol.unclean_leader_election, fencing=protocol.fencing,
-                   placement_seed=placement_seed)
+                   placement_seed=placement_seed, unclean_recovery=protocol.unclean_recovery,
+                   unclean_recovery_timeout=timeouts.unclean_recovery_timeout)
 
     def __post_init__(self) -> None:
+        if self.unclean_recovery not in UNCLEAN_RECOVERY_MODES:
+            raise ValueError(f"unclean_recovery must be one of {UNCLEAN_RECOVERY_MODES}, got {self.unclean_recovery!r}")
         if self.fencing not in FENCING_MODES:
             raise ValueError(f"fencing must be one of {FENCING_MODES}, got {self.fencing!r}")
         if self.session_timeout <= 0:
@@ -119,6 +133,7 @@ class Controller:
         self.heartbeats = BrokerHeartbeatManager(config.session_timeout)
         self._policy = ElectionPolicy(elr=config.elr, unclean_leader_election=config.unclean_leader_election)
         self._held: list[tuple[int, Reply | Event]] = []  # (log end it waits for, what to release)
+        self.recovery = UncleanRecovery(config.unclean_recovery, config.unclean_recovery_timeout)
 
     # ================================================================== inputs
     def on_request(self, ctx: object, msg: object, now: float) -> Outputs:
@@ -134,6 +149,10 @@ class Controller:
             answer = self._alter_partition(batch, msg)
         elif isinstance(msg, CreateTopicsRequest):
             answer = self._create_topics(batch, msg)
+        elif isinstance(msg, ElectLeadersRequest):
+            answer = self._elect_leaders(batch, msg)
+        elif isinstance(msg, AlterPartitionReassignmentsRequest):
+            answer = self._reassign(batch, msg)
         else:
             answer = ErrorResponse(Errors.INVALID_REQUEST, f"the controller does not serve {type(msg).__name__}")
         return self._finish(batch, [Reply(ctx, answer)])
@@ -151,7 +170,25 @@ class Controller:
             # gives every broker when a controller becomes active.
             if not registration.fenced and not self.heartbeats.has_session(registration.broker_id):
                 self.heartbeats.touch(registration.broker_id, now)
-        return self._finish(batch, [])
+        sends, decisions = self.recovery.tick(now, self.image, self._states())
+        for decision in decisions:
+            self._recover(batch, decision)
+        if self.config.unclean_recovery == "manual":
+            self._append_changes(batch, [
+                partition_change.awaiting_operator(p) for p in self._partitions_where(
+                    lambda p: p.leader == NO_LEADER and not p.isr and not p.elr
+                    and p.reason != partition_change.MANUAL_ELECTION_REQUIRED)])
+        out = self._finish(batch, [])
+        out.messages.extend(sends)
+        return out
+
+    def on_response(self, correlation: tuple, msg: object, now: float) -> Outputs:
+        """The answer to a request of the controller's own (`msg` None: it timed out)."""
+        if correlation[0] == "log-info":
+            _, topic, partition, broker = correlation
+            self.recovery.on_log_info(topic, partition, broker,
+                                      msg if isinstance(msg, GetReplicaLogInfoResponse) else None)
+        return Outputs()
 
     def on_committed(self, offset: int) -> Outputs:
         """The metadata log is committed up to `offset` (exclusive): release what waited for it."""
@@ -328,6 +365,10 @@ class Controller:
         if change is not None:
             batch.append(change)
             part = change
+            done = partition_change.complete_reassignment(part, min_isr=self._min_isr(part), policy=self._policy,
+                                                          brokers=self._states())
+            if done is not None:  # R35: the last target replica joined the ISR
+                batch.append(done)
         return AlterPartitionResponse(topic=part.topic, partition=part.partition, leader_id=part.leader,
                                       leader_epoch=part.leader_epoch, partition_epoch=part.partition_epoch,
                                       isr=list(part.isr))
@@ -352,6 +393,87 @@ class Controller:
                     or registration.broker_epoch != member.broker_epoch):
                 return Errors.INELIGIBLE_REPLICA
         return Errors.NONE
+
+    def _recover(self, batch: _Batch, decision: Decision) -> None:
+        """R32: elect the chosen log, and record the answers it was chosen from."""
+        part = decision.partition
+        record = partition_change.unclean_recovery(part, decision.leader)
+        batch.append(record)
+        batch.event("unclean-recovery", topic=part.topic, partition=part.partition, mode=decision.mode,
+                    leader=decision.leader, leader_epoch=record.leader_epoch,
+                    log_infos=[a.to_dict() for a in decision.answers])
+
+    def _elect_leaders(self, batch: _Batch, msg: ElectLeadersRequest) -> ElectLeadersResponse:
+        """R36 preferred elections, or the operator's unclean choice (R32 `manual`, `elect`)."""
+        response = ElectLeadersResponse()
+        if msg.election_type not in ("preferred", "unclean"):
+            response.errors["*"] = Errors.INVALID_REQUEST.value
+            response.reasons["*"] = f"unknown election type {msg.election_type!r} (preferred | unclean)"
+            return response
+        if msg.partitions is None:
+            keys = sorted(self.image.partitions)
+        else:
+            keys = [(tp.topic, tp.partition) for tp in msg.partitions]
+        for topic, partition in keys:
+            name = f"{topic}/{partition}"
+            part = self.image.partition(topic, partition)
+            if part is None:
+                error, reason = Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {name}"
+            elif msg.election_type == "preferred":
+                error, reason = self._elect_preferred(batch, part)
+            else:
+                error, reason = self._elect_unclean(batch, part, msg.broker_id)
+            response.errors[name] = error.value
+            if reason:
+                response.reasons[name] = reason
+        return response
+
+    def _elect_preferred(self, batch: _Batch, part: PartitionRecord) -> tuple[Errors, str]:
+        preferred = part.replicas[0]
+        if part.leader == preferred:
+            return Errors.ELECTION_NOT_NEEDED, f"broker {preferred}, the preferred replica, leads already"
+        change = partition_change.elect_preferred(part, self._states())
+        if change is None:
+            return Errors.PREFERRED_LEADER_NOT_AVAILABLE, (
+                f"the preferred replica, broker {preferred}, is not in the ISR {part.isr} or cannot lead")
+        batch.append(change)
+        return Errors.NONE, ""
+
+    def _elect_unclean(self, batch: _Batch, part: PartitionRecord, broker: int) -> tuple[Errors, str]:
+        if broker not in part.replicas:
+            return Errors.INVALID_REQUEST, f"broker {broker} is not a replica of {part.topic}/{part.partition} " \
+                                           f"(replicas {part.replicas})"
+        if part.leader != NO_LEADER:
+            return Errors.ELECTION_NOT_NEEDED, f"broker {part.leader} leads {part.topic}/{part.partition}"
+        if not self._states().can_lead(broker):
+            return Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"broker {broker} is fenced or shutting down"
+        self._recover(batch, Decision(part, broker, "manual", ()))
+        return Errors.NONE, ""
+
+    def _reassign(self, batch: _Batch, msg: AlterPartitionReassignmentsRequest) -> AlterPartitionReassignmentsResponse:
+        """R35: start moving a partition to `msg.replicas`; it completes as they join the ISR."""
+        part = self.image.partition(msg.topic, msg.partition)
+        name = f"{msg.topic}/{msg.partition}"
+        if part is None:
+            return AlterPartitionReassignmentsResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no partition {name}")
+        target = list(msg.replicas)
+        unknown = [b for b in target if b not in self.image.brokers]
+        if not target or len(set(target)) != len(target) or unknown:
+            return AlterPartitionReassignmentsResponse(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"{target}: expected distinct registered brokers" + (f" (no broker {unknown})" if unknown else ""))
+        if part.adding or part.removing:
+            return AlterPartitionReassignmentsResponse(
+                Errors.REASSIGNMENT_IN_PROGRESS, f"{name} is moving to {partition_change.reassignment_target(part)}")
+        if target == part.replicas:
+            return AlterPartitionReassignmentsResponse(Errors.NONE, f"{name} is on {target} already")
+        grown = partition_change.begin_reassignment(part, target)
+        batch.append(grown)
+        done = partition_change.complete_reassignment(grown, min_isr=self._min_isr(grown), policy=self._policy,
+                                                      brokers=self._states())
+        if done is not None:  # every target replica is in the ISR already (a shrink or reorder)
+            batch.append(done)
+        return AlterPartitionReassignmentsResponse(Errors.NONE, f"{name}: {part.replicas} -> {target}")
 
     def _create_topics(self, batch: _Batch, msg: CreateTopicsRequest) -> CreateTopicsResponse:
         """Create each topic: R34 placement on the brokers that are up (R40), then one
@@ -383,15 +505,13 @@ class Controller:
             return Errors.TOPIC_ALREADY_EXISTS, None, None
         states = self._states()
         racks = {b.broker_id: b.rack for b in self.image.brokers.values() if states.can_lead(b.broker_id)}
-        seed = zlib.crc32(f"{self.config.placement_seed}/{name}".encode())
         if placement == "explicit":
             assignment = _explicit_assignment(spec.assignment, partitions, rf, set(self.image.brokers))
             if assignment is None:
                 return Errors.INVALID_REQUEST, None, None
         else:
             try:
-                assignment = (place_rack_aware(partitions, rf, racks, seed) if placement == "rack-aware"
-                              else place_round_robin(partitions, rf, sorted(racks), seed))
+                assignment = place_topic(placement, name, partitions, rf, racks, self.config.placement_seed)
             except PlacementError:
                 return Errors.INVALID_REPLICATION_FACTOR, None, None
         topic = TopicRecord(name=name, partitions=partitions, replication_factor=rf,

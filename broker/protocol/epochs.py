@@ -22,6 +22,12 @@ class EpochHistory:
     def latest_epoch(self) -> int:
         return self.entries[-1][0] if self.entries else UNDEFINED_EPOCH
 
+    def last_written_epoch(self, log_end_offset: int) -> int:
+        """The epoch of the last record below `log_end_offset` (R32's log info), -1 if none: an
+        epoch that starts at the LEO holds no record yet."""
+        written = [epoch for epoch, start in self.entries if start < log_end_offset]
+        return written[-1] if written else UNDEFINED_EPOCH
+
     def assign(self, epoch: int, start_offset: int) -> bool:
         """Record that `epoch` starts at `start_offset` (R5). Returns True if it changed.
 

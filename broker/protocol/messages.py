@@ -225,6 +225,60 @@ class CreateTopicsResponse:
     errors: dict[str, str] = field(default_factory=dict)  # topic -> Errors value
 
 
+@dataclass
+class GetReplicaLogInfoRequest:
+    """R32: the controller asks a replica for its log's end, to choose an unclean-recovery leader."""
+    topic: str
+    partition: int
+
+
+@dataclass
+class GetReplicaLogInfoResponse:
+    topic: str
+    partition: int
+    error: Errors = Errors.NONE
+    broker_id: int = -1
+    broker_epoch: int = -1  # the registration the answer belongs to: a later restart voids it
+    last_written_epoch: int = -1  # the leader epoch of the replica's last batch, -1 if empty
+    log_end_offset: int = 0
+
+
+@dataclass
+class TopicPartition:
+    topic: str
+    partition: int
+
+
+@dataclass
+class ElectLeadersRequest:
+    """R36 `preferred` (every partition when `partitions` is None), or the operator's unclean
+    choice of `broker_id` for leaderless partitions (R32 `manual`, the fault action `elect`)."""
+    election_type: str  # preferred | unclean
+    partitions: list[TopicPartition] | None = None
+    broker_id: int = -1
+
+
+@dataclass
+class ElectLeadersResponse:
+    #: "topic/partition" -> Errors value; `reasons` says why, for the ones refused
+    errors: dict[str, str] = field(default_factory=dict)
+    reasons: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class AlterPartitionReassignmentsRequest:
+    """R35: move one partition to `replicas` (the first becomes the preferred replica)."""
+    topic: str
+    partition: int
+    replicas: list[int]
+
+
+@dataclass
+class AlterPartitionReassignmentsResponse:
+    error: Errors = Errors.NONE
+    message: str = ""
+
+
 # ---------------------------------------------------------------- supervisor -> node (control socket)
 @dataclass
 class ControlRequest:
@@ -247,7 +301,8 @@ class ErrorResponse:
     message: str = ""
 
 
-NESTED = (FetchPartition, FetchPartitionResult, DivergingEpoch, PartitionMetadata, IsrMember, NewTopic)
+NESTED = (FetchPartition, FetchPartitionResult, DivergingEpoch, PartitionMetadata, IsrMember, NewTopic,
+          TopicPartition)
 
 #: Top-level message types in wire order: the index is the type id on the wire.
 MESSAGE_TYPES = (
@@ -255,5 +310,7 @@ MESSAGE_TYPES = (
     MetadataResponse, BrokerRegistrationRequest, BrokerRegistrationResponse,
     BrokerHeartbeatRequest, BrokerHeartbeatResponse, AlterPartitionRequest,
     AlterPartitionResponse, MetadataFetchRequest, MetadataFetchResponse, CreateTopicsRequest,
-    CreateTopicsResponse, ControlRequest, ControlResponse, ErrorResponse,
+    CreateTopicsResponse, ControlRequest, ControlResponse, ErrorResponse, GetReplicaLogInfoRequest,
+    GetReplicaLogInfoResponse, ElectLeadersRequest, ElectLeadersResponse, AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
 )

@@ -59,6 +59,13 @@ class CheckpointHighWatermark:
 
 
 @dataclass
+class DeletePartition:
+    """The replica left the partition's replica set (R35): delete its log."""
+    topic: str
+    partition: int
+
+
+@dataclass
 class PersistMetadata:
     """Append these (offset, record) pairs to the broker's copy of the metadata log (R22)."""
     records: list[tuple[int, dict]]
@@ -81,7 +88,7 @@ class AppendMetadata:
 
 
 DiskOp = Union[AppendRecords, AppendBatches, Truncate, AssignEpoch, CheckpointHighWatermark,
-               PersistMetadata, CleanShutdown, AppendMetadata]
+               DeletePartition, PersistMetadata, CleanShutdown, AppendMetadata]
 
 
 # ------------------------------------------------------------------ messages

@@ -447,7 +447,7 @@ class Partition:
             return result, None, out
         state.record_fetch(fp.fetch_offset, broker_epoch, self._leo, self._leader_epoch, now)
         self._maybe_advance_hwm(now, out)
-        if replica_id not in self._isr and self._may_join_isr(replica_id, now):
+        if replica_id not in self._isr and self._may_join_isr(replica_id, now, fetched_now=True):
             self._propose_isr(self._isr + [replica_id], out)
         result.high_watermark = self._hwm
         read = (ReadSpec(fp.fetch_offset, self._leo, fp.max_bytes)
@@ -514,14 +514,21 @@ class Partition:
         self._pending_produces = still_held
 
     # ------------------------------------------------------------- leader: ISR changes (R16-R19)
-    def _may_join_isr(self, broker_id: int, now: float) -> bool:
-        """R18: all five conditions, and no AlterPartition in flight or unresolved (R16)."""
+    def _may_join_isr(self, broker_id: int, now: float, fetched_now: bool) -> bool:
+        """R18: all five conditions, and no AlterPartition in flight or unresolved (R16).
+
+        On a fetch the conditions describe the follower as it is. Away from a fetch (a tick,
+        for a follower that caught up while a proposal was in flight) its state may be old:
+        one that stopped fetching still reports the LEO of its last fetch, which equals an HWM
+        that stopped with it. So there it must also be caught up as R17 judges it, or it would
+        rejoin on that stale word and be shrunk out again on the next tick, forever."""
         if not self._may_propose(now):
             return False
         state = self._followers.get(broker_id)
         if state is None:
             return False
         return (state.fetch_leader_epoch == self._leader_epoch
+                and (fetched_now or self._follower_caught_up(broker_id, now))
                 and state.log_end_offset >= self._hwm
                 and state.log_end_offset >= self._leso
                 and broker_id in self._eligible
@@ -624,7 +631,7 @@ class Partition:
             self._propose_isr([b for b in self._isr if b not in out_of_sync], out)
             return
         joining = [b for b in self._replicas
-                   if b not in self._isr and self._may_join_isr(b, now)]
+                   if b not in self._isr and self._may_join_isr(b, now, fetched_now=False)]
         if joining:  # R18, for followers that caught up while a proposal was in flight
             self._propose_isr(self._isr + joining, out)
 

@@ -130,3 +130,61 @@ def elect_leader(part: PartitionRecord, *, min_isr: int, policy: ElectionPolicy,
                  brokers: BrokerStates) -> PartitionRecord | None:
     """A leaderless partition whose candidate may have returned (seed 002, 2.8; R30, R31)."""
     return _build(part, set(part.isr), min_isr=min_isr, policy=policy, brokers=brokers, reason="election")
+
+
+def unclean_recovery(part: PartitionRecord, leader: int) -> PartitionRecord:
+    """R32, R33: elect the replica whose log unclean recovery (or the operator) chose. Its log
+    is the truth from now on: ISR := [leader], ELR and LastKnownELR cleared."""
+    return replace(part, leader=leader, isr=[leader], elr=[], last_known_elr=[], reason="unclean-recovery",
+                   leader_epoch=part.leader_epoch + 1, partition_epoch=part.partition_epoch + 1)
+
+
+def awaiting_operator(part: PartitionRecord) -> PartitionRecord:
+    """R32 `manual`: nothing changes but the record says an operator must elect a leader."""
+    return replace(part, reason=MANUAL_ELECTION_REQUIRED, partition_epoch=part.partition_epoch + 1)
+
+
+MANUAL_ELECTION_REQUIRED = "manual-election-required"
+
+
+def elect_preferred(part: PartitionRecord, brokers: BrokerStates) -> PartitionRecord | None:
+    """R36: leadership to the first replica, when it is in the ISR and can lead; None otherwise."""
+    preferred = part.replicas[0]
+    if part.leader == preferred or preferred not in part.isr or not brokers.can_lead(preferred):
+        return None
+    return replace(part, leader=preferred, reason="preferred-election",
+                   leader_epoch=part.leader_epoch + 1, partition_epoch=part.partition_epoch + 1)
+
+
+def reassignment_target(part: PartitionRecord) -> list[int]:
+    """R35: the replicas a partition is being moved to (all of them when none is moving)."""
+    return [r for r in part.replicas if r not in part.removing]
+
+
+def begin_reassignment(part: PartitionRecord, target: list[int]) -> PartitionRecord:
+    """R35 grow: replicas := target then the replicas leaving; `adding` and `removing` say which.
+    The ISR is untouched: the leader adds the new replicas as they catch up (R18)."""
+    removing = [r for r in part.replicas if r not in target]
+    return replace(part, replicas=[*target, *removing], adding=[r for r in target if r not in part.replicas],
+                   removing=removing, reason="reassign", partition_epoch=part.partition_epoch + 1)
+
+
+def complete_reassignment(part: PartitionRecord, *, min_isr: int, policy: ElectionPolicy,
+                          brokers: BrokerStates) -> PartitionRecord | None:
+    """R35 complete, once every target replica is in the ISR: replicas := target, the leaving
+    replicas drop out of the ISR, ELR and LastKnownELR, a new leader is elected from the ISR if
+    the old one left, and the leader epoch is bumped when replicas left (R2). None while the
+    reassignment waits, or when there is none."""
+    if not (part.adding or part.removing):
+        return None
+    target = reassignment_target(part)
+    if not set(target) <= set(part.isr):
+        return None
+    narrowed = replace(part, replicas=target, isr=[r for r in part.isr if r in target],
+                       elr=[r for r in part.elr if r in target],
+                       last_known_elr=[r for r in part.last_known_elr if r in target], adding=[], removing=[])
+    elected = _build(narrowed, set(narrowed.isr), min_isr=min_isr, policy=policy, brokers=brokers,
+                     reason="reassign") or narrowed
+    bump = 1 if (part.removing and elected.leader_epoch == part.leader_epoch) else 0
+    return replace(elected, reason="reassign", partition_epoch=part.partition_epoch + 1,
+                   leader_epoch=elected.leader_epoch + bump)

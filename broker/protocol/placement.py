@@ -12,6 +12,7 @@ topics do not lead on the same broker; here both derive from `seed`, so a run re
 from __future__ import annotations
 
 import random
+import zlib
 from collections import defaultdict
 
 
@@ -97,3 +98,17 @@ def place_rack_aware(partitions: int, rf: int, brokers: dict[int, str | None], s
             used_racks.add(rack_of[broker])
         assignment[p] = replicas
     return assignment
+
+
+def place_topic(placement: str, name: str, partitions: int, rf: int, brokers: dict[int, str | None],
+                placement_seed: int) -> dict[int, list[int]]:
+    """A new topic's assignment under `rack-aware` or `round-robin` on `brokers` (id -> rack),
+    seeded from the run's seed and the topic's name: the controller places topics with it,
+    and the topology's validator computes the same assignment to check faults that name
+    replicas."""
+    seed = zlib.crc32(f"{placement_seed}/{name}".encode())
+    if placement == "rack-aware":
+        return place_rack_aware(partitions, rf, brokers, seed)
+    if placement == "round-robin":
+        return place_round_robin(partitions, rf, sorted(brokers), seed)
+    raise PlacementError(f"unknown placement {placement!r} (rack-aware | round-robin)")

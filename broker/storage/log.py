@@ -277,6 +277,14 @@ class PartitionLog:
         for segment in self._segments:
             segment.close()
 
+    def delete(self) -> None:
+        """The replica left the partition (R35): close it and remove its directory."""
+        self.close()
+        for path in sorted(self._dir.iterdir()):
+            path.unlink()
+            self._durability.removed(path)
+        self._dir.rmdir()
+
 
 def _recover_segments(directory: Path, recovery_point: int, durability: Durability,
                       now: float) -> tuple[list[Segment], list[tuple[int, int]], int, str | None]:

@@ -24,6 +24,8 @@ _REASONS = {
     "controlled-shutdown": "a clean election after a controlled shutdown",
     "unclean-election": "unclean leader election",
     "unclean-recovery": "unclean recovery",
+    "reassign": "the completion of a reassignment",
+    "preferred-election": "a preferred leader election",
 }
 _LOSSY = ("lossy-crash", "disk-loss")
 
@@ -35,7 +37,8 @@ def _reason_text(col: Column) -> Column:
 
 def elections(t: Tables) -> DataFrame:
     """Each leader epoch's election: who, when, why (controller) and with what LEO (the
-    leader's own `became-leader` event)."""
+    leader's own `became-leader` event); for an unclean recovery (R32), the log infos the
+    controller chose from, as text."""
     changes = partition_changes(t).where(F.col("leader") >= 0)
     first = Window.partitionBy(*PART, "leader_epoch").orderBy("time_ns")
     chosen = (changes.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
@@ -43,7 +46,16 @@ def elections(t: Tables) -> DataFrame:
     became = (t.events.where(F.col("kind") == "became-leader")
               .select(*PART, "leader_epoch", broker_id(F.col("node")).alias("leader"), "leo")
               .groupBy(*PART, "leader_epoch", "leader").agg(F.min("leo").alias("leo")))
-    return chosen.join(became, [*PART, "leader_epoch", "leader"])
+    info = F.format_string("broker %d epoch %d LEO %d", "i.broker", "i.last_written_epoch", "i.leo")
+    recoveries = (t.events.where(F.col("kind") == "unclean-recovery")
+                  .select(*PART, "leader_epoch", "mode", F.explode_outer("log_infos").alias("i"))
+                  .groupBy(*PART, "leader_epoch", "mode")
+                  .agg(F.concat_ws(", ", F.sort_array(F.collect_list(info))).alias("infos"))
+                  .select(*PART, "leader_epoch", F.when(F.col("infos") == "", F.format_string(
+                      " (%s: the operator's choice)", "mode")).otherwise(F.format_string(
+                          " (%s, from the log infos: %s)", "mode", "infos")).alias("recovery")))
+    return (chosen.join(became, [*PART, "leader_epoch", "leader"])
+            .join(recoveries, [*PART, "leader_epoch"], "left"))
 
 
 def _first_after(rows: DataFrame, causes: DataFrame, key: list[str], when: str, cond: Column,
@@ -61,7 +73,8 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, w
     e = elections(t)
     election = _first_after(rows, e, key, "elected_ns", F.col("leo") <= F.col("offset"),
                             [F.col("leader").alias("e_leader"), F.col("leader_epoch").alias("e_epoch"),
-                             F.col("reason").alias("e_reason"), F.col("leo").alias("e_leo"), "elected_ns"])
+                             F.col("reason").alias("e_reason"), F.col("leo").alias("e_leo"), "elected_ns",
+                             F.col("recovery").alias("e_recovery")])
     cuts = (t.events.where(F.col("kind") == "truncated")
             .select(*PART, F.col("node").alias("t_node"), F.col("from").alias("t_from"), F.col("to").alias("t_to"),
                     F.col("reason").alias("t_reason"), F.col("time_ns").alias("t_ns")))
@@ -76,8 +89,9 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, w
     out = (rows.join(election, key, "left").join(truncation, key, "left").join(crash, key, "left")
            .join(starts, "run_id", "left"))
     election_text = F.when(F.col("e_leader").isNotNull(), F.format_string(
-        "when broker %d was elected at leader epoch %d by %s with LEO %d (at %.3f s)",
-        "e_leader", "e_epoch", _reason_text(F.col("e_reason")), "e_leo", seconds("elected_ns")))
+        "when broker %d was elected at leader epoch %d by %s%s with LEO %d (at %.3f s)",
+        "e_leader", "e_epoch", _reason_text(F.col("e_reason")), F.coalesce("e_recovery", F.lit("")), "e_leo",
+        seconds("elected_ns")))
     truncation_text = F.when(F.col("t_node").isNotNull(), F.format_string(
         "%s truncated its log from %d to %d (%s, at %.3f s)", "t_node", "t_from", "t_to", "t_reason",
         seconds("t_ns")))
@@ -91,5 +105,5 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, w
             .withColumn("cause", F.when(attributed, F.concat(head, causes))
                         .otherwise(F.concat(head, F.lit("with no recorded election, truncation or lossy crash "
                                                         "that explains it"))))
-            .drop("e_leader", "e_epoch", "e_reason", "e_leo", "elected_ns", "t_node", "t_from", "t_to",
+            .drop("e_leader", "e_epoch", "e_reason", "e_leo", "elected_ns", "e_recovery", "t_node", "t_from", "t_to",
                   "t_reason", "t_ns", "c_node", "c_do", "c_loss", "c_ns", "t0"))

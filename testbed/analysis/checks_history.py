@@ -1,6 +1,6 @@
 """Checks over what clients observed (DESIGN section 8, Jepsen's meanings): lost writes,
-unseen values, duplicates, inconsistent offsets, nonmonotonic polls, poll skips and
-committed regressions. Each returns one row per anomaly, with `run_id` and the fields of
+unseen values, duplicates, inconsistent offsets, nonmonotonic polls, poll skips, committed
+regressions, aborted reads, nonmonotonic sends and internal poll skips. Each returns one row per anomaly, with `run_id` and the fields of
 its example; the count of a check is its number of rows."""
 from __future__ import annotations
 
@@ -63,8 +63,8 @@ def inconsistent_offsets(obs: DataFrame) -> DataFrame:
                  F.min("time_ns").alias("time_ns")))
 
 
-def _step(prev: Column, offset: Column) -> Column:
-    return F.struct(prev.alias("prev_offset"), offset.alias("offset"))
+def _step(prev: Column, offset: Column, within_poll: bool) -> Column:
+    return F.struct(prev.alias("prev_offset"), offset.alias("offset"), F.lit(within_poll).alias("within_poll"))
 
 
 def poll_steps(history: DataFrame) -> DataFrame:
@@ -78,28 +78,63 @@ def poll_steps(history: DataFrame) -> DataFrame:
              .select(*PART, "process", "time_ns", "seq", offsets.alias("o"))
              .select(*PART, "process", "time_ns", "seq", F.col("o")[0].alias("first"),
                      F.element_at("o", -1).alias("last"),
-                     F.zip_with(F.slice("o", 1, F.size("o") - 1), F.slice("o", 2, F.size("o") - 1), _step)
+                     F.zip_with(F.slice("o", 1, F.size("o") - 1), F.slice("o", 2, F.size("o") - 1),
+                                lambda a, b: _step(a, b, True))
                      .alias("inside")))
     order = Window.partitionBy("run_id", "process", "topic", "partition").orderBy("seq")
     between = F.col("before")
     steps = F.when(between.isNull(), F.col("inside")).otherwise(
-        F.concat(F.array(_step(between, F.col("first"))), F.col("inside")))
+        F.concat(F.array(_step(between, F.col("first"), False)), F.col("inside")))
     odd = F.filter(steps, lambda s: s["offset"] != s["prev_offset"] + 1)
     return (polls.withColumn("before", F.lag("last").over(order))
             .select(*PART, "process", "time_ns", F.explode(odd).alias("s"))
-            .select(*PART, "process", "time_ns", "s.prev_offset", "s.offset"))
+            .select(*PART, "process", "time_ns", "s.prev_offset", "s.offset", "s.within_poll"))
 
 
 def nonmonotonic_polls(steps: DataFrame) -> DataFrame:
     """A process that read an offset at or below one it had already read."""
-    return steps.where(F.col("offset") <= F.col("prev_offset"))
+    return steps.where(F.col("offset") <= F.col("prev_offset")).drop("within_poll")
 
 
 def poll_skips(steps: DataFrame) -> DataFrame:
     """A process whose next record was not the next offset: offsets are dense (no compaction,
     no transaction markers), so every offset between was committed and skipped."""
     return (steps.where(F.col("offset") > F.col("prev_offset") + 1)
-            .withColumn("skipped", F.col("offset") - F.col("prev_offset") - 1))
+            .withColumn("skipped", F.col("offset") - F.col("prev_offset") - 1).drop("within_poll"))
+
+
+def internal_poll_skips(steps: DataFrame) -> DataFrame:
+    """A gap inside the records one poll returned (Jepsen's internal skip): the broker itself
+    served a log with a hole, whatever the consumer did between polls."""
+    return (steps.where(F.col("within_poll") & (F.col("offset") > F.col("prev_offset") + 1))
+            .withColumn("skipped", F.col("offset") - F.col("prev_offset") - 1).drop("within_poll"))
+
+
+def aborted_reads(history: DataFrame, polls: DataFrame, committed: DataFrame) -> DataFrame:
+    """Jepsen's G1a: a value whose every send attempt failed (`fail`: certainly not appended)
+    that a consumer read or the final committed log holds. A value retried after a `fail` and
+    then acknowledged, or left `info`, may be present by right, so only all-`fail` values count."""
+    sends = history.where((F.col("f") == "send") & F.col("type").isin("ok", "fail", "info"))
+    failed = (sends.groupBy("run_id", "value")
+              .agg(F.min(F.when(F.col("type") == "fail", 1).otherwise(0)).alias("all_failed"),
+                   F.first("process").alias("process"), F.min("time_ns").alias("failed_ns"))
+              .where(F.col("all_failed") == 1).drop("all_failed"))
+    seen = (polls.select(*PART, "offset", "value", F.col("process").alias("seen_by"))
+            .unionByName(committed.select(*PART, "offset", "value", F.lit("final committed log").alias("seen_by"))))
+    return (seen.join(failed, ["run_id", "value"])
+            .groupBy(*PART, "value", "process")
+            .agg(F.min("offset").alias("offset"), F.min("failed_ns").alias("time_ns"),
+                 F.sort_array(F.collect_set("seen_by")).alias("seen_by")))
+
+
+def nonmonotonic_sends(acked: DataFrame) -> DataFrame:
+    """One producer's acknowledged offsets on one partition going backwards, in the order it
+    got the acknowledgements (possible with more than one request in flight, or a leader that
+    lost what it acknowledged)."""
+    order = Window.partitionBy("run_id", "process", "topic", "partition").orderBy("time_ns", "offset")
+    return (acked.withColumn("prev_offset", F.lag("offset").over(order))
+            .where(F.col("offset") <= F.col("prev_offset"))
+            .select(*PART, "process", "value", "offset", "prev_offset", "time_ns"))
 
 
 def committed_regressions(polls: DataFrame, committed: DataFrame) -> DataFrame:

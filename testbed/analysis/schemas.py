@@ -44,6 +44,9 @@ EVENTS = _struct(
     ("last_known_elr", _INTS), ("replicas", _INTS), ("reason", StringType()), ("leo", LongType()),
     ("hwm", LongType()), ("from", LongType()), ("to", LongType()), ("valid_to", LongType()),
     ("dropped_bytes", LongType()), ("controller_id", IntegerType()), ("term", LongType()),
+    ("mode", StringType()),
+    ("log_infos", ArrayType(_struct(("broker", IntegerType()), ("broker_epoch", LongType()),
+                                    ("last_written_epoch", IntegerType()), ("leo", LongType())))),
 )
 
 FAULTS = _struct(

@@ -19,7 +19,7 @@ def get_spark(master: str | None = None) -> SparkSession:
     """The process's session; the first call chooses the master (`--spark-master`).
 
     No UI (it costs a port and a thread pool for nothing here), 4 shuffle partitions
-    (the default 200 turns every small aggregation into 200 tasks), 2 GiB of driver
+    (the default 200 turns every small aggregation into 200 tasks), 4 GiB of driver
     memory, and a short history of jobs, stages and SQL executions: even without the UI
     the driver keeps up to 1,000 of each (and 100,000 tasks), and a process that judges
     run after run (a test worker, a matrix) ran out of heap on that history alone.
@@ -42,7 +42,7 @@ def get_spark(master: str | None = None) -> SparkSession:
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.default.parallelism", "4")
-        .config("spark.driver.memory", "2g")
+        .config("spark.driver.memory", "4g")
         .config("spark.sql.ui.retainedExecutions", "20")
         .config("spark.ui.retainedJobs", "50")
         .config("spark.ui.retainedStages", "100")

@@ -63,7 +63,29 @@ def parse_faults(
             specs.append(_parse_fault(w, entry, entry_path, known, duration))
     if not valid(*specs):
         return INVALID
+    _check_elect_targets(w, specs, path, known)
     return tuple(sorted(specs, key=lambda s: s.at if isinstance(s, FaultSpec) else s.start))
+
+
+def _check_elect_targets(w: Walker, specs: list[Any], path: str, known: Known) -> None:
+    """`elect` must name a replica of its partition: one placed there at the start, or one a
+    `reassign` of the run moves there."""
+    if known.replicas is None:
+        return
+    moved: dict[str, set[int]] = {}
+    for spec in specs:
+        if isinstance(spec, FaultSpec) and spec.do == "reassign":
+            moved.setdefault(spec.params["partition"], set()).update(spec.params["replicas"])
+    for index, spec in enumerate(specs):
+        if not (isinstance(spec, FaultSpec) and spec.do == "elect"):
+            continue
+        partition = spec.params["partition"]
+        broker = int(str(spec.target).split(":")[1])
+        replicas = known.replicas.get(partition, ())
+        if broker not in replicas and broker not in moved.get(partition, set()):
+            w.error(join(join(path, index), "target"),
+                    f"broker {broker} is not a replica of {partition} (its replicas: {list(replicas)}); "
+                    f"elect needs one of them")
 
 
 def _parse_fault(w: Walker, value: object, path: str, known: Known, duration: float | None) -> FaultSpec | Any:

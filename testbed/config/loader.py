@@ -5,7 +5,6 @@ than the one the user reads; so duplicates are errors here, with the line of eac
 """
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,13 @@ def load_topology(path: str | Path, seed: int | None = None) -> Topology:
         raise TopologyError([_yaml_error(source, exc)]) from None
     except yaml.YAMLError as exc:
         raise TopologyError([f"{source}: invalid YAML: {exc}"]) from None
-    topology = parse_topology(data, source)
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise TopologyError([f"{source}: seed: --seed {seed!r} is not a non-negative integer"])
-        topology = dataclasses.replace(topology, seed=seed)
-    return topology
+        if isinstance(data, dict):
+            # the seed decides placement, which faults naming replicas are checked against
+            data = {**data, "seed": seed}
+    return parse_topology(data, source)
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -76,7 +76,7 @@ def _parse_topology(w: Walker, data: object) -> Topology | None:
     network = _parse_network(w, m.get("network", {}), "network")
     brokers = None if cluster is INVALID else cluster.brokers
     topics = parse_topics(w, m["topics"], "topics", brokers) if "topics" in m else INVALID
-    known = known_from(cluster, topics, m.get("topics"))
+    known = known_from(cluster, topics, m.get("topics"), None if seed is INVALID else seed)
     workload = parse_workload(w, m.get("workload", {}), "workload", known)
     total_nodes = None if cluster is INVALID else len(cluster.brokers) + len(cluster.controllers)
     run_length = None if duration is INVALID else duration

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from broker.protocol.placement import PlacementError, place_topic
 from testbed.config.walker import INVALID, describe, is_int
 
 TARGET_GRAMMAR = (
@@ -41,10 +42,13 @@ class Known:
     controller_ids: tuple[int, ...] | None
     racks: frozenset[str] | None
     topics: dict[str, int | None] | None  # name -> partitions (None if that count is broken)
+    #: "topic/P" -> its replicas when the run starts (the placement the controller will make);
+    #: None when the cluster or topics are broken
+    replicas: dict[str, tuple[int, ...]] | None = None
 
 
-def known_from(cluster: Any, topics: Any, raw_topics: object) -> Known:
-    """What the cluster and topics sections defined; either may be INVALID."""
+def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) -> Known:
+    """What the cluster and topics sections defined; either may be INVALID (and `seed` None)."""
     if cluster is INVALID:
         broker_ids = controller_ids = racks = None
     else:
@@ -52,7 +56,8 @@ def known_from(cluster: Any, topics: Any, raw_topics: object) -> Known:
         controller_ids = tuple(c.id for c in cluster.controllers)
         racks = frozenset(b.rack for b in cluster.brokers if b.rack is not None)
     if topics is not INVALID:
-        return Known(broker_ids, controller_ids, racks, {t.name: t.partitions for t in topics})
+        replicas = None if cluster is INVALID or seed is None else _initial_replicas(cluster, topics, seed)
+        return Known(broker_ids, controller_ids, racks, {t.name: t.partitions for t in topics}, replicas)
     # Topics are broken, but names that did parse still let references be checked, as long
     # as every entry's name parsed (else an unknown name may be the broken one).
     names: dict[str, int | None] = {}
@@ -62,6 +67,20 @@ def known_from(cluster: Any, topics: Any, raw_topics: object) -> Known:
         count = entry.get("partitions", 1)
         names[entry["name"]] = count if is_int(count) and count >= 1 else None
     return Known(broker_ids, controller_ids, racks, names or None)
+
+
+def _initial_replicas(cluster: Any, topics: Any, seed: int) -> dict[str, tuple[int, ...]] | None:
+    """Every partition's replicas as the controller will place them (R34), every broker up."""
+    racks = {b.id: b.rack for b in cluster.brokers}
+    out: dict[str, tuple[int, ...]] = {}
+    for t in topics:
+        try:
+            assignment = t.assignment or place_topic(t.placement, t.name, t.partitions, t.replication_factor,
+                                                     racks, seed)
+        except PlacementError:
+            return None  # the topics section reports it
+        out.update({f"{t.name}/{p}": tuple(r) for p, r in assignment.items()})
+    return out
 
 
 def replica_list_problem(replicas: object, broker_ids: set[int] | None) -> str | None:

@@ -27,6 +27,9 @@ CHECK_NAMES: tuple[str, ...] = (
     "placement_violations",
     "elr_violations",
     "metadata_divergence",
+    "aborted_reads",
+    "nonmonotonic_sends",
+    "internal_poll_skips",
 )
 # `converged` is not a check of the pipeline but whether the cluster converged after healing.
 EXPECT_KEYS: tuple[str, ...] = CHECK_NAMES + ("converged",)

@@ -15,8 +15,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from faults.fault_spec import FaultSpec
-from faults.injector import UNSUPPORTED
 from faults.schedule import build_schedule
 from testbed.analysis import RunVerdict, analyze_runs, print_verdict
 from testbed.analysis.cli import EXIT_UNJUDGED, exit_code
@@ -30,8 +28,11 @@ from testbed.supervisor.cluster import Cluster, ClusterError
 from testbed.topology import Topology, not_yet_acted_on
 
 #: Topology features this build acts on (the rest are reported as not yet acted on).
-SUPPORTED: frozenset[str] = frozenset({"faults", "expect", "elr:false", "placement:explicit", "fsync:real",
-                                       "medium:tmpfs"})
+SUPPORTED: frozenset[str] = frozenset({
+    "faults", "expect", "elr:false", "placement:explicit", "fsync:real", "medium:tmpfs",
+    "truncation:high-watermark", "fencing:zookeeper", "unclean-leader-election",  # tests/integration/test_protocol_modes.py
+    "unclean-recovery:none", "unclean-recovery:proactive", "unclean-recovery:manual",
+})
 
 
 @dataclass
@@ -46,13 +47,26 @@ class Outcome:
 def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale: float = 1.0,
                    keep_data: bool = False, console: Console | None = None,
                    run_dir: Path | None = None, spark_master: str | None = None) -> Outcome:
+    """Run the topology, then judge it (the whole of `python run.py x.yaml`)."""
+    console = console or Console()
+    outcome = run_cluster(topology, runs_dir, time_scale, keep_data, console, run_dir)
+    if outcome.counts is None:
+        return outcome
+    console.print("judging the run (PySpark) ...")
+    verdict = analyze_runs([outcome.run_dir], spark_master)[0]
+    print_verdict(console, verdict)
+    console.print(f"run directory: {outcome.run_dir}")
+    return Outcome(outcome.run_dir, outcome.converged, outcome.counts, exit_code([verdict]), verdict)
+
+
+def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: float = 1.0,
+                keep_data: bool = False, console: Console | None = None,
+                run_dir: Path | None = None) -> Outcome:
+    """Everything up to the verdict: the run directory complete, not judged yet (so that
+    several runs can be judged in one Spark job). `exit_code` is EXIT_UNJUDGED until judged."""
     console = console or Console()
     for note in not_yet_acted_on(topology, SUPPORTED):
         console.print(f"[yellow]not yet acted on:[/] {note}")
-    for f in topology.faults:
-        actions = {f.do} if isinstance(f, FaultSpec) else set(f.do)
-        for do in sorted(actions & UNSUPPORTED):
-            console.print(f"[yellow]not yet acted on:[/] fault action `{do}` (recorded in faults.jsonl as not acted on)")
     cluster = Cluster(topology, run_dir=run_dir, runs_dir=runs_dir, time_scale=time_scale)
     converged = False
     try:
@@ -120,9 +134,5 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     counts = count_operations(cluster.dir.root)
     (cluster.dir.root / "summary.json").write_text(json.dumps(counts.to_dict(), indent=1))
     print_counts(console, counts, converged)
-    console.print("judging the run (PySpark) ...")
-    verdict = analyze_runs([cluster.dir.root], spark_master)[0]
-    print_verdict(console, verdict)
-    console.print(f"run directory: {cluster.dir.root}")
-    return Outcome(cluster.dir.root, converged, counts, exit_code([verdict]), verdict)
+    return Outcome(cluster.dir.root, converged, counts, EXIT_UNJUDGED)
 

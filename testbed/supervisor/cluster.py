@@ -22,7 +22,16 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 from broker.client import ClusterClient, ProduceResult
 from broker.common.errors import Errors
 from broker.noderuntime.config import NodeConfig
-from broker.protocol.messages import CreateTopicsRequest, CreateTopicsResponse, NewTopic
+from broker.protocol.messages import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    NewTopic,
+    TopicPartition,
+)
 from broker.wire.linkfilter import LinkTable
 from faults.injector import FaultInjector
 from faults.process import sigcont, sigkill, sigstop
@@ -42,6 +51,11 @@ from testbed.topology import NodeSpec, Topology, load_topology
 
 class ClusterError(RuntimeError):
     pass
+
+
+def _split_partition(text: str) -> tuple[str, int]:
+    topic, _, index = text.rpartition("/")
+    return topic, int(index)
 
 
 class Cluster:
@@ -169,14 +183,45 @@ class Cluster:
                            assignment={str(k): list(v) for k, v in (tp.assignment or {}).items()} or None,
                            config={"flush": tp.flush.to_dict()})
                   for tp in self.topology.topics]
-        assert self.control is not None
-        ctl = self.configs[self.topology.cluster.controllers[0].name].endpoint
-        resp = self.control.request(ctl, CreateTopicsRequest(topics), timeout=self.scaled(5))
+        resp = self._admin(CreateTopicsRequest(topics))
         if not isinstance(resp, CreateTopicsResponse):
             raise ClusterError(f"the controller did not answer CreateTopics: {resp!r}")
         bad = {k: v for k, v in resp.errors.items() if v != Errors.NONE.value}
         if bad:
             raise ClusterError(f"topic creation failed: {bad}")
+
+    def _admin(self, request: object) -> object | None:
+        """An admin request to the active controller; None if it did not answer in time."""
+        assert self.control is not None
+        ctl = self.configs[self.controllers()[0].name].endpoint
+        return self.control.request(ctl, request, timeout=self.scaled(5))
+
+    # ------------------------------------------------------------------ admin (R32, R35, R36)
+    def reassign(self, partition: str, replicas: list[int]) -> dict:
+        """R35: start moving `partition` ("topic/P") to `replicas`; it completes once they are all
+        in the ISR. Returns {"accepted": bool, "error", "message"}."""
+        topic, index = _split_partition(partition)
+        resp = self._admin(AlterPartitionReassignmentsRequest(topic, index, list(replicas)))
+        if not isinstance(resp, AlterPartitionReassignmentsResponse):
+            return {"accepted": False, "error": "the controller did not answer"}
+        return {"accepted": resp.error == Errors.NONE, "error": resp.error.value, "message": resp.message}
+
+    def elect_preferred(self, partition: str | None = None) -> dict:
+        """R36: preferred leader election for one partition ("topic/P") or all of them."""
+        parts = None if partition is None else [TopicPartition(*_split_partition(partition))]
+        return self._elections(ElectLeadersRequest("preferred", parts))
+
+    def elect(self, partition: str, broker: int) -> dict:
+        """R32 `manual`: the operator makes `broker` the leader of leaderless `partition`."""
+        return self._elections(ElectLeadersRequest("unclean", [TopicPartition(*_split_partition(partition))], broker))
+
+    def _elections(self, request: ElectLeadersRequest) -> dict:
+        resp = self._admin(request)
+        if not isinstance(resp, ElectLeadersResponse):
+            return {"elected": [], "refused": {"*": "the controller did not answer"}}
+        return {"elected": sorted(k for k, e in resp.errors.items() if e == Errors.NONE.value),
+                "refused": {k: f"{e}: {resp.reasons.get(k, '')}".rstrip(": ")
+                            for k, e in sorted(resp.errors.items()) if e != Errors.NONE.value}}
 
     # ------------------------------------------------------------------ observation
     def status(self, timeout: float = 0.5) -> ClusterStatus:

@@ -141,7 +141,62 @@ def _faults(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+def _aborted(root: Path) -> None:
+    """v5's only send failed (certainly not appended) yet the log and a consumer hold it: an
+    aborted read (G1a). v6 failed once, then its retry was acknowledged: not aborted."""
+    r = RunBuilder(root, "aborted")
+    r.send("v5", None, at=T0 + 2 * S, outcome="fail")
+    r.send("v6", None, at=T0 + 2 * S + 100, outcome="fail")
+    r.send("v6", 6, at=T0 + 2 * S + 200)
+    for node in r.logs:
+        r.logs[node] += [(5, "v5"), (6, "v6")]
+        r.replicas[node].update(leo=7, hwm=7)
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.poll("consumer-1", [(5, "v5")], at=T0 + 3 * S)
+    r.poll("final-reader", r.logs["broker-1"], at=T0 + 4 * S)
+    r.write()
+
+
+def _sends_backwards(root: Path) -> None:
+    """producer-1 is acknowledged at offset 6, then at offset 5 (two requests in flight)."""
+    r = RunBuilder(root, "sends-backwards")
+    r.send("w0", 6, at=T0 + 2 * S, process="producer-1")
+    r.send("w1", 5, at=T0 + 2 * S + 1000, process="producer-1")
+    for node in r.logs:
+        r.logs[node] += [(5, "w1"), (6, "w0")]
+        r.replicas[node].update(leo=7, hwm=7)
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.poll("final-reader", r.logs["broker-1"], at=T0 + 4 * S)
+    r.write()
+
+
+def _internal_skip(root: Path) -> None:
+    """One poll returned offsets 0, 1, 3, 4: a gap inside the poll (and so a poll skip)."""
+    r = RunBuilder(root, "internal-skip")
+    r.history = [h for h in r.history if h["process"] != "consumer-0"]
+    r.poll("consumer-0", [(0, "v0"), (1, "v1"), (3, "v3"), (4, "v4")], at=T0 + 2 * S)
+    r.write()
+
+
+def _recovered(root: Path) -> None:
+    """v5 acknowledged by broker 1 alone (ISR [1]); after an outage, balanced unclean recovery
+    elects broker 2 with LEO 5 from the log infos it got: v5 is lost to that recovery."""
+    r = RunBuilder(root, "recovered", expect={"lost_writes": ">0"})
+    r.send("v5", 5, at=T0 + 2 * S)
+    r.events += [RunBuilder.change(T0 + 3 * S, leader=2, epoch=1, isr=[2], reason="unclean-recovery"),
+                 {"node": "controller-1", "time_ns": T0 + 3 * S + 1, "kind": "unclean-recovery", "topic": "orders",
+                  "partition": 0, "mode": "balanced", "leader": 2, "leader_epoch": 1,
+                  "log_infos": [{"broker": 2, "broker_epoch": 20, "last_written_epoch": 0, "leo": 5},
+                                {"broker": 3, "broker_epoch": 21, "last_written_epoch": 0, "leo": 4}]},
+                 {"node": "broker-2", "time_ns": T0 + 3 * S + 200, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2], "elr": [],
+                  "last_known_elr": [], "leo": 5, "hwm": 5}]
+    r.replicas["broker-1"]["is_leader"] = False
+    r.replicas["broker-2"]["is_leader"] = True
+    r.write()
+
+
+BUILDERS = [_aborted, _sends_backwards, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -159,6 +214,10 @@ EXPECTED: dict[str, dict[str, int]] = {
     "one-rack": {**ZERO, "placement_violations": 1},
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
+    "aborted": {**ZERO, "aborted_reads": 1},
+    "sends-backwards": {**ZERO, "nonmonotonic_sends": 1},
+    "internal-skip": {**ZERO, "poll_skips": 1, "internal_poll_skips": 1},
+    "recovered": {**ZERO, "lost_writes": 1},
 }
 
 
@@ -203,6 +262,10 @@ def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict
     overwritten = judged["two-values"].results["checks"]["inconsistent_offsets"]
     assert overwritten["examples"][0]["values"] == ["v3", "x"] and overwritten["unattributed"] == 1
     assert "with no recorded election" in overwritten["examples"][0]["cause"]
+    recovered = judged["recovered"].results["checks"]["lost_writes"]
+    assert recovered["unattributed"] == 0
+    assert ("when broker 2 was elected at leader epoch 1 by unclean recovery (balanced, from the log infos: "
+            "broker 2 epoch 0 LEO 5, broker 3 epoch 0 LEO 4) with LEO 5") in recovered["examples"][0]["cause"]
 
 
 def test_a_mismatching_line_is_rejected_with_its_file_and_line(judged: dict[str, RunVerdict]) -> None:
@@ -217,9 +280,11 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     # every hand-made run has one topology and protocol setting, so the summary is one row
     [row] = [r.asDict() for r in spark.read.parquet(str(root / "summary" / "summary.parquet")).collect()]
     assert row["topology"] == "handmade" and row["runs"] == len(BUILDERS)
-    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (1, 1, 1)  # the `lost` run
+    # the `lost` and `recovered` runs
+    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (2, 2, 1)
     assert row["unjudged"] == 1  # `mismatch`
-    assert row["failed"] == 3 == sum(v.ok is False for v in judged.values())  # two-values, two-leaders, unseen
+    # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
+    assert row["failed"] == sum(v.ok is False for v in judged.values())
     html = (root / "summary" / "summary.html").read_text()
     assert f"isrlab summary of {len(BUILDERS)} runs" in html and "<td>handmade</td>" in html
 

@@ -291,6 +291,29 @@ def test_R17_shrink_after_replica_lag_max():
     assert leader.p.maximal_isr == [1, 2, 3]  # a shrink does not narrow it before it commits
 
 
+def test_R17_R18_a_follower_that_stopped_fetching_is_not_taken_back_on_its_last_word():
+    """A follower cut off from the leader keeps its last fetch's LEO, which equals the HWM
+    that stopped with it (R15: |ISR| < MinISR); R18 alone would take it back into the ISR on
+    the next tick and R17 shrink it again, a new AlterPartition every tick. Only a fetch that
+    catches it up again lets it rejoin."""
+    leader, f2, f3 = cluster()
+    produce(leader, ["a"], acks=1, now=0.0)
+    for f in (f2, f3, f2, f3):
+        fetch_round(leader, f, now=1.0)
+    produce(leader, ["b"], acks=1, now=2.0)  # nobody fetches "b": the HWM stays at 1
+    [shrink] = sends(leader.p.tick(12.5))
+    assert shrink.message.new_isr == [IsrMember(1, 101)]
+    leader.p.on_alter_partition_response(AlterPartitionResponse(
+        TOPIC, 0, Errors.NONE, 1, leader.p.leader_epoch, leader.p.partition_epoch + 1, [1]), 12.6)
+    assert leader.p.isr == [1]
+    assert not sends(leader.p.tick(12.7)) and not sends(leader.p.tick(30.0))
+    before = len(leader.sent)
+    fetch_round(leader, f2, now=31.0)
+    fetch_round(leader, f2, now=31.0)
+    [expand] = leader.sent[before:]  # R18 on the fetch that caught broker 2 up
+    assert expand.message.new_isr == [IsrMember(1, 101), IsrMember(2, 102)]
+
+
 def test_R17_follower_at_leader_leo_is_never_shrunk():
     leader, f2, f3 = cluster()
     produce(leader, ["a"], acks=1)

@@ -44,18 +44,22 @@ from broker.common.record_batch import build_batch, encode_record_set
 from broker.protocol.broker import BrokerConfig, BrokerState, PendingFetch
 from broker.protocol.controller import Controller, ControllerConfig
 from broker.protocol.messages import (
+    AlterPartitionReassignmentsRequest,
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     CreateTopicsRequest,
+    ElectLeadersRequest,
     FetchPartition,
     FetchRequest,
+    GetReplicaLogInfoResponse,
     IsrMember,
     MetadataFetchResponse,
     NewTopic,
     ProduceRequest,
     ProduceResponse,
+    TopicPartition,
 )
 from broker.protocol.outputs import AppendMetadata, Outputs, Reply, Send
 from broker.protocol.records import NO_LEADER, PartitionRecord, to_dict
@@ -270,7 +274,8 @@ def test_broker_survives_any_response_sequence(responses: list) -> None:
 
 CONTROLLER_MODES = st.sampled_from([
     {}, {"elr": False}, {"unclean_leader_election": True}, {"elr": False, "unclean_leader_election": True},
-    {"fencing": "zookeeper"},
+    {"fencing": "zookeeper"}, {"unclean_recovery": "balanced"}, {"unclean_recovery": "proactive"},
+    {"unclean_recovery": "manual"},
 ])
 
 
@@ -303,6 +308,12 @@ LIFECYCLE_OP = st.one_of(
               st.sampled_from(["leader", "leader", "stale", "other"])),
     st.tuples(st.just("create"), st.sampled_from(["t1", "t2"]), st.integers(1, 3), st.integers(1, 4),
               st.integers(1, 3), st.sampled_from(["rack-aware", "round-robin"])),
+    # R32: a replica's answer to unclean recovery's GetReplicaLogInfo, or its timeout
+    st.tuples(st.just("log-info"), st.integers(0, 7), BROKER, st.integers(-1, 3), st.integers(0, 20),
+              st.booleans()),
+    st.tuples(st.just("elect"), st.integers(0, 7), st.integers(0, 4)),  # R32 manual: the operator's choice
+    st.tuples(st.just("preferred"), st.booleans()),  # R36
+    st.tuples(st.just("reassign"), st.integers(0, 7), st.lists(BROKER, min_size=1, max_size=3, unique=True)),  # R35
 )
 
 
@@ -358,6 +369,23 @@ class ControllerDriver:
         elif kind == "create":
             _, name, partitions, rf, min_isr, placement = op
             self.request(CreateTopicsRequest([NewTopic(name, partitions, rf, min_isr, placement)]))
+        elif kind == "log-info":
+            _, index, broker, epoch, leo, answered = op
+            parts = [p for _, p in sorted(c.image.partitions.items())]
+            part = parts[index % len(parts)]
+            resp = GetReplicaLogInfoResponse(part.topic, part.partition, Errors.NONE, broker_id=broker,
+                                             broker_epoch=c.image.broker_epoch(broker), last_written_epoch=epoch,
+                                             log_end_offset=leo) if answered else None
+            self.inv.check(c.on_response(("log-info", part.topic, part.partition, broker), resp, self.now))
+        elif kind in ("elect", "reassign"):
+            parts = [p for _, p in sorted(c.image.partitions.items())]
+            part = parts[op[1] % len(parts)]
+            if kind == "elect":
+                self.request(ElectLeadersRequest("unclean", [TopicPartition(part.topic, part.partition)], op[2]))
+            else:
+                self.request(AlterPartitionReassignmentsRequest(part.topic, part.partition, list(op[2])))
+        elif kind == "preferred":
+            self.request(ElectLeadersRequest("preferred", None if op[1] else [TopicPartition("orders", 0)]))
         self.tick()
 
 

@@ -187,6 +187,14 @@ MALFORMED = [
                  ["elect needs broker:N"], id="elect-random"),
     pytest.param(fault(at="1s", do="elect-preferred", partition="orders"), "faults[0].partition",
                  ["not TOPIC/PARTITION"], id="elect-preferred-no-partition-number"),
+    pytest.param(fault(at="1s", do="reassign", partition="orders/0", replicas=[1, 1]), "faults[0].replicas",
+                 ["names a broker twice"], id="reassign-repeated-broker"),
+    pytest.param(fault(at="1s", do="reassign", partition="orders/0", replicas=[]), "faults[0].replicas",
+                 ["non-empty list of broker ids"], id="reassign-empty"),
+    pytest.param(fault(at="1s", do="reassign", partition="orders/9", replicas=[1]), "faults[0].partition",
+                 ["partitions 0..5"], id="reassign-unknown-partition"),
+    pytest.param(fault(at="1s", do="elect", partition="nope/0", target="broker:1"), "faults[0].partition",
+                 ["unknown topic 'nope'"], id="elect-unknown-topic"),
     pytest.param(nemesis(**{"from": "5s", "until": "5s"}), "faults[0].nemesis.until",
                  ["is not after from (5s)"], id="nemesis-empty-window"),
     pytest.param(nemesis(until="20s"), "faults[0].nemesis.until", ["after the end of the run"], id="nemesis-too-long"),
@@ -648,3 +656,19 @@ def test_null_member_of_a_partition_group_is_an_error_not_a_crash() -> None:
     with pytest.raises(TopologyError) as e:
         parse_topology(data, "x.yaml")
     assert "x.yaml: faults[0].groups[0][0]: expected a target" in str(e.value)
+
+
+def test_elect_must_name_a_replica_of_its_partition() -> None:
+    """`elect` names the operator's choice of leader: it must be a replica of the partition, as
+    placed at the start (R34, the run's seed) or as a `reassign` of the run moves it."""
+    data = base()
+    data["cluster"]["brokers"].append({"id": 4, "rack": "a"})
+    data["topics"] = [{"name": "orders", "partitions": 1, "replication_factor": 2, "placement": "explicit",
+                       "assignment": {0: [1, 2]}}]
+    data["faults"] = [{"at": "1s", "do": "elect", "partition": "orders/0", "target": "broker:3"}]
+    errors = errors_of(data)
+    assert any(e.startswith(f"{SRC}: faults[0].target: ") and "broker 3 is not a replica of orders/0" in e
+               and "[1, 2]" in e for e in errors), errors
+    data["faults"] = [{"at": "1s", "do": "reassign", "partition": "orders/0", "replicas": [3, 4]},
+                      {"at": "2s", "do": "elect", "partition": "orders/0", "target": "broker:3"}]
+    assert parse_topology(data, SRC).faults[1].target == "broker:3"

@@ -1,0 +1,153 @@
+"""Unclean recovery (R32, seed 001 section 5.3, KIP-966): the controller's search for the best
+log when no clean leader candidate is left.
+
+Pure and driven by the controller: each `tick` looks at the image and says whom to ask for
+their log info (GetReplicaLogInfo) and which partitions are decided; `on_log_info` takes the
+answers. The modes:
+- `balanced` triggers when ISR and ELR are both empty, asks every LastKnownELR member and
+  waits for all of them, then elects the highest (last written epoch, LEO); the MinISR
+  recovery quorum of section 5.3.2 holds a complete log if any member kept one;
+- `proactive` also triggers when candidates exist but none can lead (all fenced), asks every
+  replica, and elects the best answer that came within `unclean_recovery_timeout` (or at once
+  when all answered), for availability above all;
+- `manual` elects nothing: the partition waits for an operator's `elect` (the controller
+  records once that it waits);
+- `none` waits for a clean candidate.
+An answer counts only for the registration it came from: a broker that restarts after
+answering may have lost its log, so it is asked again. Every decision carries the answers
+it was made from, so the run's records show each unclean recovery as a potential data loss
+with the log infos behind it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from broker.common.errors import Errors
+from broker.protocol.messages import GetReplicaLogInfoRequest, GetReplicaLogInfoResponse
+from broker.protocol.metadata_image import MetadataImage
+from broker.protocol.outputs import Send
+from broker.protocol.partition_change import BrokerStates
+from broker.protocol.records import NO_LEADER, PartitionRecord
+
+RECOVERING_MODES = ("balanced", "proactive")
+PartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class LogInfo:
+    broker_id: int
+    broker_epoch: int
+    last_written_epoch: int
+    log_end_offset: int
+
+    def to_dict(self) -> dict:
+        return {"broker": self.broker_id, "broker_epoch": self.broker_epoch,
+                "last_written_epoch": self.last_written_epoch, "leo": self.log_end_offset}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Elect `leader` for `partition`, chosen from `answers` (R32)."""
+    partition: PartitionRecord
+    leader: int
+    mode: str
+    answers: tuple[LogInfo, ...]
+
+
+@dataclass
+class _Search:
+    candidates: tuple[int, ...]
+    deadline: float  # proactive: decide with what came by then; balanced: re-ask the silent by then
+    answers: dict[int, LogInfo] = field(default_factory=dict)
+    asked: set[int] = field(default_factory=set)  # requests in flight
+
+
+def candidates(part: PartitionRecord, mode: str, brokers: BrokerStates) -> tuple[int, ...] | None:
+    """Whom `mode` asks about `part` now, or None when it needs no recovery (R32)."""
+    if part.leader != NO_LEADER or mode not in RECOVERING_MODES:
+        return None
+    clean = [r for r in (*part.isr, *part.elr)]
+    if mode == "balanced":
+        if clean or not part.last_known_elr:
+            return None
+        return tuple(part.last_known_elr)
+    if clean and any(brokers.can_lead(r) for r in clean):
+        return None
+    return tuple(part.replicas)
+
+
+def best(answers: list[LogInfo], replicas: list[int]) -> LogInfo:
+    """The highest (last written epoch, LEO); ties go to the earlier replica (the preferred)."""
+    order = {b: i for i, b in enumerate(replicas)}
+    return max(answers, key=lambda a: (a.last_written_epoch, a.log_end_offset, -order.get(a.broker_id, 0)))
+
+
+class UncleanRecovery:
+    def __init__(self, mode: str, timeout: float) -> None:
+        self.mode = mode
+        self.timeout = timeout
+        self._searches: dict[PartitionKey, _Search] = {}
+
+    def searching(self) -> list[PartitionKey]:
+        return sorted(self._searches)
+
+    def tick(self, now: float, image: MetadataImage, brokers: BrokerStates) -> tuple[list[Send], list[Decision]]:
+        sends: list[Send] = []
+        decisions: list[Decision] = []
+        wanted = {}
+        for key, part in sorted(image.partitions.items()):
+            who = candidates(part, self.mode, brokers)
+            if who is not None:
+                wanted[key] = (part, who)
+        for key in list(self._searches):
+            if key not in wanted:
+                del self._searches[key]
+        for key, (part, who) in wanted.items():
+            search = self._searches.get(key)
+            if search is None or search.candidates != who:
+                kept = {b: a for b, a in (search.answers.items() if search else ()) if b in who}
+                search = self._searches[key] = _Search(who, now + self.timeout, kept,
+                                                       set(search.asked) & set(who) if search else set())
+            # an answer from an earlier registration of its broker no longer describes its log
+            search.answers = {b: a for b, a in search.answers.items() if a.broker_epoch == image.broker_epoch(b)}
+            decision = self._decide(part, search, brokers, now)
+            if decision is not None:
+                decisions.append(decision)
+                del self._searches[key]
+                continue
+            if now >= search.deadline:
+                search.deadline = now + self.timeout
+                if self.mode == "proactive":
+                    search.answers.clear()  # a new round: the best answer within the next timeout
+            for b in who:
+                if b not in search.answers and b not in search.asked:
+                    search.asked.add(b)
+                    sends.append(Send(b, GetReplicaLogInfoRequest(part.topic, part.partition),
+                                      correlation=("log-info", part.topic, part.partition, b),
+                                      timeout_ms=max(1, int(self.timeout * 1000))))
+        return sends, decisions
+
+    def _decide(self, part: PartitionRecord, search: _Search, brokers: BrokerStates, now: float) -> Decision | None:
+        answers = [search.answers[b] for b in search.candidates if b in search.answers]
+        if self.mode == "balanced":
+            if len(answers) < len(search.candidates):
+                return None  # balanced waits for every LastKnownELR member (section 5.3.2)
+            chosen = best(answers, part.replicas)
+            if not brokers.can_lead(chosen.broker_id):
+                return None  # the best log must lead: wait until its broker is unfenced
+        else:
+            eligible = [a for a in answers if brokers.can_lead(a.broker_id)]
+            if not eligible or (len(answers) < len(search.candidates) and now < search.deadline):
+                return None
+            chosen = best(eligible, part.replicas)
+        return Decision(part, chosen.broker_id, self.mode, tuple(answers))
+
+    def on_log_info(self, topic: str, partition: int, broker: int, resp: GetReplicaLogInfoResponse | None) -> None:
+        """An answer (or None: a timeout) to a request `tick` asked for."""
+        search = self._searches.get((topic, partition))
+        if search is None:
+            return
+        search.asked.discard(broker)
+        if (resp is not None and resp.error == Errors.NONE and resp.broker_id == broker
+                and resp.topic == topic and resp.partition == partition and broker in search.candidates):
+            search.answers[broker] = LogInfo(broker, resp.broker_epoch, resp.last_written_epoch, resp.log_end_offset)

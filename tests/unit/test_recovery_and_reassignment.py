@@ -1,0 +1,215 @@
+"""The controller's R32 unclean recovery (balanced, proactive, manual), R35 reassignment and
+R36 preferred election, stepped by hand on the pure controller; seed 001 section 5.3.3 is the
+worked example (broker 2 must be chosen)."""
+from __future__ import annotations
+
+from broker.common.errors import Errors
+from broker.protocol.messages import (
+    AlterPartitionReassignmentsRequest,
+    ElectLeadersRequest,
+    GetReplicaLogInfoRequest,
+    GetReplicaLogInfoResponse,
+    TopicPartition,
+)
+from broker.protocol.outputs import Send
+from broker.protocol.records import NO_LEADER
+from tests.unit.test_controller import Harness, cluster
+
+
+def outage(h: Harness) -> None:
+    """Seed 001 5.3.3 steps 2-8: fence 1, 2, 3 in turn, then 1, 2, 3 register unclean."""
+    h.create(placement="explicit", assignment={0: [1, 2, 3]})
+    for i, broker in enumerate((1, 2, 3)):
+        h.now = 10.0 * (i + 1)
+        for b in h.controller.image.unfenced_brokers():
+            if b != broker:
+                h.heartbeat(b)
+        h.heartbeat(broker, want_fence=True)
+    h.tick(100.0)
+    for broker in (1, 2, 3):
+        h.register(broker, f"{broker}-after-outage")
+    p = h.part()
+    assert (p.leader, p.isr, p.elr, p.last_known_elr) == (NO_LEADER, [], [], [2, 3])
+
+
+def log_info_requests(out) -> list[Send]:
+    return [m for m in out.messages if isinstance(m, Send) and isinstance(m.message, GetReplicaLogInfoRequest)]
+
+
+def answer(h: Harness, broker: int, epoch: int, leo: int) -> None:
+    resp = GetReplicaLogInfoResponse("t", 0, Errors.NONE, broker_id=broker, broker_epoch=h.epoch(broker),
+                                     last_written_epoch=epoch, log_end_offset=leo)
+    h.controller.on_response(("log-info", "t", 0, broker), resp, h.now)
+
+
+def unfence_all(h: Harness) -> None:
+    for b in (1, 2, 3):
+        h.heartbeat(b)
+
+
+def test_r32_balanced_asks_the_last_known_elr_and_elects_broker_2_of_the_worked_example():
+    """Seed 001 5.3.3 steps 9-10: GetReplicaLogInfo to each LastKnownELR member; once all
+    answered, the highest (epoch, LEO) is elected: broker 2 (LEO 12) over broker 3 (LEO 10)."""
+    h = cluster(unclean_recovery="balanced")
+    outage(h)
+    asked = log_info_requests(h.tick(101.0))
+    assert sorted(s.destination for s in asked) == [2, 3]
+    unfence_all(h)
+    answer(h, 3, 0, 10)
+    h.tick(101.1)
+    assert h.part().leader == NO_LEADER  # balanced waits for every LastKnownELR member
+    answer(h, 2, 0, 12)
+    h.tick(101.2)
+    p = h.part()
+    assert (p.leader, p.isr, p.elr, p.last_known_elr, p.reason) == (2, [2], [], [], "unclean-recovery")
+    [event] = h.events("unclean-recovery")
+    assert event["mode"] == "balanced" and event["leader"] == 2
+    assert {i["broker"]: i["leo"] for i in event["log_infos"]} == {2: 12, 3: 10}
+
+
+def test_r32_balanced_asks_again_after_a_restart_and_after_a_timeout():
+    """An answer is for one registration: a broker that restarts is asked again; a request that
+    timed out is sent again on the next tick."""
+    h = cluster(unclean_recovery="balanced")
+    outage(h)
+    h.tick(101.0)
+    unfence_all(h)
+    answer(h, 2, 0, 12)
+    h.controller.on_response(("log-info", "t", 0, 3), None, h.now)  # 3 did not answer in time
+    assert [s.destination for s in log_info_requests(h.tick(101.1))] == [3]
+    h.tick(105.0)  # every session lapses; broker 2 restarts: its answer no longer counts
+    h.register(2, "2-again")
+    unfence_all(h)
+    answer(h, 3, 0, 10)
+    assert [s.destination for s in log_info_requests(h.tick(105.1))] == [2]
+    assert h.part().leader == NO_LEADER
+    answer(h, 2, 0, 5)
+    h.tick(105.2)
+    assert h.part().leader == 3
+
+
+def test_r32_balanced_waits_for_the_best_log_to_be_unfenced():
+    h = cluster(unclean_recovery="balanced")
+    outage(h)
+    h.tick(101.0)
+    h.heartbeat(3)
+    answer(h, 2, 0, 12)
+    answer(h, 3, 0, 10)
+    h.tick(101.1)
+    assert h.part().leader == NO_LEADER  # broker 2, the best log, is still fenced
+    h.heartbeat(2)
+    h.tick(101.2)
+    assert h.part().leader == 2
+
+
+def test_r32_proactive_asks_every_replica_when_the_candidates_are_fenced_and_elects_within_the_timeout():
+    """Proactive triggers with ELR members that are all fenced, asks every replica, and elects the
+    best answer that came within unclean_recovery_timeout (2 s here)."""
+    h = cluster(unclean_recovery="proactive", unclean_recovery_timeout=2.0)
+    h.create(placement="explicit", assignment={0: [1, 2, 3]})
+    for i, broker in enumerate((1, 2, 3)):
+        h.now = 10.0 * (i + 1)
+        for b in h.controller.image.unfenced_brokers():
+            if b != broker:
+                h.heartbeat(b)
+        h.heartbeat(broker, want_fence=True)
+    p = h.part()
+    assert (p.leader, p.isr, p.elr) == (NO_LEADER, [], [2, 3])  # clean candidates, all fenced
+    asked = log_info_requests(h.tick(100.0))
+    assert sorted(s.destination for s in asked) == [1, 2, 3]
+    h.register(1, "1-again")
+    for now in (100.5, 101.3):
+        h.now = now
+        h.heartbeat(1)
+        answer(h, 1, 0, 7)
+        h.tick(now)
+        assert h.part().leader == NO_LEADER  # waiting for the others until the timeout
+    h.now = 102.1
+    h.heartbeat(1)
+    h.tick(102.1)
+    p = h.part()
+    assert (p.leader, p.isr, p.reason) == (1, [1], "unclean-recovery")
+    assert h.events("unclean-recovery")[-1]["mode"] == "proactive"
+
+
+def test_r32_manual_records_that_an_operator_must_act_and_elect_chooses():
+    h = cluster(unclean_recovery="manual")
+    outage(h)
+    assert not log_info_requests(h.tick(101.0))
+    assert h.part().reason == "manual-election-required" and h.part().leader == NO_LEADER
+    epoch = h.part().partition_epoch
+    h.tick(102.0)
+    assert h.part().partition_epoch == epoch  # recorded once
+    unfence_all(h)
+    refused = h.call(ElectLeadersRequest("unclean", [TopicPartition("t", 0)], broker_id=9))
+    assert refused.errors == {"t/0": "INVALID_REQUEST"} and "not a replica" in refused.reasons["t/0"]
+    done = h.call(ElectLeadersRequest("unclean", [TopicPartition("t", 0)], broker_id=3))
+    assert done.errors == {"t/0": "NONE"}
+    p = h.part()
+    assert (p.leader, p.isr, p.reason) == (3, [3], "unclean-recovery")
+    again = h.call(ElectLeadersRequest("unclean", [TopicPartition("t", 0)], broker_id=2))
+    assert again.errors == {"t/0": "ELECTION_NOT_NEEDED"} and "broker 3 leads" in again.reasons["t/0"]
+
+
+def test_r32_none_waits_for_a_clean_candidate():
+    h = cluster(unclean_recovery="none")
+    outage(h)
+    unfence_all(h)
+    assert not log_info_requests(h.tick(101.0))
+    assert h.part().leader == NO_LEADER
+
+
+def test_r35_reassignment_grows_waits_for_the_isr_then_completes_and_elects():
+    """R35: grow (replicas := target + leaving, adding/removing), the new replica joins the ISR
+    through the leader (R18), then complete: replicas := target, the leaving leader is replaced,
+    both epochs bumped (R2)."""
+    h = cluster(4)
+    h.create(placement="explicit", assignment={0: [1, 2, 3]})
+    before = h.part()
+    assert before.leader == 1
+    assert h.call(AlterPartitionReassignmentsRequest("t", 0, [4, 2, 3])).error == Errors.NONE
+    p = h.part()
+    assert (p.replicas, p.adding, p.removing, p.isr, p.leader) == ([4, 2, 3, 1], [4], [1], [1, 2, 3], 1)
+    assert p.reason == "reassign" and p.partition_epoch == before.partition_epoch + 1
+    busy = h.call(AlterPartitionReassignmentsRequest("t", 0, [2, 3, 4]))
+    assert busy.error == Errors.REASSIGNMENT_IN_PROGRESS
+    assert h.alter([1, 2, 3, 4]).error == Errors.NONE  # the leader adds 4 once it caught up
+    p = h.part()
+    assert (p.replicas, p.adding, p.removing, p.isr) == ([4, 2, 3], [], [], [4, 2, 3])
+    assert p.leader == 4 and p.leader_epoch == before.leader_epoch + 1 and p.reason == "reassign"
+
+
+def test_r35_a_shrink_completes_at_once_and_bumps_the_leader_epoch():
+    h = cluster()
+    h.create(placement="explicit", assignment={0: [1, 2, 3]})
+    before = h.part()
+    assert h.call(AlterPartitionReassignmentsRequest("t", 0, [1, 2])).error == Errors.NONE
+    p = h.part()
+    assert (p.replicas, p.isr, p.leader, p.adding, p.removing) == ([1, 2], [1, 2], 1, [], [])
+    assert p.leader_epoch == before.leader_epoch + 1  # R2: a replica was removed
+
+
+def test_r35_bad_reassignments_are_refused():
+    h = cluster()
+    h.create(placement="explicit", assignment={0: [1, 2, 3]})
+    for replicas in ([], [1, 1], [1, 7]):
+        r = h.call(AlterPartitionReassignmentsRequest("t", 0, replicas))
+        assert r.error == Errors.INVALID_REPLICA_ASSIGNMENT, replicas
+    assert h.call(AlterPartitionReassignmentsRequest("u", 0, [1])).error == Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_r36_preferred_election_moves_leadership_to_the_first_replica_in_the_isr():
+    h = cluster()
+    h.create(placement="explicit", assignment={0: [1, 2, 3]})
+    h.heartbeat(1, want_fence=True)
+    assert h.part().leader == 2
+    r = h.call(ElectLeadersRequest("preferred"))
+    assert r.errors == {"t/0": "PREFERRED_LEADER_NOT_AVAILABLE"}  # broker 1 left the ISR
+    h.register(1, "1-back", previous=h.epoch(1))
+    h.heartbeat(1)
+    h.alter([1, 2, 3], sender=2)
+    before = h.part()
+    assert h.call(ElectLeadersRequest("preferred", [TopicPartition("t", 0)])).errors == {"t/0": "NONE"}
+    p = h.part()
+    assert (p.leader, p.leader_epoch, p.reason) == (1, before.leader_epoch + 1, "preferred-election")
+    assert h.call(ElectLeadersRequest("preferred")).errors == {"t/0": "ELECTION_NOT_NEEDED"}
