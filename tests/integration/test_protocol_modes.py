@@ -129,7 +129,7 @@ def test_r32_proactive_elects_whoever_answers_within_the_timeout_where_balanced_
     registered = max(e["time_ns"] for e in events(proactive, "registered") if e["broker_id"] == 1)
     waited = (first["time_ns"] - registered) / 1e9
     assert waited <= 2.0 * TIME_SCALE + 2.0, f"elected {waited:.1f}s after broker 1 came back"
-    assert_loss_caused_by(vp, "by unclean recovery")
+    assert_loss_caused_by(vp, "by unclean recovery (proactive, from the log infos: broker 1 epoch")
     assert all(e["leader"] != 1 for e in events(balanced, "unclean-recovery"))
     assert_no_loss(vb)
 

@@ -672,3 +672,18 @@ def test_elect_must_name_a_replica_of_its_partition() -> None:
     data["faults"] = [{"at": "1s", "do": "reassign", "partition": "orders/0", "replicas": [3, 4]},
                       {"at": "2s", "do": "elect", "partition": "orders/0", "target": "broker:3"}]
     assert parse_topology(data, SRC).faults[1].target == "broker:3"
+
+
+def test_a_run_reports_only_the_quorum_and_netns_as_not_acted_on() -> None:
+    """Issue 8: every protocol mode is acted on; a run says "not yet acted on" only for a
+    controller quorum and the netns backend."""
+    from testbed.experiment.runner import SUPPORTED
+
+    data = base()
+    data["cluster"]["controllers"] = 3
+    data["protocol"] = {"truncation": "high-watermark", "elr": False, "unclean_leader_election": True,
+                        "unclean_recovery": "manual", "fencing": "zookeeper"}
+    data["network"] = {"backend": "netns"}
+    data["storage"] = {"medium": "tmpfs", "fsync": "real"}
+    notes = not_yet_acted_on(parse_topology(data, SRC), SUPPORTED)
+    assert [n.split(": ")[1] for n in notes] == ["cluster.controllers (3, a quorum)", "network.backend"]
