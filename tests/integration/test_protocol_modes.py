@@ -6,7 +6,7 @@ none in the other, with the cause of every loss asserted.
 - R32 proactive (elects from whoever answered, within the timeout) against balanced;
 - R32 manual (leaderless until `elect`): the operator choosing the complete log or not;
 - R13 + R13a (seed 004, HW truncation followed by an immediate election) against
-  leader-epoch truncation;
+  leader-epoch truncation, and R13's divergence after seed 004's double power loss;
 - R30 Last Replica Standing (`elr: false`) against ELR;
 - R35 reassignment and R36 preferred election under an acks=all workload.
 The pairs of a test run one after the other and are judged together, in one Spark job.
@@ -173,6 +173,29 @@ def test_r13_r13a_seed_004_hw_truncation_then_immediate_election_loses_where_lea
     assert_loss_caused_by(vh, "broker 1 was elected")
     assert not any(e["reason"] == "high-watermark" for e in events(epochs, "truncated"))
     assert_no_loss(ve)
+
+
+def test_r13_seed_004_double_power_loss_diverges_with_hw_truncation_and_not_with_leader_epochs(
+        tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """Seed 004, "Replica divergence on restart after multiple hard failures": B (broker 2)
+    loses power and its log, A (broker 1) is killed; B comes back empty and is elected unclean
+    (R31) in a new epoch; A comes back later. Under R13 A cuts its log only to its own HW
+    checkpoint and keeps old records where B now holds others: the logs diverge below both
+    HWMs (I3). With leader epochs A truncates to where B's epoch begins (R9, R10)."""
+    schedule = [{"at": "2s", "do": "lossy-crash", "target": "broker:2", "loss": "unsynced"},
+                {"at": "2100ms", "do": "kill", "target": "broker:1"},
+                {"at": "3s", "do": "restart", "target": "broker:2"},
+                {"at": "7s", "do": "restart", "target": "broker:1"}]
+    base = one_partition([1, 2], brokers=2, min_isr=1, faults=schedule, duration="10s")
+    (hw, vh), (epochs, ve) = run_and_judge(tmp_path, [
+        with_protocol(base, "divergence-hw", truncation="high-watermark", unclean_leader_election=True,
+                      unclean_recovery="none"),
+        with_protocol(base, "divergence-epoch", truncation="leader-epoch", unclean_leader_election=True,
+                      unclean_recovery="none")])
+    assert vh.results["checks"]["log_divergence"]["count"] > 0
+    assert ve.results["checks"]["log_divergence"]["count"] == 0
+    for v in (vh, ve):  # both lose what the empty B's unclean election threw away
+        assert_loss_caused_by(v, "by unclean leader election")
 
 
 def test_r30_last_replica_standing_loses_without_elr_and_not_with_it(tmp_path: Path,
