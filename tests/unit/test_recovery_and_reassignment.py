@@ -16,8 +16,8 @@ from broker.protocol.records import NO_LEADER
 from tests.unit.test_controller import Harness, cluster
 
 
-def outage(h: Harness) -> None:
-    """Seed 001 5.3.3 steps 2-8: fence 1, 2, 3 in turn, then 1, 2, 3 register unclean."""
+def fence_one_by_one(h: Harness) -> None:
+    """Seed 001 5.3.3 steps 2-5: orders [1, 2, 3]; the controller fences 1, 2, 3 in turn."""
     h.create(placement="explicit", assignment={0: [1, 2, 3]})
     for i, broker in enumerate((1, 2, 3)):
         h.now = 10.0 * (i + 1)
@@ -25,6 +25,11 @@ def outage(h: Harness) -> None:
             if b != broker:
                 h.heartbeat(b)
         h.heartbeat(broker, want_fence=True)
+
+
+def outage(h: Harness) -> None:
+    """Seed 001 5.3.3 steps 2-8: fence 1, 2, 3 in turn, then 1, 2, 3 register unclean."""
+    fence_one_by_one(h)
     h.tick(100.0)
     for broker in (1, 2, 3):
         h.register(broker, f"{broker}-after-outage")
@@ -106,13 +111,7 @@ def test_r32_proactive_asks_every_replica_when_the_candidates_are_fenced_and_ele
     """Proactive triggers with ELR members that are all fenced, asks every replica, and elects the
     best answer that came within unclean_recovery_timeout (2 s here)."""
     h = cluster(unclean_recovery="proactive", unclean_recovery_timeout=2.0)
-    h.create(placement="explicit", assignment={0: [1, 2, 3]})
-    for i, broker in enumerate((1, 2, 3)):
-        h.now = 10.0 * (i + 1)
-        for b in h.controller.image.unfenced_brokers():
-            if b != broker:
-                h.heartbeat(b)
-        h.heartbeat(broker, want_fence=True)
+    fence_one_by_one(h)
     p = h.part()
     assert (p.leader, p.isr, p.elr) == (NO_LEADER, [], [2, 3])  # clean candidates, all fenced
     asked = log_info_requests(h.tick(100.0))
