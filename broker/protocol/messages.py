@@ -279,6 +279,49 @@ class AlterPartitionReassignmentsResponse:
     message: str = ""
 
 
+# ---------------------------------------------------------------- controller <-> controller: the quorum (R22)
+@dataclass
+class RaftEntry:
+    term: int
+    record: dict  # a metadata record (broker.protocol.records.to_dict), or the leader-change marker
+
+
+@dataclass
+class VoteRequest:
+    term: int  # with pre_vote: the term the candidate would take, its own stays as it is
+    candidate_id: int
+    last_log_index: int
+    last_log_term: int
+    pre_vote: bool = False
+
+
+@dataclass
+class VoteResponse:
+    term: int
+    voter_id: int
+    granted: bool
+    pre_vote: bool = False
+
+
+@dataclass
+class AppendEntriesRequest:
+    term: int
+    leader_id: int
+    prev_log_index: int  # -1: the entries start the log
+    prev_log_term: int
+    entries: list[RaftEntry] = field(default_factory=list)
+    leader_commit: int = 0  # the leader's commit end (exclusive)
+
+
+@dataclass
+class AppendEntriesResponse:
+    term: int
+    follower_id: int
+    success: bool
+    #: success: the end of the prefix that now matches the leader's; failure: where to retry from
+    match_end: int = 0
+
+
 # ---------------------------------------------------------------- supervisor -> node (control socket)
 @dataclass
 class ControlRequest:
@@ -302,7 +345,7 @@ class ErrorResponse:
 
 
 NESTED = (FetchPartition, FetchPartitionResult, DivergingEpoch, PartitionMetadata, IsrMember, NewTopic,
-          TopicPartition)
+          TopicPartition, RaftEntry)
 
 #: Top-level message types in wire order: the index is the type id on the wire.
 MESSAGE_TYPES = (
@@ -312,5 +355,5 @@ MESSAGE_TYPES = (
     AlterPartitionResponse, MetadataFetchRequest, MetadataFetchResponse, CreateTopicsRequest,
     CreateTopicsResponse, ControlRequest, ControlResponse, ErrorResponse, GetReplicaLogInfoRequest,
     GetReplicaLogInfoResponse, ElectLeadersRequest, ElectLeadersResponse, AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
+    AlterPartitionReassignmentsResponse, VoteRequest, VoteResponse, AppendEntriesRequest, AppendEntriesResponse,
 )

@@ -1,0 +1,362 @@
+"""The controller quorum's replicated log (R22), Raft as a pure state machine, like etcd's raft.
+
+Inputs are `tick(now)`, `step(msg, now)` for a Raft message from a peer and `propose(records)`
+on the leader; every input returns an `Outputs`: the term and vote to persist (`SaveHardState`)
+and the log suffix to persist (`SaveEntries`), which the runtime makes durable with a real
+fsync before it sends the messages of the same `Outputs` (a vote or an acknowledgement is
+never sent for state that a crash could forget), then the messages. The commit index is
+`commit_end` (the exclusive end of the committed log); the controller applies entries below
+it, in order, once each.
+
+isrlab's metadata offsets are Raft log indexes: entry i is metadata record i. What this
+module adds to the textbook algorithm:
+- pre-vote (Raft thesis 9.6): a node whose election timer fires first asks whether it could
+  win, without raising its term, so an isolated node that comes back cannot depose a healthy
+  leader by its inflated term;
+- leader stickiness: a node that heard from a leader within the minimum election timeout
+  ignores (pre-)vote requests, as etcd's checkQuorum does;
+- check-quorum: a leader that has not heard from a majority within the maximum election
+  timeout steps down, so an isolated leader stops believing it leads;
+- a new leader appends one entry of its own term at once (`LEADER_CHANGE`), because only
+  entries of the current term are committed by counting replicas (Raft figure 8), and
+  committing it commits everything before it.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.common.names import node_name
+from broker.protocol.messages import (
+    AppendEntriesRequest,
+    AppendEntriesResponse,
+    RaftEntry,
+    VoteRequest,
+    VoteResponse,
+)
+from broker.protocol.outputs import Outputs, Send
+
+FOLLOWER, PRE_CANDIDATE, CANDIDATE, LEADER = "follower", "pre-candidate", "candidate", "leader"
+NO_LEADER = -1
+#: the record a new leader appends in its own term (see the module docstring)
+LEADER_CHANGE = "leader-change"
+#: entries an AppendEntries carries at most
+MAX_BATCH = 500
+
+
+@dataclass(frozen=True)
+class RaftConfig:
+    node_id: int
+    voters: tuple[int, ...]
+    election_timeout: tuple[float, float]  # seconds: each timer is drawn from this range
+    heartbeat_interval: float
+    request_timeout: float = 1.0
+
+    @property
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+
+@dataclass
+class SaveHardState:
+    """Persist the term and the vote, durably, before anything of this `Outputs` is sent."""
+    term: int
+    voted_for: int
+
+
+@dataclass
+class SaveEntries:
+    """Make the log hold `entries` from index `first` on: whatever was at or after `first` is
+    replaced (a conflicting suffix is truncated). Durable before anything is sent."""
+    first: int
+    entries: list[RaftEntry]
+
+
+@dataclass
+class _Progress:
+    """What the leader knows of one follower."""
+    next_index: int
+    match_end: int = 0  # exclusive end of the prefix known to match the leader's log
+    last_heard: float = 0.0
+    in_flight_until: float = 0.0  # an AppendEntries is out until then (or until answered)
+
+
+@dataclass
+class RaftNode:
+    config: RaftConfig
+    term: int = 0
+    voted_for: int = NO_LEADER
+    log: list[RaftEntry] = field(default_factory=list)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        self.role = FOLLOWER
+        self.leader_id = NO_LEADER
+        self.commit_end = 0
+        self._rng = random.Random(f"raft:{self.seed}:{self.config.node_id}")
+        self._election_deadline: float | None = None
+        self._last_leader_contact: float | None = None
+        self._votes: set[int] = set()
+        self._progress: dict[int, _Progress] = {}
+        self._next_heartbeat = 0.0
+
+    # ------------------------------------------------------------------ views
+    @property
+    def peers(self) -> tuple[int, ...]:
+        return tuple(v for v in self.config.voters if v != self.config.node_id)
+
+    @property
+    def log_end(self) -> int:
+        return len(self.log)
+
+    def last_term(self) -> int:
+        return self.log[-1].term if self.log else 0
+
+    def term_at(self, index: int) -> int:
+        """The term of entry `index`; 0 for index -1 (before the log)."""
+        return self.log[index].term if 0 <= index < len(self.log) else 0
+
+    def describe(self) -> dict:
+        d: dict[str, Any] = {"node_id": self.config.node_id, "role": self.role, "term": self.term,
+                             "leader_id": self.leader_id, "voted_for": self.voted_for,
+                             "log_end": self.log_end, "commit_end": self.commit_end}
+        if self.role == LEADER:
+            d["followers"] = {str(p): {"match_end": s.match_end, "next_index": s.next_index}
+                              for p, s in sorted(self._progress.items())}
+        return d
+
+    # ------------------------------------------------------------------ time
+    def tick(self, now: float) -> Outputs:
+        out = Outputs()
+        if self._election_deadline is None:
+            self._reset_election_timer(now)
+        if self.role == LEADER:
+            if not self._quorum_alive(now):
+                self._become_follower(self.term, NO_LEADER, now, out)  # check-quorum
+                return out
+            if now >= self._next_heartbeat:
+                self._next_heartbeat = now + self.config.heartbeat_interval
+                for peer in self.peers:
+                    self._replicate(peer, now, out, force=True)
+            return out
+        if now >= self._election_deadline:
+            if not self.peers:
+                self._start_election(now, out, pre_vote=False)  # a quorum of one elects itself
+            else:
+                self._start_election(now, out, pre_vote=True)
+        return out
+
+    # ------------------------------------------------------------------ proposals
+    def propose(self, records: list[dict], now: float) -> tuple[int, Outputs] | None:
+        """Append `records` at the end of the leader's log; (first index, outputs), or None when
+        this node is not the leader."""
+        if self.role != LEADER:
+            return None
+        out = Outputs()
+        first = self._append([RaftEntry(self.term, r) for r in records], out)
+        for peer in self.peers:
+            self._replicate(peer, now, out)
+        self._advance_commit()
+        return first, out
+
+    # ------------------------------------------------------------------ messages
+    def step(self, msg: object, now: float) -> Outputs:
+        out = Outputs()
+        if isinstance(msg, VoteRequest):
+            self._on_vote_request(msg, now, out)
+        elif isinstance(msg, VoteResponse):
+            self._on_vote_response(msg, now, out)
+        elif isinstance(msg, AppendEntriesRequest):
+            self._on_append(msg, now, out)
+        elif isinstance(msg, AppendEntriesResponse):
+            self._on_append_response(msg, now, out)
+        return out
+
+    def on_timeout(self, peer: int, now: float) -> None:
+        """A request to `peer` got no answer: it may be sent again."""
+        progress = self._progress.get(peer)
+        if progress is not None:
+            progress.in_flight_until = 0.0
+
+    def _on_vote_request(self, msg: VoteRequest, now: float, out: Outputs) -> None:
+        if msg.candidate_id not in self.config.voters:
+            return  # a non-voter has no vote to ask for
+        if self._heard_from_leader_recently(now) and msg.candidate_id != self.leader_id:
+            out.messages.append(self._send(msg.candidate_id, VoteResponse(self.term, self.config.node_id, False,
+                                                                          msg.pre_vote)))
+            return  # stickiness: a live leader is not deposed
+        if msg.term < self.term:
+            out.messages.append(self._send(msg.candidate_id, VoteResponse(self.term, self.config.node_id, False,
+                                                                          msg.pre_vote)))
+            return
+        up_to_date = (msg.last_log_term, msg.last_log_index) >= (self.last_term(), self.log_end - 1)
+        if msg.pre_vote:
+            # granted without changing our term or vote: only "you could win"
+            granted = up_to_date and msg.term > self.term
+            out.messages.append(self._send(msg.candidate_id, VoteResponse(msg.term if granted else self.term,
+                                                                          self.config.node_id, granted, True)))
+            return
+        if msg.term > self.term:
+            self._become_follower(msg.term, NO_LEADER, now, out)
+        granted = up_to_date and self.voted_for in (NO_LEADER, msg.candidate_id)
+        if granted:
+            self.voted_for = msg.candidate_id
+            out.disk.append(SaveHardState(self.term, self.voted_for))
+            self._reset_election_timer(now)
+        out.messages.append(self._send(msg.candidate_id, VoteResponse(self.term, self.config.node_id, granted, False)))
+
+    def _on_vote_response(self, msg: VoteResponse, now: float, out: Outputs) -> None:
+        if msg.term > self.term and not (msg.pre_vote and msg.granted):
+            self._become_follower(msg.term, NO_LEADER, now, out)
+            return
+        if msg.voter_id not in self.config.voters or not msg.granted:
+            return
+        if msg.pre_vote and self.role == PRE_CANDIDATE and msg.term == self.term + 1:
+            self._votes.add(msg.voter_id)
+            if len(self._votes) >= self.config.majority:
+                self._start_election(now, out, pre_vote=False)
+        elif not msg.pre_vote and self.role == CANDIDATE and msg.term == self.term:
+            self._votes.add(msg.voter_id)
+            if len(self._votes) >= self.config.majority:
+                self._become_leader(now, out)
+
+    def _on_append(self, msg: AppendEntriesRequest, now: float, out: Outputs) -> None:
+        if msg.term < self.term or msg.leader_id not in self.config.voters:
+            out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
+                self.term, self.config.node_id, False, self.log_end)))
+            return
+        if msg.term > self.term or self.role != FOLLOWER or self.leader_id != msg.leader_id:
+            self._become_follower(msg.term, msg.leader_id, now, out)
+        self._last_leader_contact = now
+        self._reset_election_timer(now)
+        prev = msg.prev_log_index
+        if prev >= self.log_end or (prev >= 0 and self.term_at(prev) != msg.prev_log_term):
+            # the leader backs off to what we may share: at most our end, below the mismatch
+            hint = min(self.log_end, max(0, prev))
+            out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
+                self.term, self.config.node_id, False, hint)))
+            return
+        index = prev + 1
+        new = list(msg.entries)
+        # skip entries we already hold; truncate at the first conflict (log matching)
+        while new and index < self.log_end and self.term_at(index) == new[0].term:
+            index += 1
+            new.pop(0)
+        if new:
+            if index < self.log_end and index < self.commit_end:
+                return  # a leader never rewrites committed entries: drop the malformed message
+            del self.log[index:]
+            self.log.extend(new)
+            out.disk.append(SaveEntries(index, list(new)))
+        match_end = prev + 1 + len(msg.entries)
+        self.commit_end = max(self.commit_end, min(msg.leader_commit, match_end))
+        out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
+            self.term, self.config.node_id, True, match_end)))
+
+    def _on_append_response(self, msg: AppendEntriesResponse, now: float, out: Outputs) -> None:
+        if msg.term > self.term:
+            self._become_follower(msg.term, NO_LEADER, now, out)
+            return
+        progress = self._progress.get(msg.follower_id)
+        if self.role != LEADER or msg.term != self.term or progress is None:
+            return
+        progress.last_heard = now
+        progress.in_flight_until = 0.0
+        if msg.success:
+            progress.match_end = max(progress.match_end, min(msg.match_end, self.log_end))
+            progress.next_index = max(progress.next_index, progress.match_end)
+            self._advance_commit()
+        else:
+            progress.next_index = max(0, min(progress.next_index - 1, msg.match_end))
+        if progress.next_index < self.log_end:
+            self._replicate(msg.follower_id, now, out)
+
+    # ------------------------------------------------------------------ transitions
+    def _start_election(self, now: float, out: Outputs, pre_vote: bool) -> None:
+        self._reset_election_timer(now)
+        self.leader_id = NO_LEADER
+        self._votes = {self.config.node_id}
+        if pre_vote:
+            self.role = PRE_CANDIDATE
+            term = self.term + 1
+        else:
+            self.role = CANDIDATE
+            self.term += 1
+            self.voted_for = self.config.node_id
+            out.disk.append(SaveHardState(self.term, self.voted_for))
+            term = self.term
+        if len(self._votes) >= self.config.majority:  # a quorum of one
+            if pre_vote:
+                self._start_election(now, out, pre_vote=False)
+            else:
+                self._become_leader(now, out)
+            return
+        for peer in self.peers:
+            out.messages.append(self._send(peer, VoteRequest(term, self.config.node_id, self.log_end - 1,
+                                                             self.last_term(), pre_vote)))
+
+    def _become_follower(self, term: int, leader: int, now: float, out: Outputs) -> None:
+        if term > self.term:
+            self.term = term
+            self.voted_for = NO_LEADER
+            out.disk.append(SaveHardState(self.term, self.voted_for))
+        self.role = FOLLOWER
+        self.leader_id = leader
+        self._votes = set()
+        self._progress = {}
+        self._reset_election_timer(now)
+
+    def _become_leader(self, now: float, out: Outputs) -> None:
+        self.role = LEADER
+        self.leader_id = self.config.node_id
+        self._progress = {p: _Progress(next_index=self.log_end, last_heard=now) for p in self.peers}
+        self._next_heartbeat = now + self.config.heartbeat_interval
+        self._append([RaftEntry(self.term, {"type": LEADER_CHANGE, "leader": self.config.node_id,
+                                            "term": self.term})], out)
+        for peer in self.peers:
+            self._replicate(peer, now, out, force=True)
+        self._advance_commit()
+        out.event("controller-elected", controller_id=self.config.node_id, term=self.term)
+
+    # ------------------------------------------------------------------ leader work
+    def _append(self, entries: list[RaftEntry], out: Outputs) -> int:
+        first = self.log_end
+        self.log.extend(entries)
+        out.disk.append(SaveEntries(first, list(entries)))
+        return first
+
+    def _replicate(self, peer: int, now: float, out: Outputs, force: bool = False) -> None:
+        progress = self._progress[peer]
+        if not force and now < progress.in_flight_until:
+            return
+        prev = progress.next_index - 1
+        entries = self.log[progress.next_index:progress.next_index + MAX_BATCH]
+        progress.in_flight_until = now + self.config.request_timeout
+        out.messages.append(self._send(peer, AppendEntriesRequest(
+            self.term, self.config.node_id, prev, self.term_at(prev), list(entries), self.commit_end)))
+
+    def _advance_commit(self) -> None:
+        """Raft 5.3/5.4.2: the highest end a majority holds, if its last entry is of this term."""
+        ends = sorted([self.log_end, *(p.match_end for p in self._progress.values())], reverse=True)
+        candidate = ends[self.config.majority - 1]
+        if candidate > self.commit_end and self.term_at(candidate - 1) == self.term:
+            self.commit_end = candidate
+
+    def _quorum_alive(self, now: float) -> bool:
+        horizon = now - self.config.election_timeout[1]
+        heard = 1 + sum(1 for p in self._progress.values() if p.last_heard >= horizon)
+        return heard >= self.config.majority
+
+    # ------------------------------------------------------------------ helpers
+    def _heard_from_leader_recently(self, now: float) -> bool:
+        return (self.role == LEADER or (self.leader_id != NO_LEADER and self._last_leader_contact is not None
+                and now - self._last_leader_contact < self.config.election_timeout[0]))
+
+    def _reset_election_timer(self, now: float) -> None:
+        low, high = self.config.election_timeout
+        self._election_deadline = now + self._rng.uniform(low, high)
+
+    def _send(self, peer: int, msg: object) -> Send:
+        return Send(node_name("controller", peer), msg, correlation=("raft", peer),
+                    timeout_ms=max(1, int(self.config.request_timeout * 1000)))

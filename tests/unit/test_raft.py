@@ -1,0 +1,194 @@
+"""The controller quorum's Raft (R22), pure: hand-stepped cases and a seeded simulation of 3
+and 5 nodes under loss, duplication, reordering, partitions and restarts (the properties
+Apache Kafka's RaftEventSimulationTest asserts: one leader per term, terms and commit ends
+that never go back, commit ends held by a majority, committed data identical everywhere)."""
+from __future__ import annotations
+
+import pytest
+
+from broker.protocol.messages import (
+    AppendEntriesRequest,
+    AppendEntriesResponse,
+    RaftEntry,
+    VoteRequest,
+    VoteResponse,
+)
+from broker.protocol.outputs import Outputs, Send
+from broker.protocol.raft import (
+    FOLLOWER,
+    LEADER,
+    LEADER_CHANGE,
+    PRE_CANDIDATE,
+    RaftConfig,
+    RaftNode,
+    SaveEntries,
+    SaveHardState,
+)
+from tests.unit.raft_sim import Sim
+
+VOTERS = (1, 2, 3)
+
+
+def node(i: int, **kw) -> RaftNode:
+    """A voter of (1, 2, 3) whose election timer started at time 0."""
+    n = RaftNode(RaftConfig(i, VOTERS, (0.3, 0.6), 0.05), **kw)
+    n.tick(0.0)
+    return n
+
+
+def sent(out: Outputs, kind: type) -> list:
+    return [m.message for m in out.messages if isinstance(m, Send) and isinstance(m.message, kind)]
+
+
+def deliver(src: RaftNode, out: Outputs, nodes: dict[int, RaftNode], now: float) -> None:
+    """Every message of `out` to its node, and their answers back, until nothing is left."""
+    pending = [(src.config.node_id, m) for m in out.messages]
+    while pending:
+        frm, m = pending.pop(0)
+        dst = nodes.get(int(m.destination.split("-")[1]))
+        if dst is not None:
+            pending.extend((dst.config.node_id, x) for x in dst.step(m.message, now).messages)
+
+
+def elect(nodes: dict[int, RaftNode], who: int, now: float = 1.0) -> None:
+    deliver(nodes[who], nodes[who].tick(now), nodes, now)
+    assert nodes[who].role == LEADER
+
+
+def test_a_quorum_of_one_elects_itself_at_once_and_commits_its_leader_change():
+    n = RaftNode(RaftConfig(1, (1,), (0.3, 0.6), 0.05))
+    out = n.tick(0.0)
+    assert n.role == FOLLOWER  # its election timer starts
+    out = n.tick(1.0)
+    assert n.role == LEADER and n.term == 1 and n.commit_end == 1
+    assert [type(op) for op in out.disk] == [SaveHardState, SaveEntries]
+    assert out.disk[1].entries[0].record["type"] == LEADER_CHANGE
+    first, _ = n.propose([{"type": "x"}], 1.1)
+    assert first == 1 and n.commit_end == 2
+
+
+def test_pre_vote_does_not_raise_the_term_and_a_majority_elects():
+    nodes = {i: node(i) for i in VOTERS}
+    out = nodes[1].tick(1.0)
+    assert nodes[1].role == PRE_CANDIDATE and nodes[1].term == 0 and not out.disk
+    assert all(v.pre_vote and v.term == 1 for v in sent(out, VoteRequest))
+    deliver(nodes[1], out, nodes, 1.0)
+    assert nodes[1].role == LEADER and nodes[1].term == 1
+    assert [nodes[i].role for i in (2, 3)] == [FOLLOWER, FOLLOWER]
+    assert all(nodes[i].log == nodes[1].log for i in (2, 3)) and nodes[1].commit_end == 1
+
+
+def test_an_isolated_node_does_not_depose_a_live_leader_when_it_returns():
+    """Pre-vote and stickiness: node 3, cut off, keeps timing out without raising its term
+    (its pre-votes find no majority); back, its request is refused while the leader lives."""
+    nodes = {i: node(i) for i in VOTERS}
+    elect(nodes, 1)
+    lonely = nodes[3]
+    t = 1.0
+    while t < 4.0:
+        t = round(t + 0.05, 2)
+        deliver(nodes[1], nodes[1].tick(t), {1: nodes[1], 2: nodes[2]}, t)  # 1 and 2 talk
+        lonely.tick(t)  # 3's pre-vote requests are lost
+    assert lonely.term == 1 and lonely.role == PRE_CANDIDATE
+    while lonely.role == PRE_CANDIDATE:  # back: its next pre-vote round reaches the others
+        t = round(t + 0.05, 2)
+        out = lonely.tick(t)
+        if sent(out, VoteRequest):
+            deliver(lonely, out, nodes, t)
+            break
+        deliver(nodes[1], nodes[1].tick(t), {1: nodes[1], 2: nodes[2]}, t)
+    assert nodes[1].role == LEADER and nodes[1].term == 1 and nodes[2].term == 1
+
+
+def test_only_entries_of_the_current_term_are_committed_by_counting_replicas():
+    """Raft figure 8: an entry of an earlier term on a majority is not committed by that alone;
+    the new leader's own first entry commits it."""
+    nodes = {i: node(i) for i in VOTERS}
+    elect(nodes, 1)
+    first, out = nodes[1].propose([{"type": "a"}], 1.1)  # reaches nobody
+    assert nodes[1].commit_end == 1
+    # node 1 crashes; 2 becomes leader of term 2 with its own LEADER_CHANGE
+    del nodes[1]
+    deliver(nodes[2], nodes[2].tick(3.0), nodes, 3.0)
+    assert nodes[2].role == LEADER and nodes[2].term == 2 and nodes[2].commit_end == 2
+    assert [e.term for e in nodes[2].log] == [1, 2]
+
+
+def test_a_follower_truncates_a_conflicting_suffix_but_never_a_committed_entry():
+    f = node(2)
+    f.step(AppendEntriesRequest(1, 1, -1, 0, [RaftEntry(1, {"n": 0}), RaftEntry(1, {"n": 1})], 1), 1.0)
+    assert f.commit_end == 1
+    out = f.step(AppendEntriesRequest(2, 3, 0, 1, [RaftEntry(2, {"n": "x"})], 1), 2.0)
+    assert [e.record["n"] for e in f.log] == [0, "x"]
+    assert [(op.first, len(op.entries)) for op in out.disk if isinstance(op, SaveEntries)] == [(1, 1)]
+    [answer] = sent(out, AppendEntriesResponse)
+    assert answer.success and answer.match_end == 2
+    stale = f.step(AppendEntriesRequest(1, 1, 0, 1, [RaftEntry(1, {"n": 9})], 2), 3.0)
+    assert not sent(stale, AppendEntriesResponse)[0].success and f.log[1].record["n"] == "x"
+
+
+def test_a_vote_is_persisted_in_the_same_outputs_that_grants_it():
+    n = node(2)
+    out = n.step(VoteRequest(1, 1, -1, 0, pre_vote=False), 1.0)
+    [grant] = [m.message for m in out.messages]
+    assert grant.granted and out.disk and isinstance(out.disk[0], SaveHardState)
+    assert (out.disk[-1].term, out.disk[-1].voted_for) == (1, 1)
+    again = n.step(VoteRequest(1, 3, -1, 0, pre_vote=False), 1.1)
+    assert not again.messages[0].message.granted  # one vote per term
+
+
+def test_a_leader_that_hears_from_no_majority_steps_down():
+    nodes = {i: node(i) for i in VOTERS}
+    elect(nodes, 1)
+    leader = nodes[1]
+    leader.tick(1.3)
+    assert leader.role == LEADER
+    leader.tick(1.0 + 0.61)
+    assert leader.role == FOLLOWER
+
+
+def test_a_restarted_node_keeps_its_term_vote_and_log():
+    nodes = {i: node(i) for i in VOTERS}
+    elect(nodes, 1)
+    n2 = nodes[2]
+    again = node(2, term=n2.term, voted_for=n2.voted_for, log=list(n2.log))
+    assert again.term == 1 and again.voted_for == 1 and again.log == n2.log and again.role == FOLLOWER
+    assert again.commit_end == 0  # learned again from the leader
+
+
+@pytest.mark.parametrize("n, seed", [(3, s) for s in range(6)] + [(5, s) for s in range(4)])
+def test_simulation_keeps_raft_safe_under_loss_partitions_and_restarts(n: int, seed: int) -> None:
+    sim = Sim(n, seed)
+    sim.run(until=60.0)
+    sim.heal_all()
+    sim.run(until=75.0, faults=False)
+    sim.run(until=77.0, faults=False, propose_every=1e9)  # quiet: everything proposed commits
+    assert sim.steps > 12_000
+    leaders = [i for i, x in sim.nodes.items() if x is not None and x.role == LEADER]
+    assert len(leaders) == 1, f"after healing: leaders {leaders}"
+    leader = sim.nodes[leaders[0]]
+    assert len(sim.committed) > 500 and leader.commit_end == leader.log_end
+    assert all(x.commit_end == leader.commit_end and x.log == leader.log for x in sim.nodes.values())
+    assert len(sim.leaders) >= 2, "the faults never forced an election"
+
+
+def test_figure_8_an_old_term_entry_on_a_majority_is_not_committed_until_one_of_the_current_term_is():
+    """Raft figure 8 (5.4.2): leader 1 of term 4 holds [t1, t2] and its own [t4]; followers
+    reporting they match up to the t2 entry (a majority with the leader) commit nothing; the
+    t4 entry on a majority commits all three."""
+    voters = (1, 2, 3, 4, 5)
+    leader = RaftNode(RaftConfig(1, voters, (0.3, 0.6), 0.05), term=3,
+                      log=[RaftEntry(1, {"n": 0}), RaftEntry(2, {"n": 1})])
+    leader.tick(0.0)
+    leader.tick(1.0)  # pre-vote round
+    for voter in (2, 3):
+        leader.step(VoteResponse(4, voter, True, pre_vote=True), 1.0)
+    for voter in (2, 3):
+        leader.step(VoteResponse(4, voter, True, pre_vote=False), 1.0)
+    assert leader.role == LEADER and leader.term == 4 and [e.term for e in leader.log] == [1, 2, 4]
+    for follower in (2, 3):
+        leader.step(AppendEntriesResponse(4, follower, True, match_end=2), 1.1)
+    assert leader.commit_end == 0
+    for follower in (2, 3):
+        leader.step(AppendEntriesResponse(4, follower, True, match_end=3), 1.2)
+    assert leader.commit_end == 3
