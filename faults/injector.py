@@ -150,10 +150,14 @@ class FaultInjector:
             return effect
         if do == "disk-loss":
             effect = {"killed": {}, "removed": {}}
+            voters = [n for n in c.node_names() if n.startswith("controller-")]
             for n in up:
                 effect["killed"][n] = c.kill(n)
-                if n.startswith("broker-"):
+                if n.startswith("broker-") or len(voters) > 1:
+                    # a voter of a quorum loses its Raft log and vote too, and rejoins empty
                     effect["removed"][n] = disk_loss(c.data_dir(n))
+                else:
+                    effect.setdefault("kept", {})[n] = "the only controller's log is all the metadata there is"
             return effect
         if do in ("partition", "slow", "heal"):
             return self._network(f, nodes, view)

@@ -63,7 +63,8 @@ class BrokerRole:
         self.metadata_copy = JsonlAppender(metadata_path)
         self.state = BrokerState(
             BrokerConfig(broker_id=cfg.id, rack=cfg.rack, incarnation_id=uuid.uuid4().hex,
-                         timeouts=cfg.timeouts, protocol=cfg.protocol),
+                         timeouts=cfg.timeouts, protocol=cfg.protocol,
+                         controller_ids=tuple(cfg.controller_ids)),
             local, previous if previous is not None else -1, records)
         self._started.event("broker-started", clean_shutdown_epoch=previous, partitions=len(local))
         self.next_storage_tick = now

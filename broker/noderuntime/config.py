@@ -38,7 +38,7 @@ class NodeConfig:
     supervisor_pid: int
     #: node name -> endpoint, every node of the cluster (itself included)
     peers: dict[str, str]
-    controller: str  # the name of the active controller
+    controller_ids: list[int]  # the voters of the controller quorum (R22)
     timeouts: Timeouts
     protocol: ProtocolSettings
     storage: StorageSettings
@@ -47,9 +47,7 @@ class NodeConfig:
     placement_seed: int = 0
 
     def peer_name(self, destination: Any) -> str | None:
-        """Protocol destinations are broker ids or the word "controller"."""
-        if destination == "controller":
-            return self.controller
+        """Protocol destinations are broker ids or node names."""
         if isinstance(destination, int):
             return broker_name(destination)
         if isinstance(destination, str) and destination in self.peers:

@@ -1,12 +1,18 @@
-"""The controller role's I/O: the metadata log on disk, and serving it to brokers by long
-poll (R3, R22).
+"""The controller role: one voter of the Raft quorum (R22) and, while it leads, the active
+controller; the metadata log on disk, and serving it to brokers by long poll (R3).
 
-An adapter between the pure `Controller` and the node's single loop (`broker/node.py`):
-inputs go to the controller, `Outputs` go back to the loop, which carries them out. Its
-one disk operation, appending records to the metadata log, commits them (a single node
-commits what it wrote), so `persist` answers with what the commit releases: the
-controller's held replies and events, and the parked metadata fetches the new records
-satisfy. The Raft quorum will replace the log behind the same seam.
+An adapter between the pure pieces and the node's single loop (`broker/node.py`): inputs go
+to `RaftNode` (`broker/protocol/raft.py`) and, on the active controller, to `Controller`;
+their `Outputs` go back to the loop, which carries them out. The active controller's
+`AppendMetadata` becomes a Raft proposal; every entry below the commit end is applied to the
+controller state once, in order: replayed on a follower, released (held replies and events)
+on the leader. Replies and events reach the loop in the same `Outputs` as the log writes
+they rest on, so the loop makes those durable first.
+
+A leader becomes the active controller once the entry of its own term is committed (which
+commits everything before it) and applied. A controller that stops leading drops its state
+and rebuilds it from the committed log: what it had applied but not committed may be gone.
+A controller that is not active answers brokers NOT_CONTROLLER, naming the leader it knows.
 """
 from __future__ import annotations
 
@@ -15,15 +21,29 @@ from typing import Any
 
 from broker.common.errors import Errors
 from broker.noderuntime.config import NodeConfig
-from broker.noderuntime.metadata_log import SingleNodeMetadataLog
+from broker.noderuntime.quorum_store import QuorumStore
 from broker.protocol.controller import Controller, ControllerConfig
 from broker.protocol.messages import (
+    AppendEntriesRequest,
+    AppendEntriesResponse,
+    ErrorResponse,
     MetadataFetchRequest,
     MetadataFetchResponse,
     MetadataRequest,
+    VoteRequest,
+    VoteResponse,
 )
 from broker.protocol.outputs import AppendMetadata, Outputs, Reply
+from broker.protocol.raft import (
+    LEADER,
+    RaftConfig,
+    RaftNode,
+    SaveEntries,
+    SaveHardState,
+)
 from broker.protocol.records import from_dict, to_dict
+
+RAFT_MESSAGES = (VoteRequest, VoteResponse, AppendEntriesRequest, AppendEntriesResponse)
 
 
 @dataclass
@@ -36,68 +56,130 @@ class _ParkedFetch:
 class ControllerRole:
     def __init__(self, cfg: NodeConfig) -> None:
         self.cfg = cfg
-        cfg.data_dir.mkdir(parents=True, exist_ok=True)
-        self.log = SingleNodeMetadataLog(cfg.data_dir / "metadata.jsonl")
-        self.controller = Controller(cfg.id, ControllerConfig.from_settings(cfg.timeouts, cfg.protocol,
-                                                                           cfg.placement_seed))
-        # A restarted controller rebuilds its state from its own committed log.
-        for offset, rec in enumerate(self.log.records):
-            self.controller.replay(offset, from_dict(rec))
+        self.store = QuorumStore(cfg.data_dir)
+        term, voted_for = self.store.hard_state()
+        t = cfg.timeouts
+        self.raft = RaftNode(
+            RaftConfig(cfg.id, tuple(cfg.controller_ids), t.controller_election_timeout, t.heartbeat_interval,
+                       request_timeout=t.controller_request_timeout),
+            term=term, voted_for=voted_for, log=list(self.store.entries), seed=cfg.placement_seed)
+        self.controller = self._new_controller()
+        self.applied = 0  # entries applied to self.controller
+        self.active = False
         self.parked: list[_ParkedFetch] = []
 
+    def _new_controller(self) -> Controller:
+        return Controller(self.cfg.id, ControllerConfig.from_settings(self.cfg.timeouts, self.cfg.protocol,
+                                                                      self.cfg.placement_seed))
+
+    # ---------------------------------------------------------------- inputs
     def start(self, now: float) -> Outputs:
-        out = Outputs()
-        out.event("controller-elected", controller_id=self.cfg.id, term=1)
-        return out
+        return self.tick(now)
 
     def tick(self, now: float) -> Outputs:
-        return self.controller.tick(now).extend(self._serve_parked(now))
+        out = self.raft.tick(now)
+        if self.active:
+            out.extend(self._propose(self.controller.tick(now), now))
+        return self._settle(out, now)
 
     def on_request(self, handle: Any, msg: Any, now: float) -> Outputs:
+        if isinstance(msg, RAFT_MESSAGES):
+            return self._settle(self.raft.step(msg, now), now)
+        out = Outputs()
+        if isinstance(msg, MetadataRequest):
+            out.messages.append(Reply(handle, self.controller.metadata_response(msg.topics)))
+            return out
+        if not self.active:
+            out.messages.append(Reply(handle, ErrorResponse(
+                Errors.NOT_CONTROLLER, f"{self.cfg.name} is not the active controller", self.raft.leader_id)))
+            return out
         if isinstance(msg, MetadataFetchRequest):
-            out = Outputs()
-            if msg.fetch_offset < self.log.committed_end or msg.max_wait_ms <= 0:
+            if msg.fetch_offset < self.raft.commit_end or msg.max_wait_ms <= 0:
                 out.messages.append(Reply(handle, self._metadata(msg)))
             else:
                 self.parked.append(_ParkedFetch(handle, msg, now + msg.max_wait_ms / 1000.0))
             return out
-        if isinstance(msg, MetadataRequest):
-            out = Outputs()
-            out.messages.append(Reply(handle, self.controller.metadata_response(msg.topics)))
-            return out
-        return self.controller.on_request(handle, msg, now)
+        return self._settle(self._propose(self.controller.on_request(handle, msg, now), now), now)
 
     def on_response(self, correlation: Any, msg: Any, now: float) -> Outputs:
-        return self.controller.on_response(correlation, msg, now)
+        if correlation[0] == "raft":
+            if msg is None or not isinstance(msg, RAFT_MESSAGES):
+                self.raft.on_timeout(correlation[1], now)
+                return Outputs()
+            return self._settle(self.raft.step(msg, now), now)
+        if self.active:
+            return self._settle(self._propose(self.controller.on_response(correlation, msg, now), now), now)
+        return Outputs()
 
     def begin_shutdown(self, now: float) -> Outputs:
         return Outputs(stop=0)
 
+    # ---------------------------------------------------------------- the log and the state machine
+    def _propose(self, out: Outputs, now: float) -> Outputs:
+        """The active controller's records become Raft entries at the same offsets."""
+        proposals = [op for op in out.disk if isinstance(op, AppendMetadata)]
+        out.disk = [op for op in out.disk if not isinstance(op, AppendMetadata)]
+        for op in proposals:
+            if op.base_offset != self.raft.log_end:
+                raise RuntimeError(f"controller appends at {op.base_offset}, the Raft log ends at {self.raft.log_end}")
+            proposed = self.raft.propose([to_dict(r) for r in op.records], now)
+            if proposed is None:  # leadership lost mid-input: the records are dropped with the state
+                continue
+            out.extend(proposed[1])
+        return out
+
+    def _settle(self, out: Outputs, now: float) -> Outputs:
+        """After any input: step down or up, apply what is newly committed, serve fetches."""
+        if self.active and self.raft.role != LEADER:
+            self._deactivate()
+        end = self.raft.commit_end
+        if self.active:
+            if end > self.applied:
+                self.applied = end
+                out.extend(self.controller.on_committed(end))
+        else:
+            while self.applied < end:
+                self.controller.replay(self.applied, from_dict(self.raft.log[self.applied].record))
+                self.applied += 1
+            if self.raft.role == LEADER and self.applied == self.raft.log_end:
+                self.active = True  # its own term's entry is committed, and everything before it
+        if self.parked:
+            out.extend(self._serve_parked(now))
+        return out
+
+    def _deactivate(self) -> None:
+        """No longer the leader: forget state built on what may not be committed."""
+        self.active = False
+        self.controller = self._new_controller()
+        self.applied = 0
+        self.parked = []  # the brokers' requests time out and go to the new leader
+
     # ---------------------------------------------------------------- outputs, carried out for the loop
     def persist(self, op: Any, now: float) -> Outputs:
-        """Append the records (committed once written) and release what waited for them."""
-        if not isinstance(op, AppendMetadata):
+        if isinstance(op, SaveHardState):
+            self.store.save_hard_state(op.term, op.voted_for)
+        elif isinstance(op, SaveEntries):
+            self.store.save_entries(op.first, op.entries)
+        else:
             raise TypeError(f"unknown controller disk op {op!r}")
-        if op.base_offset != self.log.committed_end:
-            raise RuntimeError(f"controller appends at {op.base_offset}, log ends at {self.log.committed_end}")
-        self.log.append([to_dict(r) for r in op.records])
-        return self.controller.on_committed(self.log.committed_end).extend(self._serve_parked(now))
+        return Outputs()
 
     def body(self, message: Any) -> Any:
         return message
 
     def _metadata(self, req: MetadataFetchRequest) -> MetadataFetchResponse:
-        return MetadataFetchResponse(Errors.NONE, self.log.read(req.fetch_offset, req.max_records),
-                                     base_offset=req.fetch_offset, high_watermark=self.log.committed_end,
-                                     leader_id=self.cfg.id)
+        start = max(0, req.fetch_offset)
+        stop = min(self.raft.commit_end, start + req.max_records)
+        records = [e.record for e in self.raft.log[start:stop]]
+        return MetadataFetchResponse(Errors.NONE, records, base_offset=req.fetch_offset,
+                                     high_watermark=self.raft.commit_end, leader_id=self.cfg.id)
 
     def _serve_parked(self, now: float) -> Outputs:
         """Answer the parked fetches that new records or their deadline satisfy."""
         out = Outputs()
-        end = self.log.committed_end
         still = []
         for p in self.parked:
-            if p.request.fetch_offset < end or now >= p.deadline:
+            if p.request.fetch_offset < self.raft.commit_end or now >= p.deadline:
                 out.messages.append(Reply(p.handle, self._metadata(p.request)))
             else:
                 still.append(p)
@@ -105,11 +187,10 @@ class ControllerRole:
         return out
 
     def status(self) -> dict:
-        d = self.controller.describe()
-        d["kind"] = "controller"
-        d["node"] = self.cfg.name
-        d["metadata_end"] = self.log.committed_end
+        d = self.controller.describe() if self.active else {"brokers": [], "partitions": []}
+        d.update(kind="controller", node=self.cfg.name, active=self.active, quorum=self.raft.describe(),
+                 metadata_end=self.raft.commit_end)
         return d
 
     def close(self) -> None:
-        self.log.close()
+        self.store.close()

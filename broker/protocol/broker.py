@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.common.errors import Errors
+from broker.common.names import node_name
 from broker.protocol.epochs import EpochHistory
 from broker.protocol.fetcher import FetcherManager
 from broker.protocol.messages import (
@@ -46,7 +47,10 @@ from broker.protocol.partition import Partition, PartitionConfig, ReadSpec
 from broker.protocol.records import BadRecord, PartitionRecord, from_dict
 from broker.protocol.settings import ProtocolSettings, Timeouts
 
+#: the destination the pure pieces give a controller request; `_route` names the controller
 CONTROLLER = "controller"
+#: correlations of the requests that go to the active controller
+_CONTROLLER_REQUESTS = frozenset({"register", "heartbeat", "metadata", "alter-partition"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class BrokerConfig:
     incarnation_id: str
     timeouts: Timeouts = Timeouts()
     protocol: ProtocolSettings = ProtocolSettings()
+    controller_ids: tuple[int, ...] = (1,)  # the controller quorum's voters (R22)
 
 
 @dataclass
@@ -112,11 +117,41 @@ class BrokerState:
         #: False until the first metadata fetch reached the controller's committed end: a
         #: restarted broker must not act on its stale copy of the metadata log.
         self.caught_up = False
+        self._controller_index = 0
         for offset, rec in metadata_records or []:
             self._apply_record(offset, rec)
 
     # ------------------------------------------------------------------ time
+    # ------------------------------------------------------------------ the active controller
+    @property
+    def controller_id(self) -> int:
+        """The controller this broker believes active: its controller requests go there."""
+        return self.config.controller_ids[self._controller_index]
+
+    def _route(self, out: Outputs) -> Outputs:
+        """Address every controller request to the controller believed active, and note in its
+        correlation which one that was (so only its failure moves the belief on)."""
+        for m in out.messages:
+            if isinstance(m, Send) and m.destination == CONTROLLER:
+                m.destination = node_name("controller", self.controller_id)
+                m.correlation = (*m.correlation, self.controller_id)
+        return out
+
+    def _controller_failed(self, correlation: tuple, msg: Any) -> None:
+        """A controller request timed out or was refused by a controller that is not active:
+        try the leader it named, else the next voter."""
+        if correlation[-1] != self.controller_id:
+            return  # an answer from a controller we no longer believe in
+        hint = msg.leader_id if isinstance(msg, ErrorResponse) else -1
+        ids = self.config.controller_ids
+        self._controller_index = ids.index(hint) if hint in ids and hint != self.controller_id \
+            else (self._controller_index + 1) % len(ids)
+
+    # ------------------------------------------------------------------ time
     def tick(self, now: float) -> Outputs:
+        return self._route(self._tick(now))
+
+    def _tick(self, now: float) -> Outputs:
         out = Outputs()
         t = self.config.timeouts
         if self.state == "stopped":
@@ -135,7 +170,8 @@ class BrokerState:
             out.messages.append(Send(CONTROLLER, BrokerHeartbeatRequest(
                 self.broker_id, self.broker_epoch, self.image.offset,
                 want_shutdown=self.want_shutdown), correlation=("heartbeat",),
-                timeout_ms=self._ms(t.session_timeout)))
+                # short enough that a broker finds a new active controller within its session
+                timeout_ms=self._ms(max(t.heartbeat_interval, t.session_timeout / 3))))
         if not self._metadata_fetch_in_flight:
             self._metadata_fetch_in_flight = True
             wait = t.heartbeat_interval
@@ -151,6 +187,12 @@ class BrokerState:
     # ------------------------------------------------------------------ responses to our requests
     def on_response(self, correlation: tuple, msg: Any, now: float) -> Outputs:
         """`msg` is None when the request timed out or could not be sent."""
+        if correlation[0] in _CONTROLLER_REQUESTS and (
+                msg is None or isinstance(msg, ErrorResponse) and msg.error == Errors.NOT_CONTROLLER):
+            self._controller_failed(correlation, msg)
+        return self._route(self._on_response(correlation, msg, now))
+
+    def _on_response(self, correlation: tuple, msg: Any, now: float) -> Outputs:
         kind = correlation[0]
         if kind == "register":
             return self._on_registration(msg, now)
@@ -309,6 +351,9 @@ class BrokerState:
 
     # ------------------------------------------------------------------ requests from others
     def on_request(self, ctx: Any, msg: Any, now: float) -> Outputs:
+        return self._route(self._on_request(ctx, msg, now))
+
+    def _on_request(self, ctx: Any, msg: Any, now: float) -> Outputs:
         if isinstance(msg, ProduceRequest):
             return self._on_produce(ctx, msg, now)
         if isinstance(msg, FetchRequest):

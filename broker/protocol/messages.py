@@ -339,9 +339,11 @@ class ControlResponse:
 
 @dataclass
 class ErrorResponse:
-    """The answer to a request that could not be decoded or is not served here."""
+    """The answer to a request that could not be decoded or is not served here; a controller
+    that is not the active one answers NOT_CONTROLLER with the leader it knows (-1: none)."""
     error: Errors = Errors.INVALID_REQUEST
     message: str = ""
+    leader_id: int = -1
 
 
 NESTED = (FetchPartition, FetchPartitionResult, DivergingEpoch, PartitionMetadata, IsrMember, NewTopic,

@@ -16,6 +16,7 @@ from broker.common.errors import Errors
 from broker.protocol.messages import MetadataResponse, PartitionMetadata
 from broker.protocol.records import (
     BrokerRegistrationChangeRecord,
+    LeaderChangeRecord,
     MetadataRecord,
     PartitionRecord,
     RegisterBrokerRecord,
@@ -77,6 +78,8 @@ class MetadataImage:
             if record.name in self.topics:
                 return False
             self.topics[record.name] = record
+            return True
+        if isinstance(record, LeaderChangeRecord):
             return True
         if isinstance(record, PartitionRecord):
             topic = self.topics.get(record.topic)

@@ -39,7 +39,8 @@ from broker.protocol.outputs import Outputs, Send
 
 FOLLOWER, PRE_CANDIDATE, CANDIDATE, LEADER = "follower", "pre-candidate", "candidate", "leader"
 NO_LEADER = -1
-#: the record a new leader appends in its own term (see the module docstring)
+#: the record a new leader appends in its own term (see the module docstring), the type name
+#: of broker.protocol.records.LeaderChangeRecord
 LEADER_CHANGE = "leader-change"
 #: entries an AppendEntries carries at most
 MAX_BATCH = 500
@@ -131,6 +132,9 @@ class RaftNode:
         out = Outputs()
         if self._election_deadline is None:
             self._reset_election_timer(now)
+        if not self.peers and self.role != LEADER:
+            self._start_election(now, out, pre_vote=False)  # a quorum of one elects itself at once
+            return out
         if self.role == LEADER:
             if not self._quorum_alive(now):
                 self._become_follower(self.term, NO_LEADER, now, out)  # check-quorum
@@ -141,10 +145,7 @@ class RaftNode:
                     self._replicate(peer, now, out, force=True)
             return out
         if now >= self._election_deadline:
-            if not self.peers:
-                self._start_election(now, out, pre_vote=False)  # a quorum of one elects itself
-            else:
-                self._start_election(now, out, pre_vote=True)
+            self._start_election(now, out, pre_vote=True)
         return out
 
     # ------------------------------------------------------------------ proposals

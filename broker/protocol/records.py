@@ -58,7 +58,16 @@ class PartitionRecord:
     reason: str = "create"
 
 
+@dataclass
+class LeaderChangeRecord:
+    """The first record of every active controller's term (R22): it commits what earlier
+    leaders left uncommitted, and it changes nothing else."""
+    leader: int
+    term: int
+
+
 RECORD_TYPES: dict[str, type] = {
+    "leader-change": LeaderChangeRecord,
     "register-broker": RegisterBrokerRecord,
     "broker-registration-change": BrokerRegistrationChangeRecord,
     "topic": TopicRecord,
@@ -66,7 +75,8 @@ RECORD_TYPES: dict[str, type] = {
 }
 _TYPE_OF = {cls: name for name, cls in RECORD_TYPES.items()}
 
-MetadataRecord = RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
+MetadataRecord = (RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
+                  | LeaderChangeRecord)
 
 
 def to_dict(record: MetadataRecord) -> dict[str, Any]:

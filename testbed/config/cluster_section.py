@@ -9,12 +9,20 @@ from testbed.config.walker import INVALID, Walker, is_int, join, valid
 
 
 def parse_cluster(w: Walker, value: object, path: str) -> ClusterSpec | Any:
-    m = w.mapping(value, path, ("controllers", "brokers"), required=("brokers",))
+    m = w.mapping(value, path, ("controllers", "brokers", "allow_even_quorum"), required=("brokers",))
     if m is None:
         return INVALID
     controllers = _parse_nodes(w, m.get("controllers", 1), join(path, "controllers"), "controller")
     brokers = _parse_nodes(w, m["brokers"], join(path, "brokers"), "broker") if "brokers" in m else INVALID
-    if not valid(controllers, brokers):
+    allow_even = w.field(m, "allow_even_quorum", path, scalars.boolean, False)
+    if not valid(controllers, brokers, allow_even):
+        return INVALID
+    n = len(controllers)
+    if n % 2 == 0 and not allow_even:
+        w.error(join(path, "controllers"),
+                f"{n} controllers: a Raft quorum of {n} needs {n // 2 + 1} votes and so tolerates {n // 2 - 1} "
+                f"failed controller(s), no more than {n - 1} controllers would (use {n - 1} or {n + 1}, or set "
+                f"allow_even_quorum: true to run it anyway)")
         return INVALID
     without_rack = [b.id for b in brokers if b.rack is None]
     if without_rack and len(without_rack) < len(brokers):
@@ -24,7 +32,7 @@ def parse_cluster(w: Walker, value: object, path: str) -> ClusterSpec | Any:
             "(give every broker a rack, or none)",
         )
         return INVALID
-    return ClusterSpec(controllers=controllers, brokers=brokers)
+    return ClusterSpec(controllers=controllers, brokers=brokers, allow_even_quorum=allow_even)
 
 
 def _parse_nodes(w: Walker, value: object, path: str, kind: str) -> tuple[NodeSpec, ...] | Any:

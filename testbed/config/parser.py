@@ -108,6 +108,17 @@ def _parse_timing(w: Walker, value: object, path: str) -> Timing | Any:
     values = _parse_fields(w, value, path, Timing, converters)
     if values is None:
         return INVALID
+    low, high = values["controller_election_timeout"]
+    if not low < high:
+        w.error(join(path, "controller_election_timeout"),
+                f"{format_duration(low)}..{format_duration(high)}: the range must be wider than one value "
+                "(expected low..high with low < high), or every controller times out at once and votes split")
+        return INVALID
+    if low <= values["heartbeat_interval"]:
+        w.error(join(path, "controller_election_timeout"),
+                f"its minimum {format_duration(low)} must be longer than heartbeat_interval "
+                f"({format_duration(values['heartbeat_interval'])}), or followers call elections between heartbeats")
+        return INVALID
     if values["session_timeout"] <= values["heartbeat_interval"]:
         w.error(
             join(path, "session_timeout"),

@@ -78,6 +78,7 @@ class Timing:
 class ClusterSpec:
     controllers: tuple[NodeSpec, ...]
     brokers: tuple[NodeSpec, ...]
+    allow_even_quorum: bool = False  # an even number of controllers, on purpose
 
 
 #: the `protocol:` section is the protocol's own settings type, defaults included

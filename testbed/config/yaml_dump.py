@@ -38,10 +38,13 @@ def timing_to_yaml(timing: Timing) -> dict[str, Any]:
 
 
 def cluster_to_yaml(cluster: ClusterSpec) -> dict[str, Any]:
-    return {
+    out: dict[str, Any] = {
         "controllers": _controllers_to_yaml(cluster.controllers),
         "brokers": [_node_to_yaml(b) for b in cluster.brokers],
     }
+    if cluster.allow_even_quorum:
+        out["allow_even_quorum"] = True
+    return out
 
 
 def storage_to_yaml(storage: StorageSpec) -> dict[str, Any]:

@@ -32,6 +32,7 @@ SUPPORTED: frozenset[str] = frozenset({
     "faults", "expect", "elr:false", "placement:explicit", "fsync:real", "medium:tmpfs",
     "truncation:high-watermark", "fencing:zookeeper", "unclean-leader-election",  # tests/integration/test_protocol_modes.py
     "unclean-recovery:none", "unclean-recovery:proactive", "unclean-recovery:manual",
+    "controller-quorum",  # tests/integration/test_controller_quorum.py
 })
 
 

@@ -29,6 +29,7 @@ from broker.protocol.messages import (
     CreateTopicsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
+    ErrorResponse,
     NewTopic,
     TopicPartition,
 )
@@ -111,8 +112,8 @@ class Cluster:
         return seconds * self.time_scale
 
     def controllers(self) -> list[NodeSpec]:
-        """The controllers this build starts: one, until the Raft quorum lands."""
-        return list(self.topology.cluster.controllers[:1])
+        """The voters of the controller quorum (R22)."""
+        return list(self.topology.cluster.controllers)
 
     def nodes(self) -> list[NodeSpec]:
         return [*self.controllers(), *self.topology.cluster.brokers]
@@ -191,10 +192,19 @@ class Cluster:
             raise ClusterError(f"topic creation failed: {bad}")
 
     def _admin(self, request: object) -> object | None:
-        """An admin request to the active controller; None if it did not answer in time."""
+        """An admin request to the active controller; None if none answered in time. A
+        controller that lost its leadership meanwhile says NOT_CONTROLLER: ask the next one."""
         assert self.control is not None
-        ctl = self.configs[self.controllers()[0].name].endpoint
-        return self.control.request(ctl, request, timeout=self.scaled(5))
+        deadline = time.monotonic() + self.scaled(10)
+        while time.monotonic() < deadline:
+            active = self.status().controller
+            if active is None:
+                time.sleep(0.05)  # no active controller yet: poll again, bounded by the deadline
+                continue
+            resp = self.control.request(self.configs[active["node"]].endpoint, request, timeout=self.scaled(5))
+            if not (isinstance(resp, ErrorResponse) and resp.error == Errors.NOT_CONTROLLER):
+                return resp
+        return None
 
     # ------------------------------------------------------------------ admin (R32, R35, R36)
     def reassign(self, partition: str, replicas: list[int]) -> dict:
@@ -225,18 +235,21 @@ class Cluster:
 
     # ------------------------------------------------------------------ observation
     def status(self, timeout: float = 0.5) -> ClusterStatus:
+        """Every running node's own view; the controller's is the active controller's."""
         assert self.control is not None
-        ctl_name = self.topology.cluster.controllers[0].name
-        ctl = None
-        if ctl_name not in self.stopped and ctl_name not in self.paused:
-            ctl = self.control.call(self.configs[ctl_name].control_endpoint, "status", timeout=timeout)
+        quorum: dict[str, dict | None] = {}
+        for spec in self.controllers():
+            if spec.name in self.stopped or spec.name in self.paused:
+                quorum[spec.name] = None
+                continue
+            quorum[spec.name] = self.control.call(self.configs[spec.name].control_endpoint, "status", timeout=timeout)
         brokers: dict[int, dict | None] = {}
         for spec in self.topology.cluster.brokers:
             if spec.name in self.stopped or spec.name in self.paused:
                 brokers[spec.id] = None
                 continue
             brokers[spec.id] = self.control.call(self.configs[spec.name].control_endpoint, "status", timeout=timeout)
-        return ClusterStatus(ctl, brokers)
+        return ClusterStatus.of(quorum, brokers)
 
     def wait_until(self, predicate: Callable[[ClusterStatus], bool], timeout: float,
                    what: str = "the condition") -> ClusterStatus:

@@ -29,8 +29,15 @@ class ReplicaView:
 
 @dataclass
 class ClusterStatus:
-    controller: dict | None
+    controller: dict | None  # the active controller's status, None when none answered as active
     brokers: dict[int, dict | None] = field(default_factory=dict)
+    #: every controller's status by node name (None: stopped, paused or silent)
+    quorum: dict[str, dict | None] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, quorum: dict[str, dict | None], brokers: dict[int, dict | None]) -> "ClusterStatus":
+        active = next((body for _, body in sorted(quorum.items()) if body and body.get("active")), None)
+        return cls(active, brokers, quorum)
 
     def partitions(self) -> list[PartitionMetadata]:
         if not self.controller:

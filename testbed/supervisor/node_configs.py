@@ -41,10 +41,10 @@ def build_node_configs(topology: Topology, nodes: list[NodeSpec], run_dir: RunDi
     storage = StorageSettings(fsync=t.storage.fsync, writeback=t.storage.writeback * time_scale,
                               segment_bytes=t.storage.segment_bytes)
     flush = {tp.name: tp.flush for tp in t.topics}
-    controller = t.cluster.controllers[0].name
+    controller_ids = [c.id for c in t.cluster.controllers]
     return {spec.name: NodeConfig(
         name=spec.name, kind=spec.kind, id=spec.id, rack=spec.rack, run_dir=run_dir.root.resolve(),
         data_dir=run_dir.data_dir(spec.name).resolve(), endpoint=endpoints[spec.name][0],
         control_endpoint=endpoints[spec.name][1], token=token, supervisor_pid=os.getpid(), peers=peers,
-        controller=controller, timeouts=timeouts, protocol=t.protocol, storage=storage, flush=flush,
+        controller_ids=controller_ids, timeouts=timeouts, protocol=t.protocol, storage=storage, flush=flush,
         placement_seed=t.seed) for spec in nodes}

@@ -26,9 +26,8 @@ def print_status(runs_dir: Path) -> int:
         if not configs:
             continue
         client = ControlClient(configs[0].token)
-        ctl = next((c for c in configs if c.kind == "controller"), None)
-        status = ClusterStatus(
-            client.call(ctl.control_endpoint, "status") if ctl else None,
+        status = ClusterStatus.of(
+            {c.name: client.call(c.control_endpoint, "status") for c in configs if c.kind == "controller"},
             {c.id: client.call(c.control_endpoint, "status") for c in configs if c.kind == "broker"})
         client.close()
         table = Table(title=f"{run_dir.name}")
@@ -40,4 +39,24 @@ def print_status(runs_dir: Path) -> int:
             table.add_row(f"{p.topic}/{p.partition}", str(p.leader), str(p.leader_epoch), str(p.isr), str(p.elr),
                           str(lead.hwm) if lead else "-", leos)
         console.print(table)
+        console.print(quorum_table(status))
     return 0
+
+
+def quorum_table(status: ClusterStatus) -> Table:
+    """The controller quorum (R22): each voter's role, term, log end and commit end, and each
+    broker's applied metadata offset."""
+    table = Table(title="metadata quorum")
+    for col in ("node", "role", "term", "leader", "log end", "commit end / applied"):
+        table.add_column(col)
+    for name, body in sorted(status.quorum.items()):
+        q = (body or {}).get("quorum")
+        if q is None:
+            table.add_row(name, "down or silent", "-", "-", "-", "-")
+            continue
+        role = q["role"] + (" (active)" if body.get("active") else "")
+        table.add_row(name, role, str(q["term"]), str(q["leader_id"]), str(q["log_end"]), str(q["commit_end"]))
+    for broker, body in sorted(status.brokers.items()):
+        applied = "-" if body is None else str(body.get("metadata_offset", -1) + 1)
+        table.add_row(f"broker-{broker}", "broker", "-", "-", "-", applied)
+    return table

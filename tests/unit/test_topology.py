@@ -91,6 +91,14 @@ MALFORMED = [
                  ["longer than heartbeat_interval"], id="session-below-heartbeat"),
     pytest.param(with_("timing.controller_election_timeout", "600ms..300ms"),
                  "timing.controller_election_timeout", ["low end is above the high end"], id="inverted-range"),
+    pytest.param(with_("timing.controller_election_timeout", "400ms"),
+                 "timing.controller_election_timeout", ["wider than one value", "low < high"], id="flat-range"),
+    pytest.param(with_("timing.controller_election_timeout", "50ms..600ms"),
+                 "timing.controller_election_timeout", ["longer than heartbeat_interval"], id="range-below-heartbeat"),
+    pytest.param(with_("cluster.controllers", 4), "cluster.controllers",
+                 ["tolerates 1 failed", "allow_even_quorum: true"], id="even-quorum"),
+    pytest.param(with_("cluster.controllers", 0), "cluster.controllers", ["at least one controller"],
+                 id="no-controller"),
     pytest.param(with_("timing.heartbeat", "1s"), "timing.heartbeat", ["unknown key", "heartbeat_interval"],
                  id="unknown-timing-key"),
     pytest.param(with_("cluster.brokers", [{"id": 1}, {"id": 1}]), "cluster.brokers[1].id",
@@ -366,9 +374,10 @@ def test_broker_shorthand_assigns_racks_round_robin() -> None:
 
 
 def test_controllers_as_a_list_and_racks_as_ints() -> None:
-    data = with_("cluster.controllers", [{"id": 7, "rack": 1}, {"id": 9}])
+    data = with_("cluster.controllers", [{"id": 7, "rack": 1}, {"id": 9}, {"id": 11}])
     t = parse_topology(data, SRC)
-    assert t.cluster.controllers == (NodeSpec("controller", 7, "1"), NodeSpec("controller", 9))
+    assert t.cluster.controllers == (NodeSpec("controller", 7, "1"), NodeSpec("controller", 9),
+                                     NodeSpec("controller", 11))
 
 
 def test_explicit_assignment_is_checked_partition_by_partition() -> None:
@@ -674,9 +683,9 @@ def test_elect_must_name_a_replica_of_its_partition() -> None:
     assert parse_topology(data, SRC).faults[1].target == "broker:3"
 
 
-def test_a_run_reports_only_the_quorum_and_netns_as_not_acted_on() -> None:
-    """Issue 8: every protocol mode is acted on; a run says "not yet acted on" only for a
-    controller quorum and the netns backend."""
+def test_a_run_reports_only_netns_as_not_acted_on() -> None:
+    """Issues 8 and 9: every protocol mode and the controller quorum are acted on; a run says
+    "not yet acted on" only for the netns backend."""
     from testbed.experiment.runner import SUPPORTED
 
     data = base()
@@ -686,4 +695,12 @@ def test_a_run_reports_only_the_quorum_and_netns_as_not_acted_on() -> None:
     data["network"] = {"backend": "netns"}
     data["storage"] = {"medium": "tmpfs", "fsync": "real"}
     notes = not_yet_acted_on(parse_topology(data, SRC), SUPPORTED)
-    assert [n.split(": ")[1] for n in notes] == ["cluster.controllers (3, a quorum)", "network.backend"]
+    assert [n.split(": ")[1] for n in notes] == ["network.backend"]
+
+
+def test_an_even_quorum_runs_when_asked_for_and_says_so_in_the_resolved_topology() -> None:
+    data = with_("cluster.controllers", 4)
+    data["cluster"]["allow_even_quorum"] = True
+    t = parse_topology(data, SRC)
+    assert len(t.cluster.controllers) == 4 and t.to_dict()["cluster"]["allow_even_quorum"] is True
+    assert "allow_even_quorum" not in parse_topology(base(), SRC).to_dict()["cluster"]

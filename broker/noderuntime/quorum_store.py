@@ -1,0 +1,87 @@
+"""A controller's durable Raft state: the term and vote, and the metadata log (R22).
+
+Whatever the brokers' `fsync` setting, every write here is made durable with a real fsync
+before the node sends anything that rests on it (as KRaft does): a vote or an acknowledged
+entry that a crash could forget would break Raft's safety. The log is one JSON line per
+entry, `[term, record]`; the state is one small JSON file replaced atomically.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from broker.common.jsonl import read_jsonl
+from broker.protocol.messages import RaftEntry
+
+STATE_FILE = "quorum-state.json"
+LOG_FILE = "metadata.jsonl"
+
+
+class QuorumStore:
+    def __init__(self, data_dir: Path) -> None:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.dir = data_dir
+        self.state_path = data_dir / STATE_FILE
+        self.log_path = data_dir / LOG_FILE
+        # a torn last line of a crashed controller was never acknowledged to anyone
+        self.entries = [RaftEntry(int(t), r) for t, r in
+                        (line for line in read_jsonl(self.log_path, prefix_only=True)
+                         if isinstance(line, list) and len(line) == 2)]
+        self._fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self._rewrite(self.entries)  # drop any torn tail for good
+
+    def hard_state(self) -> tuple[int, int]:
+        """(term, voted_for); (0, -1) for a controller that never voted."""
+        if not self.state_path.exists():
+            return 0, -1
+        try:
+            d = json.loads(self.state_path.read_text())
+            return int(d["term"]), int(d["voted_for"])
+        except (ValueError, KeyError, TypeError):
+            return 0, -1
+
+    def save_hard_state(self, term: int, voted_for: int) -> None:
+        tmp = self.state_path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(json.dumps({"term": term, "voted_for": voted_for}))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.state_path)
+        _fsync_dir(self.dir)
+
+    def save_entries(self, first: int, entries: list[RaftEntry]) -> None:
+        """The log holds `entries` from index `first` on (a suffix after them is dropped)."""
+        if first < len(self.entries):
+            self._rewrite(self.entries[:first] + list(entries))
+            return
+        self.entries.extend(entries)
+        os.write(self._fd, b"".join(_line(e) for e in entries))
+        os.fsync(self._fd)
+
+    def _rewrite(self, entries: list[RaftEntry]) -> None:
+        tmp = self.log_path.with_suffix(".tmp")
+        with open(tmp, "wb") as f:
+            f.write(b"".join(_line(e) for e in entries))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.log_path)
+        _fsync_dir(self.dir)
+        os.close(self._fd)
+        self._fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND, 0o644)
+        self.entries = list(entries)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def _line(e: RaftEntry) -> bytes:
+    return (json.dumps([e.term, e.record], separators=(",", ":")) + "\n").encode()
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
