@@ -1,7 +1,9 @@
 """`python run.py bench`: the figures of DESIGN section 10 that this build can measure.
 
 - ready: seconds from start to "every partition led" for 1 controller + 3 brokers and
-  24 partitions RF 3 (the median of --repeat cold starts);
+  24 partitions RF 3, and for 3 controllers + 6 brokers (the median of --repeat cold starts);
+- controller failover: seconds from SIGKILL of the active controller to the next committed
+  metadata record (a new leader's first entry), over at least 10 kills;
 - throughput: acks=all RF 3 records/s and MB/s of 100-byte records, batched, with the
   full history recorded (the median of --repeat windows).
 
@@ -26,10 +28,10 @@ from testbed.topology import parse_topology
 RECORD_BYTES = 100
 
 
-def _topology(partitions: int, producers: int, batch: int) -> dict:
+def _topology(partitions: int, producers: int, batch: int, controllers: int = 1, brokers: int = 3) -> dict:
     return {
         "name": "bench", "seed": 1, "duration": "10s",
-        "cluster": {"controllers": 1, "brokers": {"count": 3, "racks": ["a", "b", "c"]}},
+        "cluster": {"controllers": controllers, "brokers": {"count": brokers, "racks": ["a", "b", "c"]}},
         "topics": [{"name": "bench", "partitions": partitions, "replication_factor": 3,
                     "min_insync_replicas": 2, "flush": {"messages": 10000, "interval": "1s"}}],
         "workload": {"producers": [{"count": producers, "topic": "bench", "acks": "all", "rate": "max",
@@ -37,9 +39,9 @@ def _topology(partitions: int, producers: int, batch: int) -> dict:
     }
 
 
-def bench_ready(runs: Path, repeat: int) -> list[float]:
+def bench_ready(runs: Path, repeat: int, controllers: int = 1, brokers: int = 3) -> list[float]:
     out = []
-    topo = parse_topology(_topology(24, 1, 1), "bench")
+    topo = parse_topology(_topology(24, 1, 1, controllers, brokers), "bench")
     for _ in range(repeat):
         c = Cluster(topo, runs_dir=runs)
         try:
@@ -48,6 +50,24 @@ def bench_ready(runs: Path, repeat: int) -> list[float]:
             out.append(time.monotonic() - t0)
         finally:
             c.close()
+    return out
+
+
+def bench_controller_failover(runs: Path, kills: int) -> list[float]:
+    """Kill the active controller `kills` times; each time, the seconds until another one
+    has committed a record (its term's first entry), seen through the control sockets."""
+    out = []
+    with Cluster(parse_topology(_topology(6, 1, 1, controllers=3), "bench"), runs_dir=runs) as c:
+        for _ in range(kills):
+            s = c.wait_until(lambda s: s.controller is not None and all(s.quorum.values()), timeout=10,
+                             what="an active controller and every voter up")
+            old, end = s.controller["node"], s.controller["quorum"]["commit_end"]
+            t0 = time.monotonic()
+            c.kill(old)
+            c.wait_until(lambda s: s.controller is not None and s.controller["node"] != old
+                         and s.controller["quorum"]["commit_end"] > end, timeout=10, what="a new active controller")
+            out.append(time.monotonic() - t0)
+            c.restart(old)
     return out
 
 
@@ -100,11 +120,18 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="isrlab-bench-") as tmp:
         runs = Path(tmp)
         ready = bench_ready(runs, args.repeat)
+        ready_quorum = bench_ready(runs, args.repeat, controllers=3, brokers=6)
+        failover = bench_controller_failover(runs, max(10, args.repeat))
         rates = bench_throughput(runs, args.repeat, args.window, args.producers, args.batch)
     pipeline = bench_pipeline_figure(args.pipeline_records, args.spark_master)
     figures = {
         "ready_s": {"median": statistics.median(ready), "runs": ready,
                     "setup": "1 controller + 3 brokers, 24 partitions RF 3"},
+        "ready_quorum_s": {"median": statistics.median(ready_quorum), "runs": ready_quorum,
+                           "setup": "3 controllers + 6 brokers, 24 partitions RF 3"},
+        "controller_failover_s": {"median": statistics.median(failover), "runs": failover,
+                                  "setup": "SIGKILL of the active controller to the next committed record, "
+                                           "3 controllers, election timeout 300-600 ms"},
         "throughput_records_per_s": {"median": statistics.median(rates), "runs": rates,
                                      "setup": f"acks=all RF 3, {RECORD_BYTES}-byte records, batch {args.batch}, "
                                               f"{args.producers} producers, history recorded"},
@@ -121,6 +148,11 @@ def main(argv: list[str]) -> int:
         t.add_column(col)
     t.add_row("cluster ready (s)", f"{figures['ready_s']['median']:.3f}",
               " ".join(f"{x:.3f}" for x in ready), figures["ready_s"]["setup"])
+    for key, label in (("ready_quorum_s", "cluster ready, quorum (s)"), ("controller_failover_s",
+                                                                        "controller failover (s)")):
+        runs_ = figures[key]["runs"]
+        t.add_row(label, f"{figures[key]['median']:.3f}", f"min {min(runs_):.3f} max {max(runs_):.3f}",
+                  figures[key]["setup"])
     t.add_row("acks=all throughput (records/s)", f"{figures['throughput_records_per_s']['median']:.0f}",
               " ".join(f"{x:.0f}" for x in rates), figures["throughput_records_per_s"]["setup"])
     t.add_row("acks=all throughput (MB/s)", f"{figures['throughput_mb_per_s']['median']:.2f}", "", "")

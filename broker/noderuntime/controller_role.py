@@ -41,7 +41,7 @@ from broker.protocol.raft import (
     SaveEntries,
     SaveHardState,
 )
-from broker.protocol.records import from_dict, to_dict
+from broker.protocol.records import DIGEST_INTERVAL, chain_digest, from_dict, to_dict
 
 RAFT_MESSAGES = (VoteRequest, VoteResponse, AppendEntriesRequest, AppendEntriesResponse)
 
@@ -65,6 +65,7 @@ class ControllerRole:
             term=term, voted_for=voted_for, log=list(self.store.entries), seed=cfg.placement_seed)
         self.controller = self._new_controller()
         self.applied = 0  # entries applied to self.controller
+        self.digest = 0  # I8: the digest of the committed log up to `applied`
         self.active = False
         self.parked: list[_ParkedFetch] = []
 
@@ -135,9 +136,11 @@ class ControllerRole:
         end = self.raft.commit_end
         if self.active:
             if end > self.applied:
+                self._digest_through(end, out)
                 self.applied = end
                 out.extend(self.controller.on_committed(end))
         else:
+            self._digest_through(end, out)
             while self.applied < end:
                 self.controller.replay(self.applied, from_dict(self.raft.log[self.applied].record))
                 self.applied += 1
@@ -147,11 +150,20 @@ class ControllerRole:
             out.extend(self._serve_parked(now))
         return out
 
+    def _digest_through(self, end: int, out: Outputs) -> None:
+        """Extend the committed log's digest from `applied` to `end`, recording it every
+        DIGEST_INTERVAL records (the brokers record theirs at the same offsets)."""
+        for offset in range(self.applied, end):
+            self.digest = chain_digest(self.digest, self.raft.log[offset].record)
+            if (offset + 1) % DIGEST_INTERVAL == 0:
+                out.event("metadata-committed", offset=offset, digest=self.digest)
+
     def _deactivate(self) -> None:
         """No longer the leader: forget state built on what may not be committed."""
         self.active = False
         self.controller = self._new_controller()
         self.applied = 0
+        self.digest = 0
         self.parked = []  # the brokers' requests time out and go to the new leader
 
     # ---------------------------------------------------------------- outputs, carried out for the loop

@@ -44,7 +44,13 @@ from broker.protocol.outputs import (
     Send,
 )
 from broker.protocol.partition import Partition, PartitionConfig, ReadSpec
-from broker.protocol.records import BadRecord, PartitionRecord, from_dict
+from broker.protocol.records import (
+    DIGEST_INTERVAL,
+    BadRecord,
+    PartitionRecord,
+    chain_digest,
+    from_dict,
+)
 from broker.protocol.settings import ProtocolSettings, Timeouts
 
 #: the destination the pure pieces give a controller request; `_route` names the controller
@@ -118,8 +124,10 @@ class BrokerState:
         #: restarted broker must not act on its stale copy of the metadata log.
         self.caught_up = False
         self._controller_index = 0
+        self._metadata_digest = 0  # I8: the digest of the metadata log applied so far
         for offset, rec in metadata_records or []:
             self._apply_record(offset, rec)
+            self._metadata_digest = chain_digest(self._metadata_digest, rec)
 
     # ------------------------------------------------------------------ time
     # ------------------------------------------------------------------ the active controller
@@ -274,6 +282,9 @@ class BrokerState:
                 continue
             fresh.append((offset, raw))
             kind = self._apply_record(offset, raw)
+            self._metadata_digest = chain_digest(self._metadata_digest, raw)
+            if (offset + 1) % DIGEST_INTERVAL == 0:
+                out.event("metadata-applied", offset=offset, digest=self._metadata_digest)
             if kind == "partition":
                 changed.append((raw["topic"], raw["partition"]))
             elif kind is not None:

@@ -100,9 +100,27 @@ def unclean_exclusion(t: Tables, config: ConfigTables) -> DataFrame:
 
 
 def metadata_divergence(t: Tables) -> DataFrame:
-    """I8 as far as the run directory shows it: two controllers elected in one Raft term.
-    Brokers' metadata logs live in the data directories, which a run deletes unless
-    `--keep-data`, so the broker-side prefix property is not checked from the records."""
-    return (t.events.where(F.col("kind") == "controller-elected").groupBy("run_id", "term")
-            .agg(F.sort_array(F.collect_set("controller_id")).alias("controllers"))
-            .where(F.size("controllers") > 1))
+    """I8 and Raft election safety from the records: two controllers elected in one term, and
+    a broker whose metadata log is not a prefix of the committed one, seen as a different
+    digest at an offset where both recorded theirs (every DIGEST_INTERVAL records)."""
+    leaders = (t.events.where(F.col("kind") == "controller-elected").groupBy("run_id", "term")
+               .agg(F.sort_array(F.collect_set("controller_id")).alias("controllers"))
+               .where(F.size("controllers") > 1)
+               .select("run_id", F.lit("two controllers elected in one term").alias("problem"),
+                       F.format_string("term %d: controllers %s", "term",
+                                       F.concat_ws(", ", F.col("controllers").cast("array<string>"))).alias("detail")))
+    digests = (t.events.where(F.col("kind") == "metadata-committed")
+               .groupBy("run_id", "offset").agg(F.min("digest").alias("committed"),
+                                                F.countDistinct("digest").alias("versions")))
+    committed = digests.select("run_id", "offset", "committed")
+    controllers = (digests.where(F.col("versions") > 1).groupBy("run_id").agg(F.min("offset").alias("offset"))
+                   .select("run_id", F.lit("controllers committed different metadata logs").alias("problem"),
+                           F.format_string("their digests differ at offset %d", "offset").alias("detail")))
+    applied = (t.events.where(F.col("kind") == "metadata-applied")
+               .select("run_id", "node", "offset", F.col("digest").alias("applied")))
+    brokers = (applied.join(committed, ["run_id", "offset"])
+               .where(F.col("applied") != F.col("committed"))
+               .groupBy("run_id", "node").agg(F.min("offset").alias("offset"))
+               .select("run_id", F.lit("a broker's metadata log is not a prefix of the committed one").alias("problem"),
+                       F.format_string("%s diverges by offset %d", "node", "offset").alias("detail")))
+    return leaders.unionByName(controllers).unionByName(brokers)

@@ -196,7 +196,17 @@ def _recovered(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_aborted, _sends_backwards, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+def _metadata_digests(root: Path) -> None:
+    """The controllers agree on the digest of the committed metadata log at offset 63; broker 2
+    applied a log with another digest there: I8."""
+    r = RunBuilder(root, "metadata-digests")
+    for node, digest in (("controller-1", 7), ("controller-2", 7), ("broker-1", 7), ("broker-2", 9)):
+        kind = "metadata-committed" if node.startswith("controller") else "metadata-applied"
+        r.events.append({"node": node, "time_ns": T0 + 2 * S, "kind": kind, "offset": 63, "digest": digest})
+    r.write()
+
+
+BUILDERS = [_metadata_digests, _aborted, _sends_backwards, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -218,6 +228,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "sends-backwards": {**ZERO, "nonmonotonic_sends": 1},
     "internal-skip": {**ZERO, "poll_skips": 1, "internal_poll_skips": 1},
     "recovered": {**ZERO, "lost_writes": 1},
+    "metadata-digests": {**ZERO, "metadata_divergence": 1},
 }
 
 
