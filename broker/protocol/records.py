@@ -107,7 +107,7 @@ def from_dict(d: Any) -> MetadataRecord:
 
 #: every this many records, controllers (`metadata-committed`) and brokers (`metadata-applied`)
 #: record the digest of the metadata log up to there, so that I8 can be checked from the run
-DIGEST_INTERVAL = 64
+DIGEST_INTERVAL = 8
 
 
 def chain_digest(previous: int, record: Any) -> int:

@@ -197,12 +197,12 @@ def _recovered(root: Path) -> None:
 
 
 def _metadata_digests(root: Path) -> None:
-    """The controllers agree on the digest of the committed metadata log at offset 63; broker 2
+    """The controllers agree on the digest of the committed metadata log at offset 7; broker 2
     applied a log with another digest there: I8."""
     r = RunBuilder(root, "metadata-digests")
     for node, digest in (("controller-1", 7), ("controller-2", 7), ("broker-1", 7), ("broker-2", 9)):
         kind = "metadata-committed" if node.startswith("controller") else "metadata-applied"
-        r.events.append({"node": node, "time_ns": T0 + 2 * S, "kind": kind, "offset": 63, "digest": digest})
+        r.events.append({"node": node, "time_ns": T0 + 2 * S, "kind": kind, "offset": 7, "digest": digest})
     r.write()
 
 
