@@ -223,6 +223,8 @@ class RaftNode:
                 self._become_leader(now, out)
 
     def _on_append(self, msg: AppendEntriesRequest, now: float, out: Outputs) -> None:
+        if msg.prev_log_index < -1:
+            return  # malformed: no leader sends it, and acting on it would index from the end
         if msg.term < self.term or msg.leader_id not in self.config.voters:
             out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
                 self.term, self.config.node_id, False, self.log_end)))

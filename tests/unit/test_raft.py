@@ -5,6 +5,8 @@ that never go back, commit ends held by a majority, committed data identical eve
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from broker.protocol.messages import (
     AppendEntriesRequest,
@@ -190,3 +192,32 @@ def test_figure_8_an_old_term_entry_on_a_majority_is_not_committed_until_one_of_
     for follower in (2, 3):
         leader.step(AppendEntriesResponse(4, follower, True, match_end=3), 1.2)
     assert leader.commit_end == 3
+
+
+RAFT_MESSAGE = st.one_of(
+    st.builds(VoteRequest, st.integers(-1, 6), st.integers(-1, 5), st.integers(-2, 8), st.integers(-1, 6),
+              st.booleans()),
+    st.builds(VoteResponse, st.integers(-1, 6), st.integers(-1, 5), st.booleans(), st.booleans()),
+    st.builds(AppendEntriesRequest, st.integers(-1, 6), st.integers(-1, 5), st.integers(-2, 8), st.integers(-1, 6),
+              st.lists(st.builds(RaftEntry, st.integers(0, 6), st.just({"type": "x"})), max_size=4),
+              st.integers(-1, 10)),
+    st.builds(AppendEntriesResponse, st.integers(-1, 6), st.integers(-1, 5), st.booleans(), st.integers(-2, 10)),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 3), st.lists(st.tuples(RAFT_MESSAGE, st.floats(0, 2)), min_size=1, max_size=12))
+def test_hostile_stale_or_foreign_raft_messages_never_crash_a_voter_or_break_its_state(who: int, steps) -> None:
+    """Messages from old terms, from non-voters (-1, 4, 5), with nonsense indexes: a voter never
+    raises, its term never goes back, its commit end never goes back nor passes its log end."""
+    n = node(who)
+    elect({i: node(i) for i in VOTERS} | {who: n}, who) if who == 1 else None
+    now, term, commit = 1.0, n.term, n.commit_end
+    committed = list(n.log[:n.commit_end])
+    for msg, dt in steps:
+        now += dt
+        n.step(msg, now)
+        n.tick(now)
+        assert n.term >= term and n.commit_end >= commit and n.commit_end <= n.log_end
+        assert n.log[:len(committed)] == committed, "a committed entry was rewritten"
+        term, commit, committed = n.term, n.commit_end, list(n.log[:n.commit_end])
