@@ -8,9 +8,13 @@ carries them out. The loop hands every disk operation to `persist`, and every re
 """
 from __future__ import annotations
 
+import os
 import time
 import uuid
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from broker.common.jsonl import JsonlAppender, read_jsonl
 from broker.noderuntime.config import NodeConfig
@@ -24,12 +28,13 @@ from broker.protocol.outputs import (
     DeletePartition,
     Outputs,
     PersistMetadata,
+    PersistMetadataSnapshot,
     Truncate,
 )
 from broker.storage.checkpoint import take_clean_shutdown, write_clean_shutdown
 from broker.storage.durability import Durability
 from broker.storage.flush import DEFAULT_FLUSH, FlushPolicy
-from broker.storage.layout import METADATA_COPY_FILE, journal_path, partition_dirs
+from broker.storage.layout import METADATA_COPY_FILE, METADATA_SNAPSHOT_FILE, journal_path, partition_dirs
 from broker.storage.log import PartitionLog
 
 #: how often the logs and the durability model look at the clock (flush.ms, writeback)
@@ -47,6 +52,15 @@ def _metadata_copy(lines: list[Any]) -> list[tuple[int, dict]]:
     return pairs
 
 
+def _metadata_snapshot(path: Path) -> dict | None:
+    """The broker's last metadata snapshot, if it has one that parses as a map."""
+    try:
+        snapshot = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return snapshot if isinstance(snapshot, dict) else None
+
+
 class BrokerRole:
     def __init__(self, cfg: NodeConfig) -> None:
         self.cfg = cfg
@@ -60,12 +74,14 @@ class BrokerRole:
         local = self._recover_logs(now)
         metadata_path = cfg.data_dir / METADATA_COPY_FILE
         records = _metadata_copy(read_jsonl(metadata_path, prefix_only=True))
+        self.metadata_path = metadata_path
         self.metadata_copy = JsonlAppender(metadata_path)
         self.state = BrokerState(
             BrokerConfig(broker_id=cfg.id, rack=cfg.rack, incarnation_id=uuid.uuid4().hex,
                          timeouts=cfg.timeouts, protocol=cfg.protocol,
                          controller_ids=tuple(cfg.controller_ids)),
-            local, previous if previous is not None else -1, records)
+            local, previous if previous is not None else -1, records,
+            _metadata_snapshot(cfg.data_dir / METADATA_SNAPSHOT_FILE))
         self._started.event("broker-started", clean_shutdown_epoch=previous, partitions=len(local))
         self.next_storage_tick = now
 
@@ -135,11 +151,24 @@ class BrokerRole:
                 plog.delete()
         elif isinstance(op, PersistMetadata):
             self.metadata_copy.write_many([[o, r] for o, r in op.records])
+        elif isinstance(op, PersistMetadataSnapshot):
+            self._persist_metadata_snapshot(op.snapshot)
         elif isinstance(op, CleanShutdown):
             self._clean_shutdown(op, now)
         else:
             raise TypeError(f"unknown disk op {op!r}")
         return Outputs()
+
+    def _persist_metadata_snapshot(self, snapshot: dict) -> None:
+        """The snapshot replaces the copy: written whole (atomically), then the copy emptied.
+        A crash between the two leaves records below the snapshot's end, which are skipped."""
+        path = self.cfg.data_dir / METADATA_SNAPSHOT_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(orjson.dumps(snapshot))
+        os.replace(tmp, path)
+        self.metadata_copy.close()
+        self.metadata_path.write_bytes(b"")
+        self.metadata_copy = JsonlAppender(self.metadata_path)
 
     def _clean_shutdown(self, op: CleanShutdown, now: float) -> None:
         """R28/R37 in order: the final HWMs (partitions checkpoint them while running, on

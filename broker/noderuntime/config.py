@@ -45,6 +45,8 @@ class NodeConfig:
     #: topic -> its flush policy
     flush: dict[str, FlushPolicy] = field(default_factory=dict)
     placement_seed: int = 0
+    #: a controller snapshots its metadata log every this many applied records
+    metadata_snapshot_records: int = 1000
 
     def peer_name(self, destination: Any) -> str | None:
         """Protocol destinations are broker ids or node names."""

@@ -13,6 +13,12 @@ A leader becomes the active controller once the entry of its own term is committ
 commits everything before it) and applied. A controller that stops leading drops its state
 and rebuilds it from the committed log: what it had applied but not committed may be gone.
 A controller that is not active answers brokers NOT_CONTROLLER, naming the leader it knows.
+
+Once `metadata_snapshot_records` entries have been applied since the last snapshot, the
+applied state (the metadata image and the log digest) becomes the Raft snapshot and the log
+below it is dropped (on the active controller only when nothing uncommitted is applied yet,
+since its image runs ahead of the commit). A broker fetching below the log's start gets the
+snapshot with the records after it.
 """
 from __future__ import annotations
 
@@ -27,12 +33,14 @@ from broker.protocol.messages import (
     AppendEntriesRequest,
     AppendEntriesResponse,
     ErrorResponse,
+    InstallSnapshotRequest,
     MetadataFetchRequest,
     MetadataFetchResponse,
     MetadataRequest,
     VoteRequest,
     VoteResponse,
 )
+from broker.protocol.metadata_image import MetadataImage
 from broker.protocol.outputs import AppendMetadata, Outputs, Reply
 from broker.protocol.raft import (
     LEADER,
@@ -40,10 +48,11 @@ from broker.protocol.raft import (
     RaftNode,
     SaveEntries,
     SaveHardState,
+    SaveSnapshot,
 )
 from broker.protocol.records import DIGEST_INTERVAL, chain_digest, from_dict, to_dict
 
-RAFT_MESSAGES = (VoteRequest, VoteResponse, AppendEntriesRequest, AppendEntriesResponse)
+RAFT_MESSAGES = (VoteRequest, VoteResponse, AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest)
 
 
 @dataclass
@@ -62,12 +71,22 @@ class ControllerRole:
         self.raft = RaftNode(
             RaftConfig(cfg.id, tuple(cfg.controller_ids), t.controller_election_timeout, t.heartbeat_interval,
                        request_timeout=t.controller_request_timeout),
-            term=term, voted_for=voted_for, log=list(self.store.entries), seed=cfg.placement_seed)
+            term=term, voted_for=voted_for, log=list(self.store.entries), seed=cfg.placement_seed,
+            snapshot=self.store.snapshot)
+        self.active = False
+        self.parked: list[_ParkedFetch] = []
+        self._restart_state_machine()
+
+    def _restart_state_machine(self) -> None:
+        """A fresh controller state at the snapshot (or the log's start), with nothing after it
+        applied yet: `_settle` replays the committed entries that follow."""
         self.controller = self._new_controller()
         self.applied = 0  # entries applied to self.controller
         self.digest = 0  # I8: the digest of the committed log up to `applied`
-        self.active = False
-        self.parked: list[_ParkedFetch] = []
+        snapshot = self.raft.snapshot
+        if snapshot is not None:
+            self.controller.load_snapshot(MetadataImage.from_state(snapshot.state["image"]))
+            self.applied, self.digest = snapshot.end, int(snapshot.state["digest"])
 
     def _new_controller(self) -> Controller:
         return Controller(self.cfg.id, ControllerConfig.from_settings(self.cfg.timeouts, self.cfg.protocol,
@@ -130,9 +149,12 @@ class ControllerRole:
         return out
 
     def _settle(self, out: Outputs, now: float) -> Outputs:
-        """After any input: step down or up, apply what is newly committed, serve fetches."""
+        """After any input: step down or up, apply what is newly committed, take a snapshot
+        when it is due, serve fetches."""
         if self.active and self.raft.role != LEADER:
             self._deactivate()
+        if self.applied < self.raft.log_start:  # a snapshot from the leader replaced our log
+            self._restart_state_machine()
         end = self.raft.commit_end
         if self.active:
             if end > self.applied:
@@ -142,10 +164,14 @@ class ControllerRole:
         else:
             self._digest_through(end, out)
             while self.applied < end:
-                self.controller.replay(self.applied, from_dict(self.raft.log[self.applied].record))
+                self.controller.replay(self.applied, from_dict(self.raft.entry(self.applied).record))
                 self.applied += 1
             if self.raft.role == LEADER and self.applied == self.raft.log_end:
                 self.active = True  # its own term's entry is committed, and everything before it
+        if (self.applied - self.raft.log_start >= self.cfg.metadata_snapshot_records
+                and self.controller.log_end_offset == self.applied):
+            out.extend(self.raft.compact(self.applied, {"image": self.controller.image.to_state(),
+                                                        "digest": self.digest}))
         if self.parked:
             out.extend(self._serve_parked(now))
         return out
@@ -154,16 +180,14 @@ class ControllerRole:
         """Extend the committed log's digest from `applied` to `end`, recording it every
         DIGEST_INTERVAL records (the brokers record theirs at the same offsets)."""
         for offset in range(self.applied, end):
-            self.digest = chain_digest(self.digest, self.raft.log[offset].record)
+            self.digest = chain_digest(self.digest, self.raft.entry(offset).record)
             if (offset + 1) % DIGEST_INTERVAL == 0:
                 out.event("metadata-committed", offset=offset, digest=self.digest)
 
     def _deactivate(self) -> None:
         """No longer the leader: forget state built on what may not be committed."""
         self.active = False
-        self.controller = self._new_controller()
-        self.applied = 0
-        self.digest = 0
+        self._restart_state_machine()
         self.parked = []  # the brokers' requests time out and go to the new leader
 
     # ---------------------------------------------------------------- outputs, carried out for the loop
@@ -172,6 +196,8 @@ class ControllerRole:
             self.store.save_hard_state(op.term, op.voted_for)
         elif isinstance(op, SaveEntries):
             self.store.save_entries(op.first, op.entries)
+        elif isinstance(op, SaveSnapshot):
+            self.store.save_snapshot(op.snapshot, op.entries)
         else:
             raise TypeError(f"unknown controller disk op {op!r}")
         return Outputs()
@@ -181,10 +207,14 @@ class ControllerRole:
 
     def _metadata(self, req: MetadataFetchRequest) -> MetadataFetchResponse:
         start = max(0, req.fetch_offset)
+        snapshot = None
+        if start < self.raft.log_start:  # what the broker needs is in the snapshot only
+            snapshot = {"end": self.raft.snapshot.end, **self.raft.snapshot.state}
+            start = self.raft.log_start
         stop = min(self.raft.commit_end, start + req.max_records)
-        records = [e.record for e in self.raft.log[start:stop]]
-        return MetadataFetchResponse(Errors.NONE, records, base_offset=req.fetch_offset,
-                                     high_watermark=self.raft.commit_end, leader_id=self.cfg.id)
+        records = [e.record for e in self.raft.entries(start, stop)]
+        return MetadataFetchResponse(Errors.NONE, records, base_offset=start,
+                                     high_watermark=self.raft.commit_end, leader_id=self.cfg.id, snapshot=snapshot)
 
     def _serve_parked(self, now: float) -> Outputs:
         """Answer the parked fetches that new records or their deadline satisfy."""

@@ -3,7 +3,11 @@
 Whatever the brokers' `fsync` setting, every write here is made durable with a real fsync
 before the node sends anything that rests on it (as KRaft does): a vote or an acknowledged
 entry that a crash could forget would break Raft's safety. The log is one JSON line per
-entry, `[term, record]`; the state is one small JSON file replaced atomically.
+entry, `[term, record]`, after a header line `{"base": index of the first entry}`; the
+term and vote, and the snapshot of the log below `base` (`{"end", "last_term", "state"}`),
+are small JSON files each replaced atomically. A snapshot is written before the log loses
+its prefix, so a crash between the two leaves a log that starts below the snapshot's end,
+and its entries below the end are ignored.
 """
 from __future__ import annotations
 
@@ -13,9 +17,11 @@ from pathlib import Path
 
 from broker.common.jsonl import read_jsonl
 from broker.protocol.messages import RaftEntry
+from broker.protocol.raft import RaftSnapshot
 
 STATE_FILE = "quorum-state.json"
 LOG_FILE = "metadata.jsonl"
+SNAPSHOT_FILE = "metadata-snapshot.json"
 
 
 class QuorumStore:
@@ -24,12 +30,23 @@ class QuorumStore:
         self.dir = data_dir
         self.state_path = data_dir / STATE_FILE
         self.log_path = data_dir / LOG_FILE
+        self.snapshot_path = data_dir / SNAPSHOT_FILE
+        self.snapshot = self._read_snapshot()
+        self.base = self.snapshot.end if self.snapshot is not None else 0
         # a torn last line of a crashed controller was never acknowledged to anyone
-        self.entries = [RaftEntry(int(t), r) for t, r in
-                        (line for line in read_jsonl(self.log_path, prefix_only=True)
-                         if isinstance(line, list) and len(line) == 2)]
+        lines = read_jsonl(self.log_path, prefix_only=True)
+        base = lines[0]["base"] if lines and isinstance(lines[0], dict) and isinstance(lines[0].get("base"), int) else 0
+        entries = [RaftEntry(int(t), r) for t, r in (line for line in lines if isinstance(line, list) and len(line) == 2)]
+        #: the entries from `base` on
+        self.entries = entries[self.base - base:] if base <= self.base else []
         self._fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self._rewrite(self.entries)  # drop any torn tail for good
+        self._rewrite(self.entries)  # drop any torn tail and compacted prefix for good
+
+    def _read_snapshot(self) -> RaftSnapshot | None:
+        if not self.snapshot_path.exists():
+            return None
+        d = json.loads(self.snapshot_path.read_text())  # written atomically: whole or absent
+        return RaftSnapshot(int(d["end"]), int(d["last_term"]), d["state"])
 
     def hard_state(self) -> tuple[int, int]:
         """(term, voted_for); (0, -1) for a controller that never voted."""
@@ -50,10 +67,22 @@ class QuorumStore:
         os.replace(tmp, self.state_path)
         _fsync_dir(self.dir)
 
+    def save_snapshot(self, snapshot: RaftSnapshot, entries: list[RaftEntry]) -> None:
+        """The snapshot, then a log of exactly `entries` from `snapshot.end` on."""
+        tmp = self.snapshot_path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(json.dumps({"end": snapshot.end, "last_term": snapshot.last_term, "state": snapshot.state}))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.snapshot_path)
+        _fsync_dir(self.dir)
+        self.snapshot, self.base = snapshot, snapshot.end
+        self._rewrite(list(entries))
+
     def save_entries(self, first: int, entries: list[RaftEntry]) -> None:
         """The log holds `entries` from index `first` on (a suffix after them is dropped)."""
-        if first < len(self.entries):
-            self._rewrite(self.entries[:first] + list(entries))
+        if first < self.base + len(self.entries):
+            self._rewrite(self.entries[:max(0, first - self.base)] + list(entries))
             return
         self.entries.extend(entries)
         os.write(self._fd, b"".join(_line(e) for e in entries))
@@ -62,6 +91,7 @@ class QuorumStore:
     def _rewrite(self, entries: list[RaftEntry]) -> None:
         tmp = self.log_path.with_suffix(".tmp")
         with open(tmp, "wb") as f:
+            f.write(json.dumps({"base": self.base}).encode() + b"\n")
             f.write(b"".join(_line(e) for e in entries))
             f.flush()
             os.fsync(f.fileno())

@@ -40,6 +40,7 @@ from broker.protocol.outputs import (
     DeletePartition,
     Outputs,
     PersistMetadata,
+    PersistMetadataSnapshot,
     Reply,
     Send,
 )
@@ -99,7 +100,8 @@ class BrokerState:
 
     def __init__(self, config: BrokerConfig, local: dict[tuple[str, int], LocalReplica],
                  previous_broker_epoch: int,
-                 metadata_records: list[tuple[int, dict]] | None = None) -> None:
+                 metadata_records: list[tuple[int, dict]] | None = None,
+                 metadata_snapshot: dict | None = None) -> None:
         self.config = config
         self.broker_id = config.broker_id
         self.image = MetadataImage()
@@ -125,7 +127,11 @@ class BrokerState:
         self.caught_up = False
         self._controller_index = 0
         self._metadata_digest = 0  # I8: the digest of the metadata log applied so far
+        if metadata_snapshot is not None:
+            self._load_snapshot(metadata_snapshot)
         for offset, rec in metadata_records or []:
+            if offset <= self.image.offset:
+                continue
             self._apply_record(offset, rec)
             self._metadata_digest = chain_digest(self._metadata_digest, rec)
 
@@ -275,6 +281,11 @@ class BrokerState:
             return out
         changed: list[tuple[str, int]] = []
         brokers_changed = False
+        if msg.snapshot is not None and self._snapshot_end(msg.snapshot) - 1 > self.image.offset:
+            if not self._load_snapshot(msg.snapshot):
+                return out
+            out.disk.append(PersistMetadataSnapshot(msg.snapshot))
+            changed, brokers_changed = list(self.image.partitions), True
         fresh: list[tuple[int, dict]] = []
         for i, raw in enumerate(msg.records):
             offset = msg.base_offset + i
@@ -308,6 +319,26 @@ class BrokerState:
             out.extend(self._reconcile(key, now))
         out.extend(self._complete_parked(now))
         return out
+
+    @staticmethod
+    def _snapshot_end(snapshot: dict) -> int:
+        end = snapshot.get("end")
+        return end if isinstance(end, int) else -1
+
+    def _load_snapshot(self, snapshot: dict) -> bool:
+        """Start the image over from a metadata snapshot (the controller compacted the log
+        below what this broker had); False, changing nothing, for a malformed one."""
+        try:
+            image = MetadataImage.from_state(snapshot.get("image"))
+            digest = int(snapshot.get("digest"))
+        except (BadRecord, TypeError, ValueError):
+            self.malformed_metadata += 1
+            return False
+        if image.offset != self._snapshot_end(snapshot) - 1:
+            self.malformed_metadata += 1
+            return False
+        self.image, self._metadata_digest = image, digest
+        return True
 
     def _apply_record(self, offset: int, raw: Any) -> str | None:
         try:

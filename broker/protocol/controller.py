@@ -202,6 +202,12 @@ class Controller:
         self.committed_offset = max(self.committed_offset, offset + 1)
         return applied
 
+    def load_snapshot(self, image: MetadataImage) -> None:
+        """Start from a snapshot's image (a follower's or a restarted controller's state):
+        the log below `image.offset + 1` is committed and applied."""
+        self.image = image
+        self.log_end_offset = self.committed_offset = image.offset + 1
+
     # ================================================================== views
     def metadata_response(self, topics: list[str] | None) -> MetadataResponse:
         return build_metadata_response(self.image, topics, self.node_id)

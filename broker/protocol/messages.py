@@ -199,6 +199,9 @@ class MetadataFetchResponse:
     base_offset: int = 0
     high_watermark: int = 0  # committed end of the metadata log
     leader_id: int = -1
+    #: when `fetch_offset` is below the log's start: the snapshot the records follow,
+    #: {"end", "image" (MetadataImage.to_state), "digest"}; base_offset is then its end
+    snapshot: dict | None = None
 
 
 @dataclass
@@ -322,6 +325,17 @@ class AppendEntriesResponse:
     match_end: int = 0
 
 
+@dataclass
+class InstallSnapshotRequest:
+    """Raft section 7: the leader's snapshot, for a voter that needs entries it no longer
+    holds. Answered with an AppendEntriesResponse whose `match_end` is `end`."""
+    term: int
+    leader_id: int
+    end: int  # the snapshot replaces the entries below this index
+    last_term: int  # the term of entry end-1
+    state: dict = field(default_factory=dict)
+
+
 # ---------------------------------------------------------------- supervisor -> node (control socket)
 @dataclass
 class ControlRequest:
@@ -357,5 +371,5 @@ MESSAGE_TYPES = (
     AlterPartitionResponse, MetadataFetchRequest, MetadataFetchResponse, CreateTopicsRequest,
     CreateTopicsResponse, ControlRequest, ControlResponse, ErrorResponse, GetReplicaLogInfoRequest,
     GetReplicaLogInfoResponse, ElectLeadersRequest, ElectLeadersResponse, AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse, VoteRequest, VoteResponse, AppendEntriesRequest, AppendEntriesResponse,
+    AlterPartitionReassignmentsResponse, VoteRequest, VoteResponse, AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest,
 )

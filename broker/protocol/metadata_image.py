@@ -10,17 +10,21 @@ correct controller; refusing it keeps one bad record from corrupting the image.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from broker.common.errors import Errors
 from broker.protocol.messages import MetadataResponse, PartitionMetadata
 from broker.protocol.records import (
+    BadRecord,
     BrokerRegistrationChangeRecord,
     LeaderChangeRecord,
     MetadataRecord,
     PartitionRecord,
     RegisterBrokerRecord,
     TopicRecord,
+    from_dict,
+    to_dict,
 )
 
 
@@ -88,6 +92,37 @@ class MetadataImage:
             self.partitions[(record.topic, record.partition)] = record
             return True
         return False
+
+    # ------------------------------------------------------------------ snapshots
+    def to_state(self) -> dict[str, Any]:
+        """The whole image as plain data (a metadata snapshot, KIP-630): what replaying the
+        log up to `offset` built, so that a controller or broker can start from it."""
+        return {"offset": self.offset,
+                "brokers": [asdict(b) for _, b in sorted(self.brokers.items())],
+                "topics": [to_dict(t) for _, t in sorted(self.topics.items())],
+                "partitions": [to_dict(p) for _, p in sorted(self.partitions.items())]}
+
+    @classmethod
+    def from_state(cls, state: Any) -> MetadataImage:
+        """The image `to_state` described; raises BadRecord for anything else."""
+        image = cls()
+        try:
+            image.offset = int(state["offset"])
+            for b in state["brokers"]:
+                image.brokers[int(b["broker_id"])] = BrokerRegistration(**b)
+            for t in state["topics"]:
+                topic = from_dict(t)
+                if not isinstance(topic, TopicRecord):
+                    raise BadRecord(f"a topic of the snapshot is a {type(topic).__name__}")
+                image.topics[topic.name] = topic
+            for p in state["partitions"]:
+                partition = from_dict(p)
+                if not isinstance(partition, PartitionRecord):
+                    raise BadRecord(f"a partition of the snapshot is a {type(partition).__name__}")
+                image.partitions[(partition.topic, partition.partition)] = partition
+        except (KeyError, TypeError, ValueError) as e:
+            raise BadRecord(f"malformed metadata snapshot: {e!r}") from None
+        return image
 
     # ------------------------------------------------------------------ queries
     def partition(self, topic: str, partition: int) -> PartitionRecord | None:

@@ -72,6 +72,13 @@ class PersistMetadata:
 
 
 @dataclass
+class PersistMetadataSnapshot:
+    """Replace the broker's copy of the metadata log by this snapshot (the records that
+    follow it come as PersistMetadata): {"end", "image", "digest"}, as fetched."""
+    snapshot: dict
+
+
+@dataclass
 class CleanShutdown:
     """The end of a controlled shutdown (R28, R37), in this order: checkpoint each replica's
     HWM, flush every log, then write `broker_epoch` as the clean-shutdown marker."""
@@ -88,7 +95,7 @@ class AppendMetadata:
 
 
 DiskOp = Union[AppendRecords, AppendBatches, Truncate, AssignEpoch, CheckpointHighWatermark,
-               DeletePartition, PersistMetadata, CleanShutdown, AppendMetadata]
+               DeletePartition, PersistMetadata, PersistMetadataSnapshot, CleanShutdown, AppendMetadata]
 
 
 # ------------------------------------------------------------------ messages

@@ -19,7 +19,12 @@ module adds to the textbook algorithm:
   timeout steps down, so an isolated leader stops believing it leads;
 - a new leader appends one entry of its own term at once (`LEADER_CHANGE`), because only
   entries of the current term are committed by counting replicas (Raft figure 8), and
-  committing it commits everything before it.
+  committing it commits everything before it;
+- snapshots (Raft section 7, KIP-630): `compact(end, state)` replaces the committed prefix
+  below `end` by the state machine's state after it, so the log stays short; a follower that
+  needs an entry the leader no longer holds (a new, lagging or emptied voter) gets the
+  snapshot (`InstallSnapshotRequest`) and then the log after it. The log then holds the
+  entries from `log_start` (the snapshot's end) on.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ from broker.common.names import node_name
 from broker.protocol.messages import (
     AppendEntriesRequest,
     AppendEntriesResponse,
+    InstallSnapshotRequest,
     RaftEntry,
     VoteRequest,
     VoteResponse,
@@ -74,6 +80,22 @@ class SaveEntries:
     entries: list[RaftEntry]
 
 
+@dataclass(frozen=True)
+class RaftSnapshot:
+    """The state machine after the entries below `end`, which it replaces."""
+    end: int  # exclusive: entries 0 .. end-1 are in it
+    last_term: int  # the term of entry end-1
+    state: dict  # opaque to Raft: what the state machine needs to resume at `end`
+
+
+@dataclass
+class SaveSnapshot:
+    """Make `snapshot` durable, then the log hold exactly `entries` from `snapshot.end` on
+    (everything below is in the snapshot). Durable before anything is sent."""
+    snapshot: RaftSnapshot
+    entries: list[RaftEntry]
+
+
 @dataclass
 class _Progress:
     """What the leader knows of one follower."""
@@ -88,13 +110,14 @@ class RaftNode:
     config: RaftConfig
     term: int = 0
     voted_for: int = NO_LEADER
-    log: list[RaftEntry] = field(default_factory=list)
+    log: list[RaftEntry] = field(default_factory=list)  # the entries from log_start on
     seed: int = 0
+    snapshot: RaftSnapshot | None = None
 
     def __post_init__(self) -> None:
         self.role = FOLLOWER
         self.leader_id = NO_LEADER
-        self.commit_end = 0
+        self.commit_end = self.log_start  # a snapshot holds committed entries only
         self._rng = random.Random(f"raft:{self.seed}:{self.config.node_id}")
         self._election_deadline: float | None = None
         self._last_leader_contact: float | None = None
@@ -108,20 +131,39 @@ class RaftNode:
         return tuple(v for v in self.config.voters if v != self.config.node_id)
 
     @property
+    def log_start(self) -> int:
+        """The first index held as an entry; those below are in the snapshot."""
+        return self.snapshot.end if self.snapshot is not None else 0
+
+    @property
     def log_end(self) -> int:
-        return len(self.log)
+        return self.log_start + len(self.log)
+
+    def entry(self, index: int) -> RaftEntry:
+        """Entry `index`, which must be held (log_start <= index < log_end)."""
+        return self.log[index - self.log_start]
+
+    def entries(self, start: int, stop: int) -> list[RaftEntry]:
+        """The held entries of [start, stop)."""
+        base = self.log_start
+        return self.log[max(0, start - base):max(0, stop - base)]
 
     def last_term(self) -> int:
-        return self.log[-1].term if self.log else 0
+        return self.term_at(self.log_end - 1)
 
     def term_at(self, index: int) -> int:
-        """The term of entry `index`; 0 for index -1 (before the log)."""
-        return self.log[index].term if 0 <= index < len(self.log) else 0
+        """The term of entry `index`: the snapshot's last term for the entry just below the
+        log; 0 for index -1 (before the log) and for an index not held."""
+        if self.log_start <= index < self.log_end:
+            return self.log[index - self.log_start].term
+        if self.snapshot is not None and index == self.snapshot.end - 1:
+            return self.snapshot.last_term
+        return 0
 
     def describe(self) -> dict:
         d: dict[str, Any] = {"node_id": self.config.node_id, "role": self.role, "term": self.term,
                              "leader_id": self.leader_id, "voted_for": self.voted_for,
-                             "log_end": self.log_end, "commit_end": self.commit_end}
+                             "log_start": self.log_start, "log_end": self.log_end, "commit_end": self.commit_end}
         if self.role == LEADER:
             d["followers"] = {str(p): {"match_end": s.match_end, "next_index": s.next_index}
                               for p, s in sorted(self._progress.items())}
@@ -161,6 +203,20 @@ class RaftNode:
         self._advance_commit()
         return first, out
 
+    # ------------------------------------------------------------------ snapshots
+    def compact(self, end: int, state: dict) -> Outputs:
+        """Replace the committed entries below `end` by `state`, the state machine after them.
+        A no-op unless log_start < end <= commit_end."""
+        out = Outputs()
+        if not self.log_start < end <= self.commit_end:
+            return out
+        last_term = self.term_at(end - 1)
+        del self.log[:end - self.log_start]
+        self.snapshot = RaftSnapshot(end, last_term, state)
+        out.disk.append(SaveSnapshot(self.snapshot, list(self.log)))
+        out.event("metadata-snapshot", end=end, term=self.snapshot.last_term, how="taken")
+        return out
+
     # ------------------------------------------------------------------ messages
     def step(self, msg: object, now: float) -> Outputs:
         out = Outputs()
@@ -172,6 +228,8 @@ class RaftNode:
             self._on_append(msg, now, out)
         elif isinstance(msg, AppendEntriesResponse):
             self._on_append_response(msg, now, out)
+        elif isinstance(msg, InstallSnapshotRequest):
+            self._on_install_snapshot(msg, now, out)
         return out
 
     def on_timeout(self, peer: int, now: float) -> None:
@@ -233,15 +291,23 @@ class RaftNode:
             self._become_follower(msg.term, msg.leader_id, now, out)
         self._last_leader_contact = now
         self._reset_election_timer(now)
-        prev = msg.prev_log_index
-        if prev >= self.log_end or (prev >= 0 and self.term_at(prev) != msg.prev_log_term):
+        prev, new = msg.prev_log_index, list(msg.entries)
+        match_end = prev + 1 + len(new)
+        if prev < self.log_start - 1:
+            # entries below log_start are in our snapshot, so committed, so the leader's own
+            del new[:self.log_start - 1 - prev]
+            prev = self.log_start - 1
+            if not new:
+                out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
+                    self.term, self.config.node_id, True, match_end)))
+                return
+        elif prev >= self.log_end or (prev >= 0 and self.term_at(prev) != msg.prev_log_term):
             # the leader backs off to what we may share: at most our end, below the mismatch
             hint = min(self.log_end, max(0, prev))
             out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
                 self.term, self.config.node_id, False, hint)))
             return
         index = prev + 1
-        new = list(msg.entries)
         # skip entries we already hold; truncate at the first conflict (log matching)
         while new and index < self.log_end and self.term_at(index) == new[0].term:
             index += 1
@@ -249,13 +315,35 @@ class RaftNode:
         if new:
             if index < self.log_end and index < self.commit_end:
                 return  # a leader never rewrites committed entries: drop the malformed message
-            del self.log[index:]
+            del self.log[index - self.log_start:]
             self.log.extend(new)
             out.disk.append(SaveEntries(index, list(new)))
-        match_end = prev + 1 + len(msg.entries)
         self.commit_end = max(self.commit_end, min(msg.leader_commit, match_end))
         out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
             self.term, self.config.node_id, True, match_end)))
+
+    def _on_install_snapshot(self, msg: InstallSnapshotRequest, now: float, out: Outputs) -> None:
+        """Raft section 7: the leader no longer holds the entries we need. A snapshot that
+        ends inside what we have committed changes nothing; otherwise our log gives way to it,
+        keeping the entries after it only when they follow on from its last entry."""
+        if msg.term < self.term or msg.leader_id not in self.config.voters or msg.end < 1 or msg.last_term < 0:
+            out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
+                self.term, self.config.node_id, False, self.log_end)))
+            return
+        if msg.term > self.term or self.role != FOLLOWER or self.leader_id != msg.leader_id:
+            self._become_follower(msg.term, msg.leader_id, now, out)
+        self._last_leader_contact = now
+        self._reset_election_timer(now)
+        if msg.end > self.commit_end:
+            keep = (self.log_start <= msg.end - 1 < self.log_end and self.term_at(msg.end - 1) == msg.last_term)
+            self.log = self.log[msg.end - self.log_start:] if keep else []
+            self.snapshot = RaftSnapshot(msg.end, msg.last_term, dict(msg.state))
+            self.commit_end = msg.end
+            out.disk.append(SaveSnapshot(self.snapshot, list(self.log)))
+            out.event("metadata-snapshot", end=msg.end, term=msg.last_term, how="installed",
+                      leader=msg.leader_id)
+        out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
+            self.term, self.config.node_id, True, msg.end)))
 
     def _on_append_response(self, msg: AppendEntriesResponse, now: float, out: Outputs) -> None:
         if msg.term > self.term:
@@ -272,6 +360,9 @@ class RaftNode:
             self._advance_commit()
         else:
             progress.next_index = max(0, min(progress.next_index - 1, msg.match_end))
+            # a follower that lost its disk no longer holds what it acknowledged: believe it, so
+            # that what is sent next (a snapshot, then entries) starts where it really is
+            progress.match_end = min(progress.match_end, progress.next_index)
         if progress.next_index < self.log_end:
             self._replicate(msg.follower_id, now, out)
 
@@ -333,9 +424,14 @@ class RaftNode:
         progress = self._progress[peer]
         if not force and now < progress.in_flight_until:
             return
-        prev = progress.next_index - 1
-        entries = self.log[progress.next_index:progress.next_index + MAX_BATCH]
         progress.in_flight_until = now + self.config.request_timeout
+        if progress.next_index < self.log_start:
+            assert self.snapshot is not None
+            out.messages.append(self._send(peer, InstallSnapshotRequest(
+                self.term, self.config.node_id, self.snapshot.end, self.snapshot.last_term, self.snapshot.state)))
+            return
+        prev = progress.next_index - 1
+        entries = self.entries(progress.next_index, progress.next_index + MAX_BATCH)
         out.messages.append(self._send(peer, AppendEntriesRequest(
             self.term, self.config.node_id, prev, self.term_at(prev), list(entries), self.commit_end)))
 

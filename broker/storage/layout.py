@@ -12,6 +12,8 @@ from pathlib import Path
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 #: the broker's persistent copy of the metadata log (R22), one `[offset, record]` a line
 METADATA_COPY_FILE = "__cluster_metadata.jsonl"
+#: the broker's copy of the controller's last metadata snapshot, when its log was compacted
+METADATA_SNAPSHOT_FILE = "__cluster_metadata.snapshot.json"
 
 
 def partition_dir_name(topic: str, partition: int) -> str:

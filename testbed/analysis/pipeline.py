@@ -10,7 +10,8 @@ from testbed.analysis.ingest import IngestError, find_runs, ingest
 from testbed.analysis.job import run_job
 from testbed.analysis.report import write_report
 from testbed.analysis.runinfo import config_tables, load_run_info
-from testbed.analysis.session import get_spark
+from testbed.analysis.schemas import RECORD_FILES
+from testbed.analysis.session import get_spark, tune_for
 from testbed.analysis.summary import write_summary
 from testbed.analysis.verdict import RunVerdict, judge
 
@@ -37,6 +38,8 @@ def analyze_runs(paths: list[Path], spark_master: str | None = None,
     (default: `<common parent>/summary`). Raises IngestError when no run can be found."""
     runs = find_runs([Path(p) for p in paths])
     spark = get_spark(spark_master)
+    tune_for(spark, sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES
+                        if (run / spec.path).is_file()))
     infos = {run.name: load_run_info(run) for run in runs}
     tables, rejected = ingest(spark, runs, warehouse_for(runs, summary_dir))
     judged = [rid for rid in infos if rid not in rejected]

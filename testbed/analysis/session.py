@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 
 _session: SparkSession | None = None
+_lock = threading.Lock()  # the session may be started by `warm_up`'s thread and a caller at once
 
 
 def get_spark(master: str | None = None) -> SparkSession:
@@ -24,6 +26,11 @@ def get_spark(master: str | None = None) -> SparkSession:
     the driver keeps up to 1,000 of each (and 100,000 tasks), and a process that judges
     run after run (a test worker, a matrix) ran out of heap on that history alone.
     """
+    with _lock:
+        return _get_spark(master)
+
+
+def _get_spark(master: str | None) -> SparkSession:
     global _session
     if _session is not None:
         wanted = master or DEFAULT_MASTER
@@ -62,9 +69,47 @@ def get_spark(master: str | None = None) -> SparkSession:
     return _session
 
 
+#: Below this much JSONL a job's time is its fixed costs, not its rows (see `tune_for`).
+SMALL_INPUT_BYTES = 64 << 20
+
+_SMALL = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+          "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
+_LARGE = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK",
+          "spark.sql.adaptive.enabled": "true", "spark.sql.shuffle.partitions": "4"}
+
+
+def tune_for(spark: SparkSession, input_bytes: int) -> None:
+    """Fit the session's SQL settings to the size of what it is about to judge.
+
+    A run of a few megabytes is judged by dozens of small queries, each of which Spark would
+    compile to Java (whole-stage and expression code generation, about 0.1-0.5 s a query on
+    a cold JVM), re-plan adaptively between stages, and spread over 4 shuffle partitions of
+    a few rows: interpreted, planned once, one partition, a small run is judged in about half
+    the time (measured: 29 s -> 17 s warm for a 2.7 MB run). Millions of records need the
+    opposite, so the settings follow the input; they are runtime settings of the one session.
+    """
+    for key, value in (_SMALL if input_bytes < SMALL_INPUT_BYTES else _LARGE).items():
+        spark.conf.set(key, value)
+
+
+def warm_up(master: str | None = None) -> threading.Thread:
+    """Start the session in a background thread, with one trivial action (class loading, the
+    first job's setup), so that it is ready when a run's workload ends: a run's verdict then
+    waits for the checks, not for a JVM. `get_spark` waits for it if it is still starting."""
+    def start() -> None:
+        try:
+            get_spark(master).range(1).count()
+        except Exception:  # noqa: BLE001 - the verdict's own get_spark reports the failure
+            pass
+    thread = threading.Thread(target=start, name="spark-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
 def stop_spark() -> None:
     """Stop the session and its JVM, so that no process outlives the caller."""
     global _session
-    if _session is not None:
-        _session.stop()
-        _session = None
+    with _lock:
+        if _session is not None:
+            _session.stop()
+            _session = None

@@ -9,13 +9,15 @@ from testbed.config.walker import INVALID, Walker, is_int, join, valid
 
 
 def parse_cluster(w: Walker, value: object, path: str) -> ClusterSpec | Any:
-    m = w.mapping(value, path, ("controllers", "brokers", "allow_even_quorum"), required=("brokers",))
+    m = w.mapping(value, path, ("controllers", "brokers", "allow_even_quorum", "metadata_snapshot_records"), required=("brokers",))
     if m is None:
         return INVALID
     controllers = _parse_nodes(w, m.get("controllers", 1), join(path, "controllers"), "controller")
     brokers = _parse_nodes(w, m["brokers"], join(path, "brokers"), "broker") if "brokers" in m else INVALID
     allow_even = w.field(m, "allow_even_quorum", path, scalars.boolean, False)
-    if not valid(controllers, brokers, allow_even):
+    snapshot_records = w.field(m, "metadata_snapshot_records", path, scalars.integer(1),
+                               ClusterSpec.metadata_snapshot_records)
+    if not valid(controllers, brokers, allow_even, snapshot_records):
         return INVALID
     n = len(controllers)
     if n % 2 == 0 and not allow_even:
@@ -32,7 +34,8 @@ def parse_cluster(w: Walker, value: object, path: str) -> ClusterSpec | Any:
             "(give every broker a rack, or none)",
         )
         return INVALID
-    return ClusterSpec(controllers=controllers, brokers=brokers, allow_even_quorum=allow_even)
+    return ClusterSpec(controllers=controllers, brokers=brokers, allow_even_quorum=allow_even,
+                       metadata_snapshot_records=snapshot_records)
 
 
 def _parse_nodes(w: Walker, value: object, path: str, kind: str) -> tuple[NodeSpec, ...] | Any:

@@ -79,6 +79,9 @@ class ClusterSpec:
     controllers: tuple[NodeSpec, ...]
     brokers: tuple[NodeSpec, ...]
     allow_even_quorum: bool = False  # an even number of controllers, on purpose
+    #: a controller snapshots the metadata log every this many records (Kafka:
+    #: metadata.log.max.record.bytes.between.snapshots, here counted in records)
+    metadata_snapshot_records: int = 1000
 
 
 #: the `protocol:` section is the protocol's own settings type, defaults included

@@ -41,6 +41,7 @@ def cluster_to_yaml(cluster: ClusterSpec) -> dict[str, Any]:
     out: dict[str, Any] = {
         "controllers": _controllers_to_yaml(cluster.controllers),
         "brokers": [_node_to_yaml(b) for b in cluster.brokers],
+        "metadata_snapshot_records": cluster.metadata_snapshot_records,
     }
     if cluster.allow_even_quorum:
         out["allow_even_quorum"] = True

@@ -47,4 +47,4 @@ def build_node_configs(topology: Topology, nodes: list[NodeSpec], run_dir: RunDi
         data_dir=run_dir.data_dir(spec.name).resolve(), endpoint=endpoints[spec.name][0],
         control_endpoint=endpoints[spec.name][1], token=token, supervisor_pid=os.getpid(), peers=peers,
         controller_ids=controller_ids, timeouts=timeouts, protocol=t.protocol, storage=storage, flush=flush,
-        placement_seed=t.seed) for spec in nodes}
+        placement_seed=t.seed, metadata_snapshot_records=t.cluster.metadata_snapshot_records) for spec in nodes}

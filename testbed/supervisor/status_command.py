@@ -44,19 +44,20 @@ def print_status(runs_dir: Path) -> int:
 
 
 def quorum_table(status: ClusterStatus) -> Table:
-    """The controller quorum (R22): each voter's role, term, log end and commit end, and each
-    broker's applied metadata offset."""
+    """The controller quorum (R22): each voter's role, term, log start (its snapshot's end),
+    log end and commit end, and each broker's applied metadata offset."""
     table = Table(title="metadata quorum")
-    for col in ("node", "role", "term", "leader", "log end", "commit end / applied"):
+    for col in ("node", "role", "term", "leader", "snapshot", "log end", "commit end / applied"):
         table.add_column(col)
     for name, body in sorted(status.quorum.items()):
         q = (body or {}).get("quorum")
         if q is None:
-            table.add_row(name, "down or silent", "-", "-", "-", "-")
+            table.add_row(name, "down or silent", "-", "-", "-", "-", "-")
             continue
         role = q["role"] + (" (active)" if body.get("active") else "")
-        table.add_row(name, role, str(q["term"]), str(q["leader_id"]), str(q["log_end"]), str(q["commit_end"]))
+        table.add_row(name, role, str(q["term"]), str(q["leader_id"]), str(q.get("log_start", 0)),
+                      str(q["log_end"]), str(q["commit_end"]))
     for broker, body in sorted(status.brokers.items()):
         applied = "-" if body is None else str(body.get("metadata_offset", -1) + 1)
-        table.add_row(f"broker-{broker}", "broker", "-", "-", "-", applied)
+        table.add_row(f"broker-{broker}", "broker", "-", "-", "-", "-", applied)
     return table

@@ -4,7 +4,8 @@ The active controller killed, paused and isolated in turn under an acks=all work
 one is elected each time, no broker is fenced by the failover alone, nothing acknowledged is
 lost, and every controller and broker ends with the same committed metadata log. A majority
 down freezes the metadata (no fencing) until it is back; a controller that lost its disk
-rejoins empty and catches up from the leader.
+rejoins empty and catches up from the leader. With a short snapshot interval, the log is
+compacted and a controller or broker that lost its disk is brought up by a snapshot.
 """
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ import pytest
 from rich.console import Console
 
 from broker.common.jsonl import read_jsonl
-from broker.noderuntime.quorum_store import LOG_FILE
-from broker.storage.layout import METADATA_COPY_FILE
+from broker.noderuntime.quorum_store import LOG_FILE, SNAPSHOT_FILE
+from broker.storage.layout import METADATA_COPY_FILE, METADATA_SNAPSHOT_FILE
 from testbed.analysis import analyze_runs
 from testbed.experiment.runner import run_cluster
 from testbed.supervisor.cluster import Cluster
@@ -34,6 +35,12 @@ def quorum_topology(**overrides: object) -> dict:
 
 
 def controller_log(data: Path, name: str) -> list:
+    """The [term, record] entries of a controller's metadata log, from its base on."""
+    return controller_log_lines(data, name)[1:]
+
+
+def controller_log_lines(data: Path, name: str) -> list:
+    """The lines of a controller's metadata log: the header {"base"}, then the entries."""
     return [json.loads(line) for line in (data / name / LOG_FILE).read_text().splitlines()]
 
 
@@ -112,12 +119,52 @@ def test_a_controller_that_lost_its_disk_rejoins_empty_and_catches_up(make_quoru
     assert controller_log(c.dir.data, victim) == controller_log(c.dir.data, active)
 
 
+def test_r22_compacted_metadata_log_brings_up_an_emptied_controller_and_broker_by_snapshot(make_quorum) -> None:
+    """R22 (KIP-630): every 8 records a controller snapshots its state and drops the log
+    below; a controller and a broker that lost their disks fetch from offset 0, below every
+    log's start, so they are brought up by the active controller's snapshot, then the log."""
+    c = make_quorum(metadata_snapshot_records=8)
+    active = c.status().controller["node"]
+    for _ in range(2):  # fencing, unfencing and ISR changes: more metadata records
+        c.kill("broker-3")
+        c.wait_until(lambda s: 3 not in s.partition("orders", 0).isr, timeout=c.scaled(10), what="broker-3 out")
+        c.restart("broker-3")
+        c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(15), what="broker-3 back in every ISR")
+    assert (c.data_dir(active) / SNAPSHOT_FILE).exists()
+    assert controller_log_lines(c.dir.data, active)[0]["base"] > 0, "the active controller's log was not compacted"
+
+    victim = next(s.name for s in c.controllers() if s.name != active)
+    c.fault("disk-loss", f"controller:{victim.split('-')[1]}")
+    c.restart(victim)
+    c.fault("disk-loss", "broker:2")
+    c.restart("broker-2")
+    c.produce("orders", 0, ["after"], acks="all")
+
+    def caught_up(s) -> bool:
+        q = {n: (b or {}).get("quorum") for n, b in s.quorum.items()}
+        return bool(q[victim]) and q[victim]["commit_end"] == q[active]["commit_end"] > 0 and s.fully_replicated()
+    c.wait_until(caught_up, timeout=c.scaled(15), what=f"{victim} and broker-2 caught up")
+    assert json.loads((c.data_dir(victim) / SNAPSHOT_FILE).read_text())["end"] > 0
+    assert (c.data_dir("broker-2") / METADATA_SNAPSHOT_FILE).exists()
+    events = read_jsonl(c.dir.root / "events.jsonl")
+    assert any(e["kind"] == "metadata-snapshot" and e["how"] == "installed" and e["node"] == victim for e in events)
+    # the restarted active controller resumes from its own snapshot and log
+    c.kill(active)
+    c.restart(active)
+    c.produce("orders", 1, ["after-restart"], acks="all")
+    c.wait_until(lambda s: s.controller is not None and all(
+                     b and b["quorum"]["commit_end"] == s.controller["quorum"]["commit_end"] for b in s.quorum.values()),
+                 timeout=c.scaled(15), what="every controller at the same commit end")
+
+
 @pytest.fixture
 def make_quorum(tmp_path: Path):
     made: list[Cluster] = []
 
-    def make() -> Cluster:
-        c = Cluster(parse_topology(quorum_topology(), "quorum"), run_dir=tmp_path / f"run{len(made)}",
+    def make(**cluster: object) -> Cluster:
+        d = quorum_topology()
+        d["cluster"].update(cluster)
+        c = Cluster(parse_topology(d, "quorum"), run_dir=tmp_path / f"run{len(made)}",
                     runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
         made.append(c)
         c.start()

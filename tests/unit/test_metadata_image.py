@@ -2,12 +2,16 @@
 import pytest
 
 from broker.common.errors import Errors
+from broker.protocol.broker import BrokerConfig, BrokerState
 from broker.protocol.metadata_image import (
     MetadataImage,
     OutOfOrderRecord,
     build_metadata_response,
 )
+from broker.protocol.messages import MetadataFetchResponse
+from broker.protocol.outputs import PersistMetadataSnapshot
 from broker.protocol.records import (
+    BadRecord,
     BrokerRegistrationChangeRecord,
     PartitionRecord,
     RegisterBrokerRecord,
@@ -85,3 +89,36 @@ def test_metadata_response_lists_unfenced_brokers_and_requested_partitions():
     assert [(p.partition, p.leader, p.isr) for p in response.partitions] == [(0, 1, [1, 2]), (1, 2, [2, 1])]
     partial = build_metadata_response(image, ["t", "nope"], controller_id=100)
     assert partial.error == Errors.UNKNOWN_TOPIC_OR_PARTITION and len(partial.partitions) == 2
+
+
+def test_r22_a_snapshot_of_the_image_rebuilds_the_same_image():
+    """A metadata snapshot (KIP-630) is the image as plain data: loading it gives back the
+    image the records built, registration offsets included (R24 unfences on them)."""
+    image = _image()
+    again = MetadataImage.from_state(image.to_state())
+    assert again.to_state() == image.to_state() and again.offset == 5
+    assert again.brokers[2].registered_offset == 1 and again.partition("t", 1).leader == 2
+    again.apply(6, PartitionRecord(topic="t", partition=1, replicas=[2, 1], isr=[2], leader=2))
+    assert again.partition("t", 1).isr == [2]
+
+
+@pytest.mark.parametrize("state", [None, {}, {"offset": "x"}, {"offset": 1, "brokers": [{"broker_id": 1}],
+                                                                  "topics": [], "partitions": []},
+                                   {"offset": 1, "brokers": [], "topics": [{"type": "partition"}], "partitions": []}])
+def test_a_malformed_snapshot_is_refused(state):
+    with pytest.raises(BadRecord):
+        MetadataImage.from_state(state)
+
+
+def test_r22_a_broker_below_the_log_start_loads_the_snapshot_and_refuses_a_malformed_one():
+    """A broker whose fetch offset the controller compacted away gets the snapshot and the
+    records after it; a malformed snapshot is counted and changes nothing."""
+    broker = BrokerState(BrokerConfig(broker_id=1, rack=None, incarnation_id="i"), {}, -1)
+    bad = MetadataFetchResponse(snapshot={"end": 6, "image": {"offset": 5}, "digest": 1}, base_offset=6)
+    assert not broker._on_metadata(bad, 0.0).disk and broker.malformed_metadata == 1 and broker.image.offset == -1
+    snapshot = {"end": 6, "image": _image().to_state(), "digest": 42}
+    follow = to_dict(PartitionRecord(topic="t", partition=0, replicas=[1, 2], isr=[1], leader=1))
+    out = broker._on_metadata(MetadataFetchResponse(records=[follow], base_offset=6, high_watermark=7,
+                                                    snapshot=snapshot), 0.0)
+    assert out.disk[0] == PersistMetadataSnapshot(snapshot)
+    assert broker.image.offset == 6 and broker.image.partition("t", 0).isr == [1] and broker.caught_up

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from broker.protocol.messages import (
     AppendEntriesRequest,
     AppendEntriesResponse,
+    InstallSnapshotRequest,
     RaftEntry,
     VoteRequest,
     VoteResponse,
@@ -23,8 +24,10 @@ from broker.protocol.raft import (
     PRE_CANDIDATE,
     RaftConfig,
     RaftNode,
+    RaftSnapshot,
     SaveEntries,
     SaveHardState,
+    SaveSnapshot,
 )
 from tests.unit.raft_sim import Sim
 
@@ -172,6 +175,74 @@ def test_simulation_keeps_raft_safe_under_loss_partitions_and_restarts(n: int, s
     assert len(sim.leaders) >= 2, "the faults never forced an election"
 
 
+@pytest.mark.parametrize("n, seed", [(3, 10), (3, 11), (5, 12)])
+def test_simulation_with_snapshots_installs_them_and_keeps_raft_safe(n: int, seed: int) -> None:
+    """R22 with log compaction: nodes snapshot at random, so restarted and lagging nodes are
+    brought up by the leader's snapshot; every invariant of the simulation still holds, and
+    every snapshot is the state of exactly the committed prefix it replaces."""
+    sim = Sim(n, seed, snapshot_every=0.4)
+    sim.run(until=40.0)
+    sim.heal_all()
+    sim.run(until=50.0, faults=False)
+    sim.run(until=52.0, faults=False, propose_every=1e9)
+    assert sim.snapshots_taken > 20 and sim.snapshots_installed > 0
+    leader = next(x for x in sim.nodes.values() if x is not None and x.role == LEADER)
+    assert len(sim.committed) > 300 and leader.commit_end == leader.log_end
+    for x in sim.nodes.values():
+        assert x.commit_end == leader.commit_end
+        assert x.entries(max(x.log_start, leader.log_start), x.log_end) == \
+            leader.entries(max(x.log_start, leader.log_start), leader.log_end)
+
+
+def compacted_cluster() -> tuple[dict[int, RaftNode], list[RaftEntry]]:
+    """Voters 1-3, 1 leading, 6 entries committed and the leader's log compacted below 4."""
+    nodes = {i: node(i) for i in VOTERS}
+    elect(nodes, 1)
+    first, out = nodes[1].propose([{"type": "x", "n": k} for k in range(5)], 1.1)
+    deliver(nodes[1], out, nodes, 1.1)
+    deliver(nodes[1], nodes[1].tick(1.2), nodes, 1.2)  # the heartbeat carries the commit end
+    committed = list(nodes[1].log)
+    assert nodes[1].commit_end == 6
+    compaction = nodes[1].compact(4, {"upto": 4})
+    assert compaction.disk == [SaveSnapshot(RaftSnapshot(4, 1, {"upto": 4}), committed[4:])]
+    assert nodes[1].log_start == 4 and nodes[1].log == committed[4:] and nodes[1].term_at(3) == 1
+    return nodes, committed
+
+
+def test_an_empty_voter_is_brought_up_by_the_leaders_snapshot_then_its_log():
+    """R22, Raft section 7: voter 3 lost its disk; the leader no longer holds entries 0-3, so
+    it sends its snapshot, then the entries after it."""
+    nodes, committed = compacted_cluster()
+    nodes[3] = node(3)
+    out = nodes[1].tick(1.3)  # heartbeat: voter 3 answers that it lacks everything
+    deliver(nodes[1], out, nodes, 1.3)
+    empty = nodes[3]
+    assert empty.snapshot == RaftSnapshot(4, 1, {"upto": 4}) and empty.log == committed[4:]
+    assert empty.commit_end == 6 and empty.log_end == 6
+    assert nodes[1].describe()["followers"]["3"]["match_end"] == 6
+
+
+def test_a_snapshot_inside_the_committed_log_changes_nothing_and_a_restart_resumes_from_one():
+    nodes, committed = compacted_cluster()
+    f = nodes[2]
+    out = f.step(InstallSnapshotRequest(f.term, 1, 3, 1, {"upto": 3}), 2.0)
+    assert f.snapshot is None and f.log == committed and not out.disk
+    assert sent(out, AppendEntriesResponse)[0].success
+    again = node(1, term=nodes[1].term, voted_for=1, log=list(nodes[1].log), snapshot=nodes[1].snapshot)
+    assert again.log_start == 4 and again.log_end == 6 and again.commit_end == 4 and again.last_term() == 1
+
+
+def test_a_snapshot_keeps_the_follower_entries_that_follow_on_from_it_and_drops_a_conflicting_log():
+    nodes, committed = compacted_cluster()
+    f = nodes[2]
+    f.commit_end = 2  # as if it had not learned the commit yet
+    f.step(InstallSnapshotRequest(f.term, 1, 4, 1, {"upto": 4}), 2.0)
+    assert f.log_start == 4 and f.log == committed[4:] and f.commit_end == 4
+    g = node(3, log=[RaftEntry(0, {"type": "stale"})] * 5)
+    g.step(InstallSnapshotRequest(1, 1, 4, 1, {"upto": 4}), 2.0)
+    assert g.log_start == 4 and g.log == [] and g.commit_end == 4 and g.term == 1
+
+
 def test_figure_8_an_old_term_entry_on_a_majority_is_not_committed_until_one_of_the_current_term_is():
     """Raft figure 8 (5.4.2): leader 1 of term 4 holds [t1, t2] and its own [t4]; followers
     reporting they match up to the t2 entry (a majority with the leader) commit nothing; the
@@ -202,6 +273,8 @@ RAFT_MESSAGE = st.one_of(
               st.lists(st.builds(RaftEntry, st.integers(0, 6), st.just({"type": "x"})), max_size=4),
               st.integers(-1, 10)),
     st.builds(AppendEntriesResponse, st.integers(-1, 6), st.integers(-1, 5), st.booleans(), st.integers(-2, 10)),
+    st.builds(InstallSnapshotRequest, st.integers(-1, 6), st.integers(-1, 5), st.integers(-2, 10), st.integers(-1, 6),
+              st.just({"upto": "?"})),
 )
 
 
@@ -213,11 +286,12 @@ def test_hostile_stale_or_foreign_raft_messages_never_crash_a_voter_or_break_its
     n = node(who)
     elect({i: node(i) for i in VOTERS} | {who: n}, who) if who == 1 else None
     now, term, commit = 1.0, n.term, n.commit_end
-    committed = list(n.log[:n.commit_end])
+    committed = n.entries(0, n.commit_end)
     for msg, dt in steps:
         now += dt
         n.step(msg, now)
         n.tick(now)
         assert n.term >= term and n.commit_end >= commit and n.commit_end <= n.log_end
-        assert n.log[:len(committed)] == committed, "a committed entry was rewritten"
-        term, commit, committed = n.term, n.commit_end, list(n.log[:n.commit_end])
+        start = n.log_start
+        assert n.entries(start, len(committed)) == committed[start:], "a committed entry was rewritten"
+        term, commit, committed = n.term, n.commit_end, committed[:start] + n.entries(start, n.commit_end)

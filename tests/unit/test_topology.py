@@ -99,6 +99,8 @@ MALFORMED = [
                  ["tolerates 1 failed", "allow_even_quorum: true"], id="even-quorum"),
     pytest.param(with_("cluster.controllers", 0), "cluster.controllers", ["at least one controller"],
                  id="no-controller"),
+    pytest.param(with_("cluster.metadata_snapshot_records", 0), "cluster.metadata_snapshot_records",
+                 ["too small", ">= 1"], id="no-snapshot-interval"),
     pytest.param(with_("timing.heartbeat", "1s"), "timing.heartbeat", ["unknown key", "heartbeat_interval"],
                  id="unknown-timing-key"),
     pytest.param(with_("cluster.brokers", [{"id": 1}, {"id": 1}]), "cluster.brokers[1].id",
