@@ -156,6 +156,11 @@ class FaultInjector:
                 if n.startswith("broker-") or len(voters) > 1:
                     # a voter of a quorum loses its Raft log and vote too, and rejoins empty
                     effect["removed"][n] = disk_loss(c.data_dir(n))
+                    if n.startswith("controller-"):
+                        effect.setdefault("caveats", []).append(
+                            f"{n} forgot its Raft vote: it can vote again in the term it voted in, so two "
+                            f"leaders of one term become possible (Raft assumes a durable vote; Kafka guards "
+                            f"this with KIP-853's directory ids, not modelled); metadata_divergence counts it")
                 else:
                     effect.setdefault("kept", {})[n] = "the only controller's log is all the metadata there is"
             return effect

@@ -67,6 +67,8 @@ def describe_fault(rec: dict, elapsed: float) -> str:
         note = f" [yellow](skipped: {effect['skipped']})[/]"
     elif "groups" in effect:
         note = " " + " | ".join(",".join(g) for g in effect["groups"])
+    if effect.get("caveats"):
+        note += "".join(f"\n  [yellow]caveat:[/] {c}" for c in effect["caveats"])
     target = f" {rec['target']}" if rec.get("target") else ""
     return f"[magenta]{elapsed:6.2f}s fault[/] {rec['do']}{target} -> {', '.join(rec['resolved']) or '-'}{note}"
 

@@ -108,6 +108,7 @@ def test_a_controller_that_lost_its_disk_rejoins_empty_and_catches_up(make_quoru
     victim = next(s.name for s in c.controllers() if s.name != active)
     effect = c.fault("disk-loss", f"controller:{victim.split('-')[1]}")["effect"]
     assert effect["removed"][victim]["files"] > 0
+    assert "forgot its Raft vote" in effect["caveats"][0], "the run must say what a voter's disk loss risks"
     assert not (c.data_dir(victim) / LOG_FILE).exists()
     c.restart(victim)
     c.produce("orders", 0, ["after"], acks="all")
