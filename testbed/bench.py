@@ -5,7 +5,9 @@
 - controller failover: seconds from SIGKILL of the active controller to the next committed
   metadata record (a new leader's first entry), over at least 10 kills;
 - throughput: acks=all RF 3 records/s and MB/s of 100-byte records, batched, with the
-  full history recorded (the median of --repeat windows).
+  full history recorded (the median of --repeat windows);
+- produce latency: acks=all RF 3, one record per request, one request at a time, from send
+  to acknowledgement (p50 and p99 over --latency-sends sends after a warm-up).
 
 Figures are measured and printed, never asserted.
 """
@@ -21,6 +23,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from broker.common.errors import Errors
 from testbed.clients.stats import StatsInbox
 from testbed.supervisor.cluster import Cluster
 from testbed.topology import parse_topology
@@ -94,6 +97,25 @@ def bench_throughput(runs: Path, repeat: int, window: float, producers: int, bat
     return rates
 
 
+def bench_produce_latency(runs: Path, sends: int) -> list[float]:
+    """Seconds from send to acknowledgement of acks=all single-record writes, one at a time."""
+    topo = parse_topology(_topology(6, 1, 1), "bench")
+    out = []
+    with Cluster(topo, runs_dir=runs) as c:
+        client = c.client()
+        for i in range(sends + sends // 10):
+            t0 = time.perf_counter()
+            r = client.produce("bench", 0, [f"x{i}"], "all")
+            if i >= sends // 10 and r.error == Errors.NONE:  # the first tenth warms the path up
+                out.append(time.perf_counter() - t0)
+    return out
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
 def bench_pipeline_figure(n_records: int, master: str) -> float | None:
     if n_records <= 0:
         return None
@@ -113,6 +135,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--window", type=float, default=3.0, help="seconds per throughput measurement")
     ap.add_argument("--producers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--latency-sends", type=int, default=2000, help="acks=all sends timed one at a time")
     ap.add_argument("--pipeline-records", type=int, default=1_000_000,
                     help="history records of the synthetic run the pipeline judges (0 skips it)")
     ap.add_argument("--spark-master", default="local[2]")
@@ -123,6 +146,8 @@ def main(argv: list[str]) -> int:
         ready_quorum = bench_ready(runs, args.repeat, controllers=3, brokers=6)
         failover = bench_controller_failover(runs, max(10, args.repeat))
         rates = bench_throughput(runs, args.repeat, args.window, args.producers, args.batch)
+        rates_batch1 = bench_throughput(runs, args.repeat, args.window, 4, 1)
+        latency = bench_produce_latency(runs, args.latency_sends)
     pipeline = bench_pipeline_figure(args.pipeline_records, args.spark_master)
     figures = {
         "ready_s": {"median": statistics.median(ready), "runs": ready,
@@ -136,6 +161,11 @@ def main(argv: list[str]) -> int:
                                      "setup": f"acks=all RF 3, {RECORD_BYTES}-byte records, batch {args.batch}, "
                                               f"{args.producers} producers, history recorded"},
         "throughput_mb_per_s": {"median": statistics.median(rates) * RECORD_BYTES / 1e6},
+        "throughput_batch1_records_per_s": {"median": statistics.median(rates_batch1), "runs": rates_batch1,
+                                            "setup": "acks=all RF 3, batch 1, 4 producers, history recorded"},
+        "produce_latency_ms": {"p50": 1000 * _percentile(latency, 0.5), "p99": 1000 * _percentile(latency, 0.99),
+                               "sends": len(latency),
+                               "setup": "acks=all RF 3, 1 record per request, one request in flight"},
     }
     if pipeline is not None:
         figures["pipeline_s"] = {"median": pipeline, "runs": [pipeline],
@@ -156,6 +186,11 @@ def main(argv: list[str]) -> int:
     t.add_row("acks=all throughput (records/s)", f"{figures['throughput_records_per_s']['median']:.0f}",
               " ".join(f"{x:.0f}" for x in rates), figures["throughput_records_per_s"]["setup"])
     t.add_row("acks=all throughput (MB/s)", f"{figures['throughput_mb_per_s']['median']:.2f}", "", "")
+    t.add_row("acks=all throughput, batch 1 (records/s)",
+              f"{figures['throughput_batch1_records_per_s']['median']:.0f}",
+              " ".join(f"{x:.0f}" for x in rates_batch1), figures["throughput_batch1_records_per_s"]["setup"])
+    lat = figures["produce_latency_ms"]
+    t.add_row("acks=all produce latency (ms)", f"p50 {lat['p50']:.2f}", f"p99 {lat['p99']:.2f}", lat["setup"])
     if pipeline is not None:
         t.add_row("pipeline (s)", f"{pipeline:.1f}", "", figures["pipeline_s"]["setup"])
     Console().print(t)

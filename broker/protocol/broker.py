@@ -216,6 +216,9 @@ class BrokerState:
             return self._on_metadata(msg, now)
         if kind == "fetch":
             out = self.fetchers.on_response(correlation[1], msg if isinstance(msg, FetchResponse) else None, now)
+            # the next fetch leaves now, as Kafka's fetcher thread loops, not on the next tick: an
+            # acks=all write waits for the follower fetch that follows the one that carried it
+            out.messages.extend(self.fetchers.build_requests(now, self._ms(self.config.timeouts.fetch_max_wait)))
             return out.extend(self._complete_parked(now))
         if kind == "alter-partition":
             p = self.partitions.get((correlation[1], correlation[2]))

@@ -174,6 +174,8 @@ class RaftNode:
         out = Outputs()
         if self._election_deadline is None:
             self._reset_election_timer(now)
+            if self._fresh() and self.config.node_id == min(self.config.voters):
+                self._election_deadline = now  # bootstrap: see `_fresh`
         if not self.peers and self.role != LEADER:
             self._start_election(now, out, pre_vote=False)  # a quorum of one elects itself at once
             return out
@@ -451,6 +453,13 @@ class RaftNode:
     def _heard_from_leader_recently(self, now: float) -> bool:
         return (self.role == LEADER or (self.leader_id != NO_LEADER and self._last_leader_contact is not None
                 and now - self._last_leader_contact < self.config.election_timeout[0]))
+
+    def _fresh(self) -> bool:
+        """A voter of a new quorum: no term, no log. The lowest id of a new quorum asks for
+        votes at once instead of after a timeout (the others keep theirs, so they do not split
+        the vote): a new cluster has an active controller a timeout sooner. Safety never rests
+        on timers, so an unlucky start only costs the ordinary election that follows."""
+        return self.term == 0 and self.log_end == 0
 
     def _reset_election_timer(self, now: float) -> None:
         low, high = self.config.election_timeout

@@ -70,6 +70,19 @@ def test_a_quorum_of_one_elects_itself_at_once_and_commits_its_leader_change():
     assert first == 1 and n.commit_end == 2
 
 
+def test_a_new_quorums_lowest_voter_asks_at_once_and_the_others_wait_their_timeout():
+    """Bootstrap: in a quorum with no term and no log, voter 1 pre-votes on its first tick and
+    is elected without waiting an election timeout; a voter with a term waits as usual."""
+    nodes = {i: RaftNode(RaftConfig(i, VOTERS, (0.3, 0.6), 0.05)) for i in VOTERS}
+    assert not nodes[2].tick(0.0).messages and not nodes[3].tick(0.0).messages
+    out = nodes[1].tick(0.0)
+    assert nodes[1].role == PRE_CANDIDATE and len(sent(out, VoteRequest)) == 2
+    deliver(nodes[1], out, nodes, 0.001)
+    assert nodes[1].role == LEADER and nodes[1].term == 1
+    veteran = RaftNode(RaftConfig(1, VOTERS, (0.3, 0.6), 0.05), term=3)
+    assert not veteran.tick(0.0).messages and veteran.role == FOLLOWER
+
+
 def test_pre_vote_does_not_raise_the_term_and_a_majority_elects():
     nodes = {i: node(i) for i in VOTERS}
     out = nodes[1].tick(1.0)
