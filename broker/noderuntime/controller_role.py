@@ -50,7 +50,7 @@ from broker.protocol.raft import (
     SaveHardState,
     SaveSnapshot,
 )
-from broker.protocol.records import DIGEST_INTERVAL, chain_digest, from_dict, to_dict
+from broker.protocol.records import DIGEST_INTERVAL, BadRecord, chain_digest, from_dict, to_dict
 
 RAFT_MESSAGES = (VoteRequest, VoteResponse, AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest)
 
@@ -60,6 +60,22 @@ class _ParkedFetch:
     handle: Any
     request: MetadataFetchRequest
     deadline: float
+
+
+def _applicable(msg: Any) -> bool:
+    """Whether the metadata a Raft message carries can be applied: every entry a record, a
+    snapshot an image of the log below its end. Raft treats both as opaque, so they are
+    checked here, before a malformed one is stored, replicated or committed."""
+    try:
+        if isinstance(msg, AppendEntriesRequest):
+            for entry in msg.entries:
+                from_dict(entry.record)
+        elif isinstance(msg, InstallSnapshotRequest):
+            int(msg.state["digest"])
+            return MetadataImage.from_state(msg.state["image"]).offset == msg.end - 1
+    except (BadRecord, KeyError, TypeError, ValueError):
+        return False
+    return True
 
 
 class ControllerRole:
@@ -75,6 +91,7 @@ class ControllerRole:
             snapshot=self.store.snapshot)
         self.active = False
         self.parked: list[_ParkedFetch] = []
+        self.malformed = 0  # Raft messages dropped because their records or snapshot cannot be applied
         self._restart_state_machine()
 
     def _restart_state_machine(self) -> None:
@@ -104,6 +121,9 @@ class ControllerRole:
 
     def on_request(self, handle: Any, msg: Any, now: float) -> Outputs:
         if isinstance(msg, RAFT_MESSAGES):
+            if not _applicable(msg):
+                self.malformed += 1  # Raft would store it, and the state machine could not apply it
+                return Outputs()
             return self._settle(self.raft.step(msg, now), now)
         out = Outputs()
         if isinstance(msg, MetadataRequest):
@@ -231,7 +251,7 @@ class ControllerRole:
     def status(self) -> dict:
         d = self.controller.describe() if self.active else {"brokers": [], "partitions": []}
         d.update(kind="controller", node=self.cfg.name, active=self.active, quorum=self.raft.describe(),
-                 metadata_end=self.raft.commit_end)
+                 metadata_end=self.raft.commit_end, malformed_raft_messages=self.malformed)
         return d
 
     def close(self) -> None:
