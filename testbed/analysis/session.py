@@ -8,10 +8,14 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+#: Spark's configuration directory unless the user has one: its log4j2.properties keeps the
+#: JVM to errors, so the user's terminal shows the verdict, not Spark's notices
+SPARK_CONF_DIR = Path(__file__).with_name("spark_conf")
 
 _session: SparkSession | None = None
 _lock = threading.Lock()  # the session may be started by `warm_up`'s thread and a caller at once
@@ -41,6 +45,7 @@ def _get_spark(master: str | None) -> SparkSession:
         return _session
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_CONF_DIR", str(SPARK_CONF_DIR))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # nodes listen on loopback only (DESIGN 11)
     _session = (
         SparkSession.builder.master(master or DEFAULT_MASTER)
