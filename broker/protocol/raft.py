@@ -285,14 +285,8 @@ class RaftNode:
     def _on_append(self, msg: AppendEntriesRequest, now: float, out: Outputs) -> None:
         if msg.prev_log_index < -1:
             return  # malformed: no leader sends it, and acting on it would index from the end
-        if msg.term < self.term or msg.leader_id not in self.config.voters:
-            out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
-                self.term, self.config.node_id, False, self.log_end)))
+        if not self._accept_leader(msg.term, msg.leader_id, True, now, out):
             return
-        if msg.term > self.term or self.role != FOLLOWER or self.leader_id != msg.leader_id:
-            self._become_follower(msg.term, msg.leader_id, now, out)
-        self._last_leader_contact = now
-        self._reset_election_timer(now)
         prev, new = msg.prev_log_index, list(msg.entries)
         match_end = prev + 1 + len(new)
         if prev < self.log_start - 1:
@@ -324,18 +318,26 @@ class RaftNode:
         out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
             self.term, self.config.node_id, True, match_end)))
 
+    def _accept_leader(self, term: int, leader_id: int, well_formed: bool, now: float, out: Outputs) -> bool:
+        """Whether a message from a leader is to be acted on: refused (with our term) when it is
+        from an old term, a non-voter or malformed; otherwise we follow that leader, and its
+        contact holds off our election."""
+        if term < self.term or leader_id not in self.config.voters or not well_formed:
+            out.messages.append(self._send(leader_id, AppendEntriesResponse(
+                self.term, self.config.node_id, False, self.log_end)))
+            return False
+        if term > self.term or self.role != FOLLOWER or self.leader_id != leader_id:
+            self._become_follower(term, leader_id, now, out)
+        self._last_leader_contact = now
+        self._reset_election_timer(now)
+        return True
+
     def _on_install_snapshot(self, msg: InstallSnapshotRequest, now: float, out: Outputs) -> None:
         """Raft section 7: the leader no longer holds the entries we need. A snapshot that
         ends inside what we have committed changes nothing; otherwise our log gives way to it,
         keeping the entries after it only when they follow on from its last entry."""
-        if msg.term < self.term or msg.leader_id not in self.config.voters or msg.end < 1 or msg.last_term < 0:
-            out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
-                self.term, self.config.node_id, False, self.log_end)))
+        if not self._accept_leader(msg.term, msg.leader_id, msg.end >= 1 and msg.last_term >= 0, now, out):
             return
-        if msg.term > self.term or self.role != FOLLOWER or self.leader_id != msg.leader_id:
-            self._become_follower(msg.term, msg.leader_id, now, out)
-        self._last_leader_contact = now
-        self._reset_election_timer(now)
         if msg.end > self.commit_end:
             keep = (self.log_start <= msg.end - 1 < self.log_end and self.term_at(msg.end - 1) == msg.last_term)
             self.log = self.log[msg.end - self.log_start:] if keep else []
