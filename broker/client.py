@@ -1,8 +1,9 @@
 """The producer and consumer library that workloads, the final reader and tests use.
 
-Synchronous by design: one request in flight per client object, so every history record
-has a clear invoke and completion. A workload gets throughput from several client
-processes and from batching, not from pipelining inside one client.
+Requests are synchronous (`produce`, `fetch`): one in flight, so every history record has
+a clear invoke and completion. A producer that pipelines (`in_flight` > 1, Kafka's
+`max.in.flight.requests.per.connection`) starts produces with `start_produce` and collects
+their outcomes with `completions`; every outcome still belongs to one request.
 """
 from __future__ import annotations
 
@@ -35,6 +36,18 @@ class ProduceResult:
     leader: int = -1
 
 
+@dataclass(eq=False)
+class PendingProduce:
+    """A produce request sent and not yet answered; `completions` hands it back with its outcome."""
+
+    topic: str
+    partition: int
+    values: list[str]
+    leader: int
+    request_id: int
+    tag: object = None  # the caller's own bookkeeping (the attempt number)
+
+
 @dataclass
 class FetchResult:
     error: Errors
@@ -55,6 +68,8 @@ class ClusterClient:
         # Unique per process and object: a node's ROUTER hands an identity to its newest holder.
         self.transport = Transport(f"{name}-{os.getpid()}-{next(self._ids)}")
         self.leaders: dict[tuple[str, int], PartitionMetadata] = {}
+        self._pending: dict[int, PendingProduce] = {}  # request id -> produce started and unanswered
+        self._stash: list[Response | Expired] = []  # outcomes of started produces read by `request`
 
     # ---------------------------------------------------------------- plumbing
     def request(self, broker_id: int, msg: object, timeout: float | None = None) -> object | None:
@@ -70,10 +85,10 @@ class ClusterClient:
             if left <= 0:
                 return None
             for item in self.transport.poll(left, time.monotonic):
-                if isinstance(item, Response) and item.request_id == rid:
-                    return item.msg
-                if isinstance(item, Expired) and item.request_id == rid:
-                    return None
+                if isinstance(item, Response | Expired) and item.request_id == rid:
+                    return item.msg if isinstance(item, Response) else None
+                if isinstance(item, Response | Expired) and item.request_id in self._pending:
+                    self._stash.append(item)  # a pipelined produce's outcome: `completions` owns it
 
     def refresh_metadata(self, topics: list[str] | None = None) -> MetadataResponse | None:
         """Ask brokers in turn; keep the answer with the newest metadata."""
@@ -103,12 +118,54 @@ class ClusterClient:
         if leader < 0:
             return ProduceResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
         timeout = self.request_timeout if timeout is None else timeout
-        req = ProduceRequest(topic, partition, ACKS[str(acks)], int(timeout * 1000),
-                             encode_record_set([v.encode() for v in values]))
+        req = self._produce_request(topic, partition, values, acks, timeout)
         if not req.expects_response:
             self.transport.request(self.brokers[leader], req, timeout, time.monotonic(), dest_name=f"broker-{leader}")
             return ProduceResult(Errors.NONE, leader=leader, appended=True)
-        resp = self.request(leader, req, timeout + 0.5)
+        return self._produce_result(topic, partition, leader, self.request(leader, req, timeout + 0.5))
+
+    def start_produce(self, topic: str, partition: int, values: list[str], acks: str = "all",
+                      timeout: float | None = None, tag: object = None) -> PendingProduce | ProduceResult:
+        """Send one produce attempt without waiting (R20): its outcome comes out of
+        `completions`. A result instead when there is nothing to wait for: no known leader,
+        or acks=0."""
+        leader = self.leader_of(topic, partition)
+        if leader < 0:
+            return ProduceResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
+        timeout = self.request_timeout if timeout is None else timeout
+        req = self._produce_request(topic, partition, values, acks, timeout)
+        rid = self.transport.request(self.brokers[leader], req, timeout + 0.5, time.monotonic(),
+                                     dest_name=f"broker-{leader}")
+        if not req.expects_response:
+            return ProduceResult(Errors.NONE, leader=leader, appended=True)
+        pending = PendingProduce(topic, partition, values, leader, rid, tag)
+        self._pending[rid] = pending
+        return pending
+
+    def completions(self, timeout: float) -> list[tuple[PendingProduce, ProduceResult]]:
+        """Outcomes of started produces, waiting up to `timeout` s for the first one; a produce
+        whose answer did not come in time completes as a timeout (outcome unknown)."""
+        items, self._stash = self._stash, []
+        if not items and self._pending:
+            items = self.transport.poll(timeout, time.monotonic)
+        done = []
+        for item in items:
+            pending = self._pending.pop(item.request_id, None) if isinstance(item, Response | Expired) else None
+            if pending is not None:
+                resp = item.msg if isinstance(item, Response) else None
+                done.append((pending, self._produce_result(pending.topic, pending.partition, pending.leader, resp)))
+        return done
+
+    @property
+    def produces_in_flight(self) -> int:
+        return len(self._pending)
+
+    @staticmethod
+    def _produce_request(topic: str, partition: int, values: list[str], acks: str, timeout: float) -> ProduceRequest:
+        return ProduceRequest(topic, partition, ACKS[str(acks)], int(timeout * 1000),
+                              encode_record_set([v.encode() for v in values]))
+
+    def _produce_result(self, topic: str, partition: int, leader: int, resp: object | None) -> ProduceResult:
         if not isinstance(resp, ProduceResponse):
             self.leaders.pop((topic, partition), None)
             return ProduceResult(Errors.REQUEST_TIMED_OUT, appended=True, leader=leader)

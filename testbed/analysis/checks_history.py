@@ -127,14 +127,22 @@ def aborted_reads(history: DataFrame, polls: DataFrame, committed: DataFrame) ->
                  F.sort_array(F.collect_set("seen_by")).alias("seen_by")))
 
 
-def nonmonotonic_sends(acked: DataFrame) -> DataFrame:
+def nonmonotonic_sends(acked: DataFrame, history: DataFrame) -> DataFrame:
     """One producer's acknowledged offsets on one partition going backwards, in the order it
-    got the acknowledgements (possible with more than one request in flight, or a leader that
-    lost what it acknowledged)."""
-    order = Window.partitionBy("run_id", "process", "topic", "partition").orderBy("time_ns", "offset")
-    return (acked.withColumn("prev_offset", F.lag("offset").over(order))
+    first sent the values: a retried batch that landed behind batches sent after it (Kafka's
+    reordering with more than one request in flight and no idempotence), or a leader that lost
+    what it acknowledged. With one request in flight the send order is the acknowledgement
+    order, and a retry keeps the place of its first attempt."""
+    key = ["run_id", "process", "topic", "partition", "value"]
+    first_sent = (history.where((F.col("f") == "send") & (F.col("type") == "invoke"))
+                  .groupBy(*key).agg(F.min("time_ns").alias("sent_ns")))
+    order = Window.partitionBy("run_id", "process", "topic", "partition").orderBy("sent_ns", "offset")
+    return (acked.join(first_sent, key, "left")
+            .withColumn("sent_ns", F.coalesce("sent_ns", "time_ns"))
+            .withColumn("prev_offset", F.lag("offset").over(order))
+            .withColumn("prev_value", F.lag("value").over(order))
             .where(F.col("offset") <= F.col("prev_offset"))
-            .select(*PART, "process", "value", "offset", "prev_offset", "time_ns"))
+            .select(*PART, "process", "value", "offset", "prev_value", "prev_offset", "time_ns"))
 
 
 def committed_regressions(polls: DataFrame, committed: DataFrame) -> DataFrame:

@@ -70,7 +70,7 @@ def check_frames(t: Tables, config: ConfigTables, bounds: DataFrame, spans: Data
         "poll_skips": H.poll_skips(steps),
         "internal_poll_skips": H.internal_poll_skips(steps),
         "aborted_reads": H.aborted_reads(t.history, polls, committed),
-        "nonmonotonic_sends": H.nonmonotonic_sends(acked),
+        "nonmonotonic_sends": H.nonmonotonic_sends(acked, t.history),
         "leader_conflicts": P.leader_conflicts(t),
         "unclean_exclusion": P.unclean_exclusion(t, config),
         "placement_violations": P.placement_violations(t, config),

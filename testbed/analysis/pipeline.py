@@ -6,12 +6,15 @@ import json
 import os
 from pathlib import Path
 
+from py4j.protocol import Py4JError, Py4JJavaError
+from pyspark.errors import PySparkException
+
 from testbed.analysis.ingest import IngestError, find_runs, ingest
 from testbed.analysis.job import run_job
 from testbed.analysis.report import write_report
 from testbed.analysis.runinfo import config_tables, load_run_info
 from testbed.analysis.schemas import RECORD_FILES
-from testbed.analysis.session import get_spark, tune_for
+from testbed.analysis.session import get_spark, stop_spark, tune_for
 from testbed.analysis.summary import write_summary
 from testbed.analysis.verdict import RunVerdict, judge
 
@@ -35,25 +38,43 @@ def analyze_runs(paths: list[Path], spark_master: str | None = None,
                  summary_dir: Path | None = None) -> list[RunVerdict]:
     """Judge every run under `paths` in one Spark job; write `results.json` and `report.html`
     into each run directory, and for more than one run a summary into `summary_dir`
-    (default: `<common parent>/summary`). Raises IngestError when no run can be found."""
+    (default: `<common parent>/summary`). Raises IngestError when no run can be found.
+
+    A Spark failure (a job that fails, a JVM that dies) leaves every run unjudged with the
+    reason in its results.json, never a partial verdict. When the JVM itself is gone the
+    session is dropped, so the next call starts a new one."""
     runs = find_runs([Path(p) for p in paths])
-    spark = get_spark(spark_master)
-    tune_for(spark, sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES
-                        if (run / spec.path).is_file()))
     infos = {run.name: load_run_info(run) for run in runs}
-    tables, rejected = ingest(spark, runs, warehouse_for(runs, summary_dir))
-    judged = [rid for rid in infos if rid not in rejected]
-    data = run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged) if judged else {}
+    failed = None
+    try:
+        spark = get_spark(spark_master)
+        tune_for(spark, sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES
+                            if (run / spec.path).is_file()))
+        tables, rejected = ingest(spark, runs, warehouse_for(runs, summary_dir))
+        judged = [rid for rid in infos if rid not in rejected]
+        data = run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged) if judged else {}
+    except (PySparkException, Py4JError) as exc:
+        failed = f"the Spark job failed, so the run was not judged: {spark_failure(exc)}"
+        data, rejected = {}, dict.fromkeys(infos, failed)
+        if not isinstance(exc, PySparkException | Py4JJavaError):  # not an error the JVM reported: it is gone
+            stop_spark()
     verdicts = []
     for rid, info in infos.items():
         verdict = judge(info, data.get(rid), rejected.get(rid))
         (info.run_dir / "results.json").write_text(json.dumps(verdict.results, indent=1, default=str))
         write_report(info, verdict, data.get(rid))
         verdicts.append(verdict)
-    if len(verdicts) > 1:
+    if len(verdicts) > 1 and failed is None:
         target = summary_dir or default_summary_dir(runs)
         write_summary(spark, infos, verdicts, target)
     return verdicts
+
+
+def spark_failure(exc: BaseException) -> str:
+    """The first line of a Spark error (the JVM's stack trace stays out of results.json)."""
+    text = str(exc).strip() or type(exc).__name__
+    return f"{type(exc).__name__}: {text.splitlines()[0][:400]}"
+
 
 
 __all__ = ["IngestError", "analyze_runs"]

@@ -10,6 +10,7 @@ import sys
 import threading
 from pathlib import Path
 
+from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
@@ -112,9 +113,14 @@ def warm_up(master: str | None = None) -> threading.Thread:
 
 
 def stop_spark() -> None:
-    """Stop the session and its JVM, so that no process outlives the caller."""
+    """Stop the session and its JVM, so that no process outlives the caller. After a failure
+    the JVM may be gone already: the session is forgotten all the same, so the next
+    `get_spark` starts a new one."""
     global _session
     with _lock:
-        if _session is not None:
-            _session.stop()
-            _session = None
+        session, _session = _session, None
+        if session is not None:
+            try:
+                session.stop()
+            except (Py4JError, ConnectionError):
+                pass  # the JVM died with the failure: there is nothing left to stop

@@ -15,6 +15,7 @@ class ProducerSettings:
     retries: int
     retry_backoff: float  # seconds, scaled
     value_bytes: int = 0  # benchmarks pad values to a record size
+    in_flight: int = 1  # produce requests outstanding at once (max.in.flight.requests.per.connection)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ no invoke is left without its completion unless the process is killed.
 from __future__ import annotations
 
 import argparse
+import heapq
+import itertools
 import signal
 import sys
 import time
@@ -37,6 +39,7 @@ def _on_term(*_: object) -> None:
 
 def run_producer(cfg: ClientConfig, p: ProducerSettings, client: ClusterClient, history: History,
                  stats: Stats) -> None:
+    """One request at a time: each send, with its retries, completes before the next."""
     topic, acks, batch = cfg.topic, p.acks, p.batch
     partitions = cfg.partitions
     interval = batch / p.rate if p.rate else 0.0
@@ -74,6 +77,63 @@ def run_producer(cfg: ClientConfig, p: ProducerSettings, client: ClusterClient, 
         values = [f"{process}:{seq + i}".ljust(pad, ".") for i in range(batch)]
         seq += batch
         retrying(attempt, partition, values)
+
+
+def run_pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: ClusterClient, history: History,
+                           stats: Stats) -> None:
+    """Up to `in_flight` produce requests outstanding, as Kafka's producer with
+    `max.in.flight.requests.per.connection` > 1 and no idempotence: a retried batch is sent
+    again after the batches that followed it, so it can land behind them (reordering), and a
+    timed-out batch that was appended is appended again (a duplicate). Retries wait as the
+    one-at-a-time producer's do and take the next free slot before any new batch."""
+    topic, acks, batch, limit = cfg.topic, p.acks, p.batch, p.in_flight
+    interval = batch / p.rate if p.rate else 0.0
+    retries: list[tuple[float, int, int, list[str], int]] = []  # heap: due, order, partition, values, attempt
+    order = itertools.count()
+    seq = turn = 0
+    next_at = time.monotonic()
+
+    def start(partition: int, values: list[str], attempt: int) -> None:
+        history.send_invoke(topic, partition, values, acks)
+        stats.counts["sent"] += len(values)
+        out = client.start_produce(topic, partition, values, acks, timeout=cfg.request_timeout, tag=attempt)
+        if isinstance(out, ProduceResult):
+            finish(partition, values, attempt, out)
+
+    def finish(partition: int, values: list[str], attempt: int, r: ProduceResult) -> None:
+        kind = history.send_complete(topic, partition, values, acks, r.error, r.base_offset, r.appended)
+        stats.counts["acked" if kind == "ok" else "failed" if kind == "fail" else "info"] += len(values)
+        stats.maybe_push()
+        if r.error == Errors.NONE:
+            return
+        client.refresh_metadata([topic])
+        if r.error in RETRIABLE and attempt <= p.retries and not _stop:
+            backoff = min(p.retry_backoff * 2 ** (attempt - 1), p.retry_backoff * 8)
+            heapq.heappush(retries, (time.monotonic() + backoff, next(order), partition, values, attempt + 1))
+
+    while not _stop or client.produces_in_flight:
+        now = time.monotonic()
+        while not _stop and client.produces_in_flight < limit:
+            if retries and retries[0][0] <= now:
+                _, _, partition, values, attempt = heapq.heappop(retries)
+                start(partition, values, attempt)
+            elif not retries and next_at <= now:
+                partition = cfg.partitions[turn % len(cfg.partitions)]
+                turn += 1
+                values = [f"{cfg.process}:{seq + i}".ljust(p.value_bytes, ".") for i in range(batch)]
+                seq += batch
+                next_at = max(next_at + interval, now - 1.0)
+                start(partition, values, 1)
+            else:
+                break
+            now = time.monotonic()
+        due = retries[0][0] if retries else next_at
+        wait = min(max(0.0, due - now), 0.05) if not _stop and client.produces_in_flight < limit else 0.05
+        if client.produces_in_flight:
+            for pending, r in client.completions(wait):
+                finish(pending.partition, pending.values, pending.tag, r)
+        elif wait > 0:
+            time.sleep(wait)  # pacing the offered load, not synchronisation
 
 
 def run_consumer(cfg: ClientConfig, c: ConsumerSettings, client: ClusterClient, history: History,
@@ -115,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     stats = Stats(cfg.stats_endpoint, cfg.process)
     try:
         client.refresh_metadata([cfg.topic])
-        if cfg.producer is not None:
+        if cfg.producer is not None and cfg.producer.in_flight > 1:
+            run_pipelined_producer(cfg, cfg.producer, client, history, stats)
+        elif cfg.producer is not None:
             run_producer(cfg, cfg.producer, client, history, stats)
         elif cfg.consumer is not None:
             run_consumer(cfg, cfg.consumer, client, history, stats)

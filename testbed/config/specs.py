@@ -124,6 +124,7 @@ class ProducerSpec:
     batch: int
     retries: int
     partitions: tuple[int, ...] | None  # None = every partition of the topic
+    in_flight: int = 1  # produce requests outstanding at once (Kafka's max.in.flight.requests.per.connection)
 
 
 @dataclass(frozen=True)

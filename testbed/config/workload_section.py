@@ -49,7 +49,7 @@ def _client_topic(w: Walker, m: dict[Any, Any], path: str, known: Known) -> tupl
 
 
 def _parse_producer(w: Walker, value: object, path: str, known: Known) -> ProducerSpec | Any:
-    keys = ("count", "topic", "acks", "rate", "batch", "retries", "partitions")
+    keys = ("count", "topic", "acks", "rate", "batch", "retries", "partitions", "in_flight")
     m = w.mapping(value, path, keys)
     if m is None:
         return INVALID
@@ -59,6 +59,7 @@ def _parse_producer(w: Walker, value: object, path: str, known: Known) -> Produc
     rate = w.field(m, "rate", path, scalars.producer_rate, 100.0)
     batch = w.field(m, "batch", path, scalars.integer(1), 10)
     retries = w.field(m, "retries", path, scalars.integer(0), 5)
+    in_flight = w.field(m, "in_flight", path, scalars.integer(1), 1)
     partitions: Any = None
     if "partitions" in m:
         limit = topic[1] if topic is not INVALID else None
@@ -68,10 +69,10 @@ def _parse_producer(w: Walker, value: object, path: str, known: Known) -> Produc
             partitions = INVALID
         else:
             partitions = tuple(m["partitions"])
-    parts = (count, topic, acks, rate, batch, retries, partitions)
+    parts = (count, topic, acks, rate, batch, retries, partitions, in_flight)
     if not valid(*parts):
         return INVALID
-    return ProducerSpec(count, topic[0], acks, rate, batch, retries, partitions)
+    return ProducerSpec(count, topic[0], acks, rate, batch, retries, partitions, in_flight)
 
 
 def _parse_consumer(w: Walker, value: object, path: str, known: Known) -> ConsumerSpec | Any:

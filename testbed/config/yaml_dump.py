@@ -116,6 +116,7 @@ def _producer_to_yaml(p: ProducerSpec) -> dict[str, Any]:
         "rate": "max" if p.rate is None else format_rate(p.rate),
         "batch": p.batch,
         "retries": p.retries,
+        "in_flight": p.in_flight,
     }
     if p.partitions is not None:
         form["partitions"] = list(p.partitions)

@@ -29,7 +29,8 @@ def build_client_configs(t: Topology, brokers: dict[int, str], history: Path, st
     for spec in t.workload.producers:
         parts = tuple(spec.partitions) if spec.partitions else tuple(range(t.topic(spec.topic).partitions))
         settings = ProducerSettings(acks=spec.acks, rate=spec.rate, batch=spec.batch, retries=spec.retries,
-                                    retry_backoff=RETRY_BACKOFF * time_scale, value_bytes=value_bytes)
+                                    retry_backoff=RETRY_BACKOFF * time_scale, value_bytes=value_bytes,
+                                    in_flight=spec.in_flight)
         for _ in range(spec.count):
             name = f"producer-{sum(1 for n in out if n.startswith('producer-'))}"
             out[name] = ClientConfig(process=name, topic=spec.topic, partitions=parts, producer=settings, **common)

@@ -2,6 +2,7 @@
 supervisor killed mid-run taking its nodes with it."""
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -125,3 +126,38 @@ def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
         table = f.read()
     assert not [m for m in mounts if f" {m} " in table], "a tmpfs mount outlived the run"
     assert not list(Path(registered["sock_dir"]).glob("*.sock")), "socket files outlived the run"
+
+
+def test_pipelined_producer_overlaps_requests_and_the_checks_count_what_it_causes(tmp_path: Path) -> None:
+    """`in_flight: 5` keeps up to five produce requests outstanding; with a leader killed under
+    it, retries may reorder and duplicate values (Kafka without idempotence). Whatever happened,
+    `duplicates` and `nonmonotonic_sends` count what the files show, computed here apart."""
+    workload = {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "max", "batch": 2,
+                               "in_flight": 5, "partitions": [0]}]}
+    faults = [{"at": "1500ms", "do": "kill", "target": "leader-of orders/0"}, {"at": "2500ms", "do": "restart"}]
+    topo = parse_topology(topology_dict(partitions=1, duration="4s", workload=workload, faults=faults), "test")
+    out = run_experiment(topo, runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
+    assert out.verdict is not None, f"run not judged, see {out.run_dir}"
+    history = [h for h in read_jsonl(out.run_dir / "history.jsonl") if h["f"] == "send"]
+    outstanding = most = 0
+    for h in history:
+        outstanding += 1 if h["type"] == "invoke" else -1
+        most = max(most, outstanding)
+    assert outstanding == 0, "every invoke has its completion"
+    assert most > 2, f"at most {most} values in flight: the producer did not pipeline"  # batch 2: > one request
+    checks = out.verdict.results["checks"]
+    assert checks["lost_writes"]["count"] == 0
+    leader = next(r["node"] for r in read_jsonl(out.run_dir / "final/replicas.jsonl") if r["is_leader"])
+    committed = {}
+    hwm = next(r["hwm"] for r in read_jsonl(out.run_dir / "final/replicas.jsonl") if r["node"] == leader)
+    for rec in read_jsonl(out.run_dir / "final/logs.jsonl"):
+        if rec["node"] == leader and rec["offset"] < hwm:
+            committed.setdefault(rec["value"], []).append(rec["offset"])
+    assert checks["duplicates"]["count"] == sum(len(at) > 1 for at in committed.values())
+    first_sent: dict[str, int] = {}
+    for h in history:
+        if h["type"] == "invoke":
+            first_sent.setdefault(h["value"], h["time_ns"])
+    acked = sorted((first_sent[h["value"]], h["offset"]) for h in history if h["type"] == "ok")
+    backwards = sum(b[1] <= a[1] for a, b in itertools.pairwise(acked))
+    assert checks["nonmonotonic_sends"]["count"] == backwards

@@ -37,13 +37,13 @@ def _lost(root: Path) -> None:
 
 
 def _duplicate(root: Path) -> None:
-    """v2 retried after an indeterminate send: appended at offsets 2 and 5."""
+    """d retried after an indeterminate send that was in fact appended: at offsets 5 and 6."""
     r = RunBuilder(root, "duplicate")
-    r.send("v2", None, at=T0 + 2 * S, outcome="info")
-    r.send("v2", 5, at=T0 + 2 * S + 1000)
+    r.send("d", None, at=T0 + 2 * S, outcome="info", process="producer-1")
+    r.send("d", 6, at=T0 + 2 * S + 1000, process="producer-1")
     for node in r.logs:
-        r.logs[node].append((5, "v2"))
-        r.replicas[node].update(leo=6, hwm=6)
+        r.logs[node] += [(5, "d"), (6, "d")]
+        r.replicas[node].update(leo=7, hwm=7)
     r.history = [h for h in r.history if h["process"] != "final-reader"]
     r.poll("final-reader", r.logs["broker-1"], at=T0 + 4 * S)
     r.write()
@@ -170,6 +170,22 @@ def _sends_backwards(root: Path) -> None:
     r.write()
 
 
+def _retry_reordered(root: Path) -> None:
+    """producer-1 sends w0 and, before its answer, w1 (two requests in flight); w0 times out,
+    w1 is acknowledged at 5, and the retry of w0 at 6: acknowledged in offset order, but w0
+    was sent first (Kafka's reordering without idempotence)."""
+    r = RunBuilder(root, "retry-reordered")
+    r.send("w0", None, at=T0 + 2 * S, process="producer-1", outcome="info")
+    r.send("w1", 5, at=T0 + 2 * S + 100, process="producer-1")
+    r.send("w0", 6, at=T0 + 2 * S + 1000, process="producer-1")
+    for node in r.logs:
+        r.logs[node] += [(5, "w1"), (6, "w0")]
+        r.replicas[node].update(leo=7, hwm=7)
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.poll("final-reader", r.logs["broker-1"], at=T0 + 4 * S)
+    r.write()
+
+
 def _internal_skip(root: Path) -> None:
     """One poll returned offsets 0, 1, 3, 4: a gap inside the poll (and so a poll skip)."""
     r = RunBuilder(root, "internal-skip")
@@ -206,7 +222,7 @@ def _metadata_digests(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_metadata_digests, _aborted, _sends_backwards, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+BUILDERS = [_metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -226,6 +242,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},
     "sends-backwards": {**ZERO, "nonmonotonic_sends": 1},
+    "retry-reordered": {**ZERO, "nonmonotonic_sends": 1},
     "internal-skip": {**ZERO, "poll_skips": 1, "internal_poll_skips": 1},
     "recovered": {**ZERO, "lost_writes": 1},
     "metadata-digests": {**ZERO, "metadata_divergence": 1},
@@ -306,3 +323,32 @@ def test_faults_span_from_start_to_undo_and_only_applied_faults_count(judged: di
         ("kill", 1.5, 2.0), ("partition", 2.5, 3.0), ("slow", 3.2, 4.0)]  # the slow link: to the run's end
     assert judged["faults"].ok is True
     assert (judged["faults"].run_dir / "report.html").read_text().count("<svg") >= 2
+
+
+def test_a_spark_failure_leaves_the_run_unjudged_with_the_reason(tmp_path: Path, spark, monkeypatch) -> None:  # noqa: F811
+    """A job that fails inside Spark gives no verdict at all (exit 2), never a partial one."""
+    from testbed.analysis import pipeline
+    from testbed.analysis.cli import EXIT_UNJUDGED, exit_code
+
+    def failing_job(*_: object) -> None:
+        spark.sql("SELECT assert_true(false, 'the executor failed')").collect()
+
+    monkeypatch.setattr(pipeline, "run_job", failing_job)
+    RunBuilder(tmp_path, "spark-fails").write()
+    [verdict] = analyze_runs([tmp_path / "spark-fails"])
+    assert verdict.ok is None and exit_code([verdict]) == EXIT_UNJUDGED
+    results = json.loads((tmp_path / "spark-fails" / "results.json").read_text())
+    assert results["ok"] is None and results["checks"] == {}
+    [problem] = results["problems"]
+    assert problem.startswith("the Spark job failed, so the run was not judged: ") and "the executor failed" in problem
+    assert "\n" not in problem
+    assert spark.range(3).count() == 3  # the session outlives a failed job
+
+
+def test_judging_a_run_twice_gives_the_same_results(tmp_path: Path, spark) -> None:  # noqa: F811
+    _lost(tmp_path)
+    run = tmp_path / "lost"
+    analyze_runs([run])
+    first = (run / "results.json").read_bytes()
+    analyze_runs([run])
+    assert (run / "results.json").read_bytes() == first

@@ -359,6 +359,18 @@ def test_client_defaults_and_acks_normalisation() -> None:
     assert minus_one.acks == "all"
 
 
+def test_producer_in_flight_defaults_to_one_and_must_be_positive() -> None:
+    data = base()
+    data["workload"] = {"producers": [{}, {"in_flight": 5}]}
+    t = parse_topology(data, SRC)
+    assert [p.in_flight for p in t.workload.producers] == [1, 5]
+    assert t.to_dict()["workload"]["producers"][1]["in_flight"] == 5
+    for bad, why in ((0, "0 is too small (expected an integer >= 1)"), (-2, "-2 is too small (expected an integer >= 1)"),
+                     ("5", "expected an integer >= 1, got '5'")):
+        data["workload"] = {"producers": [{"in_flight": bad}]}
+        assert errors_of(data) == [f"t.yaml: workload.producers[0].in_flight: {why}"]
+
+
 def test_client_topic_is_required_with_several_topics() -> None:
     data = base()
     data["topics"].append({"name": "payments"})
