@@ -67,8 +67,10 @@ def _first_after(rows: DataFrame, causes: DataFrame, key: list[str], when: str, 
 
 
 def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, what: str) -> DataFrame:
-    """`rows` (PART, offset, time_ns, ...) with a `cause` sentence and `attributed` flag; `what`
-    names the anomaly in the sentence ("lost", "overwritten"); `spans` are the applied faults."""
+    """`rows` (PART, offset, time_ns, ...) with a `cause` sentence, `why` (the sentence without
+    the offset, shared by every row of one election, truncation or crash, so losses group by
+    it) and `attributed` flag; `what` names the anomaly ("lost", "overwritten"); `spans` are
+    the applied faults."""
     key = [*PART, "offset"]
     e = elections(t)
     election = _first_after(rows, e, key, "elected_ns", F.col("leo") <= F.col("offset"),
@@ -102,8 +104,8 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, w
     head = F.format_string("offset %d of %s/%d %s ", "offset", "topic", "partition", F.lit(what))
     attributed = F.col("e_leader").isNotNull() | F.col("t_node").isNotNull() | F.col("c_node").isNotNull()
     return (out.withColumn("attributed", attributed)
-            .withColumn("cause", F.when(attributed, F.concat(head, causes))
-                        .otherwise(F.concat(head, F.lit("with no recorded election, truncation or lossy crash "
-                                                        "that explains it"))))
+            .withColumn("why", F.when(attributed, causes)
+                        .otherwise(F.lit("with no recorded election, truncation or lossy crash that explains it")))
+            .withColumn("cause", F.concat(head, F.col("why")))
             .drop("e_leader", "e_epoch", "e_reason", "e_leo", "elected_ns", "e_recovery", "t_node", "t_from", "t_to",
                   "t_reason", "t_ns", "c_node", "c_do", "c_loss", "c_ns", "t0"))

@@ -19,10 +19,16 @@ from testbed.analysis.observations import (
 from testbed.analysis.runinfo import ConfigTables
 
 
+#: Windows of one partition and kind closer than this are one window: an ISR that flaps (a
+#: follower out and back in every few milliseconds) is one outage to a reader, not a hundred.
+MERGE_GAP_NS = 100_000_000
+
+
 def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame) -> DataFrame:
     """Windows (start_s, end_s) per partition without a leader (`no-leader`) and without
     acks=all service (`no-acks-all`: no leader, or |ISR| < MinISR so acks=all is refused),
-    from the controller's committed partition changes."""
+    from the controller's committed partition changes; windows less than `MERGE_GAP_NS`
+    apart are merged."""
     changes = (partition_changes(t)
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
@@ -42,9 +48,20 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame) -> 
                        .where(F.col(flag))
                        .groupBy(*PART, "island", "t0")
                        .agg(F.min("time_ns").alias("start_ns"), F.max("until").alias("end_ns"))
-                       .select(*PART, F.lit(kind).alias("kind"), seconds("start_ns").alias("start_s"),
-                               seconds("end_ns").alias("end_s")))
-    return reduce(DataFrame.unionByName, windows)
+                       .withColumn("kind", F.lit(kind)))
+    return (_merge_close(reduce(DataFrame.unionByName, windows))
+            .select(*PART, "kind", seconds("start_ns").alias("start_s"), seconds("end_ns").alias("end_s")))
+
+
+def _merge_close(windows: DataFrame) -> DataFrame:
+    """Windows (PART, kind, t0, start_ns, end_ns) with every run of windows less than
+    `MERGE_GAP_NS` apart made one."""
+    order = Window.partitionBy(*PART, "kind").orderBy("start_ns")
+    gap = F.col("start_ns") - F.lag("end_ns").over(order)
+    starts = F.coalesce((gap >= MERGE_GAP_NS).cast("int"), F.lit(1))
+    return (windows.withColumn("group", F.sum(starts).over(order.rowsBetween(Window.unboundedPreceding, 0)))
+            .groupBy(*PART, "kind", "t0", "group")
+            .agg(F.min("start_ns").alias("start_ns"), F.max("end_ns").alias("end_ns")))
 
 
 def fault_recovery(t: Tables, spans: DataFrame, bounds: DataFrame) -> DataFrame:

@@ -99,7 +99,7 @@ def check_frames(t: Tables, config: ConfigTables, bounds: DataFrame, spans: Data
 def _examples(name: str, frame: DataFrame, starts: DataFrame) -> DataFrame:
     """(check, run_id, count, unattributed, examples as JSON) of one check, to be unioned
     with the others' into one job."""
-    cols = [c for c in frame.columns if c not in ("run_id", "attributed")]
+    cols = [c for c in frame.columns if c not in ("run_id", "attributed", "why")]
     if "time_ns" in frame.columns:
         frame = frame.join(starts, "run_id", "left").withColumn("time_s", seconds("time_ns")).drop("t0")
         cols = [c for c in cols if c != "time_ns"] + ["time_s"]
@@ -113,6 +113,20 @@ def _examples(name: str, frame: DataFrame, starts: DataFrame) -> DataFrame:
                                        F.struct("n", F.to_json(F.struct(*cols)).alias("example"))))
                  .alias("examples"))
             .select(F.lit(name).alias("check"), "*"))
+
+
+def _cause_groups(name: str, frame: DataFrame) -> DataFrame:
+    """(check, run_id, topic, partition, cause, count, offset ranges) of an attributed check:
+    one row per election, truncation or crash that explains its anomalies on one partition,
+    with the offsets as ranges of consecutive offsets (gaps and islands)."""
+    g = ["run_id", "topic", "partition", "why"]
+    island = F.col("offset") - F.row_number().over(Window.partitionBy(*g).orderBy("offset"))
+    ranges = (frame.select(*g, "offset").distinct().withColumn("island", island)
+              .groupBy(*g, "island").agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
+              .groupBy(*g).agg(F.sort_array(F.collect_list(F.array("lo", "hi"))).alias("offsets")))
+    return (frame.groupBy(*g).agg(F.count("*").alias("count")).join(ranges, g)
+            .select(F.lit(name).alias("check"), "run_id", "topic", "partition", F.col("why").alias("cause"),
+                    "count", "offsets"))
 
 
 def convergence(t: Tables, config: ConfigTables) -> DataFrame:
@@ -151,7 +165,9 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str]) -> dict[str, Ru
 def _run_checks(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataFrame,
                 out: dict[str, RunData]) -> None:
     starts = bounds.select("run_id", "t0")
-    frames = [_examples(name, frame, starts) for name, frame in check_frames(t, config, bounds, spans).items()]
+    checks = check_frames(t, config, bounds, spans)
+    attributed = {name: checks[name].persist() for name in ATTRIBUTED if name in checks}
+    frames = [_examples(name, frame, starts) for name, frame in checks.items()]
     for row in reduce(DataFrame.unionByName, frames).collect():
         name = row["check"]
         examples = [json.loads(e["example"]) for e in sorted(row["examples"], key=lambda e: e["n"])]
@@ -159,10 +175,18 @@ def _run_checks(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataF
         if name in ATTRIBUTED:
             entry["unattributed"] = row["unattributed"]
         out[row["run_id"]].checks[name] = entry
+    if attributed:
+        groups = reduce(DataFrame.unionByName, [_cause_groups(n, f) for n, f in attributed.items()])
+        for row in groups.orderBy("check", "run_id", "topic", "partition", F.col("offsets")[0][0]).collect():
+            group = {k: row[k] for k in ("topic", "partition", "count", "cause")}
+            group["offsets"] = [list(r) for r in row["offsets"]]
+            out[row["run_id"]].checks[row["check"]].setdefault("causes", []).append(group)
     for data in out.values():
         for name in CHECK_NAMES:
             data.checks.setdefault(name, {"count": 0, "examples": []} | (
                 {"unattributed": 0} if name in ATTRIBUTED else {}))
+            if name in ATTRIBUTED:
+                data.checks[name].setdefault("causes", [])
 
 
 def _by_run(frame: DataFrame, out: dict[str, RunData], key: str, into: str) -> None:

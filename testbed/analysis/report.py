@@ -4,11 +4,13 @@ timeline per partition, throughput and latency, and the topology."""
 from __future__ import annotations
 
 import html
-import json
+
+import yaml
 
 from testbed.analysis.job import ATTRIBUTED, RunData
 from testbed.analysis.plots import fault_bands, partition_timeline, series_plot
 from testbed.analysis.runinfo import RunInfo
+from testbed.analysis.terminal import ranges_text
 from testbed.analysis.verdict import RunVerdict
 from testbed.topology import CHECK_NAMES
 
@@ -43,14 +45,19 @@ def _verdicts(r: dict) -> str:
 
 
 def _attribution(r: dict) -> str:
+    """One row per cause (an election, a truncation, a crash) and partition, with its count and
+    offsets; then the first values of each check with their full sentences."""
+    groups = [[_e(name), _e(f"{g['topic']}/{g['partition']}"), _e(g["count"]), _e(ranges_text(g["offsets"], 50)),
+               _e(g["cause"])] for name in ATTRIBUTED for g in r["checks"].get(name, {}).get("causes", [])]
     rows = [[_e(name), _e(x.get("value", ", ".join(x.get("values", [])))), _e(x["cause"])]
             for name in ATTRIBUTED for x in r["checks"].get(name, {}).get("examples", [])]
     if not rows:
         return "<p>No lost or inconsistent write.</p>"
     counts = ", ".join(f"{n}: {r['checks'][n]['count']} ({r['checks'][n]['unattributed']} unattributed)"
                        for n in ATTRIBUTED)
-    return f"<p class='note'>{_e(counts)}; the first 20 of each are listed.</p>" + _table(
-        ["check", "value(s)", "cause"], rows)
+    return (f"<p class='note'>{_e(counts)}.</p>"
+            + _table(["check", "partition", "count", "offsets", "cause"], groups)
+            + "<h3>First values of each</h3>" + _table(["check", "value(s)", "cause"], rows))
 
 
 def _figures(r: dict) -> str:
@@ -91,8 +98,9 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
         for topic, p in keys:
             events = [e for e in data.timeline["events"] if e["topic"] == topic and e["partition"] == p]
             parts.append(partition_timeline(events, bands, end, f"{topic}/{p}"))
-    topology = info.topology.to_dict() if info.topology is not None else None
-    parts.append("<h2>Topology</h2><pre>" + _e(json.dumps(topology, indent=1, default=str)) + "</pre></body></html>")
+    topology = (yaml.safe_dump(info.topology.to_dict(), sort_keys=False, width=100) if info.topology is not None
+                else "(no topology.yaml)")
+    parts.append("<h2>Topology</h2><pre>" + _e(topology) + "</pre></body></html>")
     return "\n".join(parts)
 
 

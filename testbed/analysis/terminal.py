@@ -9,6 +9,21 @@ from testbed.analysis.verdict import RunVerdict
 from testbed.topology import CHECK_NAMES
 
 _MAX_CAUSES = 5
+_MAX_RANGES = 6
+
+
+def ranges_text(ranges: list[list[int]], limit: int = _MAX_RANGES) -> str:
+    """[[3, 9], [12, 12]] -> "3-9, 12" (the first `limit` ranges, then how many more)."""
+    shown = ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in ranges[:limit])
+    return shown + (f" and {len(ranges) - limit} more ranges" if len(ranges) > limit else "")
+
+
+def cause_line(name: str, group: dict) -> str:
+    """One election, truncation or crash and everything of one check it explains on one partition."""
+    what = "value" if name != "inconsistent_offsets" else "offset"
+    n = group["count"]
+    return (f"{n} {what}{'s' if n != 1 else ''} of {group['topic']}/{group['partition']} at offsets "
+            f"{ranges_text(group['offsets'])} {'lost' if what == 'value' else 'overwritten'} {group['cause']}")
 
 
 def verdict_word(ok: bool | None) -> str:
@@ -35,8 +50,11 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
         table.add_row(name, count, "" if e is None else e["expected"], held)
     console.print(table)
     for name in ATTRIBUTED:
-        for example in r.get("checks", {}).get(name, {}).get("examples", [])[:_MAX_CAUSES]:
-            console.print(f"[red]{name}:[/] {example.get('cause')}")
+        groups = r.get("checks", {}).get(name, {}).get("causes", [])
+        for group in groups[:_MAX_CAUSES]:
+            console.print(f"[red]{name}:[/] {cause_line(name, group)}")
+        if len(groups) > _MAX_CAUSES:
+            console.print(f"[red]{name}:[/] and {len(groups) - _MAX_CAUSES} more causes (see the report)")
     for problem in r.get("problems", []):
         console.print(f"[yellow]not judged:[/] {problem}")
     unavailable = r.get("figures", {}).get("unavailable_s")

@@ -186,6 +186,20 @@ def _retry_reordered(root: Path) -> None:
     r.write()
 
 
+MS = 1_000_000
+
+
+def _flapping(root: Path) -> None:
+    """The ISR shrinks below min.insync.replicas three times: 0-20 ms, 50-60 ms (30 ms later:
+    the same outage to a reader) and 300-400 ms after 1.1 s, inside the workload."""
+    r = RunBuilder(root, "flapping")
+    for epoch, (down, up) in enumerate(((0, 20), (50, 60), (300, 400)), start=1):
+        r.events.append(RunBuilder.change(T0 + S + (100 + down) * MS, leader=1, epoch=epoch, isr=[1], reason="isr-shrink"))
+        r.events.append(RunBuilder.change(T0 + S + (100 + up) * MS, leader=1, epoch=epoch, isr=[1, 2, 3],
+                                          reason="isr-expand"))
+    r.write()
+
+
 def _internal_skip(root: Path) -> None:
     """One poll returned offsets 0, 1, 3, 4: a gap inside the poll (and so a poll skip)."""
     r = RunBuilder(root, "internal-skip")
@@ -222,7 +236,7 @@ def _metadata_digests(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+BUILDERS = [_flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -243,6 +257,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "aborted": {**ZERO, "aborted_reads": 1},
     "sends-backwards": {**ZERO, "nonmonotonic_sends": 1},
     "retry-reordered": {**ZERO, "nonmonotonic_sends": 1},
+    "flapping": ZERO,
     "internal-skip": {**ZERO, "poll_skips": 1, "internal_poll_skips": 1},
     "recovered": {**ZERO, "lost_writes": 1},
     "metadata-digests": {**ZERO, "metadata_divergence": 1},
@@ -294,6 +309,20 @@ def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict
     assert recovered["unattributed"] == 0
     assert ("when broker 2 was elected at leader epoch 1 by unclean recovery (balanced, from the log infos: "
             "broker 2 epoch 0 LEO 5, broker 3 epoch 0 LEO 4) with LEO 5") in recovered["examples"][0]["cause"]
+
+
+def test_unavailability_windows_closer_than_100ms_are_one(judged: dict[str, RunVerdict]) -> None:
+    windows = [w for w in judged["flapping"].results["figures"]["availability"] if w["kind"] == "no-acks-all"]
+    assert [(round(w["end_s"] - w["start_s"], 3)) for w in windows] == [0.06, 0.1]
+    assert round(windows[1]["start_s"] - windows[0]["start_s"], 3) == 0.3
+    assert judged["flapping"].results["figures"]["unavailable_s"]["no-acks-all"] == 0.16
+
+
+def test_losses_are_grouped_by_cause_with_offset_ranges(judged: dict[str, RunVerdict]) -> None:
+    [group] = judged["lost"].results["checks"]["lost_writes"]["causes"]
+    assert (group["topic"], group["partition"], group["count"], group["offsets"]) == ("orders", 0, 1, [[5, 5]])
+    assert group["cause"].startswith("when broker 2 was elected at leader epoch 1")
+    assert judged["clean"].results["checks"]["lost_writes"]["causes"] == []
 
 
 def test_a_mismatching_line_is_rejected_with_its_file_and_line(judged: dict[str, RunVerdict]) -> None:
