@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
+import threading
 from pathlib import Path
 
 from py4j.protocol import Py4JError, Py4JJavaError
@@ -16,6 +18,7 @@ from testbed.analysis.runinfo import config_tables, load_run_info
 from testbed.analysis.schemas import RECORD_FILES
 from testbed.analysis.session import get_spark, stop_spark, tune_for
 from testbed.analysis.summary import write_summary
+from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
 
 
@@ -34,8 +37,43 @@ def warehouse_for(runs: list[Path], summary_dir: Path | None) -> Path:
     return Path(os.path.commonpath([str(r) for r in runs])) / "analysis" / "tables"
 
 
+#: One judgment at a time per process: jobs share the session's cache, which each clears at its end.
+_judging = threading.Lock()
+_rehearsed = threading.Event()
+_rehearsing = threading.Event()
+REHEARSAL_RECORDS = 2000
+REHEARSAL_GROUP = "isrlab-rehearsal"
+
+
+def rehearse(spark_master: str | None = None) -> None:
+    """Judge a small synthetic run, once per process, so that the JVM has loaded and compiled
+    the pipeline's code before a real run needs it (see `session.warm_up`). A real judgment
+    that arrives meanwhile cancels the rehearsal's Spark jobs instead of waiting for them."""
+    if _rehearsed.is_set():
+        return
+    _rehearsed.set()
+    get_spark(spark_master).sparkContext.setJobGroup(REHEARSAL_GROUP, "isrlab: warming the JVM up", True)
+    with _judging, tempfile.TemporaryDirectory(prefix="isrlab-rehearsal-") as tmp:
+        _rehearsing.set()
+        try:
+            _analyze([write_synthetic_run(Path(tmp), REHEARSAL_RECORDS)], spark_master, None)
+        finally:
+            _rehearsing.clear()
+
+
 def analyze_runs(paths: list[Path], spark_master: str | None = None,
                  summary_dir: Path | None = None) -> list[RunVerdict]:
+    """Judge every run under `paths` in one Spark job (see `_analyze`)."""
+    while not _judging.acquire(timeout=0.1):
+        if _rehearsing.is_set():
+            get_spark(spark_master).sparkContext.cancelJobGroup(REHEARSAL_GROUP)
+    try:
+        return _analyze(paths, spark_master, summary_dir)
+    finally:
+        _judging.release()
+
+
+def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | None) -> list[RunVerdict]:
     """Judge every run under `paths` in one Spark job; write `results.json` and `report.html`
     into each run directory, and for more than one run a summary into `summary_dir`
     (default: `<common parent>/summary`). Raises IngestError when no run can be found.

@@ -1,16 +1,12 @@
-"""A synthetic run directory of N history records in the formats of DESIGN section 7, and
-the pipeline benchmark of DESIGN section 10 (`python run.py bench`): a clean run whose size
-is set by the history, so the figure measures the pipeline, not a cluster."""
+"""A synthetic run directory of N history records in the formats of DESIGN section 7: a
+clean run whose size is set by the history, for the pipeline's benchmark (`run.py bench`) and
+its rehearsal while a cluster runs (`pipeline.rehearse`)."""
 from __future__ import annotations
 
-import tempfile
-import time
 from pathlib import Path
 
 import yaml
 
-from testbed.analysis.pipeline import analyze_runs
-from testbed.analysis.session import get_spark
 
 _PARTITIONS = 6
 _BATCH = 10
@@ -79,17 +75,3 @@ def _write_partition(h, logs, p: int, n: int, t0: int) -> None:
                     f'"offset":{start},"time_ns":{t}}}\n')
             h.write(f'{{"process":"{process}","type":"ok","f":"poll","topic":"orders","partition":{p},'
                     f'"records":[{records}],"time_ns":{t + 50_000}}}\n')
-
-
-def bench_pipeline(n_records: int, spark_master: str) -> float:
-    """Seconds `analyze_runs` takes on a synthetic run of `n_records` history records, with
-    the Spark session already started (its 6-8 s start is paid once per process)."""
-    get_spark(spark_master)
-    with tempfile.TemporaryDirectory(prefix="isrlab-pipeline-bench-") as tmp:
-        run = write_synthetic_run(Path(tmp), n_records)
-        start = time.perf_counter()
-        verdicts = analyze_runs([run], spark_master)
-        elapsed = time.perf_counter() - start
-    if verdicts[0].ok is not True:
-        raise RuntimeError(f"the synthetic clean run was not judged clean: {verdicts[0].results.get('problems')}")
-    return elapsed

@@ -18,7 +18,8 @@ from rich.console import Console
 from faults.schedule import build_schedule
 from testbed.analysis import RunVerdict, analyze_runs, print_verdict
 from testbed.analysis.cli import EXIT_UNJUDGED, exit_code
-from testbed.analysis.session import warm_up
+from testbed.analysis.pipeline import rehearse
+from testbed.analysis.session import full_priority, warm_up
 from testbed.clients.final_read import final_read
 from testbed.clients.history import History
 from testbed.clients.stats import StatsInbox
@@ -51,8 +52,10 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
                    run_dir: Path | None = None, spark_master: str | None = None) -> Outcome:
     """Run the topology, then judge it (the whole of `python run.py x.yaml`)."""
     console = console or Console()
-    warm_up(spark_master)  # the JVM starts while the cluster runs, and is ready for the verdict
+    # The JVM starts, and rehearses the pipeline, while the cluster runs (at a low priority).
+    warm_up(spark_master, rehearse=lambda: rehearse(spark_master))
     outcome = run_cluster(topology, runs_dir, time_scale, keep_data, console, run_dir)
+    full_priority()
     if outcome.counts is None:
         return outcome
     console.print("judging the run (PySpark) ...")

@@ -1,0 +1,140 @@
+"""`python run.py bench`: every figure of DESIGN section 10 this build can measure, each over
+several measurements (min, median, max), compared with its target; a table, or `--json`.
+
+Figures are measured and written down (BENCHMARKS.md), never asserted by a test. The groups
+(`--only`): ready, failover, throughput, latency, rss, e2e (the quickstart from the command
+line and a cold `analyze` of its run), pipeline (synthetic histories).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from testbed.bench import cluster_figures as cf
+from testbed.bench import e2e
+from testbed.bench.figures import Figure, percentile
+
+GROUPS = ("ready", "failover", "throughput", "latency", "rss", "e2e", "pipeline")
+
+
+def _args(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python run.py bench", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--repeat", type=int, default=3, help="measurements per figure (default 3)")
+    ap.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated groups of {', '.join(GROUPS)}")
+    ap.add_argument("--window", type=float, default=3.0, help="seconds per throughput measurement")
+    ap.add_argument("--producers", type=int, default=2)
+    ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--latency-sends", type=int, default=1000, help="acks=all sends timed one at a time, per round")
+    ap.add_argument("--e2e-repeat", type=int, default=1, help="quickstart runs (about a minute each)")
+    ap.add_argument("--pipeline-records", default="1000000",
+                    help="history records of the synthetic runs the pipeline judges, comma-separated (0 skips)")
+    ap.add_argument("--spark-master", default="local[2]")
+    args = ap.parse_args(argv)
+    unknown = set(args.only.split(",")) - set(GROUPS)
+    if unknown:
+        ap.error(f"--only: unknown group(s) {', '.join(sorted(unknown))} (groups: {', '.join(GROUPS)})")
+    if args.repeat < 1 or args.e2e_repeat < 1:
+        ap.error("--repeat and --e2e-repeat must be at least 1")
+    return args
+
+
+def measure(args: argparse.Namespace, runs: Path) -> list[Figure]:
+    only, n = set(args.only.split(",")), args.repeat
+    timing = cf.topology().timing
+    figures: list[Figure] = []
+    if "ready" in only:
+        figures.append(Figure("ready_s", "cluster ready", "s", cf.ready(runs, n),
+                              "1 controller + 3 brokers, 24 partitions RF 3"))
+        figures.append(Figure("ready_quorum_s", "cluster ready, quorum", "s", cf.ready(runs, n, 3, 6),
+                              "3 controllers + 6 brokers, 24 partitions RF 3", ("<=", 1.5)))
+    if "failover" in only:
+        figures.append(Figure("leader_failover_kill_s", "leader failover, SIGKILL", "s",
+                              cf.leader_failover(runs, max(n, 5), controlled=False),
+                              f"SIGKILL of the leader to the first acks=all write a new leader acknowledges, "
+                              f"session_timeout {timing.session_timeout:g} s", ("<=", timing.session_timeout + 0.1)))
+        figures.append(Figure("leader_failover_controlled_s", "leader failover, controlled shutdown", "s",
+                              cf.leader_failover(runs, max(n, 5), controlled=True),
+                              "controlled shutdown of the leader to the first write a new leader acknowledges",
+                              ("<=", 0.1)))
+        high = timing.controller_election_timeout[1]
+        figures.append(Figure("controller_failover_s", "controller failover", "s",
+                              cf.controller_failover(runs, max(10, n)),
+                              f"SIGKILL of the active controller to the next committed record, election timeout "
+                              f"max {high:g} s", ("<=", high + 0.2)))
+    if "throughput" in only:
+        rates = cf.throughput(runs, n, args.window, args.producers, args.batch)
+        figures.append(Figure("throughput_records_per_s", "acks=all throughput", "records/s", rates,
+                              f"RF 3, {cf.RECORD_BYTES}-byte records, batch {args.batch}, {args.producers} "
+                              f"producers, history recorded", (">=", 150_000)))
+        figures.append(Figure("throughput_mb_per_s", "acks=all throughput", "MB/s",
+                              [r * cf.RECORD_BYTES / 1e6 for r in rates], "the same"))
+        figures.append(Figure("throughput_batch1_records_per_s", "acks=all throughput, batch 1", "records/s",
+                              cf.throughput(runs, n, args.window, 4, 1), "RF 3, 4 producers, one request in flight "
+                              "each, history recorded", (">=", 4000)))
+        figures.append(Figure("throughput_in_flight5_records_per_s", "acks=all throughput, in_flight 5", "records/s",
+                              cf.throughput(runs, n, args.window, 2, 10, in_flight=5),
+                              "RF 3, batch 10, 2 producers with 5 requests in flight each"))
+    if "latency" in only:
+        rounds = cf.produce_latency(runs, n, args.latency_sends)
+        setup = f"acks=all RF 3, 1 record a request, one at a time, {args.latency_sends} sends a round"
+        figures.append(Figure("produce_latency_p50_ms", "acks=all produce latency p50", "ms",
+                              [1000 * percentile(r, 0.5) for r in rounds], setup, ("<=", 1.0)))
+        figures.append(Figure("produce_latency_p99_ms", "acks=all produce latency p99", "ms",
+                              [1000 * percentile(r, 0.99) for r in rounds], setup, ("<=", 5.0)))
+    if "rss" in only:
+        figures.append(Figure("idle_broker_rss_mb", "RSS of an idle broker", "MB", cf.idle_broker_rss(runs),
+                              "each broker of 1 controller + 3 brokers, 24 partitions, idle 3 s", ("<=", 40)))
+    if "e2e" in only:
+        figures += _e2e(runs, args.e2e_repeat)
+    if "pipeline" in only:
+        for records in (int(x) for x in args.pipeline_records.split(",") if int(x) > 0):
+            figures.append(Figure(f"pipeline_{records}_s", f"pipeline, {records:,} records", "s",
+                                  [e2e.pipeline(records, args.spark_master)],
+                                  f"synthetic clean run, {args.spark_master}, warm session; target: the linear "
+                                  f"share of 60 s for 10M", ("<=", 60 * records / 10_000_000)))
+    return figures
+
+
+def _e2e(runs: Path, repeat: int) -> list[Figure]:
+    quick = [e2e.quickstart(runs) for _ in range(repeat)]
+    cold = [e2e.analyze_cold(q.run_dir) for q in quick]
+    return [Figure("quickstart_wall_s", "quickstart end to end", "s", [q.wall_s for q in quick],
+                   "python run.py topologies/quickstart.yaml (10 s workload)", ("<=", 22.0)),
+            Figure("verdict_after_workload_s", "verdict after the workload", "s",
+                   [q.verdict_after_workload_s for q in quick],
+                   "the quickstart's last workload operation to its verdict, JVM start included", ("<=", 8.0)),
+            Figure("analyze_cold_s", "analyze of a small run, cold", "s", cold,
+                   "python run.py analyze <the quickstart's run>", ("<=", 10.0))]
+
+
+def _table(figures: list[Figure]) -> Table:
+    t = Table(title="isrlab bench")
+    for col in ("figure", "unit", "min", "median", "max", "target", "met"):
+        t.add_column(col, justify="right" if col in ("min", "median", "max") else "left")
+    for f in figures:
+        fmt = (lambda x: f"{x:,.0f}") if (f.median or 0) >= 100 else (lambda x: f"{x:.3g}")
+        met = {True: "[green]yes[/]", False: "[red]no[/]", None: ""}[f.met]
+        target = "" if f.target is None else f"{f.target[0]} {f.target[1]:g}"
+        t.add_row(f.label, f.unit, fmt(min(f.runs)), fmt(f.median), fmt(max(f.runs)), target, met)
+    return t
+
+
+def main(argv: list[str]) -> int:
+    args = _args(argv)
+    with tempfile.TemporaryDirectory(prefix="isrlab-bench-") as tmp:
+        figures = measure(args, Path(tmp))
+    if args.json:
+        print(json.dumps({f.name: f.to_json() for f in figures}, indent=1))
+    else:
+        console = Console()
+        console.print(_table(figures))
+        for f in figures:
+            console.print(f"[dim]{f.label} ({f.unit}): {f.setup}[/]")
+    return 0

@@ -1,0 +1,80 @@
+"""Figures of the product as a user meets it: the quickstart from the command line, the
+verdict's delay after the workload, `run.py analyze` from a cold command, and the pipeline
+on synthetic histories of millions of records."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from broker.common.jsonl import read_jsonl
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = ROOT / "topologies" / "quickstart.yaml"
+
+
+@dataclass
+class QuickstartRun:
+    wall_s: float  # the command, start to exit
+    verdict_after_workload_s: float  # the last workload operation to the verdict's report line
+    run_dir: Path
+
+
+def quickstart(runs: Path) -> QuickstartRun:
+    """`python run.py topologies/quickstart.yaml` as a user types it. Its output is read line
+    by line: the moment the report's path is printed is compared with the last operation of
+    its workload in history.jsonl (both CLOCK_MONOTONIC, shared by every process)."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), str(QUICKSTART), "--runs-dir", str(runs)],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    verdict_ns = None
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if "report:" in line and verdict_ns is None:
+            verdict_ns = time.monotonic_ns()
+    proc.wait()
+    wall = time.monotonic() - t0
+    run_dir = next((Path(line.split("run directory:", 1)[1].strip()) for line in lines
+                    if "run directory:" in line), None)
+    if proc.returncode != 0 or verdict_ns is None or run_dir is None:
+        raise RuntimeError(f"the quickstart exited {proc.returncode}:\n{''.join(lines[-20:])}")
+    workload_end = max(h["time_ns"] for h in read_jsonl(run_dir / "history.jsonl")
+                       if h["process"] not in ("final-reader", "api"))
+    return QuickstartRun(wall, (verdict_ns - workload_end) / 1e9, run_dir)
+
+
+def analyze_cold(run_dir: Path) -> float:
+    """Seconds of `python run.py analyze <run>` from a new process (a JVM started for it)."""
+    t0 = time.monotonic()
+    r = subprocess.run([sys.executable, str(ROOT / "run.py"), "analyze", str(run_dir)], cwd=ROOT,
+                       capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"analyze exited {r.returncode}: {r.stdout[-2000:]}{r.stderr[-2000:]}")
+    return time.monotonic() - t0
+
+
+def pipeline(n_records: int, master: str) -> float:
+    """Seconds the pipeline takes to judge a synthetic clean run of `n_records` history
+    records, in a session started beforehand (its start is paid once, outside the figure)."""
+    from testbed.analysis.pipeline import analyze_runs
+    from testbed.analysis.session import get_spark, stop_spark
+    from testbed.analysis.synth import write_synthetic_run
+    try:
+        get_spark(master)
+        with tempfile.TemporaryDirectory(prefix="isrlab-pipeline-bench-") as tmp:
+            run = write_synthetic_run(Path(tmp), n_records)
+            start = time.perf_counter()
+            [verdict] = analyze_runs([run], master)
+            elapsed = time.perf_counter() - start
+        if verdict.ok is not True:
+            raise RuntimeError(f"the synthetic clean run was not judged clean: {verdict.results.get('problems')}")
+        return elapsed
+    finally:
+        stop_spark()
