@@ -4,7 +4,8 @@
     python run.py validate FILE [FILE ...]
     python run.py status [--runs-dir D]
     python run.py analyze runs/<id> | runs/ [--spark-master URL]
-    python run.py bench [--json] [--repeat N]
+    python run.py bench [--json] [--repeat N] [--only GROUPS]
+    python run.py spark up | down | status
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-COMMANDS = ("validate", "status", "bench", "analyze", "matrix", "lab")
+COMMANDS = ("validate", "status", "bench", "analyze", "spark", "matrix", "lab")
 LATER = {"matrix": "the fault matrix", "lab": "the teaching labs"}
 
 
@@ -92,6 +93,11 @@ def cmd_bench(argv: list[str]) -> int:
     return bench_main(argv)
 
 
+def cmd_spark(argv: list[str]) -> int:
+    from testbed.analysis.spark_command import main as spark_main
+    return spark_main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
@@ -101,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     if cmd in LATER:
         print(f"`{cmd}` arrives with {LATER[cmd]}; it is not in this build yet.", file=sys.stderr)
         return 2
-    handlers = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench, "analyze": cmd_analyze}
+    handlers = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench, "analyze": cmd_analyze,
+                "spark": cmd_spark}
     if cmd in handlers:
         return handlers[cmd](argv[1:])
     return cmd_run(argv)

@@ -16,7 +16,7 @@ from testbed.analysis.job import run_job
 from testbed.analysis.report import write_report
 from testbed.analysis.runinfo import config_tables, load_run_info
 from testbed.analysis.schemas import RECORD_FILES
-from testbed.analysis.session import get_spark, stop_spark, tune_for
+from testbed.analysis.session import get_spark, is_remote, stop_spark, tune_for
 from testbed.analysis.summary import write_summary
 from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
@@ -48,10 +48,13 @@ REHEARSAL_GROUP = "isrlab-rehearsal"
 def rehearse(spark_master: str | None = None) -> None:
     """Judge a small synthetic run, once per process, so that the JVM has loaded and compiled
     the pipeline's code before a real run needs it (see `session.warm_up`). A real judgment
-    that arrives meanwhile cancels the rehearsal's Spark jobs instead of waiting for them."""
+    that arrives meanwhile cancels the rehearsal's Spark jobs instead of waiting for them. A
+    Spark Connect server needs none: it stays warm between commands."""
     if _rehearsed.is_set():
         return
     _rehearsed.set()
+    if is_remote():
+        return
     get_spark(spark_master).sparkContext.setJobGroup(REHEARSAL_GROUP, "isrlab: warming the JVM up", True)
     with _judging, tempfile.TemporaryDirectory(prefix="isrlab-rehearsal-") as tmp:
         _rehearsing.set()

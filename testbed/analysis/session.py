@@ -9,72 +9,72 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 
 import psutil
 from py4j.protocol import Py4JError
 from pyspark.sql import SparkSession
 
+from testbed.analysis import spark_server
+from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR
+
 DEFAULT_MASTER = "local[*]"
-#: Spark's configuration directory unless the user has one: its log4j2.properties keeps the
-#: JVM to errors, so the user's terminal shows the verdict, not Spark's notices
-SPARK_CONF_DIR = Path(__file__).with_name("spark_conf")
 
 _session: SparkSession | None = None
+_master: str | None = None
 _lock = threading.Lock()  # the session may be started by `warm_up`'s thread and a caller at once
 
 
 def get_spark(master: str | None = None) -> SparkSession:
     """The process's session; the first call chooses the master (`--spark-master`).
 
-    No UI (it costs a port and a thread pool for nothing here), 4 shuffle partitions
-    (the default 200 turns every small aggregation into 200 tasks), 4 GiB of driver
-    memory, and a short history of jobs, stages and SQL executions: even without the UI
-    the driver keeps up to 1,000 of each (and 100,000 tasks), and a process that judges
-    run after run (a test worker, a matrix) ran out of heap on that history alone.
+    Without a master, the Spark Connect server of `run.py spark up` when one is up (a warm
+    JVM shared by every command), else an embedded `local[*]` session; a recorded server
+    that is gone gives a one-line notice and the embedded session. `sc://host:port` as the
+    master connects to that server. The settings are `spark_settings.SETTINGS`.
     """
     with _lock:
         return _get_spark(master)
 
 
+def is_remote() -> bool:
+    """The session is a Spark Connect client (no SparkContext on this side)."""
+    return _master is not None and _master.startswith("sc://")
+
+
 def _get_spark(master: str | None) -> SparkSession:
-    global _session
+    global _session, _master
     if _session is not None:
-        wanted = master or DEFAULT_MASTER
-        current = _session.sparkContext.master
-        if master is not None and wanted != current:
-            raise RuntimeError(f"a Spark session on {current} is already running in this process; "
-                               f"cannot switch to {wanted}")
+        if master is not None and master != _master:
+            raise RuntimeError(f"a Spark session on {_master} is already running in this process; "
+                               f"cannot switch to {master}")
         return _session
+    wanted = master or _server_url() or DEFAULT_MASTER
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_CONF_DIR", str(SPARK_CONF_DIR))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # nodes listen on loopback only (DESIGN 11)
-    _session = (
-        SparkSession.builder.master(master or DEFAULT_MASTER)
-        .appName("isrlab-analysis")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "4")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.ui.retainedExecutions", "20")
-        .config("spark.ui.retainedJobs", "50")
-        .config("spark.ui.retainedStages", "100")
-        .config("spark.ui.retainedTasks", "2000")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
-        # Writing a table partitioned by run id would otherwise sort every row by run id
-        # first; with a writer open per run id the rows go straight to their file.
-        .config("spark.sql.maxConcurrentOutputFileWriters", "64")
-        .config("spark.sql.ansi.enabled", "false")
-        # The checks join the same tables many times; inferring filters from constraints over
-        # such plans grows exponentially and exhausts the driver's heap for a tiny input.
-        .config("spark.sql.constraintPropagation.enabled", "false")
-        .getOrCreate()
-    )
-    _session.sparkContext.setLogLevel("ERROR")
+    if wanted.startswith("sc://"):
+        _session = SparkSession.builder.remote(wanted).getOrCreate()
+    else:
+        builder = SparkSession.builder.master(wanted).appName("isrlab-analysis")
+        for key, value in SETTINGS:
+            builder = builder.config(key, value)
+        _session = builder.getOrCreate()
+        _session.sparkContext.setLogLevel("ERROR")
+    _master = wanted
     return _session
+
+
+def _server_url() -> str | None:
+    """The URL of the server `run.py spark up` started, if it still answers."""
+    info = spark_server.recorded()
+    if info is None:
+        return None
+    if spark_server.answering(info):
+        return info.url
+    print(f"isrlab: the Spark server recorded in {spark_server.state_file()} ({info.url}) is gone; "
+          f"judging in an embedded session", file=sys.stderr)
+    return None
 
 
 #: Below this much JSONL a job's time is its fixed costs, not its rows (see `tune_for`).
@@ -129,7 +129,9 @@ def full_priority() -> None:
     protecting from it). Raising a priority needs CAP_SYS_NICE: without it the JVM stays
     nice, which costs nothing on an otherwise idle machine."""
     with _lock:
-        proc = getattr(_session.sparkContext._gateway, "proc", None) if _session is not None else None
+        if _session is None or is_remote():
+            return
+        proc = getattr(_session.sparkContext._gateway, "proc", None)
     if proc is None:
         return
     nice = os.getpriority(os.PRIO_PROCESS, 0)
@@ -145,9 +147,9 @@ def stop_spark() -> None:
     """Stop the session and its JVM, so that no process outlives the caller. After a failure
     the JVM may be gone already: the session is forgotten all the same, so the next
     `get_spark` starts a new one."""
-    global _session
+    global _session, _master
     with _lock:
-        session, _session = _session, None
+        session, _session, _master = _session, None, None
         if session is not None:
             try:
                 session.stop()

@@ -1,0 +1,136 @@
+"""`python run.py spark up | down | status`: one long-lived local Spark Connect server that
+runs, labs, the matrix and `analyze` share.
+
+A judgment in a new JVM pays the JVM's start (about 15 s here) and then runs its first jobs
+cold (about twice as slow as warm); a server that stays up pays both once. While a server is
+up, every judgment without `--spark-master` goes to it; when it is gone, judging falls back
+to an embedded session with a one-line notice. The server listens on 127.0.0.1 only, runs in
+its own session (it outlives the command that started it, by design) and `down` stops it.
+Its state lives in `ISRLAB_SPARK_SERVER_FILE` (default `/tmp/isrlab-<uid>/spark-server.json`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import psutil
+
+from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+START_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    pid: int
+    port: int
+    master: str
+    log: str
+    started: float  # time.time()
+
+    @property
+    def url(self) -> str:
+        return f"sc://127.0.0.1:{self.port}"
+
+
+def state_file() -> Path:
+    default = Path(f"/tmp/isrlab-{os.getuid()}") / "spark-server.json"
+    return Path(os.environ.get("ISRLAB_SPARK_SERVER_FILE", default))
+
+
+def recorded() -> ServerInfo | None:
+    """The server `up` recorded, whether or not it still runs."""
+    try:
+        return ServerInfo(**json.loads(state_file().read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def answering(info: ServerInfo) -> bool:
+    """Its process lives and its port accepts connections."""
+    if gone(info.pid):
+        return False
+    try:
+        with socket.create_connection(("127.0.0.1", info.port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def up(master: str = "local[*]") -> tuple[ServerInfo, bool]:
+    """Start a server unless one is up; returns it and whether this call started it."""
+    info = recorded()
+    if info is not None and answering(info):
+        return info, False
+    if info is not None:
+        _stop(info)  # recorded but not answering: whatever is left of it goes
+    path = state_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    log = path.with_suffix(".log")
+    port = _free_port()
+    import pyspark
+    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+    confs = [*SETTINGS, ("spark.connect.grpc.binding.address", "127.0.0.1"),
+             ("spark.connect.grpc.binding.port", str(port))]
+    cmd = ["bash", str(submit), "--class", SERVER_CLASS, "--name", "isrlab Spark Connect server",
+           "--master", master, *[arg for k, v in confs for arg in ("--conf", f"{k}={v}")]]
+    env = {**os.environ, "SPARK_CONF_DIR": os.environ.get("SPARK_CONF_DIR", str(SPARK_CONF_DIR)),
+           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_CONNECT_MODE": "0"}
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+    info = ServerInfo(proc.pid, port, master, str(log), time.time())
+    deadline = time.monotonic() + START_TIMEOUT
+    while not answering(info):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(info)
+            raise RuntimeError(f"the Spark Connect server did not start (see {log})")
+        time.sleep(0.2)  # polling a port that opens once the JVM is up
+    path.write_text(json.dumps(asdict(info)))
+    return info, True
+
+
+def down() -> ServerInfo | None:
+    """Stop the recorded server (its whole process group); returns it, None when there was none."""
+    info = recorded()
+    if info is None:
+        return None
+    _stop(info)
+    state_file().unlink(missing_ok=True)
+    return info
+
+
+def gone(pid: int) -> bool:
+    """The process has exited (a zombie that no one has reaped yet counts as exited: the
+    server outlives the command that started it, so its parent is init)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _stop(info: ServerInfo) -> None:
+    """SIGTERM to the server's process group, SIGKILL if it has not exited 15 s later."""
+    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
+        if gone(info.pid):
+            return
+        try:
+            os.killpg(info.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        deadline = time.monotonic() + wait
+        while not gone(info.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)  # polling: the server is not our child, so it cannot be waited for
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

@@ -1,0 +1,36 @@
+"""The Spark settings of every session isrlab makes, embedded or as a Connect server.
+
+No UI (it costs a port and a thread pool for nothing here), 4 shuffle partitions (the
+default 200 turns every small aggregation into 200 tasks), 4 GiB of driver memory, and a
+short history of jobs, stages and SQL executions: even without the UI the driver keeps up
+to 1,000 of each (and 100,000 tasks), and a process that judges run after run (a test
+worker, a matrix, a long-lived server) ran out of heap on that history alone.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+#: Spark's configuration directory unless the user has one: its log4j2.properties keeps the
+#: JVM to errors, so the user's terminal shows the verdict, not Spark's notices
+SPARK_CONF_DIR = Path(__file__).with_name("spark_conf")
+
+SETTINGS: tuple[tuple[str, str], ...] = (
+    ("spark.ui.enabled", "false"),
+    ("spark.ui.showConsoleProgress", "false"),
+    ("spark.sql.shuffle.partitions", "4"),
+    ("spark.default.parallelism", "4"),
+    ("spark.driver.memory", "4g"),
+    ("spark.sql.ui.retainedExecutions", "20"),
+    ("spark.ui.retainedJobs", "50"),
+    ("spark.ui.retainedStages", "100"),
+    ("spark.ui.retainedTasks", "2000"),
+    ("spark.sql.session.timeZone", "UTC"),
+    ("spark.sql.sources.partitionOverwriteMode", "dynamic"),
+    # Writing a table partitioned by run id would otherwise sort every row by run id first;
+    # with a writer open per run id the rows go straight to their file.
+    ("spark.sql.maxConcurrentOutputFileWriters", "64"),
+    ("spark.sql.ansi.enabled", "false"),
+    # The checks join the same tables many times; inferring filters from constraints over
+    # such plans grows exponentially and exhausts the driver's heap for a tiny input.
+    ("spark.sql.constraintPropagation.enabled", "false"),
+)
