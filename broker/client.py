@@ -84,11 +84,14 @@ class ClusterClient:
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
+            answer: Response | Expired | None = None
             for item in self.transport.poll(left, time.monotonic):
                 if isinstance(item, Response | Expired) and item.request_id == rid:
-                    return item.msg if isinstance(item, Response) else None
-                if isinstance(item, Response | Expired) and item.request_id in self._pending:
+                    answer = item
+                elif isinstance(item, Response | Expired) and item.request_id in self._pending:
                     self._stash.append(item)  # a pipelined produce's outcome: `completions` owns it
+            if answer is not None:  # after the whole batch: an outcome behind it must not be lost
+                return answer.msg if isinstance(answer, Response) else None
 
     def refresh_metadata(self, topics: list[str] | None = None) -> MetadataResponse | None:
         """Ask brokers in turn; keep the answer with the newest metadata."""

@@ -8,7 +8,6 @@ carries them out. The loop hands every disk operation to `persist`, and every re
 """
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from broker.common.files import replace_durably
 from broker.common.jsonl import JsonlAppender, read_jsonl
 from broker.noderuntime.config import NodeConfig
 from broker.protocol.broker import BrokerConfig, BrokerState, LocalReplica, PendingFetch
@@ -162,10 +162,7 @@ class BrokerRole:
     def _persist_metadata_snapshot(self, snapshot: dict) -> None:
         """The snapshot replaces the copy: written whole (atomically), then the copy emptied.
         A crash between the two leaves records below the snapshot's end, which are skipped."""
-        path = self.cfg.data_dir / METADATA_SNAPSHOT_FILE
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(orjson.dumps(snapshot))
-        os.replace(tmp, path)
+        replace_durably(self.cfg.data_dir / METADATA_SNAPSHOT_FILE, orjson.dumps(snapshot))
         self.metadata_copy.close()
         self.metadata_path.write_bytes(b"")
         self.metadata_copy = JsonlAppender(self.metadata_path)

@@ -15,6 +15,7 @@ import json
 import os
 from pathlib import Path
 
+from broker.common.files import replace_durably
 from broker.common.jsonl import read_jsonl
 from broker.protocol.messages import RaftEntry
 from broker.protocol.raft import RaftSnapshot
@@ -59,23 +60,12 @@ class QuorumStore:
             return 0, -1
 
     def save_hard_state(self, term: int, voted_for: int) -> None:
-        tmp = self.state_path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            f.write(json.dumps({"term": term, "voted_for": voted_for}))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.state_path)
-        _fsync_dir(self.dir)
+        replace_durably(self.state_path, json.dumps({"term": term, "voted_for": voted_for}).encode())
 
     def save_snapshot(self, snapshot: RaftSnapshot, entries: list[RaftEntry]) -> None:
         """The snapshot, then a log of exactly `entries` from `snapshot.end` on."""
-        tmp = self.snapshot_path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            f.write(json.dumps({"end": snapshot.end, "last_term": snapshot.last_term, "state": snapshot.state}))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.snapshot_path)
-        _fsync_dir(self.dir)
+        replace_durably(self.snapshot_path, json.dumps(
+            {"end": snapshot.end, "last_term": snapshot.last_term, "state": snapshot.state}).encode())
         self.snapshot, self.base = snapshot, snapshot.end
         self._rewrite(list(entries))
 
@@ -89,14 +79,8 @@ class QuorumStore:
         os.fsync(self._fd)
 
     def _rewrite(self, entries: list[RaftEntry]) -> None:
-        tmp = self.log_path.with_suffix(".tmp")
-        with open(tmp, "wb") as f:
-            f.write(json.dumps({"base": self.base}).encode() + b"\n")
-            f.write(b"".join(_line(e) for e in entries))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.log_path)
-        _fsync_dir(self.dir)
+        replace_durably(self.log_path, json.dumps({"base": self.base}).encode() + b"\n"
+                        + b"".join(_line(e) for e in entries))
         os.close(self._fd)
         self._fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND, 0o644)
         self.entries = list(entries)
@@ -108,10 +92,3 @@ class QuorumStore:
 def _line(e: RaftEntry) -> bytes:
     return (json.dumps([e.term, e.record], separators=(",", ":")) + "\n").encode()
 
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

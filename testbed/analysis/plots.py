@@ -42,6 +42,44 @@ def _finish(axes: tuple[plt.Axes, ...], bands: list[tuple[float, float, str]]) -
     return _svg(axes[0].figure)
 
 
+_STATES = (("no leader", "#c0392b"), ("ISR short of the replicas", "#f39c12"), ("ISR full", "#2e8b57"))
+
+
+def overview(events: list[dict], bands: list[tuple[float, float, str]], end: float) -> str:
+    """The whole run at a glance: the faults on a strip at the top, then one lane per
+    partition coloured by its state (no leader, ISR short, ISR full) from the controller's
+    changes, with the leader's broker id written where it changes."""
+    changes: dict[tuple[str, int], list[dict]] = {}
+    for e in events:
+        if e["kind"] == "partition-changed":
+            changes.setdefault((e["topic"], e["partition"]), []).append(e)
+    keys = sorted(changes)
+    height = 0.9 + 0.22 * max(len(keys), 1)
+    _, (strip, lanes) = plt.subplots(2, 1, figsize=(9, height), sharex=True,
+                                     height_ratios=[0.5, max(len(keys), 1) * 0.3])
+    for row, key in enumerate(keys):
+        rows = changes[key]
+        for i, e in enumerate(rows):
+            until = rows[i + 1]["t"] if i + 1 < len(rows) else end
+            led = e["leader"] is not None and e["leader"] >= 0
+            state = 0 if not led else 1 if len(e["isr"] or []) < len(e["replicas"] or []) else 2
+            lanes.plot([e["t"], until], [row, row], color=_STATES[state][1], lw=7, solid_capstyle="butt")
+            if led and (i == 0 or rows[i - 1]["leader"] != e["leader"]):
+                lanes.text(e["t"], row, f" b{e['leader']}", fontsize=6, va="center", color="white")
+    lanes.set_yticks(range(len(keys)), [f"{t}/{p}" for t, p in keys])
+    lanes.set_ylim(len(keys) - 0.5, -0.5)
+    lanes.tick_params(axis="y", labelsize=6)
+    for label, color in _STATES:
+        lanes.plot([], [], color=color, lw=5, label=label)
+    lanes.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.25 / height * 3), ncols=3, frameon=False)
+    strip.set_yticks([])
+    strip.set_title("faults (red, from each fault to its undo) and every partition's state", fontsize=9, loc="left")
+    for start, stop, label in bands:
+        strip.text(start, 0.5, f" {label}", fontsize=6, va="center", clip_on=True)
+    strip.set_xlim(0, max(end, 0.1))
+    return _finish((strip, lanes), bands)
+
+
 def partition_timeline(events: list[dict], bands: list[tuple[float, float, str]], end: float,
                        title: str) -> str:
     """Leader, ISR and ELR membership per broker (lanes) from the controller's changes, and

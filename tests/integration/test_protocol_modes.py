@@ -137,9 +137,12 @@ def test_r32_proactive_elects_whoever_answers_within_the_timeout_where_balanced_
 @pytest.mark.parametrize("choice, safe", [(2, True), (1, False)])
 def test_r32_manual_stays_leaderless_until_the_operator_elects(tmp_path: Path, spark: object,  # noqa: F811
                                                                 choice: int, safe: bool) -> None:
-    schedule = [*OUTAGE, {"at": "4500ms", "do": "elect", "partition": "orders/0", "target": f"broker:{choice}"}]
+    # The elect comes 2 s after the restart: the chosen broker must have registered again by
+    # then (at 500 ms, a loaded CI machine sometimes had it refused as not yet registered).
+    schedule = [*OUTAGE, {"at": "6s", "do": "elect", "partition": "orders/0", "target": f"broker:{choice}"}]
     [(out, verdict)] = run_and_judge(tmp_path, [
-        with_protocol(one_partition([1, 2, 3], faults=schedule), f"manual-{choice}", unclean_recovery="manual")])
+        with_protocol(one_partition([1, 2, 3], faults=schedule, duration="8s"), f"manual-{choice}",
+                      unclean_recovery="manual")])
     changes = events(out, "partition-changed")
     waiting = [e for e in changes if e["reason"] == "manual-election-required"]
     assert waiting and waiting[0]["leader"] == -1

@@ -1,0 +1,56 @@
+"""The client library with requests in flight (`in_flight` > 1): a synchronous request made
+meanwhile never swallows the outcome of a pipelined produce that arrives in the same batch
+as its own answer, even behind it."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from broker.client import ClusterClient
+from broker.common.errors import Errors
+from broker.protocol.messages import MetadataRequest, MetadataResponse, PartitionMetadata, ProduceRequest, ProduceResponse
+from broker.wire.transport import Request, Response, Transport
+
+PM = PartitionMetadata("t", 0, 1, 0, 0, [1], [1])
+
+
+def _answer(server: Transport, held: list[Request]) -> None:
+    """The fake broker: the metadata answer, then the produce's, back to back."""
+    for req in sorted(held, key=lambda r: isinstance(r.msg, ProduceRequest)):
+        server.reply(req.handle, ProduceResponse("t", 0, Errors.NONE, base_offset=7)
+                     if isinstance(req.msg, ProduceRequest) else MetadataResponse(Errors.NONE, partitions=[PM]))
+
+
+def test_a_produce_answered_behind_a_metadata_answer_still_completes(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    server = Transport("broker-1", bind=f"ipc://{tmp_path}/b1.sock")
+    client = ClusterClient({1: server.endpoint}, "pipelining", request_timeout=5.0)
+    client.leaders[("t", 0)] = PM
+    real_poll = client.transport.poll
+
+    def one_batch(timeout: float, now_fn):  # both answers in one batch, the metadata first
+        held: list[Request] = []
+        got: list[Response] = []
+        deadline = time.monotonic() + 5
+        while len(got) < 2:
+            assert time.monotonic() < deadline, "the exchange did not complete"
+            got += [i for i in real_poll(0.01, now_fn) if isinstance(i, Response)]  # sends what waits too
+            held += [i for i in server.poll(0.01, time.monotonic) if isinstance(i, Request)]
+            if len(held) == 2:
+                _answer(server, held)
+                held = []
+        monkeypatch.setattr(client.transport, "poll", real_poll)
+        return sorted(got, key=lambda r: isinstance(r.msg, ProduceResponse))
+
+    try:
+        pending = client.start_produce("t", 0, ["v"], "all", timeout=5.0)
+        monkeypatch.setattr(client.transport, "poll", one_batch)
+        assert isinstance(client.request(1, MetadataRequest(["t"])), MetadataResponse)
+        [(done, result)] = client.completions(5.0)
+        assert done is pending and result.error == Errors.NONE and result.base_offset == 7
+        assert client.produces_in_flight == 0
+    finally:
+        client.close()
+        server.close()
