@@ -58,6 +58,15 @@ class RunBuilder:
         self.replicas = {node: {"leo": n, "hwm": n, "is_leader": node == "broker-1", "leader_epoch": 0}
                          for node in self.logs}
 
+    def extend_log(self, records: list[tuple[int, str]]) -> None:
+        """Every replica's log grows by `records` (its LEO and HWM level at the new end), and the
+        final read returns the whole committed log."""
+        for node in self.logs:
+            self.logs[node] += records
+            self.replicas[node].update(leo=len(self.logs[node]), hwm=len(self.logs[node]))
+        self.history = [h for h in self.history if h["process"] != "final-reader"]
+        self.poll("final-reader", self.logs["broker-1"], at=T0 + 4 * S)
+
     @staticmethod
     def change(at: int, leader: int, epoch: int, isr: list[int], reason: str, elr: list[int] | None = None,
                replicas: list[int] | None = None) -> dict:

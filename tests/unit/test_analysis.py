@@ -41,11 +41,7 @@ def _duplicate(root: Path) -> None:
     r = RunBuilder(root, "duplicate")
     r.send("d", None, at=T0 + 2 * S, outcome="info", process="producer-1")
     r.send("d", 6, at=T0 + 2 * S + 1000, process="producer-1")
-    for node in r.logs:
-        r.logs[node] += [(5, "d"), (6, "d")]
-        r.replicas[node].update(leo=7, hwm=7)
-    r.history = [h for h in r.history if h["process"] != "final-reader"]
-    r.poll("final-reader", r.logs["broker-1"], at=T0 + 4 * S)
+    r.extend_log([(5, "d"), (6, "d")])
     r.write()
 
 
@@ -162,11 +158,7 @@ def _sends_backwards(root: Path) -> None:
     r = RunBuilder(root, "sends-backwards")
     r.send("w0", 6, at=T0 + 2 * S, process="producer-1")
     r.send("w1", 5, at=T0 + 2 * S + 1000, process="producer-1")
-    for node in r.logs:
-        r.logs[node] += [(5, "w1"), (6, "w0")]
-        r.replicas[node].update(leo=7, hwm=7)
-    r.history = [h for h in r.history if h["process"] != "final-reader"]
-    r.poll("final-reader", r.logs["broker-1"], at=T0 + 4 * S)
+    r.extend_log([(5, "w1"), (6, "w0")])
     r.write()
 
 
@@ -178,11 +170,7 @@ def _retry_reordered(root: Path) -> None:
     r.send("w0", None, at=T0 + 2 * S, process="producer-1", outcome="info")
     r.send("w1", 5, at=T0 + 2 * S + 100, process="producer-1")
     r.send("w0", 6, at=T0 + 2 * S + 1000, process="producer-1")
-    for node in r.logs:
-        r.logs[node] += [(5, "w1"), (6, "w0")]
-        r.replicas[node].update(leo=7, hwm=7)
-    r.history = [h for h in r.history if h["process"] != "final-reader"]
-    r.poll("final-reader", r.logs["broker-1"], at=T0 + 4 * S)
+    r.extend_log([(5, "w1"), (6, "w0")])
     r.write()
 
 
