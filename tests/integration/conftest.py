@@ -12,6 +12,7 @@ from typing import Iterator
 
 import pytest
 
+from broker.common.jsonl import read_jsonl
 from testbed.supervisor.cluster import Cluster
 from testbed.topology import parse_topology
 
@@ -31,6 +32,21 @@ def topology_dict(partitions: int = 2, brokers: int = 3, min_isr: int = 2, **ove
     }
     d.update(overrides)
     return d
+
+
+def committed_duplicates(run_dir: Path) -> int:
+    """Values at more than one place of the final committed logs, read from the run's own
+    files apart from Spark: each final leader's records below its HWM. A producer without
+    idempotence appends a value twice when it retries a send that timed out after the
+    append (Kafka does the same), so a run with a leader killed under load may have some."""
+    replicas = read_jsonl(run_dir / "final/replicas.jsonl")
+    hwm = {(r["node"], r["topic"], r["partition"]): r["hwm"] for r in replicas if r["is_leader"]}
+    placed: dict[str, set] = {}
+    for rec in read_jsonl(run_dir / "final/logs.jsonl"):
+        key = (rec["node"], rec["topic"], rec["partition"])
+        if key in hwm and rec["offset"] < hwm[key]:
+            placed.setdefault(rec["value"], set()).add(key[1:] + (rec["offset"],))
+    return sum(len(at) > 1 for at in placed.values())
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import yaml
 from broker.common.jsonl import read_jsonl
 from testbed.experiment.runner import run_experiment
 from testbed.topology import parse_topology
-from tests.integration.conftest import TIME_SCALE, topology_dict
+from tests.integration.conftest import TIME_SCALE, committed_duplicates, topology_dict
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -147,13 +147,7 @@ def test_pipelined_producer_overlaps_requests_and_the_checks_count_what_it_cause
     assert most > 2, f"at most {most} values in flight: the producer did not pipeline"  # batch 2: > one request
     checks = out.verdict.results["checks"]
     assert checks["lost_writes"]["count"] == 0
-    leader = next(r["node"] for r in read_jsonl(out.run_dir / "final/replicas.jsonl") if r["is_leader"])
-    committed = {}
-    hwm = next(r["hwm"] for r in read_jsonl(out.run_dir / "final/replicas.jsonl") if r["node"] == leader)
-    for rec in read_jsonl(out.run_dir / "final/logs.jsonl"):
-        if rec["node"] == leader and rec["offset"] < hwm:
-            committed.setdefault(rec["value"], []).append(rec["offset"])
-    assert checks["duplicates"]["count"] == sum(len(at) > 1 for at in committed.values())
+    assert checks["duplicates"]["count"] == committed_duplicates(out.run_dir)
     first_sent: dict[str, int] = {}
     for h in history:
         if h["type"] == "invoke":
