@@ -37,6 +37,12 @@ def warehouse_for(runs: list[Path], summary_dir: Path | None) -> Path:
     return Path(os.path.commonpath([str(r) for r in runs])) / "analysis" / "tables"
 
 
+def jvm_log_for(warehouse: Path) -> Path:
+    """Where an embedded JVM started to fill `warehouse` writes its own output: beside it
+    (`<run>/analysis/spark.log` for one run)."""
+    return warehouse.parent / "spark.log"
+
+
 #: One judgment at a time per process: jobs share the session's cache, which each clears at its end.
 _judging = threading.Lock()
 _rehearsed = threading.Event()
@@ -88,10 +94,11 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     infos = {run.name: load_run_info(run) for run in runs}
     failed = None
     try:
-        spark = get_spark(spark_master)
+        warehouse = warehouse_for(runs, summary_dir)
+        spark = get_spark(spark_master, log=jvm_log_for(warehouse))
         tune_for(spark, sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES
                             if (run / spec.path).is_file()))
-        tables, rejected = ingest(spark, runs, warehouse_for(runs, summary_dir))
+        tables, rejected = ingest(spark, runs, warehouse)
         judged = [rid for rid in infos if rid not in rejected]
         data = run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged) if judged else {}
     except (PySparkException, Py4JError) as exc:

@@ -9,31 +9,40 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import psutil
 from py4j.protocol import Py4JError
+from pyspark import SparkConf, SparkContext
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from testbed.analysis import spark_server
 from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR
 
 DEFAULT_MASTER = "local[*]"
+APP_NAME = "isrlab-analysis"
 
 _session: SparkSession | None = None
 _master: str | None = None
 _lock = threading.Lock()  # the session may be started by `warm_up`'s thread and a caller at once
 
 
-def get_spark(master: str | None = None) -> SparkSession:
+def get_spark(master: str | None = None, log: Path | None = None) -> SparkSession:
     """The process's session; the first call chooses the master (`--spark-master`).
 
     Without a master, the Spark Connect server of `run.py spark up` when one is up (a warm
     JVM shared by every command), else an embedded `local[*]` session; a recorded server
     that is gone gives a one-line notice and the embedded session. `sc://host:port` as the
     master connects to that server. The settings are `spark_settings.SETTINGS`.
+
+    `log`, when this call starts the embedded JVM, receives everything that JVM prints (the
+    Java launcher's warnings, Spark's errors): the user's terminal shows isrlab's output
+    only, and the JVM's stays with the run it served. Errors still reach the caller as
+    exceptions.
     """
     with _lock:
-        return _get_spark(master)
+        return _get_spark(master, log)
 
 
 def is_remote() -> bool:
@@ -41,7 +50,7 @@ def is_remote() -> bool:
     return _master is not None and _master.startswith("sc://")
 
 
-def _get_spark(master: str | None) -> SparkSession:
+def _get_spark(master: str | None, log: Path | None) -> SparkSession:
     global _session, _master
     if _session is not None:
         if master is not None and master != _master:
@@ -56,13 +65,27 @@ def _get_spark(master: str | None) -> SparkSession:
     if wanted.startswith("sc://"):
         _session = SparkSession.builder.remote(wanted).getOrCreate()
     else:
-        builder = SparkSession.builder.master(wanted).appName("isrlab-analysis")
+        if log is not None and SparkContext._gateway is None:
+            _launch_jvm(wanted, log)
+        builder = SparkSession.builder.master(wanted).appName(APP_NAME)
         for key, value in SETTINGS:
             builder = builder.config(key, value)
         _session = builder.getOrCreate()
         _session.sparkContext.setLogLevel("ERROR")
     _master = wanted
     return _session
+
+
+def _launch_jvm(master: str, log: Path) -> None:
+    """Start the JVM as PySpark would, with its stdout and stderr appended to `log`; the
+    SparkContext made next adopts it. The JVM outlives a stopped session (PySpark keeps it
+    for the next), so its output keeps going to `log` for the life of the process."""
+    conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(APP_NAME).setAll(list(SETTINGS))
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:  # the JVM has its own copy of the descriptor
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
+    SparkContext._gateway = gateway
+    SparkContext._jvm = gateway.jvm
 
 
 def _server_url() -> str | None:
@@ -105,19 +128,20 @@ def tune_for(spark: SparkSession, input_bytes: int) -> None:
 WARM_UP_NICE = 10
 
 
-def warm_up(master: str | None = None, rehearse: Callable[[], None] | None = None) -> threading.Thread:
+def warm_up(master: str | None = None, rehearse: Callable[[], None] | None = None,
+            log: Path | None = None) -> threading.Thread:
     """Start the session in a background thread, then `rehearse` (judge a small run), so that
     when a run's workload ends the JVM is up and has compiled the pipeline's code: a cold JVM
     judges a small run in about twice the time a warm one does. The thread and the JVM it
     starts run at nice `WARM_UP_NICE` until `full_priority`. `get_spark` waits for the start
-    if it is still under way."""
+    if it is still under way. `log` is as for `get_spark`."""
     def start() -> None:
         try:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICE)  # inherited by the JVM
-            get_spark(master).range(1).count()
+            get_spark(master, log).range(1).count()
             if rehearse is not None:
                 rehearse()
-        except Exception:  # noqa: BLE001 - the verdict's own get_spark reports the failure
+        except Exception:  # noqa: BLE001, S110 - the verdict's own get_spark reports the failure
             pass
     thread = threading.Thread(target=start, name="spark-warm-up", daemon=True)
     thread.start()

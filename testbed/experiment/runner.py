@@ -18,7 +18,7 @@ from rich.console import Console
 from faults.schedule import build_schedule
 from testbed.analysis import RunVerdict, analyze_runs, print_verdict
 from testbed.analysis.cli import EXIT_UNJUDGED, exit_code
-from testbed.analysis.pipeline import rehearse
+from testbed.analysis.pipeline import jvm_log_for, rehearse, warehouse_for
 from testbed.analysis.session import full_priority, warm_up
 from testbed.clients.final_read import final_read
 from testbed.clients.history import History
@@ -27,6 +27,7 @@ from testbed.experiment.counts import Counts, count_operations
 from testbed.experiment.final_state import write_logs, write_replicas
 from testbed.experiment.progress import Monitor, describe_fault, print_counts
 from testbed.supervisor.cluster import Cluster, ClusterError
+from testbed.supervisor.run_dir import new_run_id
 from testbed.topology import Topology, not_yet_acted_on
 
 #: Topology features this build acts on (the rest are reported as not yet acted on).
@@ -52,8 +53,10 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
                    run_dir: Path | None = None, spark_master: str | None = None) -> Outcome:
     """Run the topology, then judge it (the whole of `python run.py x.yaml`)."""
     console = console or Console()
-    # The JVM starts, and rehearses the pipeline, while the cluster runs (at a low priority).
-    warm_up(spark_master, rehearse=lambda: rehearse(spark_master))
+    run_dir = run_dir or runs_dir / new_run_id(topology.name, topology.seed)
+    # The JVM starts, and rehearses the pipeline, while the cluster runs (at a low priority);
+    # what it prints goes to the run's analysis/spark.log.
+    warm_up(spark_master, rehearse=lambda: rehearse(spark_master), log=jvm_log_for(warehouse_for([run_dir], None)))
     outcome = run_cluster(topology, runs_dir, time_scale, keep_data, console, run_dir)
     full_priority()
     if outcome.counts is None:
