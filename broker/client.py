@@ -104,14 +104,17 @@ class ClusterClient:
         if best is not None:
             for pm in best.partitions:
                 self.leaders[(pm.topic, pm.partition)] = pm
+            for broker_id, endpoint in best.endpoints.items():  # brokers that joined later (R38)
+                self.brokers.setdefault(broker_id, endpoint)
         return best
 
     def leader_of(self, topic: str, partition: int) -> int:
+        """The partition's leader as last known, -1 when none is known or it cannot be reached."""
         pm = self.leaders.get((topic, partition))
         if pm is None or pm.leader < 0:
             self.refresh_metadata()
             pm = self.leaders.get((topic, partition))
-        return pm.leader if pm is not None else -1
+        return pm.leader if pm is not None and pm.leader in self.brokers else -1
 
     # ---------------------------------------------------------------- produce / fetch
     def produce(self, topic: str, partition: int, values: list[str], acks: str = "all",

@@ -55,6 +55,7 @@ class Role(Protocol):
     def body(self, message: Any) -> Any: ...
     def status(self) -> dict: ...
     def close(self) -> None: ...
+    def endpoint_of(self, broker_id: int) -> str | None: ...
 
 
 class Node:
@@ -97,6 +98,8 @@ class Node:
     def _send(self, m: Send) -> None:
         name = self.cfg.peer_name(m.destination)
         endpoint = self.cfg.peers.get(name) if name else None
+        if endpoint is None and isinstance(m.destination, int):  # a broker that joined later (R38)
+            endpoint = self.role.endpoint_of(m.destination)
         if endpoint is None:
             self.undeliverable.append(m.correlation)
             return

@@ -79,7 +79,7 @@ class BrokerRole:
         self.state = BrokerState(
             BrokerConfig(broker_id=cfg.id, rack=cfg.rack, incarnation_id=uuid.uuid4().hex,
                          timeouts=cfg.timeouts, protocol=cfg.protocol,
-                         controller_ids=tuple(cfg.controller_ids)),
+                         controller_ids=tuple(cfg.controller_ids), endpoint=cfg.endpoint),
             local, previous if previous is not None else -1, records,
             _metadata_snapshot(cfg.data_dir / METADATA_SNAPSHOT_FILE))
         self._started.event("broker-started", clean_shutdown_epoch=previous, partitions=len(local))
@@ -193,6 +193,11 @@ class BrokerRole:
         d["kind"] = "broker"
         d["node"] = self.cfg.name
         return d
+
+    def endpoint_of(self, broker_id: int) -> str | None:
+        """Where a broker registered to take requests, as the metadata image says."""
+        reg = self.state.image.brokers.get(broker_id)
+        return reg.endpoint or None if reg is not None else None
 
     def close(self) -> None:
         for plog in self.logs.values():

@@ -254,5 +254,10 @@ class ControllerRole:
                  metadata_end=self.raft.commit_end, malformed_raft_messages=self.malformed)
         return d
 
+    def endpoint_of(self, broker_id: int) -> str | None:
+        """Where a broker registered to take requests, as the metadata image says."""
+        reg = self.controller.image.brokers.get(broker_id)
+        return reg.endpoint or None if reg is not None else None
+
     def close(self) -> None:
         self.store.close()

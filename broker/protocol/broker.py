@@ -68,6 +68,7 @@ class BrokerConfig:
     timeouts: Timeouts = Timeouts()
     protocol: ProtocolSettings = ProtocolSettings()
     controller_ids: tuple[int, ...] = (1,)  # the controller quorum's voters (R22)
+    endpoint: str = ""  # where this broker takes requests, registered with it
 
 
 @dataclass
@@ -175,7 +176,7 @@ class BrokerState:
                 self._registration_in_flight = True
                 out.messages.append(Send(CONTROLLER, BrokerRegistrationRequest(
                     self.broker_id, self.config.incarnation_id, self.config.rack,
-                    self.previous_broker_epoch), correlation=("register",),
+                    self.previous_broker_epoch, self.config.endpoint), correlation=("register",),
                     timeout_ms=self._ms(t.controller_request_timeout)))
             return out
         if not self._heartbeat_in_flight and now >= self._next_heartbeat:

@@ -275,7 +275,7 @@ class Controller:
         epoch = self.log_end_offset
         batch.append(RegisterBrokerRecord(broker_id=msg.broker_id, broker_epoch=epoch,
                                           incarnation_id=msg.incarnation_id, rack=msg.rack,
-                                          clean=clean, fenced=fenced))
+                                          clean=clean, fenced=fenced, endpoint=msg.endpoint))
         self.heartbeats.end_session(msg.broker_id)
         self.heartbeats.touch(msg.broker_id, now)
         batch.event("registered", broker_id=msg.broker_id, broker_epoch=epoch, clean=clean,

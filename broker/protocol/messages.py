@@ -118,6 +118,7 @@ class MetadataResponse:
     brokers: list[int] = field(default_factory=list)  # unfenced brokers
     partitions: list[PartitionMetadata] = field(default_factory=list)
     metadata_offset: int = -1
+    endpoints: dict[int, str] = field(default_factory=dict)  # broker id -> endpoint, registered brokers
 
 
 # ---------------------------------------------------------------- broker <-> controller
@@ -128,6 +129,9 @@ class BrokerRegistrationRequest:
     rack: str | None
     #: R28: the broker epoch read from the clean-shutdown file, -1 when there is none.
     previous_broker_epoch: int = -1
+    #: where the broker takes requests: kept in its registration, so that brokers, controllers
+    #: and clients reach a broker that joined after they started (R38)
+    endpoint: str = ""
 
 
 @dataclass

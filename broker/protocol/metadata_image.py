@@ -39,6 +39,7 @@ class BrokerRegistration:
     in_controlled_shutdown: bool
     clean: bool
     registered_offset: int  # the metadata offset of its RegisterBrokerRecord (R24: unfence)
+    endpoint: str = ""
 
 
 class OutOfOrderRecord(ValueError):
@@ -67,7 +68,8 @@ class MetadataImage:
             self.brokers[record.broker_id] = BrokerRegistration(
                 broker_id=record.broker_id, broker_epoch=record.broker_epoch,
                 incarnation_id=record.incarnation_id, rack=record.rack, fenced=record.fenced,
-                in_controlled_shutdown=False, clean=record.clean, registered_offset=offset)
+                in_controlled_shutdown=False, clean=record.clean, registered_offset=offset,
+                endpoint=record.endpoint)
             return True
         if isinstance(record, BrokerRegistrationChangeRecord):
             broker = self.brokers.get(record.broker_id)
@@ -135,6 +137,10 @@ class MetadataImage:
         found = (self.partitions.get((topic, p)) for p in range(topic_record.partitions))
         return [record for record in found if record is not None]
 
+    def endpoints(self) -> dict[int, str]:
+        """Where each registered broker takes requests (those that said)."""
+        return {b.broker_id: b.endpoint for _, b in sorted(self.brokers.items()) if b.endpoint}
+
     def unfenced_brokers(self) -> list[int]:
         return sorted(b.broker_id for b in self.brokers.values() if not b.fenced)
 
@@ -173,4 +179,4 @@ def build_metadata_response(image: MetadataImage, topics: list[str] | None,
         partitions.extend(partition_metadata(p) for p in image.partitions_of(name))
     return MetadataResponse(error=error, controller_id=controller_id,
                             brokers=image.unfenced_brokers(), partitions=partitions,
-                            metadata_offset=image.offset)
+                            metadata_offset=image.offset, endpoints=image.endpoints())

@@ -23,6 +23,7 @@ class RegisterBrokerRecord:
     rack: str | None
     clean: bool  # R28: registered with the epoch of its clean-shutdown file
     fenced: bool = True
+    endpoint: str = ""  # where it takes requests (R38: a broker added at run time is found here)
 
 
 @dataclass

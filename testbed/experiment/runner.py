@@ -132,7 +132,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         write_replicas(cluster.dir.final / "replicas.jsonl", cluster.status())
         cluster.stop_all()
         write_logs(cluster.dir.final / "logs.jsonl",
-                   {s.name: cluster.dir.data_dir(s.name) for s in topology.cluster.brokers})
+                   {s.name: cluster.dir.data_dir(s.name) for s in cluster.brokers})
     except ClusterError as e:
         console.print(f"[red]run failed:[/] {e}")
         return Outcome(cluster.dir.root, False, None, EXIT_UNJUDGED)

@@ -10,6 +10,7 @@ Every wait is on a condition with a deadline scaled by the run's time scale.
 """
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import subprocess
 import time
@@ -33,6 +34,7 @@ from broker.protocol.messages import (
     NewTopic,
     TopicPartition,
 )
+from broker.protocol.rebalance import plan_rebalance
 from broker.wire.linkfilter import LinkTable
 from faults.injector import FaultInjector
 from faults.process import sigcont, sigkill, sigstop
@@ -90,6 +92,8 @@ class Cluster:
         #: `faults.jsonl`, for the schedule of a run and for `fault()` alike
         self.injector: FaultInjector | None = None
         self._api_faults = 0
+        #: the brokers of the run: the topology's, then those `add_broker` started (R38)
+        self.brokers: list[NodeSpec] = list(topology.cluster.brokers)
 
     @classmethod
     def from_yaml(cls, path: str | Path, run_dir: Path | None = None, seed: int | None = None,
@@ -116,7 +120,7 @@ class Cluster:
         return list(self.topology.cluster.controllers)
 
     def nodes(self) -> list[NodeSpec]:
-        return [*self.controllers(), *self.topology.cluster.brokers]
+        return [*self.controllers(), *self.brokers]
 
     def node_names(self) -> list[str]:
         return [spec.name for spec in self.nodes()]
@@ -140,7 +144,7 @@ class Cluster:
             self._spawn(spec.name)
         self.metrics = MetricsSampler(self.dir.metrics, self._pids)
         self.metrics.start()
-        n = len(self.topology.cluster.brokers)
+        n = len(self.brokers)
         self.wait_until(lambda s: sum(1 for b in s.registered_brokers().values() if not b["fenced"]) == n,
                         timeout=self.scaled(15), what=f"all {n} brokers registered and unfenced")
         self._create_topics()
@@ -154,14 +158,19 @@ class Cluster:
     def _mount_tmpfs(self) -> None:
         """DESIGN section 4: data directories on tmpfs (root only), else plain directories."""
         assert self.registry is not None
-        for spec in self.topology.cluster.brokers:
-            d = self.dir.data_dir(spec.name)
-            d.mkdir(parents=True, exist_ok=True)
-            if self.mounts.mount(d):
-                self.registry.add_mount(d)
-            else:
-                self.warnings.append(f"medium: tmpfs needs root and mount(8); {spec.name} uses a plain directory")
+        for spec in self.brokers:
+            if not self._mount_data_dir(spec):
                 break
+
+    def _mount_data_dir(self, spec: NodeSpec) -> bool:
+        assert self.registry is not None
+        d = self.dir.data_dir(spec.name)
+        d.mkdir(parents=True, exist_ok=True)
+        if self.mounts.mount(d):
+            self.registry.add_mount(d)
+            return True
+        self.warnings.append(f"medium: tmpfs needs root and mount(8); {spec.name} uses a plain directory")
+        return False
 
     def _spawn(self, name: str) -> None:
         proc = spawn(["-m", "broker.node", "--config", str(self.dir.nodes / f"{name}.json")],
@@ -206,7 +215,65 @@ class Cluster:
                 return resp
         return None
 
-    # ------------------------------------------------------------------ admin (R32, R35, R36)
+    # ------------------------------------------------------------------ admin (R32, R35, R36, R38)
+    def add_broker(self, broker_id: int, rack: str | None = None) -> str:
+        """R38: start a new broker process; it registers with its endpoint (so that brokers,
+        controllers and clients that started before it can reach it) and is unfenced once
+        caught up. Returns its name once unfenced; ClusterError for an id in use."""
+        spec = NodeSpec("broker", broker_id, rack)
+        if spec.name in {n.name for n in self.nodes()}:
+            raise ClusterError(f"broker id {broker_id} is in use")
+        [made] = build_node_configs(self.topology, [spec], self.dir, self.token, self.time_scale).values()
+        peers = {name: cfg.endpoint for name, cfg in self.configs.items()} | {spec.name: made.endpoint}
+        cfg = dataclasses.replace(made, peers=peers)
+        self.configs[spec.name] = cfg
+        (self.dir.nodes / f"{spec.name}.json").write_text(cfg.to_json())
+        if self.topology.storage.medium == "tmpfs":
+            self._mount_data_dir(spec)
+        self.brokers.append(spec)
+        self._spawn(spec.name)
+        self._links_pending.add(spec.name)
+        self.sync_links()
+        self.wait_until(lambda s: broker_id in s.registered_brokers()
+                        and not s.registered_brokers()[broker_id]["fenced"],
+                        timeout=self.scaled(15), what=f"{spec.name} registered and unfenced")
+        return spec.name
+
+    def remove_broker(self, broker_id: int) -> dict:
+        """R39: reassign every replica of the broker to the others (as R34 chooses, balanced),
+        then shut it down under control (R37). Returns the rebalance's record with `shutdown`
+        (True when the broker exited cleanly); RebalanceError, with nothing moved, when the
+        brokers that stay cannot hold some partition's replication factor. The controller
+        keeps the departed broker's registration, fenced (no unregister record yet)."""
+        name = f"broker-{broker_id}"
+        if name not in {s.name for s in self.brokers}:
+            raise ClusterError(f"no broker {broker_id} in this run")
+        plan = self.rebalance(leaving=frozenset({broker_id}))
+        return plan | {"shutdown": self.shutdown_node(name)}
+
+    def rebalance(self, leaving: frozenset[int] = frozenset(), timeout: float | None = None) -> dict:
+        """R38/R39: plan the moves that balance the partitions over the brokers (`leaving`
+        excluded), start them as reassignments (R35), wait until each has completed, then move
+        leadership to the new preferred leaders (R36). Returns the plan as recorded (see
+        `broker.protocol.rebalance.Plan.to_dict`) with what was refused; RebalanceError when
+        the brokers that stay cannot hold some partition's replication factor."""
+        status = self.status()
+        current = {(p.topic, p.partition): list(p.replicas) for p in status.partitions()}
+        plan = plan_rebalance(current, {s.id: s.rack for s in self.brokers}, leaving)
+        changed = plan.changed(current)
+        refused = {}
+        for (topic, index), replicas in changed.items():
+            answer = self.reassign(f"{topic}/{index}", replicas)
+            if not answer["accepted"]:
+                refused[f"{topic}/{index}"] = f"{answer['error']}: {answer.get('message', '')}"
+        moving = {p: r for p, r in changed.items() if f"{p[0]}/{p[1]}" not in refused}
+        self.wait_until(lambda s: all(s.partition(*p).replicas == r for p, r in moving.items()),
+                        timeout=timeout if timeout is not None else self.scaled(60),
+                        what=f"the rebalance's {len(moving)} reassignments completed")
+        elected = self.elect_preferred() if plan.leaders_changed or moving else {"elected": [], "refused": {}}
+        return plan.to_dict() | {"refused": refused, "elected": elected["elected"]}
+
+
     def reassign(self, partition: str, replicas: list[int]) -> dict:
         """R35: start moving `partition` ("topic/P") to `replicas`; it completes once they are all
         in the ISR. Returns {"accepted": bool, "error", "message"}."""
@@ -244,7 +311,7 @@ class Cluster:
                 continue
             quorum[spec.name] = self.control.call(self.configs[spec.name].control_endpoint, "status", timeout=timeout)
         brokers: dict[int, dict | None] = {}
-        for spec in self.topology.cluster.brokers:
+        for spec in self.brokers:
             if spec.name in self.stopped or spec.name in self.paused:
                 brokers[spec.id] = None
                 continue
@@ -273,7 +340,7 @@ class Cluster:
     def view(self) -> ClusterView:
         """The snapshot fault targets resolve against (`faults/targets.py`)."""
         return self.status(timeout=self.scaled(0.3)).view(
-            brokers={s.name: s.rack for s in self.topology.cluster.brokers},
+            brokers={s.name: s.rack for s in self.brokers},
             controllers=[s.name for s in self.controllers()],
             stopped=self.stopped, paused=self.paused)
 
@@ -289,7 +356,7 @@ class Cluster:
         return self._client
 
     def broker_endpoints(self) -> dict[int, str]:
-        return {s.id: self.configs[s.name].endpoint for s in self.topology.cluster.brokers}
+        return {s.id: self.configs[s.name].endpoint for s in self.brokers}
 
     def produce(self, topic: str, partition: int, values: list[str], acks: str = "all") -> ProduceResult:
         """One recorded send (process `api`), as a workload producer would make it."""
@@ -425,7 +492,7 @@ class Cluster:
     def stop_all(self) -> dict[str, bool]:
         """Controlled shutdown of every broker, then the controllers."""
         clean: dict[str, bool] = {}
-        for spec in [*self.topology.cluster.brokers, *self.controllers()]:
+        for spec in [*self.brokers, *self.controllers()]:
             if spec.name not in self.stopped and self.procs[spec.name].poll() is None:
                 clean[spec.name] = self.shutdown_node(spec.name)
         return clean

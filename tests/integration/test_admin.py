@@ -1,0 +1,96 @@
+"""Cluster administration in real processes (issue 15): a broker added while the cluster
+serves acks=all writes registers with its endpoint, so every broker, controller and client
+that started before it can reach it (R38), and a rebalance moves replicas and leadership to
+it by reassignment (R35) and preferred election (R36) without losing a write."""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from broker.common.errors import Errors
+from broker.protocol.rebalance import RebalanceError
+from testbed.supervisor.cluster import Cluster, ClusterError
+
+pytestmark = pytest.mark.integration
+
+
+def _read_all(c: Cluster, topic: str, partition: int) -> list[str]:
+    """Every committed value of one partition, read through the client from its leader."""
+    values: list[str] = []
+    offset = 0
+    deadline = time.monotonic() + c.scaled(10)
+    while time.monotonic() < deadline:
+        r = c.client().fetch(topic, partition, offset)  # waits up to 0.1 s at the leader
+        if r.error != Errors.NONE:
+            continue
+        values += [v for _, v in r.records]
+        offset = r.records[-1][0] + 1 if r.records else offset
+        if offset >= r.high_watermark:
+            return values
+    raise AssertionError(f"{topic}/{partition}: the final read did not reach the HWM")
+
+
+def _produce(c: Cluster, partition: int, values: list[str]) -> None:
+    """A producer's retries: NOT_LEADER_OR_FOLLOWER proves nothing was appended (the client
+    forgets the stale leader and asks the metadata again), any other error fails the test."""
+    deadline = time.monotonic() + c.scaled(10)
+    while (r := c.produce("orders", partition, values, acks="all")).error == Errors.NOT_LEADER_OR_FOLLOWER:
+        assert time.monotonic() < deadline, f"orders/{partition}: no leader took the write"
+        c.client().refresh_metadata()
+    assert r.error == Errors.NONE, r
+
+
+def test_r38_an_added_broker_takes_its_share_by_rebalance_and_nothing_is_lost(make_cluster, tmp_path: Path) -> None:
+    c: Cluster = make_cluster(partitions=6)
+    written = {p: [f"before-{p}-{i}" for i in range(5)] for p in range(6)}
+    for p, values in written.items():
+        assert c.produce("orders", p, values, acks="all").error == Errors.NONE
+    with pytest.raises(ClusterError, match="broker id 2 is in use"):
+        c.add_broker(2, "b")
+    assert c.add_broker(4, "d") == "broker-4"
+    plan = c.rebalance()
+    # 18 replicas on 3 brokers become 4 or 5 on each of 4: broker 4 takes 4, the lower bound
+    assert plan["balanced"] and plan["refused"] == {}
+    assert plan["replicas_moved"] == plan["lower_bound"] == 4
+    status = c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(30), what="convergence")
+    final = {(p.topic, p.partition): p for p in status.partitions()}
+    for name, replicas in plan["target"].items():
+        topic, index = name.split("/")
+        assert final[(topic, int(index))].replicas == replicas, name
+    held = Counter(b for p in final.values() for b in p.replicas)
+    assert set(held.values()) <= {4, 5} and held[4] >= 4
+    assert any(p.leader == 4 for p in final.values()), "the new broker leads nothing"
+    # Clients that started before broker 4 reach it: writes to partitions it leads succeed.
+    for p in range(6):
+        more = [f"after-{p}-{i}" for i in range(5)]
+        _produce(c, p, more)
+        written[p] += more
+    c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(30), what="convergence")
+    for p, values in written.items():
+        assert _read_all(c, "orders", p) == values, f"orders/{p}"
+
+
+def test_r39_a_removed_broker_hands_every_replica_over_first_and_nothing_is_lost(make_cluster) -> None:
+    c: Cluster = make_cluster(partitions=4, brokers=4)
+    written = {p: [f"before-{p}-{i}" for i in range(5)] for p in range(4)}
+    for p, values in written.items():
+        _produce(c, p, values)
+    with pytest.raises(RebalanceError, match="only 2 brokers would stay"):
+        c.rebalance(leaving=frozenset({1, 2}))  # RF 3 cannot stay on two brokers: nothing moves
+    before = {(p.topic, p.partition): p.replicas for p in c.status().partitions()}
+    held = sum(4 in r for r in before.values())
+    out = c.remove_broker(4)
+    assert out["shutdown"] is True and out["balanced"] and out["refused"] == {}
+    assert out["replicas_moved"] == held > 0
+    status = c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(30), what="convergence")
+    assert all(4 not in p.replicas and 4 not in p.isr for p in status.partitions())
+    c.client().refresh_metadata()  # as a producer does when the cluster changed under it
+    for p in range(4):
+        more = [f"after-{p}-{i}" for i in range(5)]
+        _produce(c, p, more)
+        written[p] += more
+    for p, values in written.items():
+        assert _read_all(c, "orders", p) == values, f"orders/{p}"
