@@ -26,6 +26,8 @@ FAULT_ACTIONS: tuple[str, ...] = (
     "reassign",
     "elect-preferred",
     "elect",
+    "add-broker",
+    "remove-broker",
 )
 NEMESIS_ACTIONS: tuple[str, ...] = (
     "kill",

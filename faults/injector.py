@@ -50,6 +50,9 @@ class ClusterControl(Protocol):
     def reassign(self, partition: str, replicas: list[int]) -> dict: ...
     def elect_preferred(self, partition: str | None = None) -> dict: ...
     def elect(self, partition: str, broker: int) -> dict: ...
+    def add_broker(self, broker_id: int, rack: str | None = None) -> str: ...
+    def rebalance(self, leaving: frozenset[int] = frozenset(), timeout: float | None = None) -> dict: ...
+    def remove_broker(self, broker_id: int) -> dict: ...
 
 
 class FaultInjector:
@@ -170,12 +173,31 @@ class FaultInjector:
             return _refusal_as_error(c.reassign(f.params["partition"], list(f.params["replicas"])))
         if do == "elect-preferred":
             return _refusal_as_error(c.elect_preferred(f.params.get("partition")))
+        if do in ("add-broker", "remove-broker"):
+            return self._membership(f)
         if do == "elect":
             brokers = [n for n in nodes if n.startswith("broker-")]
             if len(brokers) != 1:
                 return {"error": f"elect: target {f.target!r} resolved to {nodes}, expected one broker"}
             return _refusal_as_error(c.elect(f.params["partition"], int(brokers[0].split("-")[1])))
         raise ValueError(f"unknown fault action {do!r}")
+
+    def _membership(self, f: ScheduledFault) -> dict[str, Any]:
+        """R38/R39: a broker joins (and, unless `rebalance: false`, takes its share by a
+        rebalance whose plan is recorded in the effect), or leaves after handing its replicas
+        over. A refusal or a rebalance that does not complete is the fault's error, not the
+        run's end."""
+        c = self.cluster
+        try:
+            if f.do == "add-broker":
+                broker = f.params["broker"]
+                effect: dict[str, Any] = {"added": c.add_broker(broker["id"], broker["rack"])}
+                if f.params.get("rebalance", True):
+                    effect["rebalance"] = c.rebalance()
+                return effect
+            return {"removed": f.target, "rebalance": c.remove_broker(int(str(f.target).split(":")[1]))}
+        except (RuntimeError, ValueError) as e:  # ClusterError, RebalanceError
+            return {"error": f"{f.do}: {e}"}
 
     def _network(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:
         """Partition and slow add a layer; heal removes the layer it undoes, or all of them."""

@@ -92,6 +92,8 @@ def config_tables(spark: SparkSession, infos: list[RunInfo]) -> ConfigTables:
         topics += [(info.run_id, tp.name, tp.partitions, tp.replication_factor, tp.min_insync_replicas)
                    for tp in t.topics]
         brokers += [(info.run_id, b.id, b.rack) for b in t.cluster.brokers]
+        brokers += [(info.run_id, f.params["broker"]["id"], f.params["broker"]["rack"]) for f in t.faults
+                    if getattr(f, "do", None) == "add-broker"]  # R38: brokers the run added
         runs.append((info.run_id, t.protocol.elr, t.protocol.fencing == "kraft", len(t.racks)))
     return ConfigTables(spark.createDataFrame(topics, _TOPICS), spark.createDataFrame(brokers, _BROKERS),
                         spark.createDataFrame(runs, _RUNS))

@@ -42,6 +42,8 @@ _ACTION_KEYS: dict[str, tuple[str, ...]] = {
     "reassign": ("partition", "replicas"),
     "elect-preferred": ("partition",),
     "elect": ("partition", "target"),
+    "add-broker": ("broker", "rebalance"),
+    "remove-broker": ("target",),
 }
 _DEFAULT_TARGETS = {"restart": "stopped", "resume": "paused"}
 _NETWORK_ACTIONS = frozenset({"partition", "slow"})
@@ -64,6 +66,7 @@ def parse_faults(
     if not valid(*specs):
         return INVALID
     _check_elect_targets(w, specs, path, known)
+    _check_broker_set(w, specs, path, known)
     return tuple(sorted(specs, key=lambda s: s.at if isinstance(s, FaultSpec) else s.start))
 
 
@@ -86,6 +89,39 @@ def _check_elect_targets(w: Walker, specs: list[Any], path: str, known: Known) -
             w.error(join(join(path, index), "target"),
                     f"broker {broker} is not a replica of {partition} (its replicas: {list(replicas)}); "
                     f"elect needs one of them")
+
+
+def _check_broker_set(w: Walker, specs: list[Any], path: str, known: Known) -> None:
+    """R38/R39 over the run, in the order the faults fire: an added broker's id is not in use,
+    a removed broker exists at that moment, and a removal leaves at least as many brokers as
+    every topic's replication factor."""
+    if known.broker_ids is None:
+        return
+    brokers = set(known.broker_ids)
+    order = sorted(range(len(specs)), key=lambda i: specs[i].at if isinstance(specs[i], FaultSpec) else specs[i].start)
+    for index in order:
+        spec = specs[index]
+        if not isinstance(spec, FaultSpec) or spec.do not in ("add-broker", "remove-broker"):
+            continue
+        entry = join(path, index)
+        if spec.do == "add-broker":
+            broker = spec.params["broker"]["id"]
+            if broker in brokers:
+                w.error(join(join(entry, "broker"), "id"), f"broker {broker} is in use at {format_duration(spec.at)} "
+                        f"(brokers then: {sorted(brokers)}); add-broker needs a new id")
+            brokers.add(broker)
+            continue
+        broker = int(str(spec.target).split(":")[1])
+        if broker not in brokers:
+            w.error(join(entry, "target"), f"broker {broker} is not in the cluster at {format_duration(spec.at)} "
+                    f"(brokers then: {sorted(brokers)})")
+            continue
+        brokers.discard(broker)
+        for topic, rf in sorted((known.replication or {}).items()):
+            if rf > len(brokers):
+                w.error(join(entry, "target"), f"removing broker {broker} leaves {len(brokers)} brokers, fewer than "
+                        f"the replication factor {rf} of topic {topic!r}; its partitions could not be placed elsewhere")
+                break
 
 
 def _parse_fault(w: Walker, value: object, path: str, known: Known, duration: float | None) -> FaultSpec | Any:
@@ -172,12 +208,50 @@ class _FaultChecker:
                 params["replicas"] = tuple(m["replicas"])
             else:
                 self.error("replicas", problem)
+        if do == "add-broker" and self.require(do, "broker", "broker: {id, rack}"):
+            self.new_broker(params)
+        if do == "add-broker":
+            params["rebalance"] = True
+            if "rebalance" in m:
+                if isinstance(m["rebalance"], bool):
+                    params["rebalance"] = m["rebalance"]
+                else:
+                    self.error("rebalance", f"expected true or false, got {describe(m['rebalance'])}")
+        if do == "remove-broker" and self.require(do, "target", "target: broker:N, the broker to take offline"):
+            if isinstance(m["target"], str) and m["target"].startswith("broker:") and \
+                    m["target"].split(":", 1)[1].isdigit():
+                target = m["target"]
+            else:
+                self.error("target", f"{describe(m['target'])}: remove-broker needs broker:N, the broker to remove")
         if do == "elect" and self.require(do, "target", "target: broker:N, the operator's choice of leader"):
             if isinstance(m["target"], str) and m["target"].startswith("broker:"):
                 target = self.target("target", do)
             else:
                 self.error("target", f"{describe(m['target'])}: elect needs broker:N, the broker to make leader")
         return target, params
+
+    def new_broker(self, params: dict[str, Any]) -> None:
+        """`broker: {id, rack}` of add-broker: a rack only when the cluster's brokers have racks."""
+        value = self.m["broker"]
+        if not isinstance(value, dict) or "id" not in value or set(value) - {"id", "rack"}:
+            self.error("broker", f"expected a mapping {{id, rack}} (rack optional), got {describe(value)}")
+            return
+        broker_id = value["id"]
+        if not (isinstance(broker_id, int) and not isinstance(broker_id, bool) and broker_id >= 1):
+            self.error("broker", f"id: expected an integer >= 1, got {describe(broker_id)}")
+            return
+        rack = value.get("rack")
+        if rack is not None:
+            try:
+                rack = scalars.rack(rack)
+            except ValueError as exc:
+                self.error("broker", f"rack: {exc}")
+                return
+        if self.known.racks is not None and bool(self.known.racks) != (rack is not None):
+            self.error("broker", "rack: the cluster's brokers have racks, so the new one needs one"
+                       if self.known.racks else "rack: the cluster's brokers have no rack, so the new one takes none")
+            return
+        params["broker"] = {"id": broker_id, "rack": rack}
 
     def topic_partition(self, params: dict[str, Any]) -> None:
         value = self.m["partition"]

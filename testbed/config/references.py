@@ -45,6 +45,8 @@ class Known:
     #: "topic/P" -> its replicas when the run starts (the placement the controller will make);
     #: None when the cluster or topics are broken
     replicas: dict[str, tuple[int, ...]] | None = None
+    #: topic -> replication factor, for admin commands that change the broker set (R39)
+    replication: dict[str, int] | None = None
 
 
 def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) -> Known:
@@ -57,7 +59,8 @@ def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) 
         racks = frozenset(b.rack for b in cluster.brokers if b.rack is not None)
     if topics is not INVALID:
         replicas = None if cluster is INVALID or seed is None else _initial_replicas(cluster, topics, seed)
-        return Known(broker_ids, controller_ids, racks, {t.name: t.partitions for t in topics}, replicas)
+        return Known(broker_ids, controller_ids, racks, {t.name: t.partitions for t in topics}, replicas,
+                     {t.name: t.replication_factor for t in topics})
     # Topics are broken, but names that did parse still let references be checked, as long
     # as every entry's name parsed (else an unknown name may be the broken one).
     names: dict[str, int | None] = {}

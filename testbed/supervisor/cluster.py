@@ -94,6 +94,8 @@ class Cluster:
         self._api_faults = 0
         #: the brokers of the run: the topology's, then those `add_broker` started (R38)
         self.brokers: list[NodeSpec] = list(topology.cluster.brokers)
+        #: brokers `remove_broker` took out of the cluster: never restarted, no longer observed
+        self.removed: set[str] = set()
 
     @classmethod
     def from_yaml(cls, path: str | Path, run_dir: Path | None = None, seed: int | None = None,
@@ -249,7 +251,9 @@ class Cluster:
         if name not in {s.name for s in self.brokers}:
             raise ClusterError(f"no broker {broker_id} in this run")
         plan = self.rebalance(leaving=frozenset({broker_id}))
-        return plan | {"shutdown": self.shutdown_node(name)}
+        clean = self.shutdown_node(name)
+        self.removed.add(name)
+        return plan | {"shutdown": clean}
 
     def rebalance(self, leaving: frozenset[int] = frozenset(), timeout: float | None = None) -> dict:
         """R38/R39: plan the moves that balance the partitions over the brokers (`leaving`
@@ -312,6 +316,8 @@ class Cluster:
             quorum[spec.name] = self.control.call(self.configs[spec.name].control_endpoint, "status", timeout=timeout)
         brokers: dict[int, dict | None] = {}
         for spec in self.brokers:
+            if spec.name in self.removed:
+                continue
             if spec.name in self.stopped or spec.name in self.paused:
                 brokers[spec.id] = None
                 continue
@@ -340,9 +346,9 @@ class Cluster:
     def view(self) -> ClusterView:
         """The snapshot fault targets resolve against (`faults/targets.py`)."""
         return self.status(timeout=self.scaled(0.3)).view(
-            brokers={s.name: s.rack for s in self.brokers},
+            brokers={s.name: s.rack for s in self.brokers if s.name not in self.removed},
             controllers=[s.name for s in self.controllers()],
-            stopped=self.stopped, paused=self.paused)
+            stopped=self.stopped - self.removed, paused=self.paused)
 
     def _check_processes(self) -> None:
         for name, proc in self.procs.items():

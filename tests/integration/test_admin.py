@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 
 from broker.common.errors import Errors
+from broker.common.jsonl import read_jsonl
 from broker.protocol.rebalance import RebalanceError
+from testbed.experiment.runner import run_cluster
 from testbed.supervisor.cluster import Cluster, ClusterError
+from testbed.topology import parse_topology
+from tests.integration.conftest import TIME_SCALE, topology_dict
 
 pytestmark = pytest.mark.integration
 
@@ -94,3 +98,29 @@ def test_r39_a_removed_broker_hands_every_replica_over_first_and_nothing_is_lost
         written[p] += more
     for p, values in written.items():
         assert _read_all(c, "orders", p) == values, f"orders/{p}"
+
+
+def test_r38_r39_add_and_remove_broker_as_fault_actions_under_a_workload(tmp_path: Path) -> None:
+    """The topology's admin commands: broker 4 joins at 1 s and takes its share, broker 1
+    leaves at 3 s, while a producer writes with acks=all. Each plan is in faults.jsonl, the
+    final read finds every acknowledged value, and the removed broker is not restarted by the
+    final heal."""
+    faults = [{"at": "1s", "do": "add-broker", "broker": {"id": 4, "rack": "d"}},
+              {"at": "3s", "do": "remove-broker", "target": "broker:1"}]
+    topo = parse_topology(topology_dict(partitions=6, duration="5s", faults=faults), "test")
+    out = run_cluster(topo, runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
+    assert out.converged and out.counts is not None, f"run failed, see {out.run_dir}"
+    ends = {f["do"]: f["effect"] for f in read_jsonl(out.run_dir / "faults.jsonl") if f["phase"] == "end"}
+    added, removed = ends["add-broker"], ends["remove-broker"]
+    assert "error" not in added and "error" not in removed, (added, removed)
+    assert added["added"] == "broker-4" and added["rebalance"]["balanced"]
+    assert added["rebalance"]["replicas_moved"] == added["rebalance"]["lower_bound"] == 4
+    assert removed["rebalance"]["shutdown"] is True and removed["rebalance"]["balanced"]
+    replicas = read_jsonl(out.run_dir / "final/replicas.jsonl")
+    assert {r["node"] for r in replicas} == {"broker-2", "broker-3", "broker-4"}
+    assert Counter(r["node"] for r in replicas) == {"broker-2": 6, "broker-3": 6, "broker-4": 6}
+    assert "broker-1" not in ends["restart"].get("restarted", {})
+    history = read_jsonl(out.run_dir / "history.jsonl")
+    acked = {h["value"] for h in history if h["f"] == "send" and h["type"] == "ok" and h["process"] != "final-reader"}
+    read = {v for h in history if h["process"] == "final-reader" and h["type"] == "ok" for _, v in h["records"]}
+    assert acked and acked <= read, f"{len(acked - read)} acknowledged values missing from the final read"

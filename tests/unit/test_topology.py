@@ -205,6 +205,24 @@ MALFORMED = [
                  ["partitions 0..5"], id="reassign-unknown-partition"),
     pytest.param(fault(at="1s", do="elect", partition="nope/0", target="broker:1"), "faults[0].partition",
                  ["unknown topic 'nope'"], id="elect-unknown-topic"),
+    # R38/R39: the admin commands that change the broker set
+    pytest.param(fault(at="1s", do="add-broker", broker={"id": 2, "rack": "d"}), "faults[0].broker.id",
+                 ["broker 2 is in use at 1s", "needs a new id"], id="add-broker-id-in-use"),
+    pytest.param(fault(at="1s", do="add-broker", broker={"id": 4}), "faults[0].broker",
+                 ["brokers have racks, so the new one needs one"], id="add-broker-no-rack"),
+    pytest.param(fault(at="1s", do="add-broker", broker={"id": 0, "rack": "d"}), "faults[0].broker",
+                 ["integer >= 1"], id="add-broker-id-zero"),
+    pytest.param(fault(at="1s", do="add-broker", broker=4), "faults[0].broker",
+                 ["expected a mapping {id, rack}"], id="add-broker-bare-id"),
+    pytest.param(fault(at="1s", do="add-broker", broker={"id": 4, "rack": "d"}, rebalance="yes"),
+                 "faults[0].rebalance", ["expected true or false"], id="add-broker-rebalance-string"),
+    pytest.param(fault(at="1s", do="remove-broker", target="broker:9"), "faults[0].target",
+                 ["broker 9 is not in the cluster at 1s"], id="remove-broker-unknown"),
+    pytest.param(fault(at="1s", do="remove-broker", target="broker:1"), "faults[0].target",
+                 ["leaves 2 brokers, fewer than the replication factor 3 of topic 'orders'"],
+                 id="remove-broker-below-rf"),
+    pytest.param(fault(at="1s", do="remove-broker", target="rack:a"), "faults[0].target",
+                 ["remove-broker needs broker:N"], id="remove-broker-rack"),
     pytest.param(nemesis(**{"from": "5s", "until": "5s"}), "faults[0].nemesis.until",
                  ["is not after from (5s)"], id="nemesis-empty-window"),
     pytest.param(nemesis(until="20s"), "faults[0].nemesis.until", ["after the end of the run"], id="nemesis-too-long"),
@@ -718,3 +736,19 @@ def test_an_even_quorum_runs_when_asked_for_and_says_so_in_the_resolved_topology
     t = parse_topology(data, SRC)
     assert len(t.cluster.controllers) == 4 and t.to_dict()["cluster"]["allow_even_quorum"] is True
     assert "allow_even_quorum" not in parse_topology(base(), SRC).to_dict()["cluster"]
+
+
+def test_r38_r39_the_broker_set_is_followed_through_the_run() -> None:
+    """validate follows the broker set in firing order: a broker added at 1 s may be removed at
+    2 s, after which removing another would leave fewer brokers than the topic's RF."""
+    data = base()
+    data["faults"] = [{"at": "1s", "do": "add-broker", "broker": {"id": 4, "rack": "d"}, "rebalance": False},
+                      {"at": "2s", "do": "remove-broker", "target": "broker:4"},
+                      {"at": "3s", "do": "remove-broker", "target": "broker:2"}]
+    errors = errors_of(data)
+    assert errors == [f"{SRC}: faults[2].target: removing broker 2 leaves 2 brokers, fewer than the replication "
+                      f"factor 3 of topic 'orders'; its partitions could not be placed elsewhere"]
+    data["faults"] = data["faults"][:2]
+    topo = parse_topology(data, SRC)
+    assert [f.params for f in topo.faults][0] == {"broker": {"id": 4, "rack": "d"}, "rebalance": False}
+    assert parse_topology(yaml.safe_load(yaml.safe_dump(topo.to_dict())), SRC).faults == topo.faults
