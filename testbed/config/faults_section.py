@@ -211,47 +211,47 @@ class _FaultChecker:
         if do == "add-broker" and self.require(do, "broker", "broker: {id, rack}"):
             self.new_broker(params)
         if do == "add-broker":
-            params["rebalance"] = True
-            if "rebalance" in m:
-                if isinstance(m["rebalance"], bool):
-                    params["rebalance"] = m["rebalance"]
-                else:
-                    self.error("rebalance", f"expected true or false, got {describe(m['rebalance'])}")
-        if do == "remove-broker" and self.require(do, "target", "target: broker:N, the broker to take offline"):
-            if isinstance(m["target"], str) and m["target"].startswith("broker:") and \
-                    m["target"].split(":", 1)[1].isdigit():
-                target = m["target"]
-            else:
-                self.error("target", f"{describe(m['target'])}: remove-broker needs broker:N, the broker to remove")
-        if do == "elect" and self.require(do, "target", "target: broker:N, the operator's choice of leader"):
-            if isinstance(m["target"], str) and m["target"].startswith("broker:"):
-                target = self.target("target", do)
-            else:
-                self.error("target", f"{describe(m['target'])}: elect needs broker:N, the broker to make leader")
+            params["rebalance"] = self.w.field(m, "rebalance", self.path, scalars.boolean, True)
+            self.failed |= not valid(params["rebalance"])
+        if do == "remove-broker":
+            target = self.broker_target(do, "the broker to take offline", at_start=False)
+        if do == "elect":
+            target = self.broker_target(do, "the broker to make leader", at_start=True)
         return target, params
 
     def new_broker(self, params: dict[str, Any]) -> None:
-        """`broker: {id, rack}` of add-broker: a rack only when the cluster's brokers have racks."""
-        value = self.m["broker"]
-        if not isinstance(value, dict) or "id" not in value or set(value) - {"id", "rack"}:
-            self.error("broker", f"expected a mapping {{id, rack}} (rack optional), got {describe(value)}")
+        """`broker: {id, rack}` of add-broker, read as the cluster section reads a broker; a
+        rack exactly when the cluster's brokers have racks."""
+        path = join(self.path, "broker")
+        entry = self.w.mapping(self.m["broker"], path, ("id", "rack"), required=("id",), what=" {id, rack}")
+        broker_id = rack = INVALID
+        if entry is not None:
+            broker_id = self.w.field(entry, "id", path, scalars.integer(1))
+            rack = self.w.field(entry, "rack", path, scalars.rack, None)
+        if entry is None or not valid(broker_id, rack) or "id" not in entry:
+            self.failed = True
             return
-        broker_id = value["id"]
-        if not (isinstance(broker_id, int) and not isinstance(broker_id, bool) and broker_id >= 1):
-            self.error("broker", f"id: expected an integer >= 1, got {describe(broker_id)}")
-            return
-        rack = value.get("rack")
-        if rack is not None:
-            try:
-                rack = scalars.rack(rack)
-            except ValueError as exc:
-                self.error("broker", f"rack: {exc}")
-                return
         if self.known.racks is not None and bool(self.known.racks) != (rack is not None):
-            self.error("broker", "rack: the cluster's brokers have racks, so the new one needs one"
-                       if self.known.racks else "rack: the cluster's brokers have no rack, so the new one takes none")
+            self.w.error(join(path, "rack"), "the cluster's brokers have racks, so the new one needs one"
+                         if self.known.racks else "the cluster's brokers have no rack, so the new one takes none")
+            self.failed = True
             return
         params["broker"] = {"id": broker_id, "rack": rack}
+
+    def broker_target(self, do: str, purpose: str, at_start: bool) -> str | None:
+        """`target: broker:N`, the one form `elect` and `remove-broker` take. With `at_start`
+        the broker must be one the cluster starts with; otherwise `_check_broker_set` checks
+        it against the brokers of the moment it fires (one an earlier add-broker added)."""
+        if not self.require(do, "target", f"target: broker:N, {purpose}"):
+            return None
+        value = self.m["target"]
+        if isinstance(value, str) and value.startswith("broker:"):
+            if at_start:
+                return self.target("target", do)
+            if value.split(":", 1)[1].isdigit():
+                return value
+        self.error("target", f"{describe(value)}: {do} needs broker:N, {purpose}")
+        return None
 
     def topic_partition(self, params: dict[str, Any]) -> None:
         value = self.m["partition"]
