@@ -195,9 +195,7 @@ class BrokerRole:
         return d
 
     def endpoint_of(self, broker_id: int) -> str | None:
-        """Where a broker registered to take requests, as the metadata image says."""
-        reg = self.state.image.brokers.get(broker_id)
-        return reg.endpoint or None if reg is not None else None
+        return self.state.image.endpoint_of(broker_id)
 
     def close(self) -> None:
         for plog in self.logs.values():

@@ -255,9 +255,7 @@ class ControllerRole:
         return d
 
     def endpoint_of(self, broker_id: int) -> str | None:
-        """Where a broker registered to take requests, as the metadata image says."""
-        reg = self.controller.image.brokers.get(broker_id)
-        return reg.endpoint or None if reg is not None else None
+        return self.controller.image.endpoint_of(broker_id)
 
     def close(self) -> None:
         self.store.close()

@@ -137,6 +137,11 @@ class MetadataImage:
         found = (self.partitions.get((topic, p)) for p in range(topic_record.partitions))
         return [record for record in found if record is not None]
 
+    def endpoint_of(self, broker_id: int) -> str | None:
+        """Where the broker registered to take requests; None when unknown or not said."""
+        reg = self.brokers.get(broker_id)
+        return reg.endpoint if reg is not None and reg.endpoint else None
+
     def endpoints(self) -> dict[int, str]:
         """Where each registered broker takes requests (those that said)."""
         return {b.broker_id: b.endpoint for _, b in sorted(self.brokers.items()) if b.endpoint}

@@ -22,6 +22,7 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 
 from broker.client import ClusterClient, ProduceResult
 from broker.common.errors import Errors
+from broker.common.names import broker_name
 from broker.noderuntime.config import NodeConfig
 from broker.protocol.messages import (
     AlterPartitionReassignmentsRequest,
@@ -247,8 +248,8 @@ class Cluster:
         (True when the broker exited cleanly); RebalanceError, with nothing moved, when the
         brokers that stay cannot hold some partition's replication factor. The controller
         keeps the departed broker's registration, fenced (no unregister record yet)."""
-        name = f"broker-{broker_id}"
-        if name not in {s.name for s in self.brokers}:
+        name = broker_name(broker_id)
+        if name not in {s.name for s in self.brokers} or name in self.removed:
             raise ClusterError(f"no broker {broker_id} in this run")
         plan = self.rebalance(leaving=frozenset({broker_id}))
         clean = self.shutdown_node(name)
@@ -263,7 +264,8 @@ class Cluster:
         the brokers that stay cannot hold some partition's replication factor."""
         status = self.status()
         current = {(p.topic, p.partition): list(p.replicas) for p in status.partitions()}
-        plan = plan_rebalance(current, {s.id: s.rack for s in self.brokers}, leaving)
+        members = {s.id: s.rack for s in self.brokers if s.name not in self.removed}
+        plan = plan_rebalance(current, members, leaving)
         changed = plan.changed(current)
         refused = {}
         for (topic, index), replicas in changed.items():

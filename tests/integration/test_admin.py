@@ -91,6 +91,8 @@ def test_r39_a_removed_broker_hands_every_replica_over_first_and_nothing_is_lost
     assert out["replicas_moved"] == held > 0
     status = c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(30), what="convergence")
     assert all(4 not in p.replicas and 4 not in p.isr for p in status.partitions())
+    again = c.rebalance()  # the departed broker is no longer a member: nothing moves back to it
+    assert again["replicas_moved"] == 0 and all(4 not in r for r in again["target"].values())
     c.client().refresh_metadata()  # as a producer does when the cluster changed under it
     for p in range(4):
         more = [f"after-{p}-{i}" for i in range(5)]
