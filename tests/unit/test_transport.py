@@ -5,6 +5,7 @@ No sleeps: every wait is a poll loop with a deadline (`pump`).
 from __future__ import annotations
 
 import os
+import socket
 import time
 
 import msgpack
@@ -156,24 +157,23 @@ def test_timeout_gives_expired_and_a_late_response_is_dropped_and_counted(pair):
 @pytest.mark.parametrize("endpoint", ["ipc", "tcp"])
 def test_a_peer_that_does_not_exist_expires_without_hanging(endpoint, tmp_path):
     client = Transport("client")
-    try:
-        target = f"ipc://{tmp_path}/nobody.sock" if endpoint == "ipc" else _unused_tcp_endpoint()
-        rids = [client.request(target, produce(), 0.1, now(), "nobody") for _ in range(3)]
-        seen = Collect(None)
-        start = now()
-        pump([client], lambda: len(seen.expired) == 3, seen)
-        assert sorted(seen.expired) == rids and now() - start < 1.0
-        assert client.pending() == 0 and client.next_deadline() is None
-        assert client.counters()["sent"] == 0
-    finally:
-        client.close()
-
-
-def _unused_tcp_endpoint():
-    probe = Transport("probe", bind="tcp://127.0.0.1:0")
-    endpoint = probe.endpoint
-    probe.close()
-    return endpoint
+    # A loopback port held bound but not listening: connections to it are refused, and no
+    # other test running beside this one can take it meanwhile (a port probed and released
+    # could be, and then the requests were delivered).
+    with socket.socket() as reserved:
+        reserved.bind(("127.0.0.1", 0))
+        try:
+            target = (f"ipc://{tmp_path}/nobody.sock" if endpoint == "ipc"
+                      else f"tcp://127.0.0.1:{reserved.getsockname()[1]}")
+            rids = [client.request(target, produce(), 0.1, now(), "nobody") for _ in range(3)]
+            seen = Collect(None)
+            start = now()
+            pump([client], lambda: len(seen.expired) == 3, seen)
+            assert sorted(seen.expired) == rids and now() - start < 1.0
+            assert client.pending() == 0 and client.next_deadline() is None
+            assert client.counters()["sent"] == 0
+        finally:
+            client.close()
 
 
 def test_requests_sent_before_the_peer_binds_are_delivered_when_it_comes_up(tmp_path):
