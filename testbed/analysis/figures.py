@@ -96,8 +96,7 @@ def fault_recovery(t: Tables, spans: DataFrame, bounds: DataFrame) -> DataFrame:
                     F.round((F.col("all_acked_ns") - F.col("fault_ns")) / 1e9, 3).alias("to_first_ack_s"),
                     F.when(F.col("unrecovered") == 1, F.lit(None))
                     .otherwise(F.round(F.greatest(F.coalesce("full_isr_ns", "fault_ns") - F.col("fault_ns"),
-                                                  F.lit(0)) / 1e9, 3)).alias("to_full_isr_s"))
-            .orderBy("run_id", "at_s"))
+                                                  F.lit(0)) / 1e9, 3)).alias("to_full_isr_s")))
 
 
 def _pair(a: Column, b: Column) -> Column:
@@ -157,5 +156,4 @@ def throughput_latency(t: Tables, bounds: DataFrame) -> DataFrame:
             .agg(F.sum(F.when(ok, F.col("n")).otherwise(0)).alias("records"),
                  F.sum(F.when(~ok, 1).otherwise(0)).alias("not_ok"),
                  F.percentile_approx(F.when(ok, latency_ms), 0.5).alias("p50_ms"),
-                 F.percentile_approx(F.when(ok, latency_ms), 0.99).alias("p99_ms"))
-            .orderBy("run_id", "f", "second"))
+                 F.percentile_approx(F.when(ok, latency_ms), 0.99).alias("p99_ms")))

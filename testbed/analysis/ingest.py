@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import reduce
 from pathlib import Path
 
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -84,9 +85,9 @@ def ingest(spark: SparkSession, runs: list[Path], warehouse: Path) -> tuple[Tabl
             frame = spark.read.schema(_stored_schema(spec)).parquet(str(target)).where(F.col(RUN_ID).isin(ids))
         else:
             frame = spark.createDataFrame([], _stored_schema(spec))
-        for run_id, message in _mismatches(spec, frame).items():
-            rejected.setdefault(run_id, message)
         frames[spec.table] = frame
+    for run_id, message in _mismatches(frames).items():
+        rejected.setdefault(run_id, message)
     good = [i for i in ids if i not in rejected]
     return Tables(**{name: f.where(~F.col(_BAD) & F.col(RUN_ID).isin(good)).drop(CORRUPT, _FILE, _BAD)
                      for name, f in frames.items()}), rejected
@@ -112,25 +113,33 @@ def _to_parquet(spark: SparkSession, spec: RecordFile, files: list[Path], target
      .write.mode("overwrite").partitionBy(RUN_ID).parquet(str(target)))
 
 
-def _mismatches(spec: RecordFile, frame: DataFrame) -> dict[str, str]:
-    """Per run, the first line of its file that is corrupt or misses a required field, other
-    than a truncated (non-JSON) last line. Bad lines are rare, so they are collected first
-    and only their files are scanned again for their last line and line numbers."""
-    bad = frame.where(F.col(_BAD)).collect()
-    if not bad:
-        return {}
-    files = sorted({row[_FILE] for row in bad})
-    last = {r[_FILE]: r["_last"] for r in frame.where(F.col(_FILE).isin(files)).groupBy(_FILE)
-            .agg(F.max(SEQ).alias("_last")).collect()}
+def _mismatches(frames: dict[str, DataFrame]) -> dict[str, str]:
+    """Per run, the first line of its files that is corrupt or misses a required field, other
+    than a truncated (non-JSON) last line. Bad lines are rare, so they are collected first,
+    from every table in one action, and only their files are scanned again for their last
+    line and line numbers."""
+    specs = {spec.table: spec for spec in RECORD_FILES}
+    bad = reduce(DataFrame.unionByName, [
+        frame.where(F.col(_BAD)).select(F.lit(table).alias("table"), _FILE, SEQ, CORRUPT, RUN_ID,
+                                        F.to_json(F.struct(*specs[table].schema.fieldNames())).alias("fields"))
+        for table, frame in frames.items()]).collect()
     first: dict[str, Row] = {}
-    for row in sorted(bad, key=lambda r: r[SEQ]):
-        torn = row[SEQ] == last[row[_FILE]] and row[CORRUPT] is not None and not _is_json(row[CORRUPT])
-        if not torn:
-            first.setdefault(row[_FILE], row)
+    for table in sorted({row["table"] for row in bad}):
+        rows = [row for row in bad if row["table"] == table]
+        frame = frames[table]
+        files = sorted({row[_FILE] for row in rows})
+        last = {r[_FILE]: r["_last"] for r in frame.where(F.col(_FILE).isin(files)).groupBy(_FILE)
+                .agg(F.max(SEQ).alias("_last")).collect()}
+        for row in sorted(rows, key=lambda r: r[SEQ]):
+            torn = row[SEQ] == last[row[_FILE]] and row[CORRUPT] is not None and not _is_json(row[CORRUPT])
+            if not torn:
+                first.setdefault(row[_FILE], row)
     out = {}
-    for file, row in sorted(first.items()):
-        line = frame.where((F.col(_FILE) == file) & (F.col(SEQ) <= row[SEQ])).count()
-        text = row[CORRUPT] or ", ".join(f"{k}={row[k]!r}" for k in spec.schema.fieldNames() if row[k] is not None)
+    order = list(specs)
+    for file, row in sorted(first.items(), key=lambda item: (order.index(item[1]["table"]), item[0])):
+        spec = specs[row["table"]]
+        line = frames[spec.table].where((F.col(_FILE) == file) & (F.col(SEQ) <= row[SEQ])).count()
+        text = row[CORRUPT] or ", ".join(f"{k}={v!r}" for k, v in json.loads(row["fields"]).items())
         why = ("is not valid JSON of the expected types" if row[CORRUPT]
                else f"lacks a field it needs ({spec.required})")
         out.setdefault(row[RUN_ID], f"{_local(file)}: line {line}: {why}, so the file does not match the "

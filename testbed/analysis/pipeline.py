@@ -16,7 +16,7 @@ from testbed.analysis.job import run_job
 from testbed.analysis.report import write_report
 from testbed.analysis.runinfo import config_tables, load_run_info
 from testbed.analysis.schemas import RECORD_FILES
-from testbed.analysis.session import get_spark, is_remote, stop_spark, tune_for
+from testbed.analysis.session import get_spark, is_remote, jvm_alive, stop_spark, tune_for
 from testbed.analysis.summary import write_summary
 from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
@@ -48,7 +48,7 @@ _judging = threading.Lock()
 _rehearsed = threading.Event()
 _rehearsing = threading.Event()
 REHEARSAL_RECORDS = 2000
-REHEARSAL_GROUP = "isrlab-rehearsal"
+REHEARSAL_TAG = "isrlab-rehearsal"
 
 
 def rehearse(spark_master: str | None = None) -> None:
@@ -61,12 +61,14 @@ def rehearse(spark_master: str | None = None) -> None:
     _rehearsed.set()
     if is_remote():
         return
-    get_spark(spark_master).sparkContext.setJobGroup(REHEARSAL_GROUP, "isrlab: warming the JVM up", True)
+    spark = get_spark(spark_master)
     with _judging, tempfile.TemporaryDirectory(prefix="isrlab-rehearsal-") as tmp:
         _rehearsing.set()
+        spark.addTag(REHEARSAL_TAG)  # this thread's operations only
         try:
             _analyze([write_synthetic_run(Path(tmp), REHEARSAL_RECORDS)], spark_master, None)
         finally:
+            spark.removeTag(REHEARSAL_TAG)
             _rehearsing.clear()
 
 
@@ -75,7 +77,7 @@ def analyze_runs(paths: list[Path], spark_master: str | None = None,
     """Judge every run under `paths` in one Spark job (see `_analyze`)."""
     while not _judging.acquire(timeout=0.1):
         if _rehearsing.is_set():
-            get_spark(spark_master).sparkContext.cancelJobGroup(REHEARSAL_GROUP)
+            get_spark(spark_master).interruptTag(REHEARSAL_TAG)
     try:
         return _analyze(paths, spark_master, summary_dir)
     finally:
@@ -96,15 +98,16 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     try:
         warehouse = warehouse_for(runs, summary_dir)
         spark = get_spark(spark_master, log=jvm_log_for(warehouse))
-        tune_for(spark, sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES
+        small = tune_for(spark, sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES
                             if (run / spec.path).is_file()))
         tables, rejected = ingest(spark, runs, warehouse)
         judged = [rid for rid in infos if rid not in rejected]
-        data = run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged) if judged else {}
+        data = (run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged, small)
+                if judged else {})
     except (PySparkException, Py4JError) as exc:
         failed = f"the Spark job failed, so the run was not judged: {spark_failure(exc)}"
         data, rejected = {}, dict.fromkeys(infos, failed)
-        if not isinstance(exc, PySparkException | Py4JJavaError):  # not an error the JVM reported: it is gone
+        if not jvm_alive() or not isinstance(exc, PySparkException | Py4JJavaError):  # the JVM is gone
             stop_spark()
     verdicts = []
     for rid, info in infos.items():

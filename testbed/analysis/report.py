@@ -8,7 +8,7 @@ import html
 import yaml
 
 from testbed.analysis.job import ATTRIBUTED, RunData
-from testbed.analysis.plots import fault_bands, overview, partition_timeline, series_plot
+from testbed.analysis.plots import fault_bands, overview, partition_timelines, series_plot
 from testbed.analysis.runinfo import RunInfo
 from testbed.analysis.terminal import ranges_text
 from testbed.analysis.verdict import RunVerdict
@@ -88,7 +88,7 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
     parts.append("<h2>Loss attribution</h2>" + _attribution(r))
     if data is not None:
         bands = fault_bands(data.timeline["faults"])
-        end = max([e["t"] for e in data.timeline["events"]] + [0.0])
+        end = max([e["t"] for e in data.timeline["events"]] + [b[1] for b in bands] + [0.0])
         parts.append("<h2>Overview</h2>" + overview(data.timeline["events"], bands, end))
         parts.append("<h2>Availability</h2>" + _figures(r))
         parts.append("<h2>Throughput and latency</h2>" + (series_plot(r["figures"]["series"], bands)
@@ -96,9 +96,10 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
         parts.append("<h2>Partitions</h2><p class='note'>Lanes: leader (dark), ISR (blue), ELR (orange); "
                      "below, the HWM each replica reported; faults in red, from each fault to its undo.</p>")
         keys = sorted({(e["topic"], e["partition"]) for e in data.timeline["events"] if e["topic"] is not None})
-        for topic, p in keys:
-            events = [e for e in data.timeline["events"] if e["topic"] == topic and e["partition"] == p]
-            parts.append(partition_timeline(events, bands, end, f"{topic}/{p}"))
+        if keys:
+            parts.append(partition_timelines([(f"{topic}/{p}", [e for e in data.timeline["events"]
+                                                                if e["topic"] == topic and e["partition"] == p])
+                                              for topic, p in keys], bands, end))
     topology = (yaml.safe_dump(info.topology.to_dict(), sort_keys=False, width=100) if info.topology is not None
                 else "(no topology.yaml)")
     parts.append("<h2>Topology</h2><pre>" + _e(topology) + "</pre></body></html>")

@@ -1,7 +1,9 @@
-"""The one SparkSession of this process, built with settings that suit a 2-core machine.
+"""The one Spark session of this process, built with settings that suit a 2-core machine.
 
-Spark allows one active session per JVM, and its start (6-8 s) dominates a small run's
-pipeline time, so every caller shares the session made by the first call.
+The pipeline is always a Spark Connect client: of a shared server (`run.py spark up`,
+`sc://...`), or of a Connect server started inside this process's own JVM, the driver of
+`local[*]` or `--spark-master` (see `_embedded`). A JVM's start (10-15 s here) dominates a
+small run's judgment, so every caller shares the session made by the first call.
 """
 from __future__ import annotations
 
@@ -14,21 +16,26 @@ from pathlib import Path
 import psutil
 from py4j.protocol import Py4JError
 from pyspark import SparkConf, SparkContext
+from pyspark.errors import PySparkException
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
+from pyspark.sql.connect.session import SparkSession as RemoteSession
 
 from testbed.analysis import spark_server
-from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR
+from testbed.analysis.spark_settings import CONNECT_SETTINGS, SETTINGS, SPARK_CONF_DIR
 
 DEFAULT_MASTER = "local[*]"
+#: The environment variable by which PySpark's functions choose between Connect and classic columns
+CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
 APP_NAME = "isrlab-analysis"
 
-_session: SparkSession | None = None
+_session: RemoteSession | None = None  # the pipeline's session: a Spark Connect client
+_driver: SparkSession | None = None  # the classic session of this process's own JVM, if it has one
 _master: str | None = None
 _lock = threading.Lock()  # the session may be started by `warm_up`'s thread and a caller at once
 
 
-def get_spark(master: str | None = None, log: Path | None = None) -> SparkSession:
+def get_spark(master: str | None = None, log: Path | None = None) -> RemoteSession:
     """The process's session; the first call chooses the master (`--spark-master`).
 
     Without a master, the Spark Connect server of `run.py spark up` when one is up (a warm
@@ -46,11 +53,22 @@ def get_spark(master: str | None = None, log: Path | None = None) -> SparkSessio
 
 
 def is_remote() -> bool:
-    """The session is a Spark Connect client (no SparkContext on this side)."""
+    """The session is on a server this process did not start (`run.py spark up`, `sc://`):
+    a warm JVM that other commands share."""
     return _master is not None and _master.startswith("sc://")
 
 
-def _get_spark(master: str | None, log: Path | None) -> SparkSession:
+def jvm_alive() -> bool:
+    """The JVM behind the session still runs (a failure may have killed it; the next
+    `get_spark` after `stop_spark` then starts another)."""
+    with _lock:
+        if _driver is None:
+            return True  # a server's failures are the server's: it may fail one command and serve the next
+        proc = getattr(SparkContext._gateway, "proc", None)
+    return proc is None or proc.poll() is None
+
+
+def _get_spark(master: str | None, log: Path | None) -> RemoteSession:
     global _session, _master
     if _session is not None:
         if master is not None and master != _master:
@@ -62,25 +80,41 @@ def _get_spark(master: str | None, log: Path | None) -> SparkSession:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_CONF_DIR", str(SPARK_CONF_DIR))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # nodes listen on loopback only (DESIGN 11)
-    if wanted.startswith("sc://"):
-        _session = SparkSession.builder.remote(wanted).getOrCreate()
-    else:
-        if log is not None and SparkContext._gateway is None:
-            _launch_jvm(wanted, log)
-        builder = SparkSession.builder.master(wanted).appName(APP_NAME)
-        for key, value in SETTINGS:
-            builder = builder.config(key, value)
-        _session = builder.getOrCreate()
-        _session.sparkContext.setLogLevel("ERROR")
+    url = wanted if wanted.startswith("sc://") else _embedded(wanted, log)
+    os.environ[CONNECT_MODE] = "1"  # pyspark.sql.functions builds Spark Connect columns from now on
+    _session = RemoteSession.builder.remote(url).getOrCreate()
     _master = wanted
     return _session
+
+
+def _embedded(master: str, log: Path | None) -> str:
+    """Start this process's own JVM (driver of `master`) with a Spark Connect server inside
+    it on a loopback port the system picks, and return that server's URL.
+
+    The pipeline then talks to its JVM as a Spark Connect client, as it does to a `run.py
+    spark up` server: a DataFrame is built in Python and sent as one plan per action, where
+    the classic API makes several py4j round trips for every column expression (about 25
+    for `col("x") + lit(1)`, half a millisecond each on the reference machine); building the
+    checks' plans took 5 s of a 20 s judgment that way."""
+    global _driver
+    if log is not None and SparkContext._gateway is None:
+        _launch_jvm(master, log)
+    os.environ.pop(CONNECT_MODE, None)  # else the builder would make a client, not a driver
+    builder = SparkSession.builder.master(master).appName(APP_NAME)
+    for key, value in (*SETTINGS, *CONNECT_SETTINGS):
+        builder = builder.config(key, value)
+    _driver = builder.getOrCreate()
+    _driver.sparkContext.setLogLevel("ERROR")
+    service = getattr(_driver._jvm.org.apache.spark.sql.connect.service, "SparkConnectService$")
+    return f"sc://127.0.0.1:{getattr(service, 'MODULE$').localPort()}"
 
 
 def _launch_jvm(master: str, log: Path) -> None:
     """Start the JVM as PySpark would, with its stdout and stderr appended to `log`; the
     SparkContext made next adopts it. The JVM outlives a stopped session (PySpark keeps it
     for the next), so its output keeps going to `log` for the life of the process."""
-    conf = SparkConf(loadDefaults=False).setMaster(master).setAppName(APP_NAME).setAll(list(SETTINGS))
+    conf = (SparkConf(loadDefaults=False).setMaster(master).setAppName(APP_NAME)
+            .setAll([*SETTINGS, *CONNECT_SETTINGS]))
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:  # the JVM has its own copy of the descriptor
         gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})
@@ -109,7 +143,7 @@ _LARGE = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode
           "spark.sql.adaptive.enabled": "true", "spark.sql.shuffle.partitions": "4"}
 
 
-def tune_for(spark: SparkSession, input_bytes: int) -> None:
+def tune_for(spark: RemoteSession, input_bytes: int) -> bool:
     """Fit the session's SQL settings to the size of what it is about to judge.
 
     A run of a few megabytes is judged by dozens of small queries, each of which Spark would
@@ -118,9 +152,12 @@ def tune_for(spark: SparkSession, input_bytes: int) -> None:
     a few rows: interpreted, planned once, one partition, a small run is judged in about half
     the time (measured: 29 s -> 17 s warm for a 2.7 MB run). Millions of records need the
     opposite, so the settings follow the input; they are runtime settings of the one session.
+    Returns whether the input is small.
     """
-    for key, value in (_SMALL if input_bytes < SMALL_INPUT_BYTES else _LARGE).items():
+    small = input_bytes < SMALL_INPUT_BYTES
+    for key, value in (_SMALL if small else _LARGE).items():
         spark.conf.set(key, value)
+    return small
 
 
 #: The CPU priority (nice value) of a JVM started while a cluster runs: the cluster under
@@ -153,9 +190,9 @@ def full_priority() -> None:
     protecting from it). Raising a priority needs CAP_SYS_NICE: without it the JVM stays
     nice, which costs nothing on an otherwise idle machine."""
     with _lock:
-        if _session is None or is_remote():
+        if _driver is None:
             return
-        proc = getattr(_session.sparkContext._gateway, "proc", None)
+        proc = getattr(SparkContext._gateway, "proc", None)
     if proc is None:
         return
     nice = os.getpriority(os.PRIO_PROCESS, 0)
@@ -171,11 +208,13 @@ def stop_spark() -> None:
     """Stop the session and its JVM, so that no process outlives the caller. After a failure
     the JVM may be gone already: the session is forgotten all the same, so the next
     `get_spark` starts a new one."""
-    global _session, _master
+    global _session, _driver, _master
     with _lock:
-        session, _session, _master = _session, None, None
-        if session is not None:
+        session, driver, _session, _driver, _master = _session, _driver, None, None, None
+        for each in (session, driver):
+            if each is None:
+                continue
             try:
-                session.stop()
-            except (Py4JError, ConnectionError):
+                each.stop()
+            except (Py4JError, ConnectionError, PySparkException):
                 pass  # the JVM died with the failure: there is nothing left to stop

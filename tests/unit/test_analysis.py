@@ -3,7 +3,9 @@ exact counts every check must report (DESIGN section 8, PROTOCOL I1-I9). All run
 judged in one Spark job, as a tree, which also exercises the summary."""
 from __future__ import annotations
 
+import fcntl
 import json
+import pickle
 from pathlib import Path
 
 import pytest
@@ -253,12 +255,23 @@ EXPECTED: dict[str, dict[str, int]] = {
 
 
 @pytest.fixture(scope="module")
-def judged(tmp_path_factory: pytest.TempPathFactory, spark: object) -> dict[str, RunVerdict]:  # noqa: F811
-    root = tmp_path_factory.mktemp("runs")
-    for build in BUILDERS:
-        build(root)
-    verdicts = analyze_runs([root], summary_dir=root / "summary")
-    return {v.run_dir.name: v for v in verdicts}
+def judged(tmp_path_factory: pytest.TempPathFactory, worker_id: str,
+           spark: object) -> dict[str, RunVerdict]:  # noqa: F811 - its session is the one that judges
+    """The tree judged once per test session: under xdist the first worker to need it judges
+    it (about 2 minutes on 2 cores) while any other waits on the lock, then reads the verdicts
+    the first left beside the tree, instead of judging the same tree again in its own JVM."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if worker_id != "master" else base  # the session's directory, shared by workers
+    root, saved = shared / "judged-runs", shared / "judged-runs.pickle"
+    with open(shared / "judged-runs.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not saved.exists():
+            root.mkdir()
+            for build in BUILDERS:
+                build(root)
+            verdicts = analyze_runs([root], summary_dir=root / "summary")
+            saved.write_bytes(pickle.dumps({v.run_dir.name: v for v in verdicts}))
+    return pickle.loads(saved.read_bytes())  # written by this test session, so trusted
 
 
 @pytest.mark.parametrize("run", sorted(EXPECTED))
