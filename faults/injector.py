@@ -22,7 +22,7 @@ from faults import network
 from faults.network_layers import NetworkLayers, merge_counters
 from faults.schedule import ScheduledFault, fault_rng
 from faults.storage import disk_loss, lossy_crash_files
-from faults.targets import ClusterView, TargetError, resolve
+from faults.targets import ClusterView, TargetError, broker_id, resolve
 
 #: actions that take nodes down, counted against a nemesis's max_down
 _DOWN_ACTIONS = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-loss", "partition"})
@@ -195,7 +195,7 @@ class FaultInjector:
                 if f.params.get("rebalance", True):
                     effect["rebalance"] = c.rebalance()
                 return effect
-            return {"removed": f.target, "rebalance": c.remove_broker(int(str(f.target).split(":")[1]))}
+            return {"removed": f.target, "rebalance": c.remove_broker(broker_id(str(f.target)))}
         except (RuntimeError, ValueError) as e:  # ClusterError, RebalanceError
             return {"error": f"{f.do}: {e}"}
 

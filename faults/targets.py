@@ -96,6 +96,15 @@ def resolve(target: str, view: ClusterView, rng: random.Random) -> list[str]:
     raise TargetError(f"unknown target {target!r}")
 
 
+def broker_id(target: str) -> int:
+    """N of a `broker:N` target: the one form `elect` and `remove-broker` take (checked when
+    the topology is read, so a run never meets another here)."""
+    match = _NODE_TARGET.fullmatch(target)
+    if match is None or match.group(1) != "broker":
+        raise TargetError(f"{target!r}: expected broker:N")
+    return int(match.group(2))
+
+
 def _partition_target(kind: str, partition: Partition, view: ClusterView) -> list[str]:
     leader = view.leaders.get(partition)
     if kind == "leader-of":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 from testbed.analysis.schemas import CORRUPT, RECORD_FILES, RecordFile
+from testbed.analysis.session import submit
 
 RUN_ID = "run_id"
 SEQ = "seq"  # position of a line in its file (increasing with the line number, not dense)
@@ -77,15 +79,18 @@ def ingest(spark: SparkSession, runs: list[Path], warehouse: Path) -> tuple[Tabl
     ids = [run.name for run in runs]
     rejected: dict[str, str] = {str(run.name): f"{run / name}: missing, so the run cannot be judged"
                                 for run in runs for name in reversed(REQUIRED_FILES) if not (run / name).is_file()}
-    for spec in RECORD_FILES:
-        files = [run / spec.path for run in runs if (run / spec.path).is_file()]
-        target = warehouse / spec.table
-        if files:
-            _to_parquet(spark, spec, files, target)
-            frame = spark.read.schema(_stored_schema(spec)).parquet(str(target)).where(F.col(RUN_ID).isin(ids))
-        else:
-            frame = spark.createDataFrame([], _stored_schema(spec))
-        frames[spec.table] = frame
+    with ThreadPoolExecutor(max_workers=len(RECORD_FILES), thread_name_prefix="isrlab-ingest") as pool:
+        writes = []
+        for spec in RECORD_FILES:
+            files = [run / spec.path for run in runs if (run / spec.path).is_file()]
+            if files:  # the five writes are small jobs: together, their fixed costs overlap
+                writes.append(submit(pool, spark, _to_parquet, spark, spec, files, warehouse / spec.table))
+                frames[spec.table] = (spark.read.schema(_stored_schema(spec)).parquet(str(warehouse / spec.table))
+                                      .where(F.col(RUN_ID).isin(ids)))
+            else:
+                frames[spec.table] = spark.createDataFrame([], _stored_schema(spec))
+        for write in writes:
+            write.result()
     for run_id, message in _mismatches(frames).items():
         rejected.setdefault(run_id, message)
     good = [i for i in ids if i not in rejected]

@@ -9,6 +9,7 @@ empty (no lost write, no disagreement...) are neither planned nor attributed.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import reduce
 
@@ -35,6 +36,7 @@ from testbed.analysis.observations import (
 )
 from testbed.analysis.offsets import FLAGS, only, suspects
 from testbed.analysis.runinfo import ConfigTables
+from testbed.analysis.session import submit
 from testbed.topology import CHECK_NAMES
 
 MAX_EXAMPLES = 20
@@ -166,15 +168,20 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = F
     else:
         t = replace(t, events=t.events.persist(), final_replicas=t.final_replicas.persist(),
                     faults=t.faults.persist())
+    spark = t.events.sparkSession
     try:
         bounds = run_bounds(t).persist()
         spans = fault_spans(t, bounds).persist()
-        _run_checks(t, config, bounds, spans, out)
-        for row in convergence(t, config).collect():
-            out[row["run_id"]].converged = bool(row["converged"])
-        _collect_figures(t, config, bounds, spans, out)
+        # The figures and the checks fill different fields of `out`; the figures' action runs
+        # while the checks' are planned, so the driver's share of each overlaps the other's.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="isrlab-figures") as pool:
+            figures_done = submit(pool, spark, _collect_figures, t, config, bounds, spans, out)
+            _run_checks(t, config, bounds, spans, out)
+            for row in convergence(t, config).collect():
+                out[row["run_id"]].converged = bool(row["converged"])
+            figures_done.result()
     finally:
-        t.events.sparkSession.catalog.clearCache()
+        spark.catalog.clearCache()
     return out
 
 

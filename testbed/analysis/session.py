@@ -11,7 +11,9 @@ import os
 import sys
 import threading
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from pathlib import Path
+from typing import Any, TypeVar
 
 import psutil
 from py4j.protocol import Py4JError
@@ -24,6 +26,7 @@ from pyspark.sql.connect.session import SparkSession as RemoteSession
 from testbed.analysis import spark_server
 from testbed.analysis.spark_settings import CONNECT_SETTINGS, SETTINGS, SPARK_CONF_DIR
 
+T = TypeVar("T")
 DEFAULT_MASTER = "local[*]"
 #: The environment variable by which PySpark's functions choose between Connect and classic columns
 CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
@@ -141,6 +144,21 @@ _SMALL = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMod
           "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1"}
 _LARGE = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK",
           "spark.sql.adaptive.enabled": "true", "spark.sql.shuffle.partitions": "4"}
+
+
+def submit(pool: Executor, spark: RemoteSession, fn: Callable[..., T], *args: Any) -> Future[T]:
+    """`fn(*args)` on `pool`, its Spark operations tagged as the caller's are (a tag belongs to
+    the thread that added it): a rehearsal interrupted by its tag stops in every thread."""
+    tags = spark.getTags()
+
+    def tagged() -> T:
+        for tag in tags:
+            spark.addTag(tag)
+        try:
+            return fn(*args)
+        finally:
+            spark.clearTags()
+    return pool.submit(tagged)
 
 
 def tune_for(spark: RemoteSession, input_bytes: int) -> bool:

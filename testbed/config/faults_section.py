@@ -15,6 +15,7 @@ from faults.fault_spec import (
     FaultSpec,
     NemesisSpec,
 )
+from faults.targets import broker_id
 from testbed.config import scalars
 from testbed.config.nemesis_section import parse_nemesis
 from testbed.config.references import (
@@ -83,7 +84,7 @@ def _check_elect_targets(w: Walker, specs: list[Any], path: str, known: Known) -
         if not (isinstance(spec, FaultSpec) and spec.do == "elect"):
             continue
         partition = spec.params["partition"]
-        broker = int(str(spec.target).split(":")[1])
+        broker = broker_id(str(spec.target))
         replicas = known.replicas.get(partition, ())
         if broker not in replicas and broker not in moved.get(partition, set()):
             w.error(join(join(path, index), "target"),
@@ -111,7 +112,7 @@ def _check_broker_set(w: Walker, specs: list[Any], path: str, known: Known) -> N
                         f"(brokers then: {sorted(brokers)}); add-broker needs a new id")
             brokers.add(broker)
             continue
-        broker = int(str(spec.target).split(":")[1])
+        broker = broker_id(str(spec.target))
         if broker not in brokers:
             w.error(join(entry, "target"), f"broker {broker} is not in the cluster at {format_duration(spec.at)} "
                     f"(brokers then: {sorted(brokers)})")
