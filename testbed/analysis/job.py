@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import reduce
 
 from pyspark.sql import DataFrame, Window
@@ -164,7 +164,7 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = F
     in the checks' one action)."""
     out = {rid: RunData() for rid in run_ids}
     if small:
-        t = Tables(**{name: getattr(t, name).coalesce(1).persist() for name in t.__dataclass_fields__})
+        t = replace(t, **{f.name: getattr(t, f.name).coalesce(1).persist() for f in fields(t)})
     else:
         t = replace(t, events=t.events.persist(), final_replicas=t.final_replicas.persist(),
                     faults=t.faults.persist())

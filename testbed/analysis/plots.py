@@ -197,7 +197,7 @@ def _grid(ticks: list[tuple[float, float]], top: float, height: float, rows: lis
 
 
 def _lanes_panel(changes: list[dict], brokers: list[int], end: float, scale: float, top: float, height: float,
-           ticks: list[tuple[float, float]]) -> list[str]:
+                 ticks: list[tuple[float, float]]) -> list[str]:
     """A bar per broker for each run of changes in which its role (leader, else ISR, else ELR)
     stays the same: one bar per change would repeat the same bar for every ISR change."""
     out = _grid(ticks, top, height, [])
@@ -220,7 +220,7 @@ def _lanes_panel(changes: list[dict], brokers: list[int], end: float, scale: flo
 
 
 def _hwm_panel(columns: dict[str, dict[int, float]], colors: dict[str, str], title_top: float, top: float,
-         ticks: list[tuple[float, float]]) -> list[str]:
+               ticks: list[tuple[float, float]]) -> list[str]:
     """Each node's HWM as a post-step line from 0 to the highest value drawn, the legend at the
     right of the partition's title."""
     peak = max([1, *(max(values.values()) for values in columns.values())])

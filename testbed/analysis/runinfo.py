@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
+from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import (
     BooleanType,
     IntegerType,

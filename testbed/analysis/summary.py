@@ -5,8 +5,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import (
     BooleanType,
     DoubleType,
