@@ -45,6 +45,9 @@ RECONNECT_IVL_MS = 50
 RECONNECT_IVL_MAX_MS = 500
 
 _IPC = "ipc://"
+# Plain ints: the enum forms cost an enum operation on every `&` and `|` of the hot path.
+_POLLIN, _POLLOUT = int(zmq.POLLIN), int(zmq.POLLOUT)
+_NOBLOCK, _SNDMORE, _RCVMORE, _EVENTS = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.RCVMORE), int(zmq.EVENTS)
 
 
 @dataclass(slots=True)
@@ -102,7 +105,7 @@ class Transport:
         self._router: zmq.Socket | None = None
         if bind is not None:
             self._router = self._bind(bind)
-            self._poller.register(self._router, zmq.POLLIN)
+            self._poller.register(self._router, _POLLIN)
 
     def _bind(self, bind: str) -> zmq.Socket:
         router = self._ctx.socket(zmq.ROUTER)
@@ -180,7 +183,7 @@ class Transport:
             backlog.append((request_id, frames))
             return
         try:
-            dealer.send_multipart(frames, zmq.NOBLOCK, copy=False)
+            _send_frames(dealer, frames)
         except zmq.Again:  # no connection to the peer (yet), or its queue is full
             self._hold(dealer, request_id, frames)
             return
@@ -188,7 +191,7 @@ class Transport:
 
     def _send_reply(self, frames: list) -> None:
         try:
-            self._router.send_multipart(frames, zmq.NOBLOCK, copy=False)
+            _send_frames(self._router, frames)
         except zmq.ZMQError:  # EAGAIN (peer's queue full) or EHOSTUNREACH (peer gone)
             self._counts["send_failed"] += 1  # the requester will time out
             return
@@ -196,7 +199,7 @@ class Transport:
 
     def _hold(self, dealer: zmq.Socket, request_id: int, frames: list) -> None:
         self._backlog[dealer] = deque([(request_id, frames)])
-        self._poller.modify(dealer, zmq.POLLIN | zmq.POLLOUT)
+        self._poller.modify(dealer, _POLLIN | _POLLOUT)
 
     def _connect(self, endpoint: str) -> zmq.Socket:
         dealer = self._ctx.socket(zmq.DEALER)
@@ -209,7 +212,7 @@ class Transport:
         dealer.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS)
         dealer.connect(endpoint)
         self._dealers[endpoint] = dealer
-        self._poller.register(dealer, zmq.POLLIN)
+        self._poller.register(dealer, _POLLIN)
         return dealer
 
     def _flush_backlog(self, dealer: zmq.Socket) -> None:
@@ -221,13 +224,13 @@ class Transport:
                 backlog.popleft()
                 continue
             try:
-                dealer.send_multipart(frames, zmq.NOBLOCK, copy=False)
+                _send_frames(dealer, frames)
             except zmq.Again:
                 return
             backlog.popleft()
             self._counts["sent"] += 1
         del self._backlog[dealer]
-        self._poller.modify(dealer, zmq.POLLIN)
+        self._poller.modify(dealer, _POLLIN)
 
     # ------------------------------------------------------------------ receiving
     def poll(self, timeout: float, now_fn: Callable[[], float]) -> list[Incoming]:
@@ -240,12 +243,12 @@ class Transport:
         out: list[Incoming] = []
         events = self._poller.poll(max(0, int(timeout * 1000 + 0.999)) if timeout > 0 else 0)
         for sock, flags in events:
-            if flags & zmq.POLLIN:
+            if flags & _POLLIN:
                 if sock is self._router:
                     self._drain_router(out)
                 else:
                     self._drain_dealer(sock, out)
-            if flags & zmq.POLLOUT and sock in self._backlog:
+            if flags & _POLLOUT and sock in self._backlog:
                 self._flush_backlog(sock)
         now = now_fn()
         if self._delayed and self._delayed[0][0] <= now:
@@ -329,7 +332,7 @@ class Transport:
                 self._backlog[dealer] = backlog
             else:
                 del self._backlog[dealer]
-                self._poller.modify(dealer, zmq.POLLIN)
+                self._poller.modify(dealer, _POLLIN)
 
     # ------------------------------------------------------------------ state
     def next_deadline(self) -> float | None:
@@ -372,12 +375,23 @@ def _recv(sock: zmq.Socket, copied: int) -> list | None:
     """One whole message, or None if none is waiting.
 
     The first `copied` frames (identity, header) are small and read as bytes; the rest
-    are record frames, read without a copy (zmq.Frame, decoded to a memoryview).
+    are record frames, read without a copy (zmq.Frame, decoded to a memoryview). An empty
+    queue is seen in the socket's events, not from a failed read (an exception each time).
     """
+    if not sock.getsockopt(_EVENTS) & _POLLIN:
+        return None
     try:
-        frames = [sock.recv(zmq.NOBLOCK)]
+        frames = [sock.recv(_NOBLOCK)]
     except zmq.Again:
         return None
-    while sock.getsockopt(zmq.RCVMORE):
+    while sock.getsockopt(_RCVMORE):
         frames.append(sock.recv() if len(frames) < copied else sock.recv(copy=False))
     return frames
+
+
+def _send_frames(sock: zmq.Socket, frames: list) -> None:
+    """`send_multipart(frames, NOBLOCK, copy=False)` with int flags: the whole message or,
+    when the first frame cannot go (zmq.Again), nothing (ZeroMQ sends multipart atomically)."""
+    last = len(frames) - 1
+    for i, frame in enumerate(frames):
+        sock.send(frame, _NOBLOCK if i == last else _NOBLOCK | _SNDMORE, copy=False)

@@ -19,7 +19,7 @@ from broker.protocol.messages import (
     FetchResponse,
     ProduceRequest,
 )
-from broker.wire.codec import VERSION, Decoded, DecodeError, decode, encode
+from broker.wire.codec import INLINE_RECORDS, VERSION, Decoded, DecodeError, decode, encode
 from tests.unit.message_strategies import any_message
 from tests.unit.message_strategies import message_strategy as shared_message_strategy
 
@@ -53,8 +53,11 @@ def test_every_message_type_round_trips(cls, data, request_id, source):
     assert type(result.msg) is cls
 
 
-def test_records_ride_as_their_own_frames_not_in_the_header():
-    payload_a, payload_b = b"\xffA" * 50, b"\xfeB" * 70
+BIG = INLINE_RECORDS + 1
+
+
+def test_large_records_ride_as_their_own_frames_not_in_the_header():
+    payload_a, payload_b = b"\xffA" * BIG, b"\xfeB" * BIG
     msg = FetchResponse(partitions=[
         FetchPartitionResult("t", 0, records=payload_a),
         FetchPartitionResult("t", 1, diverging_epoch=DivergingEpoch(3, 9), records=payload_b),
@@ -67,12 +70,24 @@ def test_records_ride_as_their_own_frames_not_in_the_header():
     assert decode(frames).msg == msg
 
 
+def test_small_records_ride_inside_the_header_one_frame_in_all():
+    """A frame costs a ZeroMQ send and receive: a 100-byte record does not get one."""
+    small, big = b"s" * INLINE_RECORDS, b"b" * BIG
+    msg = FetchResponse(partitions=[FetchPartitionResult("t", 0, records=small),
+                                    FetchPartitionResult("t", 1, records=big)])
+    frames = encode(msg, 1, "b1")
+    assert len(frames) == 2 and frames[1] is big and small in frames[0]
+    assert decode(frames).msg == msg
+    inline = encode(ProduceRequest("t", 0, -1, 100, memoryview(b"abc")), 5, "p")
+    assert len(inline) == 1 and decode(inline).msg.records == b"abc"
+
+
 def test_memoryview_record_frames_decode_without_copy():
-    frames = encode(ProduceRequest("t", 0, -1, 100, b"abc"), 5, "p")
-    frames[1] = memoryview(bytearray(b"xyz"))
+    frames = encode(ProduceRequest("t", 0, -1, 100, b"a" * BIG), 5, "p")
+    frames[1] = memoryview(bytearray(b"x" * BIG))
     result = decode(frames)
     assert result.msg.records is frames[1]
-    assert result.msg.records == b"xyz"
+    assert result.msg.records == b"x" * BIG
 
 
 @settings(max_examples=500)
@@ -139,14 +154,15 @@ def test_unknown_error_code_is_a_decode_error():
 
 
 def test_record_frame_index_out_of_range_or_wrong_type():
-    header = header_of(ProduceRequest("t", 0, -1, 100, b"abc"))
+    header = header_of(ProduceRequest("t", 0, -1, 100, b"a" * BIG))
     assert decode_header(header).reason == (
         "ProduceRequest.records: record frame index 1 out of range (message has 1 frames)")
     assert decode_header(header, b"abc").msg.records == b"abc"
     header[8] = 0  # frame 0 is the header itself
     assert "out of range" in decode_header(header, b"abc").reason
-    header[8] = b"abc"  # records inlined in msgpack: refused
-    assert decode_header(header).reason == "ProduceRequest.records: expected record frame index (int), got bytes"
+    header[8] = "abc"
+    assert decode_header(header).reason == (
+        "ProduceRequest.records: expected records (bytes) or a record frame index (int), got str")
     header[8] = 1
     assert "not bytes" in decode([msgpack.packb(header), "a str frame"]).reason
 
