@@ -28,6 +28,9 @@ FAULT_ACTIONS: tuple[str, ...] = (
     "elect",
     "add-broker",
     "remove-broker",
+    "create-topic",
+    "delete-topic",
+    "add-partitions",
 )
 NEMESIS_ACTIONS: tuple[str, ...] = (
     "kill",

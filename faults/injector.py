@@ -53,6 +53,9 @@ class ClusterControl(Protocol):
     def add_broker(self, broker_id: int, rack: str | None = None) -> str: ...
     def rebalance(self, leaving: frozenset[int] = frozenset(), timeout: float | None = None) -> dict: ...
     def remove_broker(self, broker_id: int) -> dict: ...
+    def create_topic(self, topic: dict, timeout: float | None = None) -> dict: ...
+    def delete_topic(self, name: str, timeout: float | None = None) -> dict: ...
+    def add_partitions(self, name: str, count: int, timeout: float | None = None) -> dict: ...
 
 
 class FaultInjector:
@@ -175,6 +178,8 @@ class FaultInjector:
             return _refusal_as_error(c.elect_preferred(f.params.get("partition")))
         if do in ("add-broker", "remove-broker"):
             return self._membership(f)
+        if do in ("create-topic", "delete-topic", "add-partitions"):
+            return self._topic_admin(f)
         if do == "elect":
             brokers = [n for n in nodes if n.startswith("broker-")]
             if len(brokers) != 1:
@@ -197,6 +202,19 @@ class FaultInjector:
                 return effect
             return {"removed": f.target, "rebalance": c.remove_broker(broker_id(str(f.target)))}
         except (RuntimeError, ValueError) as e:  # ClusterError, RebalanceError
+            return {"error": f"{f.do}: {e}"}
+
+    def _topic_admin(self, f: ScheduledFault) -> dict[str, Any]:
+        """R40: a topic created, deleted or grown while the workload runs; a refusal, or a
+        change the brokers do not carry out in time, is the fault's error."""
+        c, p = self.cluster, f.params
+        try:
+            if f.do == "create-topic":
+                return c.create_topic(p["topic"])
+            if f.do == "delete-topic":
+                return c.delete_topic(p["topic"])
+            return c.add_partitions(p["topic"], p["count"])
+        except RuntimeError as e:  # a wait that timed out (ClusterError)
             return {"error": f"{f.do}: {e}"}
 
     def _network(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:

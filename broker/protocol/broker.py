@@ -48,7 +48,9 @@ from broker.protocol.partition import Partition, PartitionConfig, ReadSpec
 from broker.protocol.records import (
     DIGEST_INTERVAL,
     BadRecord,
+    MetadataRecord,
     PartitionRecord,
+    RemoveTopicRecord,
     chain_digest,
     from_dict,
 )
@@ -288,6 +290,8 @@ class BrokerState:
         if msg.snapshot is not None and self._snapshot_end(msg.snapshot) - 1 > self.image.offset:
             if not self._load_snapshot(msg.snapshot):
                 return out
+            # replicas of topics deleted in the compacted log go first, as after a RemoveTopicRecord
+            out.extend(self._delete_replicas({k for k in self._held_keys() if k[0] not in self.image.topics}))
             out.disk.append(PersistMetadataSnapshot(msg.snapshot))
             changed, brokers_changed = list(self.image.partitions), True
         fresh: list[tuple[int, dict]] = []
@@ -296,14 +300,20 @@ class BrokerState:
             if offset <= self.image.offset:
                 continue
             fresh.append((offset, raw))
-            kind = self._apply_record(offset, raw)
+            rec = self._apply_record(offset, raw)
             self._metadata_digest = chain_digest(self._metadata_digest, raw)
             if (offset + 1) % DIGEST_INTERVAL == 0:
                 out.event("metadata-applied", offset=offset, digest=self._metadata_digest)
-            if kind == "partition":
-                changed.append((raw["topic"], raw["partition"]))
-            elif kind is not None:
+            if isinstance(rec, PartitionRecord):
+                changed.append((rec.topic, rec.partition))
+            elif isinstance(rec, RemoveTopicRecord):
+                # at once, not with the batch's result: a topic created again under the same name
+                # later in the batch starts from new, empty replicas
+                changed = [key for key in changed if key[0] != rec.name]
+                out.extend(self._delete_replicas({k for k in self._held_keys() if k[0] == rec.name}))
+            elif rec is not None:
                 brokers_changed = True
+        # the logs of deleted replicas are gone before the records that deleted them are kept
         if fresh:
             out.disk.append(PersistMetadata(fresh))
         # R3: act on the materialised result once per batch, not on each delta.
@@ -344,14 +354,35 @@ class BrokerState:
         self.image, self._metadata_digest = image, digest
         return True
 
-    def _apply_record(self, offset: int, raw: Any) -> str | None:
+    def _apply_record(self, offset: int, raw: Any) -> MetadataRecord | None:
+        """The record, once applied to the image; None for a malformed one (counted) or one
+        the image refused, which changed nothing to act on."""
         try:
             rec = from_dict(raw)
         except BadRecord:
             self.malformed_metadata += 1
             return None
-        self.image.apply(offset, rec)
-        return "partition" if isinstance(rec, PartitionRecord) else type(rec).__name__
+        return rec if self.image.apply(offset, rec) else None
+
+    def _held_keys(self) -> set[tuple[str, int]]:
+        """Every partition this broker holds a log of: its replicas, and what recovery found on
+        disk that no replica was made of yet (before the metadata caught up)."""
+        return {*self.partitions, *self.local}
+
+    def _delete_replicas(self, keys: set[tuple[str, int]]) -> Outputs:
+        """R40: the topic of these replicas was deleted. Each closes (held produces fail as on a
+        step-down), is no longer fetched and deletes its log, also one recovery found on disk
+        that no replica was made of yet (a broker that restarted while the topic was deleted)."""
+        out = Outputs()
+        for key in sorted(keys):
+            p = self.partitions.pop(key, None)
+            if p is not None:
+                out.extend(p.close())
+                self.fetchers.remove(*key)
+            self.local.pop(key, None)
+            out.disk.append(DeletePartition(*key))
+            out.event("replica-deleted", topic=key[0], partition=key[1], reason="topic-deleted")
+        return out
 
     def _reconcile(self, key: tuple[str, int], now: float) -> Outputs:
         """Bring one local replica in line with the image (R3, R14)."""
@@ -372,7 +403,7 @@ class BrokerState:
             del self.partitions[key]
             out.disk.append(DeletePartition(*key))
             out.event("replica-deleted", topic=key[0], partition=key[1], leader_epoch=rec.leader_epoch,
-                      replicas=list(rec.replicas))
+                      replicas=list(rec.replicas), reason="reassigned")
         return out
 
     def _create_partition(self, key: tuple[str, int]) -> Partition:

@@ -29,8 +29,12 @@ from broker.protocol.messages import (
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
     BrokerRegistrationResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
     ErrorResponse,
@@ -53,8 +57,10 @@ from broker.protocol.records import (
     NO_LEADER,
     BrokerRegistrationChangeRecord,
     MetadataRecord,
+    PartitionCountRecord,
     PartitionRecord,
     RegisterBrokerRecord,
+    RemoveTopicRecord,
     TopicRecord,
 )
 from broker.protocol.settings import (
@@ -149,6 +155,10 @@ class Controller:
             answer = self._alter_partition(batch, msg)
         elif isinstance(msg, CreateTopicsRequest):
             answer = self._create_topics(batch, msg)
+        elif isinstance(msg, DeleteTopicsRequest):
+            answer = self._delete_topics(batch, msg)
+        elif isinstance(msg, CreatePartitionsRequest):
+            answer = self._create_partitions(batch, msg)
         elif isinstance(msg, ElectLeadersRequest):
             answer = self._elect_leaders(batch, msg)
         elif isinstance(msg, AlterPartitionReassignmentsRequest):
@@ -488,17 +498,69 @@ class Controller:
         for spec in msg.topics:
             error, topic, assignment = self._plan_topic(spec)
             if topic is not None and assignment is not None:
-                states = self._states()
-                parts = [partition_change.initial_partition(topic.name, p, assignment[p], states)
-                         for p in range(topic.partitions)]
-                if any(part is None for part in parts):
-                    error = Errors.INVALID_REPLICA_ASSIGNMENT  # some partition has no replica up
+                parts = self._initial_partitions(topic.name, range(topic.partitions), assignment)
+                if parts is None:
+                    error = Errors.INVALID_REPLICA_ASSIGNMENT
                 else:
                     batch.append(topic)
                     for part in parts:
                         batch.append(part)
             errors[spec.name] = error.value
         return CreateTopicsResponse(errors=errors)
+
+    def _initial_partitions(self, topic: str, indexes: range, assignment: dict[int, list[int]]
+                            ) -> list[PartitionRecord] | None:
+        """One PartitionRecord per new partition, its ISR the replicas that are up (R40); None
+        when some partition has no replica up, so that nothing of the topic is appended."""
+        states = self._states()
+        parts = [partition_change.initial_partition(topic, p, assignment[p], states) for p in indexes]
+        placed = [part for part in parts if part is not None]
+        return placed if len(placed) == len(parts) else None
+
+    def _live_racks(self) -> dict[int, str | None]:
+        """R40: the brokers a new partition may be placed on (those that can lead now), with their racks."""
+        states = self._states()
+        return {b.broker_id: b.rack for b in self.image.brokers.values() if states.can_lead(b.broker_id)}
+
+    def _delete_topics(self, batch: _Batch, msg: DeleteTopicsRequest) -> DeleteTopicsResponse:
+        """R40: each topic leaves the metadata in one record, its partitions with it; every broker
+        then closes its replicas and deletes their logs as it applies that record."""
+        errors: dict[str, str] = {}
+        for name in dict.fromkeys(msg.topics):  # a name given twice is deleted once
+            topic = self.image.topics.get(name)
+            if topic is None:
+                errors[name] = Errors.UNKNOWN_TOPIC_OR_PARTITION.value
+                continue
+            batch.append(RemoveTopicRecord(name=name))
+            self.recovery.forget(name)
+            batch.event("topic-deleted", topic=name, partitions=topic.partitions)
+            errors[name] = Errors.NONE.value
+        return DeleteTopicsResponse(errors=errors)
+
+    def _create_partitions(self, batch: _Batch, msg: CreatePartitionsRequest) -> CreatePartitionsResponse:
+        """R40: grow the topic to `msg.count` partitions. The new ones continue its partition ids
+        and are placed as R34 places a new topic's partitions (rack-aware, whatever the topic was
+        created with) on the brokers that can lead now, with the topic's replication factor."""
+        topic = self.image.topics.get(msg.topic)
+        if topic is None:
+            return CreatePartitionsResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {msg.topic}")
+        current = topic.partitions
+        if msg.count <= current:
+            return CreatePartitionsResponse(
+                Errors.INVALID_PARTITIONS,
+                f"topic {msg.topic} has {current} partitions, asked for {msg.count}: partitions can only be added")
+        try:
+            assignment = place_topic("rack-aware", topic.name, msg.count, topic.replication_factor,
+                                     self._live_racks(), self.config.placement_seed)
+        except PlacementError as e:
+            return CreatePartitionsResponse(Errors.INVALID_REPLICATION_FACTOR, str(e))
+        parts = self._initial_partitions(topic.name, range(current, msg.count), assignment)
+        if parts is None:
+            return CreatePartitionsResponse(Errors.INVALID_REPLICA_ASSIGNMENT, "a new partition has no replica up")
+        batch.append(PartitionCountRecord(name=topic.name, partitions=msg.count))
+        for part in parts:
+            batch.append(part)
+        return CreatePartitionsResponse(Errors.NONE, f"{topic.name}: {current} -> {msg.count} partitions")
 
     def _plan_topic(self, spec: NewTopic) -> tuple[Errors, TopicRecord | None, dict[int, list[int]] | None]:
         name, partitions, rf = spec.name, spec.partitions, spec.replication_factor
@@ -509,15 +571,14 @@ class Controller:
             return Errors.INVALID_REPLICATION_FACTOR, None, None
         if name in self.image.topics:
             return Errors.TOPIC_ALREADY_EXISTS, None, None
-        states = self._states()
-        racks = {b.broker_id: b.rack for b in self.image.brokers.values() if states.can_lead(b.broker_id)}
         if placement == "explicit":
             assignment = _explicit_assignment(spec.assignment, partitions, rf, set(self.image.brokers))
             if assignment is None:
                 return Errors.INVALID_REQUEST, None, None
         else:
             try:
-                assignment = place_topic(placement, name, partitions, rf, racks, self.config.placement_seed)
+                assignment = place_topic(placement, name, partitions, rf, self._live_racks(),
+                                         self.config.placement_seed)
             except PlacementError:
                 return Errors.INVALID_REPLICATION_FACTOR, None, None
         topic = TopicRecord(name=name, partitions=partitions, replication_factor=rf,

@@ -233,6 +233,31 @@ class CreateTopicsResponse:
 
 
 @dataclass
+class DeleteTopicsRequest:
+    """R40: delete these topics (Kafka's DeleteTopics)."""
+    topics: list[str]
+
+
+@dataclass
+class DeleteTopicsResponse:
+    errors: dict[str, str] = field(default_factory=dict)  # topic -> Errors value
+
+
+@dataclass
+class CreatePartitionsRequest:
+    """R40: grow `topic` to `count` partitions in all (Kafka's CreatePartitions: the new total, not
+    the number added); the new partitions are placed as R34 places a new topic's."""
+    topic: str
+    count: int
+
+
+@dataclass
+class CreatePartitionsResponse:
+    error: Errors = Errors.NONE
+    message: str = ""
+
+
+@dataclass
 class GetReplicaLogInfoRequest:
     """R32: the controller asks a replica for its log's end, to choose an unclean-recovery leader."""
     topic: str
@@ -375,5 +400,7 @@ MESSAGE_TYPES = (
     AlterPartitionResponse, MetadataFetchRequest, MetadataFetchResponse, CreateTopicsRequest,
     CreateTopicsResponse, ControlRequest, ControlResponse, ErrorResponse, GetReplicaLogInfoRequest,
     GetReplicaLogInfoResponse, ElectLeadersRequest, ElectLeadersResponse, AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse, VoteRequest, VoteResponse, AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest,
+    AlterPartitionReassignmentsResponse, VoteRequest, VoteResponse, AppendEntriesRequest, AppendEntriesResponse,
+    InstallSnapshotRequest, DeleteTopicsRequest, DeleteTopicsResponse, CreatePartitionsRequest,
+    CreatePartitionsResponse,
 )

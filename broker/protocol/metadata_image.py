@@ -10,7 +10,7 @@ correct controller; refusing it keeps one bad record from corrupting the image.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from broker.common.errors import Errors
@@ -20,8 +20,10 @@ from broker.protocol.records import (
     BrokerRegistrationChangeRecord,
     LeaderChangeRecord,
     MetadataRecord,
+    PartitionCountRecord,
     PartitionRecord,
     RegisterBrokerRecord,
+    RemoveTopicRecord,
     TopicRecord,
     from_dict,
     to_dict,
@@ -58,8 +60,9 @@ class MetadataImage:
         """Apply `record`, found at `offset` of the metadata log (R3).
 
         Returns False, changing nothing but the offset, when the record names an unknown
-        broker or topic, a partition outside its topic, or a broker epoch that is not the
-        broker's current one. Raises OutOfOrderRecord when `offset` is not above `self.offset`.
+        broker or topic, a partition outside its topic, a broker epoch that is not the
+        broker's current one, or a partition count that does not grow the topic. Raises
+        OutOfOrderRecord when `offset` is not above `self.offset`.
         """
         if offset <= self.offset:
             raise OutOfOrderRecord(f"metadata record at offset {offset}, image already at {self.offset}")
@@ -93,7 +96,29 @@ class MetadataImage:
                 return False
             self.partitions[(record.topic, record.partition)] = record
             return True
+        if isinstance(record, RemoveTopicRecord):
+            return self._remove_topic(record.name)
+        if isinstance(record, PartitionCountRecord):
+            return self._grow_topic(record.name, record.partitions)
         return False
+
+    def _remove_topic(self, name: str) -> bool:
+        """R40: the topic and every partition of it go at once, so that the name is free for a
+        new topic whose partitions start over (epochs from 0)."""
+        topic = self.topics.pop(name, None)
+        if topic is None:
+            return False
+        for index in range(topic.partitions):
+            self.partitions.pop((name, index), None)
+        return True
+
+    def _grow_topic(self, name: str, partitions: int) -> bool:
+        """R40: partitions are only ever added; their PartitionRecords come after this record."""
+        topic = self.topics.get(name)
+        if topic is None or partitions <= topic.partitions:
+            return False
+        self.topics[name] = replace(topic, partitions=partitions)
+        return True
 
     # ------------------------------------------------------------------ snapshots
     def to_state(self) -> dict[str, Any]:

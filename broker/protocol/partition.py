@@ -340,6 +340,14 @@ class Partition:
         if self.config.truncation == "high-watermark" and self._hwm < self._leo:
             self._truncate(self._hwm, "high-watermark", out)
 
+    def close(self) -> Outputs:
+        """The replica is deleted with its topic (R40): held produces fail as on a step-down (R20),
+        with an unknown outcome, and the replica holds no role any more."""
+        out = Outputs()
+        self._step_down(out)
+        self._role = NO_ROLE
+        return out
+
     def _step_down(self, out: Outputs) -> None:
         """Leave the leader role: held produces fail with an unknown outcome (R20)."""
         for p in self._pending_produces:

@@ -45,6 +45,22 @@ class TopicRecord:
 
 
 @dataclass
+class RemoveTopicRecord:
+    """R40: the topic and all its partitions leave the metadata (Kafka's RemoveTopicRecord);
+    every broker then closes its replicas of it and deletes their logs."""
+    name: str
+
+
+@dataclass
+class PartitionCountRecord:
+    """R40: the topic grew to `partitions` partitions; the new ones' PartitionRecords follow.
+    Kafka has no such record (its partitions live on their own); here the TopicRecord holds
+    the count, so growing it is a record of its own."""
+    name: str
+    partitions: int
+
+
+@dataclass
 class PartitionRecord:
     """The whole state of one partition after a change (R1), and why it changed."""
     topic: str
@@ -75,11 +91,13 @@ RECORD_TYPES: dict[str, type] = {
     "broker-registration-change": BrokerRegistrationChangeRecord,
     "topic": TopicRecord,
     "partition": PartitionRecord,
+    "remove-topic": RemoveTopicRecord,
+    "partition-count": PartitionCountRecord,
 }
 _TYPE_OF = {cls: name for name, cls in RECORD_TYPES.items()}
 
 MetadataRecord = (RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
-                  | LeaderChangeRecord)
+                  | LeaderChangeRecord | RemoveTopicRecord | PartitionCountRecord)
 
 
 def to_dict(record: MetadataRecord) -> dict[str, Any]:

@@ -91,6 +91,12 @@ class UncleanRecovery:
     def searching(self) -> list[PartitionKey]:
         return sorted(self._searches)
 
+    def forget(self, topic: str) -> None:
+        """The topic was deleted (R40): its searches end now, so that answers about its old logs
+        never count for a topic created again under the same name."""
+        for key in [k for k in self._searches if k[0] == topic]:
+            del self._searches[key]
+
     def tick(self, now: float, image: MetadataImage, brokers: BrokerStates) -> tuple[list[Send], list[Decision]]:
         sends: list[Send] = []
         decisions: list[Decision] = []

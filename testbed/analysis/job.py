@@ -33,6 +33,7 @@ from testbed.analysis.observations import (
     replica_prefixes,
     run_bounds,
     seconds,
+    without_deleted,
 )
 from testbed.analysis.offsets import FLAGS, only, suspects
 from testbed.analysis.runinfo import ConfigTables
@@ -57,8 +58,9 @@ def check_frames(t: Tables, config: ConfigTables, bounds: DataFrame, spans: Data
     """The checks of DESIGN section 8 that may find something, as frames of anomalies, losses
     with their causes. A check left out found nothing: `offsets.suspects` proved that no
     offset could hold one of its anomalies."""
-    acked = acknowledged(t)
-    polls = poll_records(t)
+    acked, polls = acknowledged(t), poll_records(t)
+    if config.deletes_topics:
+        acked, polls = without_deleted(acked, t), without_deleted(polls, t)
     logs = replica_logs(t)
     found = suspects(t, acked, polls, logs).persist()
     flagged = found.agg(*[F.sum(F.col(f).cast("int")).alias(f) for f in FLAGS]).first()
@@ -142,16 +144,19 @@ def _cause_groups(name: str, frame: DataFrame) -> DataFrame:
 
 
 def convergence(t: Tables, config: ConfigTables) -> DataFrame:
-    """Per run: every partition has one leader and RF replicas, all at the same LEO, with the
-    leader's HWM there (the state the supervisor waits for before the final read; a
-    follower learns the last HWM on its next fetch, so its own may trail)."""
+    """Per run: every partition of a topic that still exists has one leader and RF replicas,
+    all at the same LEO, with the leader's HWM there (the state the supervisor waits for
+    before the final read; a follower learns the last HWM on its next fetch, so its own may
+    trail)."""
     reps = (t.final_replicas.groupBy(*PART)
             .agg(F.sum(F.col("is_leader").cast("int")).alias("leaders"), F.count("*").alias("n"),
                  F.min("leo").alias("lo"), F.max("leo").alias("hi"),
                  F.max(F.when(F.col("is_leader"), F.col("hwm"))).alias("leader_hwm")))
     ok = ((F.col("leaders") == 1) & (F.col("n") == F.col("rf")) & (F.col("lo") == F.col("hi"))
           & (F.col("leader_hwm") == F.col("hi")))
-    return (partitions(t, config).join(config.topics.select("run_id", "topic", "rf"), ["run_id", "topic"], "left")
+    topics = config.topics.select("run_id", "topic", "rf", "gone")
+    return (partitions(t, config).join(topics, ["run_id", "topic"], "left")
+            .where(~F.coalesce("gone", F.lit(False)))  # a topic deleted for good has no final state (R40)
             .join(reps, PART, "left")
             .groupBy("run_id").agg(F.min(F.coalesce(ok, F.lit(False)).cast("int")).alias("converged")))
 

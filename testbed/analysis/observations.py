@@ -29,6 +29,20 @@ def acknowledged(t: Tables) -> DataFrame:
             .select(*PART, "process", "value", "acks", "offset", "time_ns"))
 
 
+def without_deleted(rows: DataFrame, t: Tables) -> DataFrame:
+    """`rows` (acknowledgements, polled records: PART and time_ns) less those of a topic that
+    a `delete-topic` fault deleted after them (R40): deleting a topic deletes its data, so
+    those values are not owed at the end, and a topic made again under that name starts its
+    offsets over (what was read of the old one says nothing about the new one)."""
+    deleted = (t.faults.where((F.col("do") == "delete-topic") & (F.col("phase") == "end"))
+               .select(F.col("run_id").alias("deleted_run"), F.get_json_object("effect", "$.deleted").alias("deleted"),
+                       F.col("time_ns").alias("deleted_ns"))
+               .where(F.col("deleted").isNotNull()))
+    return rows.join(F.broadcast(deleted), (rows["run_id"] == deleted["deleted_run"])
+                     & (rows["topic"] == deleted["deleted"]) & (rows["time_ns"] <= deleted["deleted_ns"]),
+                     "left_anti")
+
+
 def poll_records(t: Tables) -> DataFrame:
     """One row per record a poll returned, in the order the process saw them."""
     return (t.history.where((F.col("f") == "poll") & (F.col("type") == "ok"))

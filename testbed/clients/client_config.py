@@ -36,6 +36,8 @@ class ClientConfig:
     request_timeout: float  # seconds, scaled
     producer: ProducerSettings | None = None
     consumer: ConsumerSettings | None = None
+    #: a producer given no partitions of its own: it follows the topic's as they grow (R40)
+    follow_partitions: bool = False
 
     def to_json(self) -> str:
         d = asdict(self)

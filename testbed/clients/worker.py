@@ -37,17 +37,42 @@ def _on_term(*_: object) -> None:
     _stop = True
 
 
+#: how often a producer that follows its topic's partitions looks at the metadata again
+#: (Kafka's producer has `metadata.max.age.ms` for this)
+METADATA_MAX_AGE = 1.0
+
+
+class PartitionCycle:
+    """The partitions a producer sends to in turn: its own list, or, when it was given none,
+    every partition of the topic as the metadata shows it, so that partitions an
+    `add-partitions` fault adds (R40) take writes too."""
+
+    def __init__(self, cfg: ClientConfig, client: ClusterClient) -> None:
+        self.topic, self.client, self.follow = cfg.topic, client, cfg.follow_partitions
+        self.partitions = cfg.partitions
+        self.turn = 0
+        self.looked = time.monotonic()
+
+    def next(self) -> int:
+        if self.follow and time.monotonic() - self.looked >= METADATA_MAX_AGE:
+            self.looked = time.monotonic()
+            self.client.refresh_metadata([self.topic])
+            seen = tuple(sorted(p for t, p in self.client.leaders if t == self.topic))
+            self.partitions = seen or self.partitions
+        self.turn += 1
+        return self.partitions[(self.turn - 1) % len(self.partitions)]
+
+
 def run_producer(cfg: ClientConfig, p: ProducerSettings, client: ClusterClient, history: History,
                  stats: Stats) -> None:
     """One request at a time: each send, with its retries, completes before the next."""
     topic, acks, batch = cfg.topic, p.acks, p.batch
-    partitions = cfg.partitions
+    partitions = PartitionCycle(cfg, client)
     interval = batch / p.rate if p.rate else 0.0
     process = cfg.process
     timeout = cfg.request_timeout
     pad = p.value_bytes
     seq = 0
-    turn = 0
     next_at = time.monotonic()
 
     def attempt(partition: int, values: list[str]) -> ProduceResult:
@@ -72,8 +97,7 @@ def run_producer(cfg: ClientConfig, p: ProducerSettings, client: ClusterClient, 
             if delay > 0:
                 time.sleep(delay)  # pacing the offered load, not synchronisation
             next_at = max(next_at + interval, time.monotonic() - 1.0)
-        partition = partitions[turn % len(partitions)]
-        turn += 1
+        partition = partitions.next()
         values = [f"{process}:{seq + i}".ljust(pad, ".") for i in range(batch)]
         seq += batch
         retrying(attempt, partition, values)
@@ -90,7 +114,8 @@ def run_pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: Clust
     interval = batch / p.rate if p.rate else 0.0
     retries: list[tuple[float, int, int, list[str], int]] = []  # heap: due, order, partition, values, attempt
     order = itertools.count()
-    seq = turn = 0
+    partitions = PartitionCycle(cfg, client)
+    seq = 0
     next_at = time.monotonic()
 
     def start(partition: int, values: list[str], attempt: int) -> None:
@@ -118,8 +143,7 @@ def run_pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: Clust
                 _, _, partition, values, attempt = heapq.heappop(retries)
                 start(partition, values, attempt)
             elif not retries and next_at <= now:
-                partition = cfg.partitions[turn % len(cfg.partitions)]
-                turn += 1
+                partition = partitions.next()
                 values = [f"{cfg.process}:{seq + i}".ljust(p.value_bytes, ".") for i in range(batch)]
                 seq += batch
                 next_at = max(next_at + interval, now - 1.0)
@@ -162,6 +186,20 @@ def run_consumer(cfg: ClientConfig, c: ConsumerSettings, client: ClusterClient, 
                 break
 
 
+#: how often a client asks whether its topic exists yet
+TOPIC_POLL = 0.1
+
+
+def _wait_for_topic(client: ClusterClient, topic: str) -> None:
+    """A topic a `create-topic` fault makes later (R40): record nothing until the brokers'
+    metadata has it, as a Kafka client waits for metadata before its first send."""
+    while not _stop:
+        client.refresh_metadata([topic])
+        if any(t == topic for t, _ in client.leaders):
+            return
+        time.sleep(TOPIC_POLL)  # polling the metadata until the topic exists (or the run stops)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m testbed.clients.worker")
     ap.add_argument("--config", required=True, type=Path)
@@ -174,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     history = History(cfg.history, cfg.process)
     stats = Stats(cfg.stats_endpoint, cfg.process)
     try:
-        client.refresh_metadata([cfg.topic])
+        _wait_for_topic(client, cfg.topic)
         if cfg.producer is not None and cfg.producer.in_flight > 1:
             run_pipelined_producer(cfg, cfg.producer, client, history, stats)
         elif cfg.producer is not None:

@@ -25,8 +25,11 @@ from testbed.config.references import (
     target_problem,
     topic_partition_problem,
 )
+from testbed.config.specs import NodeSpec
+from testbed.config.topics_section import TOPIC_NAME_RE, parse_topic
 from testbed.config.units import format_duration, parse_duration
 from testbed.config.walker import INVALID, Walker, describe, join, valid
+from testbed.config.yaml_dump import topic_to_yaml
 
 # Keys each fault action takes besides `at` and `do`.
 _ACTION_KEYS: dict[str, tuple[str, ...]] = {
@@ -45,7 +48,11 @@ _ACTION_KEYS: dict[str, tuple[str, ...]] = {
     "elect": ("partition", "target"),
     "add-broker": ("broker", "rebalance"),
     "remove-broker": ("target",),
+    "create-topic": ("topic",),
+    "delete-topic": ("topic",),
+    "add-partitions": ("topic", "count"),
 }
+_TOPIC_ACTIONS = frozenset({"create-topic", "delete-topic", "add-partitions"})
 _DEFAULT_TARGETS = {"restart": "stopped", "resume": "paused"}
 _NETWORK_ACTIONS = frozenset({"partition", "slow"})
 
@@ -68,6 +75,7 @@ def parse_faults(
         return INVALID
     _check_elect_targets(w, specs, path, known)
     _check_broker_set(w, specs, path, known)
+    _check_topic_set(w, specs, path, known)
     return tuple(sorted(specs, key=lambda s: s.at if isinstance(s, FaultSpec) else s.start))
 
 
@@ -123,6 +131,33 @@ def _check_broker_set(w: Walker, specs: list[Any], path: str, known: Known) -> N
                 w.error(join(entry, "target"), f"removing broker {broker} leaves {len(brokers)} brokers, fewer than "
                         f"the replication factor {rf} of topic {topic!r}; its partitions could not be placed elsewhere")
                 break
+
+
+def _check_topic_set(w: Walker, specs: list[Any], path: str, known: Known) -> None:
+    """R40 over the run, in firing order: `create-topic` takes a name no topic has at that
+    moment; `delete-topic` and `add-partitions` name a topic that exists then."""
+    if known.replication is None:
+        return
+    topics = set(known.replication)  # the topology's own topics, there from the start
+    order = sorted(range(len(specs)), key=lambda i: specs[i].at if isinstance(specs[i], FaultSpec) else specs[i].start)
+    for index in order:
+        spec = specs[index]
+        if not isinstance(spec, FaultSpec) or spec.do not in _TOPIC_ACTIONS:
+            continue
+        entry, when = join(path, index), format_duration(spec.at)
+        if spec.do == "create-topic":
+            name = spec.params["topic"]["name"]
+            if name in topics:
+                w.error(join(join(entry, "topic"), "name"), f"topic {name!r} exists at {when} (topics then: "
+                        f"{', '.join(sorted(topics))}); create-topic needs a new name")
+            topics.add(name)
+            continue
+        name = spec.params["topic"]
+        if name not in topics:
+            w.error(join(entry, "topic"), f"no topic {name!r} at {when} (topics then: "
+                    f"{', '.join(sorted(topics)) or 'none'}); {spec.do} needs an existing topic")
+        elif spec.do == "delete-topic":
+            topics.discard(name)
 
 
 def _parse_fault(w: Walker, value: object, path: str, known: Known, duration: float | None) -> FaultSpec | Any:
@@ -218,7 +253,31 @@ class _FaultChecker:
             target = self.broker_target(do, "the broker to take offline", at_start=False)
         if do == "elect":
             target = self.broker_target(do, "the broker to make leader", at_start=True)
+        if do == "create-topic" and self.require(do, "topic", "topic: {name, partitions, replication_factor, ...}"):
+            self.new_topic(params)
+        if do in ("delete-topic", "add-partitions") and self.require(do, "topic", "topic: the name of a topic"):
+            self.topic_name(params)
+        if do == "add-partitions" and self.require(do, "count", "count: how many partitions to add"):
+            params["count"] = self.w.field(m, "count", self.path, scalars.integer(1))
+            self.failed |= not valid(params["count"])
         return target, params
+
+    def new_topic(self, params: dict[str, Any]) -> None:
+        """`topic:` of create-topic, read as a topics-section entry over the starting brokers."""
+        ids = self.known.broker_ids
+        brokers = None if ids is None else tuple(NodeSpec("broker", b, None) for b in ids)
+        spec = parse_topic(self.w, self.m["topic"], join(self.path, "topic"), brokers)
+        if spec is INVALID:
+            self.failed = True
+            return
+        params["topic"] = topic_to_yaml(spec)  # as a topics entry: faults.jsonl and topology.yaml show it so
+
+    def topic_name(self, params: dict[str, Any]) -> None:
+        value = self.m["topic"]
+        if isinstance(value, str) and TOPIC_NAME_RE.match(value):
+            params["topic"] = value
+        else:
+            self.error("topic", f"expected a topic name, got {describe(value)}")
 
     def new_broker(self, params: dict[str, Any]) -> None:
         """`broker: {id, rack}` of add-broker, read as the cluster section reads a broker; a

@@ -5,6 +5,7 @@ and the reference passes: the broken section has its own error, and one mistake 
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -70,6 +71,27 @@ def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) 
         count = entry.get("partitions", 1)
         names[entry["name"]] = count if is_int(count) and count >= 1 else None
     return Known(broker_ids, controller_ids, racks, names or None)
+
+
+def with_created_topics(known: Known, raw_faults: object) -> Known:
+    """`known` with the topics the run's `create-topic` faults make and the partitions its
+    `add-partitions` faults add, so that clients and faults may name them; whether each exists
+    when it is named is checked in firing order by the faults section."""
+    if known.topics is None or not isinstance(raw_faults, list):
+        return known
+    topics = dict(known.topics)
+    entries = [e for e in raw_faults if isinstance(e, dict)]
+    for entry in entries:
+        spec = entry.get("topic")
+        if entry.get("do") == "create-topic" and isinstance(spec, dict) and isinstance(spec.get("name"), str):
+            count = spec.get("partitions", 1)
+            topics.setdefault(spec["name"], count if is_int(count) and count >= 1 else None)
+    for entry in entries:
+        name, count = entry.get("topic"), entry.get("count")
+        if entry.get("do") == "add-partitions" and isinstance(name, str) and topics.get(name) is not None \
+                and is_int(count) and count >= 1:
+            topics[name] += count
+    return dataclasses.replace(known, topics=topics)
 
 
 def _initial_replicas(cluster: Any, topics: Any, seed: int) -> dict[str, tuple[int, ...]] | None:

@@ -10,7 +10,7 @@ from testbed.config.references import replica_list_problem
 from testbed.config.specs import NodeSpec, TopicSpec
 from testbed.config.walker import INVALID, Walker, describe, is_int, join, valid
 
-_TOPIC_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+TOPIC_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 def parse_topics(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ...] | None) -> tuple[TopicSpec, ...] | Any:
@@ -20,7 +20,7 @@ def parse_topics(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, .
     topics: list[TopicSpec] = []
     seen: dict[str, int] = {}
     for index, entry in enumerate(entries):
-        topic = _parse_topic(w, entry, join(path, index), brokers)
+        topic = parse_topic(w, entry, join(path, index), brokers)
         if topic is INVALID:
             continue
         if topic.name in seen:
@@ -31,12 +31,13 @@ def parse_topics(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, .
     return tuple(topics) if len(topics) == len(entries) else INVALID
 
 
-def _parse_topic(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ...] | None) -> TopicSpec | Any:
+def parse_topic(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ...] | None) -> TopicSpec | Any:
+    """One topic entry: of the topics section, or of a `create-topic` fault (the same fields)."""
     keys = ("name", "partitions", "replication_factor", "min_insync_replicas", "flush", "placement", "assignment")
     m = w.mapping(value, path, keys, required=("name",))
     if m is None:
         return INVALID
-    name = w.field(m, "name", path, scalars.pattern(_TOPIC_NAME_RE, "a topic name (letters, digits, '.', '_', '-')"))
+    name = w.field(m, "name", path, scalars.pattern(TOPIC_NAME_RE, "a topic name (letters, digits, '.', '_', '-')"))
     partitions = w.field(m, "partitions", path, scalars.integer(1), 1)
     default_rf = min(3, len(brokers)) if brokers else 1
     rf = w.field(m, "replication_factor", path, scalars.integer(1), default_rf)

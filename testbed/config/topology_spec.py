@@ -52,6 +52,17 @@ class Topology:
                 return topic
         raise KeyError(f"{self.source}: no topic {name!r} (topics: {', '.join(t.name for t in self.topics)})")
 
+    def first_partitions(self, name: str) -> int:
+        """How many partitions a topic has when it first exists: the topology's, or those of
+        the `create-topic` fault that makes it later (R40)."""
+        for topic in self.topics:
+            if topic.name == name:
+                return topic.partitions
+        for f in self.faults:
+            if getattr(f, "do", None) == "create-topic" and f.params["topic"]["name"] == name:
+                return int(f.params["topic"]["partitions"])
+        raise KeyError(f"{self.source}: no topic {name!r} in topics or a create-topic fault")
+
     @property
     def broker_ids(self) -> tuple[int, ...]:
         return tuple(b.id for b in self.cluster.brokers)

@@ -125,7 +125,9 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             converged = True
         except ClusterError as e:
             console.print(f"[red]{e}[/]")
-        partitions = [(tp.name, p) for tp in topology.topics for p in range(tp.partitions)]
+        # The partitions that exist now: admin faults may have created, grown or deleted topics (R40).
+        partitions = sorted((p.topic, p.partition) for p in cluster.status().partitions()) or [
+            (tp.name, p) for tp in topology.topics for p in range(tp.partitions)]
         reader = History(cluster.dir.history, "final-reader")
         final_read(cluster.client(), reader, partitions, time.monotonic() + cluster.scaled(20), time.monotonic)
         reader.close()

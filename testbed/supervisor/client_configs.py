@@ -27,16 +27,17 @@ def build_client_configs(t: Topology, brokers: dict[int, str], history: Path, st
               "stats_endpoint": stats_endpoint, "request_timeout": CLIENT_REQUEST_TIMEOUT * time_scale}
     out: dict[str, ClientConfig] = {}
     for spec in t.workload.producers:
-        parts = tuple(spec.partitions) if spec.partitions else tuple(range(t.topic(spec.topic).partitions))
+        parts = tuple(spec.partitions) if spec.partitions else tuple(range(t.first_partitions(spec.topic)))
         settings = ProducerSettings(acks=spec.acks, rate=spec.rate, batch=spec.batch, retries=spec.retries,
                                     retry_backoff=RETRY_BACKOFF * time_scale, value_bytes=value_bytes,
                                     in_flight=spec.in_flight)
         for _ in range(spec.count):
             name = f"producer-{sum(1 for n in out if n.startswith('producer-'))}"
-            out[name] = ClientConfig(process=name, topic=spec.topic, partitions=parts, producer=settings, **common)
+            out[name] = ClientConfig(process=name, topic=spec.topic, partitions=parts, producer=settings,
+                                     follow_partitions=not spec.partitions, **common)
     consumers = 0
     for spec in t.workload.consumers:
-        total = t.topic(spec.topic).partitions
+        total = t.first_partitions(spec.topic)
         settings_c = ConsumerSettings(from_=spec.from_, max_wait=CONSUMER_MAX_WAIT * time_scale)
         for i in range(spec.count):
             name = f"consumer-{consumers}"

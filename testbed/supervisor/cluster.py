@@ -27,12 +27,17 @@ from broker.noderuntime.config import NodeConfig
 from broker.protocol.messages import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
     ErrorResponse,
     NewTopic,
+    PartitionMetadata,
     TopicPartition,
 )
 from broker.protocol.rebalance import plan_rebalance
@@ -43,6 +48,7 @@ from faults.schedule import ScheduledFault
 from faults.storage import TmpfsMounts
 from faults.targets import ClusterView
 from testbed.clients.history import History
+from testbed.config import scalars
 from testbed.supervisor.client_configs import build_client_configs
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.control_client import ControlClient
@@ -191,11 +197,8 @@ class Cluster:
         return {n: p.pid for n, p in procs.items() if p.poll() is None}
 
     def _create_topics(self) -> None:
-        topics = [NewTopic(name=tp.name, partitions=tp.partitions, replication_factor=tp.replication_factor,
-                           min_insync_replicas=tp.min_insync_replicas, placement=tp.placement,
-                           assignment={str(k): list(v) for k, v in (tp.assignment or {}).items()} or None,
-                           config={"flush": tp.flush.to_dict()})
-                  for tp in self.topology.topics]
+        topics = [_new_topic(tp.name, tp.partitions, tp.replication_factor, tp.min_insync_replicas, tp.placement,
+                             tp.assignment, tp.flush.to_dict()) for tp in self.topology.topics]
         resp = self._admin(CreateTopicsRequest(topics))
         if not isinstance(resp, CreateTopicsResponse):
             raise ClusterError(f"the controller did not answer CreateTopics: {resp!r}")
@@ -279,6 +282,69 @@ class Cluster:
         elected = self.elect_preferred() if plan.leaders_changed or moving else {"elected": [], "refused": {}}
         return plan.to_dict() | {"refused": refused, "elected": elected["elected"]}
 
+    def create_topic(self, topic: dict, timeout: float | None = None) -> dict:
+        """R40: create a topic while the cluster runs, placed on the brokers up at this moment
+        (`topic` is a topics entry as `yaml_dump.topic_to_yaml` writes it), and wait until
+        every partition is led. Returns {"created", "partitions"}, or {"error"} when the
+        controller refused it."""
+        name = topic["name"]
+        resp = self._admin(CreateTopicsRequest([_new_topic(
+            name, topic["partitions"], topic["replication_factor"], topic["min_insync_replicas"],
+            topic["placement"], topic.get("assignment"), scalars.flush(topic["flush"]).to_dict())]))
+        if not isinstance(resp, CreateTopicsResponse):
+            return {"error": "the controller did not answer CreateTopics"}
+        error = resp.errors.get(name, Errors.NONE.value)
+        if error != Errors.NONE.value:
+            return {"error": f"create-topic {name}: {error}"}
+        self._wait_led(name, topic["partitions"], timeout)
+        return {"created": name, "partitions": topic["partitions"]}
+
+    def delete_topic(self, name: str, timeout: float | None = None) -> dict:
+        """R40: delete a topic; wait until no broker holds a replica of it any more (each one
+        closed its replicas and deleted their logs). Returns {"deleted", "partitions"}, with
+        "error" too when a broker still held a replica at the deadline; only {"error"} when the
+        controller refused."""
+        before = len(self._partitions_of(name))
+        resp = self._admin(DeleteTopicsRequest([name]))
+        if not isinstance(resp, DeleteTopicsResponse):
+            return {"error": "the controller did not answer DeleteTopics"}
+        error = resp.errors.get(name, Errors.NONE.value)
+        if error != Errors.NONE.value:
+            return {"error": f"delete-topic {name}: {error}"}
+        done = {"deleted": name, "partitions": before}  # committed: its data is gone, whatever follows
+        try:
+            self.wait_until(lambda s: not any(p.topic == name for p in s.partitions())
+                            and not any(r.topic == name for r in s.replicas()),
+                            timeout=timeout if timeout is not None else self.scaled(15),
+                            what=f"topic {name} gone from the controller and every broker")
+        except ClusterError as e:
+            return done | {"error": f"delete-topic {name}: {e}"}
+        return done
+
+    def add_partitions(self, name: str, count: int, timeout: float | None = None) -> dict:
+        """R40: add `count` partitions to a topic (Kafka's CreatePartitions asks for the new
+        total), placed on the brokers up now; wait until they are led. Returns
+        {"topic", "partitions": [new indexes]} or {"error"}."""
+        current = len(self._partitions_of(name))
+        resp = self._admin(CreatePartitionsRequest(name, current + count))
+        if not isinstance(resp, CreatePartitionsResponse):
+            return {"error": "the controller did not answer CreatePartitions"}
+        if resp.error != Errors.NONE:
+            return {"error": f"add-partitions {name}: {resp.error.value}: {resp.message}".rstrip(": ")}
+        self._wait_led(name, current + count, timeout)
+        return {"topic": name, "partitions": list(range(current, current + count))}
+
+    def _partitions_of(self, topic: str) -> list[PartitionMetadata]:
+        return [p for p in self.status().partitions() if p.topic == topic]
+
+    def _wait_led(self, topic: str, count: int, timeout: float | None) -> None:
+        def led(s: ClusterStatus) -> bool:
+            parts = [p for p in s.partitions() if p.topic == topic]
+            return len(parts) == count and all(
+                p.leader >= 0 and (r := s.replica(p.leader, topic, p.partition)) is not None and r.role == "leader"
+                for p in parts)
+        self.wait_until(led, timeout=timeout if timeout is not None else self.scaled(15),
+                        what=f"every partition of {topic} led")
 
     def reassign(self, partition: str, replicas: list[int]) -> dict:
         """R35: start moving `partition` ("topic/P") to `replicas`; it completes once they are all
@@ -532,3 +598,11 @@ class Cluster:
         if self.registry is not None:
             self.registry.remove()
             self.registry = None
+
+
+def _new_topic(name: str, partitions: int, replication_factor: int, min_insync_replicas: int, placement: str,
+               assignment: dict | None, flush: dict) -> NewTopic:
+    return NewTopic(name=name, partitions=partitions, replication_factor=replication_factor,
+                    min_insync_replicas=min_insync_replicas, placement=placement,
+                    assignment={str(k): list(v) for k, v in (assignment or {}).items()} or None,
+                    config={"flush": flush})

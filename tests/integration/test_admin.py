@@ -126,3 +126,45 @@ def test_r38_r39_add_and_remove_broker_as_fault_actions_under_a_workload(tmp_pat
     acked = {h["value"] for h in history if h["f"] == "send" and h["type"] == "ok" and h["process"] != "final-reader"}
     read = {v for h in history if h["process"] == "final-reader" and h["type"] == "ok" for _, v in h["records"]}
     assert acked and acked <= read, f"{len(acked - read)} acknowledged values missing from the final read"
+
+
+def test_r40_topics_created_grown_and_deleted_as_fault_actions_under_a_workload(tmp_path: Path) -> None:
+    """The topic admin commands while producers write with acks=all: `later` is created at
+    1 s (its producer waits for it), `orders` grows from 4 to 6 partitions at 2 s (its
+    producer, given no partitions of its own, writes to the new ones too), `doomed`
+    is deleted at 3 s. Every broker closes doomed's replicas and deletes their logs; its
+    producer's later sends fail with UNKNOWN_TOPIC_OR_PARTITION (never acknowledged, never
+    counted as lost); every value acknowledged on the topics that remain is read at the end."""
+    doomed = {"name": "doomed", "partitions": 2, "replication_factor": 3, "min_insync_replicas": 2}
+    faults = [{"at": "1s", "do": "create-topic", "topic": {"name": "later", "partitions": 3, "replication_factor": 3}},
+              {"at": "2s", "do": "add-partitions", "topic": "orders", "count": 2},
+              {"at": "3s", "do": "delete-topic", "topic": "doomed"}]
+    producers = [{"count": 1, "topic": t, "acks": "all", "rate": "100/s", "batch": 2}
+                 for t in ("orders", "later", "doomed")]
+    d = topology_dict(partitions=4, duration="5s", faults=faults, workload={"producers": producers})
+    d["topics"].append(doomed)
+    out = run_cluster(parse_topology(d, "test"), runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
+    assert out.converged and out.counts is not None, f"run failed, see {out.run_dir}"
+    ends = {f["do"]: f["effect"] for f in read_jsonl(out.run_dir / "faults.jsonl") if f["phase"] == "end"}
+    assert ends["create-topic"] == {"created": "later", "partitions": 3}
+    assert ends["add-partitions"] == {"topic": "orders", "partitions": [4, 5]}
+    assert ends["delete-topic"] == {"deleted": "doomed", "partitions": 2}
+    replicas = read_jsonl(out.run_dir / "final/replicas.jsonl")
+    held = Counter(r["topic"] for r in replicas)
+    assert held == {"orders": 6 * 3, "later": 3 * 3}, held  # doomed: no replica anywhere
+    logs = Counter(r["topic"] for r in read_jsonl(out.run_dir / "final/logs.jsonl"))
+    assert "doomed" not in logs and logs["later"] > 0, logs  # the files read at the end: no doomed log is left
+    history = read_jsonl(out.run_dir / "history.jsonl")
+    sends = [h for h in history if h["f"] == "send" and h["process"] != "final-reader"]
+    deleted_at = next(f["time_ns"] for f in read_jsonl(out.run_dir / "faults.jsonl")
+                      if f["do"] == "delete-topic" and f["phase"] == "end")
+    after = [h for h in sends if h.get("topic") == "doomed" and h["type"] != "invoke" and h["time_ns"] > deleted_at]
+    assert after and all(h["type"] == "fail" for h in after), Counter(h["type"] for h in after)
+    assert Counter(h["error"] for h in after).most_common(1)[0][0] == Errors.UNKNOWN_TOPIC_OR_PARTITION.value
+    acked = {(h["topic"], h["value"]) for h in sends if h["type"] == "ok" and h["topic"] != "doomed"}
+    assert {t for t, _ in acked} == {"orders", "later"}
+    # the producer was given no partitions: it follows the topic's as they grow
+    assert {h["partition"] for h in sends if h["type"] == "ok" and h["topic"] == "orders"} == set(range(6))
+    read = {(h["topic"], v) for h in history if h["process"] == "final-reader" and h["type"] == "ok"
+            for _, v in h["records"]}
+    assert acked <= read, f"{len(acked - read)} acknowledged values missing from the final read"

@@ -227,6 +227,24 @@ MALFORMED = [
                  ["remove-broker needs broker:N"], id="remove-broker-rack"),
     pytest.param(fault(at="1s", do="elect", partition="orders/0", target="broker:x"), "faults[0].target",
                  ["broker:x"], id="elect-broker-not-a-number"),
+    pytest.param(fault(at="1s", do="create-topic", topic={"name": "orders"}), "faults[0].topic.name",
+                 ["topic 'orders' exists at 1s", "create-topic needs a new name"], id="create-topic-duplicate"),
+    pytest.param(fault(at="1s", do="create-topic", topic={"name": "t2", "replication_factor": 4}),
+                 "faults[0].topic.replication_factor", ["larger than the number of brokers (3)"], id="create-topic-rf"),
+    pytest.param(fault(at="1s", do="create-topic", topic={"name": "t2", "partition": 2}),
+                 "faults[0].topic.partition", ["unknown key"], id="create-topic-unknown-key"),
+    pytest.param(fault(at="1s", do="create-topic"), "faults[0].topic", ["required key missing"],
+                 id="create-topic-without-topic"),
+    pytest.param(fault(at="1s", do="delete-topic", topic="nope"), "faults[0].topic",
+                 ["no topic 'nope' at 1s", "delete-topic needs an existing topic"], id="delete-topic-unknown"),
+    pytest.param(fault(at="1s", do="delete-topic", topic=["orders"]), "faults[0].topic",
+                 ["expected a topic name"], id="delete-topic-list"),
+    pytest.param(fault(at="1s", do="add-partitions", topic="nope", count=1), "faults[0].topic",
+                 ["no topic 'nope' at 1s", "add-partitions needs an existing topic"], id="add-partitions-unknown"),
+    pytest.param(fault(at="1s", do="add-partitions", topic="orders", count=0), "faults[0].count",
+                 ["0 is too small"], id="add-partitions-zero"),
+    pytest.param(fault(at="1s", do="add-partitions", topic="orders"), "faults[0].count",
+                 ["required key missing", "how many partitions to add"], id="add-partitions-no-count"),
     pytest.param(nemesis(**{"from": "5s", "until": "5s"}), "faults[0].nemesis.until",
                  ["is not after from (5s)"], id="nemesis-empty-window"),
     pytest.param(nemesis(until="20s"), "faults[0].nemesis.until", ["after the end of the run"], id="nemesis-too-long"),
@@ -756,3 +774,23 @@ def test_r38_r39_the_broker_set_is_followed_through_the_run() -> None:
     topo = parse_topology(data, SRC)
     assert [f.params for f in topo.faults][0] == {"broker": {"id": 4, "rack": "d"}, "rebalance": False}
     assert parse_topology(yaml.safe_load(yaml.safe_dump(topo.to_dict())), SRC).faults == topo.faults
+
+
+def test_r40_the_topic_set_is_followed_through_the_run() -> None:
+    """validate follows the topics in firing order: a topic created at 1 s may be grown at
+    2 s and deleted at 3 s, and its name taken again at 4 s; clients may name it from the
+    start (they wait for it), and references to its added partitions pass."""
+    data = base()
+    data["workload"] = {"producers": [{"topic": "t2", "acks": "all", "rate": "10/s", "partitions": [0, 3]}]}
+    data["faults"] = [{"at": "1s", "do": "create-topic", "topic": {"name": "t2", "partitions": 2}},
+                      {"at": "2s", "do": "add-partitions", "topic": "t2", "count": 2},
+                      {"at": "3s", "do": "delete-topic", "topic": "t2"},
+                      {"at": "4s", "do": "create-topic", "topic": {"name": "t2"}},
+                      {"at": "5s", "do": "delete-topic", "topic": "orders"}]
+    topo = parse_topology(data, SRC)
+    assert topo.first_partitions("t2") == 2 and topo.faults[1].params == {"topic": "t2", "count": 2}
+    assert topo.faults[0].params["topic"]["replication_factor"] == 3  # the topics section's default, written out
+    assert parse_topology(yaml.safe_load(yaml.safe_dump(topo.to_dict())), SRC).faults == topo.faults
+    data["faults"].append({"at": "6s", "do": "add-partitions", "topic": "orders", "count": 1})
+    assert errors_of(data) == [f"{SRC}: faults[5].topic: no topic 'orders' at 6s (topics then: t2); "
+                               f"add-partitions needs an existing topic"]
