@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -51,8 +52,9 @@ class ClusterControl(Protocol):
     def elect_preferred(self, partition: str | None = None) -> dict: ...
     def elect(self, partition: str, broker: int) -> dict: ...
     def add_broker(self, broker_id: int, rack: str | None = None) -> str: ...
-    def rebalance(self, leaving: frozenset[int] = frozenset(), timeout: float | None = None) -> dict: ...
-    def remove_broker(self, broker_id: int) -> dict: ...
+    def rebalance(self, leaving: frozenset[int] = frozenset(), timeout: float | None = None,
+                  on_plan: Callable[[dict], None] | None = None) -> dict: ...
+    def remove_broker(self, broker_id: int, on_plan: Callable[[dict], None] | None = None) -> dict: ...
     def create_topic(self, topic: dict, timeout: float | None = None) -> dict: ...
     def delete_topic(self, name: str, timeout: float | None = None) -> dict: ...
     def add_partitions(self, name: str, count: int, timeout: float | None = None) -> dict: ...
@@ -189,20 +191,32 @@ class FaultInjector:
 
     def _membership(self, f: ScheduledFault) -> dict[str, Any]:
         """R38/R39: a broker joins (and, unless `rebalance: false`, takes its share by a
-        rebalance whose plan is recorded in the effect), or leaves after handing its replicas
-        over. A refusal or a rebalance that does not complete is the fault's error, not the
-        run's end."""
+        rebalance), or leaves after handing its replicas over. The rebalance is a line pair of
+        its own in faults.jsonl (`do: rebalance`, the fault's origin): its `start` holds the
+        plan, written before the first move, its `end` the outcome, which the fault's effect
+        repeats. A refusal or a rebalance that does not complete is the fault's error, not
+        the run's end."""
         c = self.cluster
+        rebalance = {"do": "rebalance", "target": f.target, "resolved": [], "origin": f.origin}
+        planned: list[dict] = []
+
+        def record_plan(plan: dict) -> None:  # R38: the plan is on record before the first move
+            planned.append(plan)
+            self._record({**rebalance, "params": {"plan": plan}, "phase": "start"})
         try:
             if f.do == "add-broker":
                 broker = f.params["broker"]
                 effect: dict[str, Any] = {"added": c.add_broker(broker["id"], broker["rack"])}
                 if f.params.get("rebalance", True):
-                    effect["rebalance"] = c.rebalance()
-                return effect
-            return {"removed": f.target, "rebalance": c.remove_broker(broker_id(str(f.target)))}
+                    effect["rebalance"] = c.rebalance(on_plan=record_plan)
+            else:
+                effect = {"removed": f.target, "rebalance": c.remove_broker(broker_id(str(f.target)), record_plan)}
         except (RuntimeError, ValueError) as e:  # ClusterError, RebalanceError
-            return {"error": f"{f.do}: {e}"}
+            effect = {"error": f"{f.do}: {e}"}
+        if planned:
+            self._record({**rebalance, "params": {}, "phase": "end",
+                          "effect": effect.get("rebalance", {"error": effect.get("error")})})
+        return effect
 
     def _topic_admin(self, f: ScheduledFault) -> dict[str, Any]:
         """R40: a topic created, deleted or grown while the workload runs; a refusal, or a

@@ -1,4 +1,4 @@
-"""The active controller's logic, Kafka's QuorumController + ReplicationControlManager (R22-R37).
+"""The active controller's logic, Kafka's QuorumController + ReplicationControlManager (R22-R39).
 
 Every decision is a metadata record. The controller applies each record it generates to its
 own image at once (as QuorumController replays what it appends), so the next decision sees it,
@@ -41,6 +41,8 @@ from broker.protocol.messages import (
     GetReplicaLogInfoResponse,
     MetadataResponse,
     NewTopic,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
 )
 from broker.protocol.metadata_image import (
     MetadataImage,
@@ -62,6 +64,7 @@ from broker.protocol.records import (
     RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
+    UnregisterBrokerRecord,
 )
 from broker.protocol.settings import (
     FENCING_MODES,
@@ -163,6 +166,8 @@ class Controller:
             answer = self._elect_leaders(batch, msg)
         elif isinstance(msg, AlterPartitionReassignmentsRequest):
             answer = self._reassign(batch, msg)
+        elif isinstance(msg, UnregisterBrokerRequest):
+            answer = self._unregister(batch, msg.broker_id, now)
         else:
             answer = ErrorResponse(Errors.INVALID_REQUEST, f"the controller does not serve {type(msg).__name__}")
         return self._finish(batch, [Reply(ctx, answer)])
@@ -340,6 +345,36 @@ class Controller:
             return False
         self._fence(batch, broker_id, "controlled-shutdown")
         return True
+
+    def _unregister(self, batch: _Batch, broker_id: int, now: float) -> UnregisterBrokerResponse:
+        """R39's last step: forget a removed broker. Refused while it still runs (a fenced broker
+        that heartbeats would register again at once) and while it is a replica of anything
+        (R39 moves its replicas away first): its registration alone goes, no partition changes."""
+        error, message = self._unregister_refusal(broker_id, now)
+        if error is not Errors.NONE:
+            return UnregisterBrokerResponse(error, message)
+        epoch = self.image.brokers[broker_id].broker_epoch
+        batch.append(UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=epoch))
+        self.heartbeats.end_session(broker_id)
+        batch.event("broker-unregistered", broker_id=broker_id, broker_epoch=epoch)
+        return UnregisterBrokerResponse(Errors.NONE, f"broker {broker_id} (epoch {epoch}) unregistered")
+
+    def _unregister_refusal(self, broker_id: int, now: float) -> tuple[Errors, str]:
+        """Why the broker may not be unregistered now, in R39's order; (NONE, "") when it may."""
+        registration = self.image.brokers.get(broker_id)
+        if registration is None:
+            return Errors.BROKER_ID_NOT_REGISTERED, f"broker {broker_id} is not registered"
+        if not registration.fenced or self.heartbeats.is_live(broker_id, now):
+            state = "fenced but still heartbeating" if registration.fenced else "unfenced"
+            return Errors.INVALID_REQUEST, (
+                f"broker {broker_id} is still running ({state}): it must be shut down first (R37)")
+        held = self._partitions_where(lambda p: broker_id in p.replicas)
+        if held:
+            p = held[0]
+            return Errors.INVALID_REPLICA_ASSIGNMENT, (
+                f"broker {broker_id} is still a replica of {p.topic}/{p.partition} (replicas {p.replicas}): "
+                f"its replicas must be reassigned away first (R39)")
+        return Errors.NONE, ""
 
     def _fence(self, batch: _Batch, broker_id: int, reason: str) -> None:
         """R24 fencing with R25 for every partition the broker leads or is in the ISR of."""

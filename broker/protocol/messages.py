@@ -311,6 +311,19 @@ class AlterPartitionReassignmentsResponse:
     message: str = ""
 
 
+@dataclass
+class UnregisterBrokerRequest:
+    """R39's last step (Kafka's UnregisterBroker, KIP-631): forget a removed broker's registration.
+    Only a broker that is gone (fenced, no live session) and holds no replica is unregistered."""
+    broker_id: int
+
+
+@dataclass
+class UnregisterBrokerResponse:
+    error: Errors = Errors.NONE
+    message: str = ""
+
+
 # ---------------------------------------------------------------- controller <-> controller: the quorum (R22)
 @dataclass
 class RaftEntry:
@@ -402,5 +415,5 @@ MESSAGE_TYPES = (
     GetReplicaLogInfoResponse, ElectLeadersRequest, ElectLeadersResponse, AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse, VoteRequest, VoteResponse, AppendEntriesRequest, AppendEntriesResponse,
     InstallSnapshotRequest, DeleteTopicsRequest, DeleteTopicsResponse, CreatePartitionsRequest,
-    CreatePartitionsResponse,
+    CreatePartitionsResponse, UnregisterBrokerRequest, UnregisterBrokerResponse,
 )

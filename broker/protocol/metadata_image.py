@@ -25,6 +25,7 @@ from broker.protocol.records import (
     RegisterBrokerRecord,
     RemoveTopicRecord,
     TopicRecord,
+    UnregisterBrokerRecord,
     from_dict,
     to_dict,
 )
@@ -83,6 +84,8 @@ class MetadataImage:
             if record.in_controlled_shutdown is not None:
                 broker.in_controlled_shutdown = record.in_controlled_shutdown
             return True
+        if isinstance(record, UnregisterBrokerRecord):
+            return self._unregister_broker(record.broker_id, record.broker_epoch)
         if isinstance(record, TopicRecord):
             if record.name in self.topics:
                 return False
@@ -101,6 +104,15 @@ class MetadataImage:
         if isinstance(record, PartitionCountRecord):
             return self._grow_topic(record.name, record.partitions)
         return False
+
+    def _unregister_broker(self, broker_id: int, broker_epoch: int) -> bool:
+        """R39: the registration goes, but only the one the record names: a record for an earlier
+        epoch must not remove the broker's newer registration."""
+        broker = self.brokers.get(broker_id)
+        if broker is None or broker.broker_epoch != broker_epoch:
+            return False
+        del self.brokers[broker_id]
+        return True
 
     def _remove_topic(self, name: str) -> bool:
         """R40: the topic and every partition of it go at once, so that the name is free for a
@@ -175,7 +187,7 @@ class MetadataImage:
         return sorted(b.broker_id for b in self.brokers.values() if not b.fenced)
 
     def broker_epoch(self, broker_id: int) -> int:
-        """The broker's current epoch, -1 when it never registered."""
+        """The broker's current epoch, -1 when it is not registered (never was, or was unregistered)."""
         broker = self.brokers.get(broker_id)
         return broker.broker_epoch if broker is not None else -1
 

@@ -36,6 +36,14 @@ class BrokerRegistrationChangeRecord:
 
 
 @dataclass
+class UnregisterBrokerRecord:
+    """R39: the broker's registration is removed (Kafka's UnregisterBrokerRecord). Its epoch is
+    never reused: a later registration of the id gets the offset of its own record (R23)."""
+    broker_id: int
+    broker_epoch: int
+
+
+@dataclass
 class TopicRecord:
     name: str
     partitions: int
@@ -93,11 +101,12 @@ RECORD_TYPES: dict[str, type] = {
     "partition": PartitionRecord,
     "remove-topic": RemoveTopicRecord,
     "partition-count": PartitionCountRecord,
+    "unregister-broker": UnregisterBrokerRecord,
 }
 _TYPE_OF = {cls: name for name, cls in RECORD_TYPES.items()}
 
 MetadataRecord = (RegisterBrokerRecord | BrokerRegistrationChangeRecord | TopicRecord | PartitionRecord
-                  | LeaderChangeRecord | RemoveTopicRecord | PartitionCountRecord)
+                  | LeaderChangeRecord | RemoveTopicRecord | PartitionCountRecord | UnregisterBrokerRecord)
 
 
 def to_dict(record: MetadataRecord) -> dict[str, Any]:

@@ -42,6 +42,9 @@ from testbed.topology import CHECK_NAMES
 
 MAX_EXAMPLES = 20
 ATTRIBUTED = ("lost_writes", "lost_writes_acks1", "inconsistent_offsets")
+#: the faults.jsonl actions that change the cluster's membership or topics (R38-R40), as the
+#: report lists them; `rebalance` is the line pair a membership change writes for its plan
+ADMIN_ACTIONS = ("add-broker", "remove-broker", "rebalance", "create-topic", "delete-topic", "add-partitions")
 
 
 @dataclass
@@ -230,12 +233,15 @@ def _collect_figures(t: Tables, config: ConfigTables, bounds: DataFrame, spans: 
     bands = (spans.join(bounds, "run_id")
              .select("run_id", "do", "target", "resolved", seconds("start_ns").alias("start"),
                      seconds("end_ns").alias("end"), "undone"))
+    admin = (t.faults.where(F.col("do").isin(*ADMIN_ACTIONS) & (F.col("phase") == "end")).join(bounds, "run_id")
+             .select("run_id", "seq", "do", "target", seconds("time_ns").alias("t"), "params", "effect"))
     parts = {("figures", "availability"): (figures.availability_windows(t, config, bounds),
                                            ("topic", "partition", "start_s")),
              ("figures", "faults"): (figures.fault_recovery(t, spans, bounds), ("at_s",)),
              ("figures", "series"): (figures.throughput_latency(t, bounds), ("f", "second")),
              ("timeline", "events"): (states, ("t",)),
-             ("timeline", "faults"): (bands, ("start",))}
+             ("timeline", "faults"): (bands, ("start",)),
+             ("timeline", "admin"): (admin, ("seq",))}  # in the order they were written
     rows = reduce(DataFrame.unionByName, [
         frame.select("run_id", F.lit(into).alias("into"), F.lit(key).alias("key"),
                      F.to_json(F.struct("*"), {"ignoreNullFields": "false"}).alias("row"))

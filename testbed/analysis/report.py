@@ -8,6 +8,7 @@ import html
 import yaml
 
 from testbed.analysis.job import ATTRIBUTED, RunData
+from testbed.analysis.membership import admin_rows
 from testbed.analysis.plots import fault_bands, overview, partition_timelines, series_plot
 from testbed.analysis.runinfo import RunInfo
 from testbed.analysis.terminal import ranges_text
@@ -90,6 +91,13 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
         bands = fault_bands(data.timeline["faults"])
         end = max([e["t"] for e in data.timeline["events"]] + [b[1] for b in bands] + [0.0])
         parts.append("<h2>Overview</h2>" + overview(data.timeline["events"], bands, end))
+        admin = data.timeline.get("admin") or []
+        if admin:
+            rows = admin_rows(admin, list(info.topology.broker_ids) if info.topology is not None else [])
+            parts.append("<h2>Administration</h2><p class='note'>Membership and topic changes in firing order "
+                         "(R38-R40); a rebalance lists its moves as planned before the first one.</p>"
+                         + _table(["at s", "action", "subject", "what it did", "brokers after"],
+                                  [[_e(c) for c in row] for row in rows]))
         parts.append("<h2>Availability</h2>" + _figures(r))
         parts.append("<h2>Throughput and latency</h2>" + (series_plot(r["figures"]["series"], bands)
                                                           if r["figures"]["series"] else "<p>No operation.</p>"))

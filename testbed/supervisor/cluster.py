@@ -14,6 +14,7 @@ import dataclasses
 import secrets
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -39,6 +40,8 @@ from broker.protocol.messages import (
     NewTopic,
     PartitionMetadata,
     TopicPartition,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
 )
 from broker.protocol.rebalance import plan_rebalance
 from broker.wire.linkfilter import LinkTable
@@ -66,6 +69,15 @@ class ClusterError(RuntimeError):
 def _split_partition(text: str) -> tuple[str, int]:
     topic, _, index = text.rpartition("/")
     return topic, int(index)
+
+
+@dataclass
+class RebalanceInProgress:
+    """A rebalance whose moves were started (`Cluster.begin_rebalance`), not yet waited for."""
+    plan: dict  # Plan.to_dict(), as recorded before the first move
+    moving: dict[tuple[str, int], list[int]]  # partition -> target replicas, the moves accepted
+    refused: dict[str, str]  # "topic/P" -> the controller's reason
+    leaders_changed: bool
 
 
 class Cluster:
@@ -245,42 +257,77 @@ class Cluster:
                         timeout=self.scaled(15), what=f"{spec.name} registered and unfenced")
         return spec.name
 
-    def remove_broker(self, broker_id: int) -> dict:
+    def remove_broker(self, broker_id: int, on_plan: Callable[[dict], None] | None = None) -> dict:
         """R39: reassign every replica of the broker to the others (as R34 chooses, balanced),
-        then shut it down under control (R37). Returns the rebalance's record with `shutdown`
-        (True when the broker exited cleanly); RebalanceError, with nothing moved, when the
-        brokers that stay cannot hold some partition's replication factor. The controller
-        keeps the departed broker's registration, fenced (no unregister record yet)."""
+        shut it down under control (R37), then unregister it (its broker epoch is never used
+        again). Returns the rebalance's record with `shutdown` (True when the broker exited
+        cleanly) and `unregistered` (the controller's answer); RebalanceError, with nothing
+        moved, when the brokers that stay cannot hold some partition's replication factor."""
         name = broker_name(broker_id)
         if name not in {s.name for s in self.brokers} or name in self.removed:
             raise ClusterError(f"no broker {broker_id} in this run")
-        plan = self.rebalance(leaving=frozenset({broker_id}))
+        plan = self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan)
         clean = self.shutdown_node(name)
         self.removed.add(name)
-        return plan | {"shutdown": clean}
+        refusal = self._unregister(broker_id)
+        return plan | {"shutdown": clean, "unregistered": refusal is None} | (
+            {"unregister_error": refusal} if refusal else {})
 
-    def rebalance(self, leaving: frozenset[int] = frozenset(), timeout: float | None = None) -> dict:
+    def _unregister(self, broker_id: int) -> str | None:
+        """R39's last step: the controller unregisters a broker that is gone. It refuses while
+        the broker's session lives (a last heartbeat in flight), so that is asked again until
+        the session has ended; None once done, else why not."""
+        def ask() -> object | None:
+            return self._admin(UnregisterBrokerRequest(broker_id))
+
+        def session_lives(resp: object | None) -> bool:
+            return isinstance(resp, UnregisterBrokerResponse) and resp.error == Errors.INVALID_REQUEST
+        try:
+            resp = Retrying(stop=stop_after_delay(self.scaled(10)), wait=wait_fixed(0.05),
+                            retry=retry_if_result(session_lives))(ask)
+        except RetryError as e:
+            resp = e.last_attempt.result()
+        if not isinstance(resp, UnregisterBrokerResponse):
+            return "the controller did not answer"
+        return None if resp.error == Errors.NONE else f"{resp.error.value}: {resp.message}"
+
+    def rebalance(self, leaving: frozenset[int] = frozenset(), timeout: float | None = None,
+                  on_plan: Callable[[dict], None] | None = None) -> dict:
         """R38/R39: plan the moves that balance the partitions over the brokers (`leaving`
         excluded), start them as reassignments (R35), wait until each has completed, then move
         leadership to the new preferred leaders (R36). Returns the plan as recorded (see
         `broker.protocol.rebalance.Plan.to_dict`) with what was refused; RebalanceError when
-        the brokers that stay cannot hold some partition's replication factor."""
+        the brokers that stay cannot hold some partition's replication factor. `on_plan` is
+        given the plan before the first move (R38: the plan is recorded first)."""
+        return self.complete_rebalance(self.begin_rebalance(leaving, on_plan), timeout)
+
+    def begin_rebalance(self, leaving: frozenset[int] = frozenset(),
+                        on_plan: Callable[[dict], None] | None = None) -> RebalanceInProgress:
+        """The first half of `rebalance`: plan, hand the plan to `on_plan`, start every move;
+        the cluster serves (and faults may strike) while the moves run."""
         status = self.status()
         current = {(p.topic, p.partition): list(p.replicas) for p in status.partitions()}
         members = {s.id: s.rack for s in self.brokers if s.name not in self.removed}
         plan = plan_rebalance(current, members, leaving)
-        changed = plan.changed(current)
+        if on_plan is not None:
+            on_plan(plan.to_dict())
         refused = {}
+        changed = plan.changed(current)
         for (topic, index), replicas in changed.items():
             answer = self.reassign(f"{topic}/{index}", replicas)
             if not answer["accepted"]:
                 refused[f"{topic}/{index}"] = f"{answer['error']}: {answer.get('message', '')}"
         moving = {p: r for p, r in changed.items() if f"{p[0]}/{p[1]}" not in refused}
-        self.wait_until(lambda s: all(s.partition(*p).replicas == r for p, r in moving.items()),
+        return RebalanceInProgress(plan.to_dict(), moving, refused, bool(plan.leaders_changed))
+
+    def complete_rebalance(self, r: RebalanceInProgress, timeout: float | None = None) -> dict:
+        """The second half: wait until every started move has completed, then elect the new
+        preferred leaders."""
+        self.wait_until(lambda s: all(s.partition(*p).replicas == t for p, t in r.moving.items()),
                         timeout=timeout if timeout is not None else self.scaled(60),
-                        what=f"the rebalance's {len(moving)} reassignments completed")
-        elected = self.elect_preferred() if plan.leaders_changed or moving else {"elected": [], "refused": {}}
-        return plan.to_dict() | {"refused": refused, "elected": elected["elected"]}
+                        what=f"the rebalance's {len(r.moving)} reassignments completed")
+        elected = self.elect_preferred() if r.leaders_changed or r.moving else {"elected": [], "refused": {}}
+        return r.plan | {"refused": r.refused, "elected": elected["elected"]}
 
     def create_topic(self, topic: dict, timeout: float | None = None) -> dict:
         """R40: create a topic while the cluster runs, placed on the brokers up at this moment

@@ -12,6 +12,7 @@ import pytest
 
 from broker.common.errors import Errors
 from broker.common.jsonl import read_jsonl
+from broker.common.names import broker_name
 from broker.protocol.rebalance import RebalanceError
 from testbed.experiment.runner import run_cluster
 from testbed.supervisor.cluster import Cluster, ClusterError
@@ -77,6 +78,43 @@ def test_r38_an_added_broker_takes_its_share_by_rebalance_and_nothing_is_lost(ma
         assert _read_all(c, "orders", p) == values, f"orders/{p}"
 
 
+def test_r35_r38_a_leader_killed_in_the_middle_of_a_rebalance_loses_nothing(make_cluster) -> None:
+    """The rebalance's plan is handed over before the first move (R38); with its moves under
+    way, the leader of a moving partition is SIGKILLed and writes go on. The reassignment
+    outlives the failover (the new leader keeps adding the target replicas, R35), the killed
+    broker restarts and catches up, every move completes to the plan's target and every
+    acknowledged write is read back."""
+    c: Cluster = make_cluster(partitions=6)
+    written = {p: [f"before-{p}-{i}" for i in range(5)] for p in range(6)}
+    for p, values in written.items():
+        _produce(c, p, values)
+    assert c.add_broker(4, "d") == "broker-4"
+    recorded: list[dict] = []
+    progress = c.begin_rebalance(on_plan=recorded.append)
+    assert recorded == [progress.plan] and progress.moving and progress.refused == {}
+    (topic, index), _ = sorted(progress.moving.items())[0]
+    victim = broker_name(c.status().partition(topic, index).leader)
+    c.kill(victim)
+    gone = int(victim.split("-")[1])
+    # a write with the victim still in the ISR waits for it and may time out with an unknown
+    # outcome (R20); once fenced it leaves every ISR (R25) and acks=all writes go on
+    c.wait_until(lambda s: all(gone not in p.isr and p.leader != gone for p in s.partitions()),
+                 timeout=c.scaled(15), what=f"{victim} fenced out of every ISR")
+    c.client().refresh_metadata()
+    for p in range(6):
+        more = [f"during-{p}-{i}" for i in range(5)]
+        _produce(c, p, more)
+        written[p] += more
+    c.restart(victim)
+    result = c.complete_rebalance(progress)
+    assert result["refused"] == {} and result["replicas_moved"] == result["lower_bound"] == 4
+    status = c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(30), what="convergence")
+    final = {f"{p.topic}/{p.partition}": p.replicas for p in status.partitions()}
+    assert final == result["target"]
+    for p, values in written.items():
+        assert _read_all(c, "orders", p) == values, f"orders/{p}"
+
+
 def test_r39_a_removed_broker_hands_every_replica_over_first_and_nothing_is_lost(make_cluster) -> None:
     c: Cluster = make_cluster(partitions=4, brokers=4)
     written = {p: [f"before-{p}-{i}" for i in range(5)] for p in range(4)}
@@ -88,6 +126,7 @@ def test_r39_a_removed_broker_hands_every_replica_over_first_and_nothing_is_lost
     held = sum(4 in r for r in before.values())
     out = c.remove_broker(4)
     assert out["shutdown"] is True and out["balanced"] and out["refused"] == {}
+    assert out["unregistered"] is True and 4 not in c.status().registered_brokers()  # R39: unregistered
     assert out["replicas_moved"] == held > 0
     status = c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(30), what="convergence")
     assert all(4 not in p.replicas and 4 not in p.isr for p in status.partitions())
@@ -118,6 +157,15 @@ def test_r38_r39_add_and_remove_broker_as_fault_actions_under_a_workload(tmp_pat
     assert added["added"] == "broker-4" and added["rebalance"]["balanced"]
     assert added["rebalance"]["replicas_moved"] == added["rebalance"]["lower_bound"] == 4
     assert removed["rebalance"]["shutdown"] is True and removed["rebalance"]["balanced"]
+    assert removed["rebalance"]["unregistered"] is True
+    # R38: each plan is on record (a `rebalance` start line) before its first move
+    lines = read_jsonl(out.run_dir / "faults.jsonl")
+    plans = [f for f in lines if f["do"] == "rebalance" and f["phase"] == "start"]
+    assert [p["params"]["plan"]["moves"] for p in plans] == [added["rebalance"]["moves"],
+                                                             removed["rebalance"]["moves"]]
+    moves = [e["time_ns"] for e in read_jsonl(out.run_dir / "events.jsonl")
+             if e["kind"] == "partition-changed" and e.get("reason") == "reassign"]
+    assert moves and plans[0]["time_ns"] < min(moves)
     replicas = read_jsonl(out.run_dir / "final/replicas.jsonl")
     assert {r["node"] for r in replicas} == {"broker-2", "broker-3", "broker-4"}
     assert Counter(r["node"] for r in replicas) == {"broker-2": 6, "broker-3": 6, "broker-4": 6}
