@@ -192,7 +192,9 @@ def _shortest_chain(target: dict[Partition, list[int]], counts: dict[int, int], 
                     sinks: set[int]) -> list[Move]:
     """Breadth-first over brokers from `sources` to any of `sinks`: broker a passes a replica
     of partition p to broker b when b holds none of p and p keeps the rack spread it had
-    before the plan (`need`)."""
+    before the plan (`need`). A broker of a's own rack is tried first: such a move never
+    narrows a spread, and sending a's replicas to other racks first can leave a later
+    replica with no taker but through a longer chain."""
     came: dict[int, Move | None] = dict.fromkeys(sorted(sources, key=lambda b: (-counts[b], b)))
     queue = deque(came)
     while queue:
@@ -203,7 +205,7 @@ def _shortest_chain(target: dict[Partition, list[int]], counts: dict[int, int], 
         for p in held:
             replicas = target[p]
             others = [b for b in replicas if b != a]
-            for b in sorted(staying, key=lambda b: (counts[b], b)):
+            for b in sorted(staying, key=lambda b: (racks.get(b) != racks.get(a), counts[b], b)):
                 if b in came or b in replicas or _spread([*others, b], racks) < need[p]:
                     continue
                 came[b] = Move(p, a, b)
