@@ -5,6 +5,7 @@ and a key that action does not take is an error rather than silently ignored.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from faults.fault_spec import (
@@ -100,6 +101,13 @@ def _check_elect_targets(w: Walker, specs: list[Any], path: str, known: Known) -
                     f"elect needs one of them")
 
 
+def _in_firing_order(specs: list[Any], actions: Iterable[str]) -> list[tuple[int, FaultSpec]]:
+    """(entry index, fault) of the one-shot faults doing one of `actions`, in the order they fire."""
+    wanted = set(actions)
+    chosen = [(i, s) for i, s in enumerate(specs) if isinstance(s, FaultSpec) and s.do in wanted]
+    return sorted(chosen, key=lambda item: item[1].at)
+
+
 def _check_broker_set(w: Walker, specs: list[Any], path: str, known: Known) -> None:
     """R38/R39 over the run, in the order the faults fire: an added broker's id is not in use,
     a removed broker exists at that moment, and a removal leaves at least as many brokers as
@@ -107,11 +115,7 @@ def _check_broker_set(w: Walker, specs: list[Any], path: str, known: Known) -> N
     if known.broker_ids is None:
         return
     brokers = set(known.broker_ids)
-    order = sorted(range(len(specs)), key=lambda i: specs[i].at if isinstance(specs[i], FaultSpec) else specs[i].start)
-    for index in order:
-        spec = specs[index]
-        if not isinstance(spec, FaultSpec) or spec.do not in ("add-broker", "remove-broker"):
-            continue
+    for index, spec in _in_firing_order(specs, ("add-broker", "remove-broker")):
         entry = join(path, index)
         if spec.do == "add-broker":
             broker = spec.params["broker"]["id"]
@@ -139,11 +143,7 @@ def _check_topic_set(w: Walker, specs: list[Any], path: str, known: Known) -> No
     if known.replication is None:
         return
     topics = set(known.replication)  # the topology's own topics, there from the start
-    order = sorted(range(len(specs)), key=lambda i: specs[i].at if isinstance(specs[i], FaultSpec) else specs[i].start)
-    for index in order:
-        spec = specs[index]
-        if not isinstance(spec, FaultSpec) or spec.do not in _TOPIC_ACTIONS:
-            continue
+    for index, spec in _in_firing_order(specs, _TOPIC_ACTIONS):
         entry, when = join(path, index), format_duration(spec.at)
         if spec.do == "create-topic":
             name = spec.params["topic"]["name"]
