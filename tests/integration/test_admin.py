@@ -78,9 +78,10 @@ def test_r38_an_added_broker_takes_its_share_by_rebalance_and_nothing_is_lost(ma
         assert _read_all(c, "orders", p) == values, f"orders/{p}"
 
 
-def test_r35_r38_a_leader_killed_in_the_middle_of_a_rebalance_loses_nothing(make_cluster) -> None:
-    """The rebalance's plan is handed over before the first move (R38); with its moves under
-    way, the leader of a moving partition is SIGKILLed and writes go on. The reassignment
+def test_r35_r38_two_brokers_join_and_a_leader_killed_mid_rebalance_loses_nothing(make_cluster) -> None:
+    """Two brokers join and one rebalance gives them their share. Its plan is handed over
+    before the first move (R38); with its moves under way, the leader of a moving partition
+    is SIGKILLed and writes go on. The reassignment
     outlives the failover (the new leader keeps adding the target replicas, R35), the killed
     broker restarts and catches up, every move completes to the plan's target and every
     acknowledged write is read back."""
@@ -88,7 +89,7 @@ def test_r35_r38_a_leader_killed_in_the_middle_of_a_rebalance_loses_nothing(make
     written = {p: [f"before-{p}-{i}" for i in range(5)] for p in range(6)}
     for p, values in written.items():
         _produce(c, p, values)
-    assert c.add_broker(4, "d") == "broker-4"
+    assert c.add_broker(4, "d") == "broker-4" and c.add_broker(5, "e") == "broker-5"
     recorded: list[dict] = []
     progress = c.begin_rebalance(on_plan=recorded.append)
     assert recorded == [progress.plan] and progress.moving and progress.refused == {}
@@ -107,10 +108,12 @@ def test_r35_r38_a_leader_killed_in_the_middle_of_a_rebalance_loses_nothing(make
         written[p] += more
     c.restart(victim)
     result = c.complete_rebalance(progress)
-    assert result["refused"] == {} and result["replicas_moved"] == result["lower_bound"] == 4
+    # 18 replicas over 5 brokers: 3 or 4 each, so brokers 1-3 give 6 and the newcomers take 3 each
+    assert result["refused"] == {} and result["replicas_moved"] == result["lower_bound"] == 6
     status = c.wait_until(lambda s: s.fully_replicated(), timeout=c.scaled(30), what="convergence")
     final = {f"{p.topic}/{p.partition}": p.replicas for p in status.partitions()}
     assert final == result["target"]
+    assert Counter(b for r in final.values() for b in r) == {1: 4, 2: 4, 3: 4, 4: 3, 5: 3}
     for p, values in written.items():
         assert _read_all(c, "orders", p) == values, f"orders/{p}"
 
