@@ -5,7 +5,6 @@ and a key that action does not take is an error rather than silently ignored.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from faults.fault_spec import (
@@ -53,7 +52,8 @@ _ACTION_KEYS: dict[str, tuple[str, ...]] = {
     "delete-topic": ("topic",),
     "add-partitions": ("topic", "count"),
 }
-_TOPIC_ACTIONS = frozenset({"create-topic", "delete-topic", "add-partitions"})
+#: the actions whose validity depends on the brokers and topics of the moment they fire
+_ADMIN_ACTIONS = frozenset({"add-broker", "remove-broker", "create-topic", "delete-topic", "add-partitions"})
 _DEFAULT_TARGETS = {"restart": "stopped", "resume": "paused"}
 _NETWORK_ACTIONS = frozenset({"partition", "slow"})
 
@@ -75,8 +75,7 @@ def parse_faults(
     if not valid(*specs):
         return INVALID
     _check_elect_targets(w, specs, path, known)
-    _check_broker_set(w, specs, path, known)
-    _check_topic_set(w, specs, path, known)
+    _check_admin_order(w, specs, path, known)
     return tuple(sorted(specs, key=lambda s: s.at if isinstance(s, FaultSpec) else s.start))
 
 
@@ -101,63 +100,65 @@ def _check_elect_targets(w: Walker, specs: list[Any], path: str, known: Known) -
                     f"elect needs one of them")
 
 
-def _in_firing_order(specs: list[Any], actions: Iterable[str]) -> list[tuple[int, FaultSpec]]:
-    """(entry index, fault) of the one-shot faults doing one of `actions`, in the order they fire."""
-    wanted = set(actions)
-    chosen = [(i, s) for i, s in enumerate(specs) if isinstance(s, FaultSpec) and s.do in wanted]
-    return sorted(chosen, key=lambda item: item[1].at)
-
-
-def _check_broker_set(w: Walker, specs: list[Any], path: str, known: Known) -> None:
-    """R38/R39 over the run, in the order the faults fire: an added broker's id is not in use,
-    a removed broker exists at that moment, and a removal leaves at least as many brokers as
-    every topic's replication factor."""
-    if known.broker_ids is None:
-        return
-    brokers = set(known.broker_ids)
-    for index, spec in _in_firing_order(specs, ("add-broker", "remove-broker")):
-        entry = join(path, index)
-        if spec.do == "add-broker":
-            broker = spec.params["broker"]["id"]
-            if broker in brokers:
-                w.error(join(join(entry, "broker"), "id"), f"broker {broker} is in use at {format_duration(spec.at)} "
-                        f"(brokers then: {sorted(brokers)}); add-broker needs a new id")
-            brokers.add(broker)
-            continue
-        broker = broker_id(str(spec.target))
-        if broker not in brokers:
-            w.error(join(entry, "target"), f"broker {broker} is not in the cluster at {format_duration(spec.at)} "
-                    f"(brokers then: {sorted(brokers)})")
-            continue
-        brokers.discard(broker)
-        for topic, rf in sorted((known.replication or {}).items()):
-            if rf > len(brokers):
-                w.error(join(entry, "target"), f"removing broker {broker} leaves {len(brokers)} brokers, fewer than "
-                        f"the replication factor {rf} of topic {topic!r}; its partitions could not be placed elsewhere")
-                break
-
-
-def _check_topic_set(w: Walker, specs: list[Any], path: str, known: Known) -> None:
-    """R40 over the run, in firing order: `create-topic` takes a name no topic has at that
-    moment; `delete-topic` and `add-partitions` name a topic that exists then."""
-    if known.replication is None:
-        return
-    topics = set(known.replication)  # the topology's own topics, there from the start
-    for index, spec in _in_firing_order(specs, _TOPIC_ACTIONS):
+def _check_admin_order(w: Walker, specs: list[Any], path: str, known: Known) -> None:
+    """R38-R40 over the run, in the order the faults fire, following the broker set and the
+    topics (with their replication factors) together: an added broker's id is not in use, a
+    removed broker exists then and its removal leaves as many brokers as every topic then
+    needs; a created topic's name is free then and its replication factor fits the brokers
+    then; a deleted or grown topic exists then. Either side is skipped when its section is
+    broken (its own error says why)."""
+    brokers = None if known.broker_ids is None else set(known.broker_ids)
+    topics = None if known.replication is None else dict(known.replication)  # name -> RF, the topology's
+    admin = sorted(((i, s) for i, s in enumerate(specs) if isinstance(s, FaultSpec) and s.do in _ADMIN_ACTIONS),
+                   key=lambda item: item[1].at)
+    for index, spec in admin:
         entry, when = join(path, index), format_duration(spec.at)
-        if spec.do == "create-topic":
-            name = spec.params["topic"]["name"]
-            if name in topics:
-                w.error(join(join(entry, "topic"), "name"), f"topic {name!r} exists at {when} (topics then: "
-                        f"{', '.join(sorted(topics))}); create-topic needs a new name")
-            topics.add(name)
-            continue
-        name = spec.params["topic"]
-        if name not in topics:
-            w.error(join(entry, "topic"), f"no topic {name!r} at {when} (topics then: "
-                    f"{', '.join(sorted(topics)) or 'none'}); {spec.do} needs an existing topic")
-        elif spec.do == "delete-topic":
-            topics.discard(name)
+        if spec.do in ("add-broker", "remove-broker"):
+            if brokers is not None:
+                _broker_step(w, spec, entry, when, brokers, topics or {})
+        elif topics is not None:
+            _topic_step(w, spec, entry, when, topics, brokers)
+
+
+def _broker_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int], topics: dict[str, int]) -> None:
+    if spec.do == "add-broker":
+        broker = spec.params["broker"]["id"]
+        if broker in brokers:
+            w.error(join(join(entry, "broker"), "id"), f"broker {broker} is in use at {when} "
+                    f"(brokers then: {sorted(brokers)}); add-broker needs a new id")
+        brokers.add(broker)
+        return
+    broker = broker_id(str(spec.target))
+    if broker not in brokers:
+        w.error(join(entry, "target"), f"broker {broker} is not in the cluster at {when} "
+                f"(brokers then: {sorted(brokers)})")
+        return
+    brokers.discard(broker)
+    for topic, rf in sorted(topics.items()):
+        if rf > len(brokers):
+            w.error(join(entry, "target"), f"removing broker {broker} leaves {len(brokers)} brokers, fewer than "
+                    f"the replication factor {rf} of topic {topic!r}; its partitions could not be placed elsewhere")
+            return
+
+
+def _topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[str, int],
+                brokers: set[int] | None) -> None:
+    if spec.do == "create-topic":
+        name, rf = spec.params["topic"]["name"], spec.params["topic"]["replication_factor"]
+        if name in topics:
+            w.error(join(join(entry, "topic"), "name"), f"topic {name!r} exists at {when} (topics then: "
+                    f"{', '.join(sorted(topics))}); create-topic needs a new name")
+        elif brokers is not None and rf > len(brokers):
+            w.error(join(join(entry, "topic"), "replication_factor"), f"{rf} is more than the {len(brokers)} "
+                    f"brokers in the cluster at {when} ({sorted(brokers)})")
+        topics[name] = rf
+        return
+    name = spec.params["topic"]
+    if name not in topics:
+        w.error(join(entry, "topic"), f"no topic {name!r} at {when} (topics then: "
+                f"{', '.join(sorted(topics)) or 'none'}); {spec.do} needs an existing topic")
+    elif spec.do == "delete-topic":
+        del topics[name]
 
 
 def _parse_fault(w: Walker, value: object, path: str, known: Known, duration: float | None) -> FaultSpec | Any:
@@ -263,10 +264,11 @@ class _FaultChecker:
         return target, params
 
     def new_topic(self, params: dict[str, Any]) -> None:
-        """`topic:` of create-topic, read as a topics-section entry over the starting brokers."""
+        """`topic:` of create-topic, read as a topics-section entry (defaults from the starting
+        brokers; its replication factor against the brokers when it fires: `_check_admin_order`)."""
         ids = self.known.broker_ids
         brokers = None if ids is None else tuple(NodeSpec("broker", b, None) for b in ids)
-        spec = parse_topic(self.w, self.m["topic"], join(self.path, "topic"), brokers)
+        spec = parse_topic(self.w, self.m["topic"], join(self.path, "topic"), brokers, rf_checked_later=True)
         if spec is INVALID:
             self.failed = True
             return
@@ -300,7 +302,7 @@ class _FaultChecker:
 
     def broker_target(self, do: str, purpose: str, at_start: bool) -> str | None:
         """`target: broker:N`, the one form `elect` and `remove-broker` take. With `at_start`
-        the broker must be one the cluster starts with; otherwise `_check_broker_set` checks
+        the broker must be one the cluster starts with; otherwise `_check_admin_order` checks
         it against the brokers of the moment it fires (one an earlier add-broker added)."""
         if not self.require(do, "target", f"target: broker:N, {purpose}"):
             return None

@@ -31,8 +31,11 @@ def parse_topics(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, .
     return tuple(topics) if len(topics) == len(entries) else INVALID
 
 
-def parse_topic(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ...] | None) -> TopicSpec | Any:
-    """One topic entry: of the topics section, or of a `create-topic` fault (the same fields)."""
+def parse_topic(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ...] | None,
+                rf_checked_later: bool = False) -> TopicSpec | Any:
+    """One topic entry: of the topics section, or of a `create-topic` fault (the same fields;
+    its replication factor is checked against the brokers of the moment it fires, so
+    `rf_checked_later`)."""
     keys = ("name", "partitions", "replication_factor", "min_insync_replicas", "flush", "placement", "assignment")
     m = w.mapping(value, path, keys, required=("name",))
     if m is None:
@@ -41,7 +44,7 @@ def parse_topic(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ..
     partitions = w.field(m, "partitions", path, scalars.integer(1), 1)
     default_rf = min(3, len(brokers)) if brokers else 1
     rf = w.field(m, "replication_factor", path, scalars.integer(1), default_rf)
-    if rf is not INVALID and brokers is not None and rf > len(brokers):
+    if rf is not INVALID and brokers is not None and rf > len(brokers) and not rf_checked_later:
         w.error(join(path, "replication_factor"), f"{rf} is larger than the number of brokers ({len(brokers)})")
         rf = INVALID
     min_isr = w.field(m, "min_insync_replicas", path, scalars.integer(1), min(2, rf) if rf is not INVALID else 1)

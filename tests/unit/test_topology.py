@@ -230,7 +230,8 @@ MALFORMED = [
     pytest.param(fault(at="1s", do="create-topic", topic={"name": "orders"}), "faults[0].topic.name",
                  ["topic 'orders' exists at 1s", "create-topic needs a new name"], id="create-topic-duplicate"),
     pytest.param(fault(at="1s", do="create-topic", topic={"name": "t2", "replication_factor": 4}),
-                 "faults[0].topic.replication_factor", ["larger than the number of brokers (3)"], id="create-topic-rf"),
+                 "faults[0].topic.replication_factor", ["4 is more than the 3 brokers in the cluster at 1s"],
+                 id="create-topic-rf"),
     pytest.param(fault(at="1s", do="create-topic", topic={"name": "t2", "partition": 2}),
                  "faults[0].topic.partition", ["unknown key"], id="create-topic-unknown-key"),
     pytest.param(fault(at="1s", do="create-topic"), "faults[0].topic", ["required key missing"],
@@ -794,3 +795,28 @@ def test_r40_the_topic_set_is_followed_through_the_run() -> None:
     data["faults"].append({"at": "6s", "do": "add-partitions", "topic": "orders", "count": 1})
     assert errors_of(data) == [f"{SRC}: faults[5].topic: no topic 'orders' at 6s (topics then: t2); "
                                f"add-partitions needs an existing topic"]
+
+
+def test_r39_r40_brokers_and_topics_are_followed_together() -> None:
+    """One walk in firing order for both sets: broker 4 joins, so a topic at RF 4 may be
+    created; removing a broker is then refused (R39: that topic's partitions could not keep
+    RF 4) until the topic is deleted. A topic created after removals may not ask for more
+    replicas than the brokers of that moment."""
+    data = base()
+    data["topics"][0]["replication_factor"] = 2
+    data["faults"] = [{"at": "1s", "do": "add-broker", "broker": {"id": 4, "rack": "d"}},
+                      {"at": "2s", "do": "create-topic", "topic": {"name": "wide", "replication_factor": 4}},
+                      {"at": "2.5s", "do": "add-partitions", "topic": "wide", "count": 1},
+                      {"at": "3s", "do": "delete-topic", "topic": "wide"},
+                      {"at": "4s", "do": "remove-broker", "target": "broker:1"},
+                      {"at": "5s", "do": "create-topic", "topic": {"name": "late", "replication_factor": 3}}]
+    assert parse_topology(data, SRC).faults[5].params["topic"]["replication_factor"] == 3
+    data["faults"][3]["at"] = "4.5s"  # the removal now comes while `wide` (RF 4) exists
+    data["faults"].append({"at": "6s", "do": "remove-broker", "target": "broker:2"})
+    data["faults"].append({"at": "7s", "do": "create-topic", "topic": {"name": "later", "replication_factor": 3}})
+    assert errors_of(data) == [
+        f"{SRC}: faults[4].target: removing broker 1 leaves 3 brokers, fewer than the replication factor 4 "
+        f"of topic 'wide'; its partitions could not be placed elsewhere",
+        f"{SRC}: faults[6].target: removing broker 2 leaves 2 brokers, fewer than the replication factor 3 "
+        f"of topic 'late'; its partitions could not be placed elsewhere",
+        f"{SRC}: faults[7].topic.replication_factor: 3 is more than the 2 brokers in the cluster at 7s ([3, 4])"]
