@@ -93,7 +93,7 @@ def config_tables(spark: SparkSession, infos: list[RunInfo]) -> ConfigTables:
         t = info.topology
         if t is None:
             continue
-        topics += [(info.run_id, *row) for row in _topics_of(t)]
+        topics += [(info.run_id, *row) for row in t.topics_over_run()]
         brokers += [(info.run_id, b.id, b.rack) for b in t.cluster.brokers]
         brokers += [(info.run_id, f.params["broker"]["id"], f.params["broker"]["rack"]) for f in t.faults
                     if getattr(f, "do", None) == "add-broker"]  # R38: brokers the run added
@@ -101,22 +101,3 @@ def config_tables(spark: SparkSession, infos: list[RunInfo]) -> ConfigTables:
         deletes |= any(getattr(f, "do", None) == "delete-topic" for f in t.faults)
     return ConfigTables(spark.createDataFrame(topics, _TOPICS), spark.createDataFrame(brokers, _BROKERS),
                         spark.createDataFrame(runs, _RUNS), deletes)
-
-
-def _topics_of(t: Topology) -> list[tuple[str, int, int, int, bool]]:
-    """(name, partitions, rf, min ISR, gone) of every topic the run has at some point: the
-    topology's, those its `create-topic` faults make (R40), with the partitions its
-    `add-partitions` faults add; `gone` when a `delete-topic` left it deleted at the end."""
-    found = {tp.name: [tp.partitions, tp.replication_factor, tp.min_insync_replicas, False] for tp in t.topics}
-    admin = [f for f in t.faults if getattr(f, "do", None) in ("create-topic", "add-partitions", "delete-topic")]
-    for f in sorted(admin, key=lambda f: f.at):
-        name = f.params["topic"]["name"] if f.do == "create-topic" else f.params["topic"]
-        if f.do == "create-topic":
-            spec = f.params["topic"]
-            known = found.setdefault(name, [0, spec["replication_factor"], spec["min_insync_replicas"], False])
-            known[0], known[3] = max(known[0], spec["partitions"]), False
-        elif name in found and f.do == "add-partitions":
-            found[name][0] += f.params["count"]
-        elif name in found:
-            found[name][3] = True
-    return [(name, *values) for name, values in found.items()]

@@ -63,6 +63,24 @@ class Topology:
                 return int(f.params["topic"]["partitions"])
         raise KeyError(f"{self.source}: no topic {name!r} in topics or a create-topic fault")
 
+    def topics_over_run(self) -> list[tuple[str, int, int, int, bool]]:
+        """(name, partitions, rf, min ISR, gone) of every topic the run has at some point: the
+        topology's, those its `create-topic` faults make (R40), with the partitions its
+        `add-partitions` faults add; `gone` when a `delete-topic` left it deleted at the end."""
+        found = {tp.name: [tp.partitions, tp.replication_factor, tp.min_insync_replicas, False] for tp in self.topics}
+        admin = [f for f in self.faults if getattr(f, "do", None) in ("create-topic", "add-partitions", "delete-topic")]
+        for f in sorted(admin, key=lambda f: f.at):
+            name = f.params["topic"]["name"] if f.do == "create-topic" else f.params["topic"]
+            if f.do == "create-topic":
+                spec = f.params["topic"]
+                known = found.setdefault(name, [0, spec["replication_factor"], spec["min_insync_replicas"], False])
+                known[0], known[3] = max(known[0], spec["partitions"]), False
+            elif name in found and f.do == "add-partitions":
+                found[name][0] += f.params["count"]
+            elif name in found:
+                found[name][3] = True
+        return [(name, *values) for name, values in found.items()]
+
     @property
     def broker_ids(self) -> tuple[int, ...]:
         return tuple(b.id for b in self.cluster.brokers)
