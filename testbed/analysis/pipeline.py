@@ -16,7 +16,7 @@ from testbed.analysis.job import run_job
 from testbed.analysis.report import write_report
 from testbed.analysis.runinfo import config_tables, load_run_info
 from testbed.analysis.schemas import RECORD_FILES
-from testbed.analysis.session import get_spark, is_remote, jvm_alive, stop_spark, tune_for
+from testbed.analysis.session import SMALL_INPUT_BYTES, get_spark, is_remote, jvm_alive, stop_spark, tune_for
 from testbed.analysis.summary import write_summary
 from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
@@ -97,9 +97,10 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     failed = None
     try:
         warehouse = warehouse_for(runs, summary_dir)
-        spark = get_spark(spark_master, log=jvm_log_for(warehouse))
-        small = tune_for(spark, sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES
-                            if (run / spec.path).is_file()))
+        size = sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES
+                   if (run / spec.path).is_file())
+        spark = get_spark(spark_master, log=jvm_log_for(warehouse), small_input=size < SMALL_INPUT_BYTES)
+        small = tune_for(spark, size)
         tables, rejected = ingest(spark, runs, warehouse)
         judged = [rid for rid in infos if rid not in rejected]
         data = (run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged, small)

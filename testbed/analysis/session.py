@@ -24,7 +24,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
 from testbed.analysis import spark_server
-from testbed.analysis.spark_settings import CONNECT_SETTINGS, SETTINGS, SPARK_CONF_DIR
+from testbed.analysis.spark_settings import CONNECT_SETTINGS, SETTINGS, SMALL_INPUT_JIT, SPARK_CONF_DIR
 
 T = TypeVar("T")
 DEFAULT_MASTER = "local[*]"
@@ -38,7 +38,7 @@ _master: str | None = None
 _lock = threading.Lock()  # the session may be started by `warm_up`'s thread and a caller at once
 
 
-def get_spark(master: str | None = None, log: Path | None = None) -> RemoteSession:
+def get_spark(master: str | None = None, log: Path | None = None, small_input: bool = True) -> RemoteSession:
     """The process's session; the first call chooses the master (`--spark-master`).
 
     Without a master, the Spark Connect server of `run.py spark up` when one is up (a warm
@@ -50,9 +50,13 @@ def get_spark(master: str | None = None, log: Path | None = None) -> RemoteSessi
     Java launcher's warnings, Spark's errors): the user's terminal shows isrlab's output
     only, and the JVM's stays with the run it served. Errors still reach the caller as
     exceptions.
+
+    `small_input` says what the JVM this call may start will judge first: a small input
+    (a run, `analyze` of a few runs) gets a JVM that compiles with C1 only
+    (`spark_settings.SMALL_INPUT_JIT`), a large one the full tiered JIT.
     """
     with _lock:
-        return _get_spark(master, log)
+        return _get_spark(master, log, small_input)
 
 
 def is_remote() -> bool:
@@ -71,7 +75,7 @@ def jvm_alive() -> bool:
     return proc is None or proc.poll() is None
 
 
-def _get_spark(master: str | None, log: Path | None) -> RemoteSession:
+def _get_spark(master: str | None, log: Path | None, small_input: bool) -> RemoteSession:
     global _session, _master
     if _session is not None:
         if master is not None and master != _master:
@@ -83,14 +87,14 @@ def _get_spark(master: str | None, log: Path | None) -> RemoteSession:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_CONF_DIR", str(SPARK_CONF_DIR))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # nodes listen on loopback only (DESIGN 11)
-    url = wanted if wanted.startswith("sc://") else _embedded(wanted, log)
+    url = wanted if wanted.startswith("sc://") else _embedded(wanted, log, small_input)
     os.environ[CONNECT_MODE] = "1"  # pyspark.sql.functions builds Spark Connect columns from now on
     _session = RemoteSession.builder.remote(url).getOrCreate()
     _master = wanted
     return _session
 
 
-def _embedded(master: str, log: Path | None) -> str:
+def _embedded(master: str, log: Path | None, small_input: bool) -> str:
     """Start this process's own JVM (driver of `master`) with a Spark Connect server inside
     it on a loopback port the system picks, and return that server's URL.
 
@@ -100,11 +104,12 @@ def _embedded(master: str, log: Path | None) -> str:
     for `col("x") + lit(1)`, half a millisecond each on the reference machine); building the
     checks' plans took 5 s of a 20 s judgment that way."""
     global _driver
+    settings = (*SETTINGS, *CONNECT_SETTINGS, *(SMALL_INPUT_JIT if small_input else ()))
     if log is not None and SparkContext._gateway is None:
-        _launch_jvm(master, log)
+        _launch_jvm(master, log, settings)
     os.environ.pop(CONNECT_MODE, None)  # else the builder would make a client, not a driver
     builder = SparkSession.builder.master(master).appName(APP_NAME)
-    for key, value in (*SETTINGS, *CONNECT_SETTINGS):
+    for key, value in settings:
         builder = builder.config(key, value)
     _driver = builder.getOrCreate()
     _driver.sparkContext.setLogLevel("ERROR")
@@ -112,12 +117,12 @@ def _embedded(master: str, log: Path | None) -> str:
     return f"sc://127.0.0.1:{getattr(service, 'MODULE$').localPort()}"
 
 
-def _launch_jvm(master: str, log: Path) -> None:
+def _launch_jvm(master: str, log: Path, settings: tuple[tuple[str, str], ...]) -> None:
     """Start the JVM as PySpark would, with its stdout and stderr appended to `log`; the
     SparkContext made next adopts it. The JVM outlives a stopped session (PySpark keeps it
     for the next), so its output keeps going to `log` for the life of the process."""
     conf = (SparkConf(loadDefaults=False).setMaster(master).setAppName(APP_NAME)
-            .setAll([*SETTINGS, *CONNECT_SETTINGS]))
+            .setAll(settings))
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:  # the JVM has its own copy of the descriptor
         gateway = launch_gateway(conf, popen_kwargs={"stdout": out, "stderr": out})

@@ -38,6 +38,18 @@ SETTINGS: tuple[tuple[str, str], ...] = (
     ("spark.sql.constraintPropagation.enabled", "false"),
 )
 
+#: The JIT of a JVM started to judge a small input (see `session.get_spark`). Such a judgment
+#: is dozens of small queries, each new code to the JVM, over a few thousand rows: the
+#: optimising compiler (C2) spent half the JVM's CPU compiling code that then ran for
+#: milliseconds (measured on the quickstart's run: C2 threads 9-13 s of 25-32 s of JVM CPU,
+#: on two cores). C1 alone compiles cheaply; with room for its code (the default 240 MB cache
+#: filled and its sweeper then ate the gain) a cold judgment went from 58-62 s to 36-40 s and
+#: a warm one stayed at 11-14 s. Millions of records want C2's faster code, so a JVM started
+#: for a large input keeps the full tiered JIT.
+SMALL_INPUT_JIT: tuple[tuple[str, str], ...] = (
+    ("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"),
+)
+
 #: What makes a JVM isrlab starts for itself serve Spark Connect too (see `session._embedded`):
 #: the plugin starts the server with the driver, on a loopback port the system picks.
 CONNECT_SETTINGS: tuple[tuple[str, str], ...] = (
