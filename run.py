@@ -6,6 +6,7 @@
     python run.py analyze runs/<id> | runs/ [--spark-master URL]
     python run.py bench [--json] [--repeat N] [--only GROUPS]
     python run.py spark up | down | status
+    python run.py matrix FILE_OR_DIR [--jobs J] [--seeds N] [--only SEL] [--deflake N] [--shard K/N] [--dry-run]
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 
 COMMANDS = ("validate", "status", "bench", "analyze", "spark", "matrix", "lab")
-LATER = {"matrix": "the fault matrix", "lab": "the teaching labs"}
+LATER = {"lab": "the teaching labs"}
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -98,6 +99,11 @@ def cmd_spark(argv: list[str]) -> int:
     return spark_main(argv)
 
 
+def cmd_matrix(argv: list[str]) -> int:
+    from testbed.matrix.cli import main as matrix_main
+    return matrix_main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
@@ -108,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"`{cmd}` arrives with {LATER[cmd]}; it is not in this build yet.", file=sys.stderr)
         return 2
     handlers = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench, "analyze": cmd_analyze,
-                "spark": cmd_spark}
+                "spark": cmd_spark, "matrix": cmd_matrix}
     if cmd in handlers:
         return handlers[cmd](argv[1:])
     return cmd_run(argv)

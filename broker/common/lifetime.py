@@ -16,11 +16,12 @@ PR_SET_PDEATHSIG = 1
 log = logging.getLogger("isrlab.lifetime")
 
 
-def die_with_parent(expected_parent: int) -> None:
-    """Ask the kernel to SIGKILL us when the supervisor dies; exit if it already has."""
+def die_with_parent(expected_parent: int, sig: signal.Signals = signal.SIGKILL) -> None:
+    """Ask the kernel to send `sig` (SIGKILL unless the caller cleans up on another) when the
+    supervisor dies; exit if it already has."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        libc.prctl(PR_SET_PDEATHSIG, sig)
     except OSError:
         log.warning("prctl(PR_SET_PDEATHSIG) unavailable; relying on the parent watchdog")
     if expected_parent and os.getppid() != expected_parent:

@@ -17,6 +17,20 @@ from testbed.config.topology_spec import Topology
 def load_topology(path: str | Path, seed: int | None = None) -> Topology:
     """Read, parse and validate a topology file; `seed` (from `--seed`) replaces the file's."""
     source = str(path)
+    data = read_yaml(path)
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise TopologyError([f"{source}: seed: --seed {seed!r} is not a non-negative integer"])
+        if isinstance(data, dict):
+            # the seed decides placement, which faults naming replicas are checked against
+            data = {**data, "seed": seed}
+    return parse_topology(data, source)
+
+
+def read_yaml(path: str | Path) -> Any:
+    """The YAML data of a file isrlab reads (a topology, a matrix, a fault schedule), with
+    duplicate keys refused; every error names the file (and the line where YAML knows it)."""
+    source = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -29,13 +43,7 @@ def load_topology(path: str | Path, seed: int | None = None) -> Topology:
         raise TopologyError([_yaml_error(source, exc)]) from None
     except yaml.YAMLError as exc:
         raise TopologyError([f"{source}: invalid YAML: {exc}"]) from None
-    if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-            raise TopologyError([f"{source}: seed: --seed {seed!r} is not a non-negative integer"])
-        if isinstance(data, dict):
-            # the seed decides placement, which faults naming replicas are checked against
-            data = {**data, "seed": seed}
-    return parse_topology(data, source)
+    return data
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -61,8 +61,10 @@ class Monitor:
 def describe_fault(rec: dict, elapsed: float) -> str:
     effect = rec.get("effect", {})
     note = ""
-    if "error" in effect:
+    if effect.get("error") not in (None, "NONE"):  # NONE: the controller's code for an accepted request
         note = f" [red]{effect['error']}[/]"
+    elif effect.get("accepted") and effect.get("message"):
+        note = f" {effect['message']}"
     elif "skipped" in effect:
         note = f" [yellow](skipped: {effect['skipped']})[/]"
     elif "groups" in effect:

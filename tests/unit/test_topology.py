@@ -564,8 +564,11 @@ def test_seed_argument_overrides_the_file() -> None:
     assert load_topology(TOPOLOGIES / "rack-outage.yaml", seed=3).seed == 3
 
 
-@pytest.mark.parametrize("path", sorted(TOPOLOGIES.rglob("*.yaml")), ids=lambda p: str(p.relative_to(TOPOLOGIES)))
-def test_every_shipped_topology_loads(path: Path) -> None:
+SHIPPED = sorted(p for p in TOPOLOGIES.rglob("*.yaml") if "base" not in (yaml.safe_load(p.read_text()) or {}))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(TOPOLOGIES)))
+def test_every_shipped_topology_loads(path: Path) -> None:  # the matrix files (a base: key) are test_matrix's
     t = load_topology(path)
     assert roundtrip(t) == t
 

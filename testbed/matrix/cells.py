@@ -1,0 +1,196 @@
+"""The cells of a matrix: every base x combination of varied values x fault schedule x seed,
+each a whole topology checked by the topology parser, with an id that names what it varies
+(`rack-outage-elr=false-unclean_recovery=none-outage-seed=2`)."""
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from testbed.config.loader import read_yaml
+from testbed.config.parser import TopologyError, parse_topology
+from testbed.config.topology_spec import Topology
+from testbed.matrix.spec import SCHEDULE_KEY, SEED_KEY, MatrixError, MatrixSpec
+
+
+@dataclass(frozen=True)
+class Cell:
+    id: str
+    settings: tuple[tuple[str, Any], ...]  # the varied keys and this cell's values
+    setting: str  # the same as the id shows them: `elr=false, unclean_recovery=none`
+    schedule: str | None  # the fault schedule's name; None: the base's own faults
+    seed: int
+    topology: Topology
+
+    def selectors(self) -> dict[str, Any]:
+        """What `when:` and `--only` can name: varied keys, `faults` and `seed`."""
+        return dict(self.settings) | {SCHEDULE_KEY: self.schedule, SEED_KEY: self.seed}
+
+
+def expand(spec: MatrixSpec) -> list[Cell]:
+    """Every cell of `spec`, in a fixed order (bases, then varied values in file order, then
+    schedules, then seeds); raises MatrixError naming the matrix file, the cell and the
+    topology key for every cell whose topology is invalid."""
+    cells: list[Cell] = []
+    errors: list[str] = []
+    keys = [key for key, _ in spec.vary]
+    labels = _labels(keys)
+    schedules: list[tuple[str | None, tuple[Any, ...] | None]] = list(spec.schedules) or [(None, None)]
+    for base in spec.bases:
+        try:
+            data = read_yaml(base)
+        except TopologyError as exc:
+            errors.extend(exc.errors)
+            continue
+        if not isinstance(data, dict):
+            errors.append(f"{base}: expected a topology (a mapping) as the matrix's base")
+            continue
+        name = str(data.get("name", base.stem))
+        one_at_a_time = _each_alone(spec, base, data)
+        if one_at_a_time:  # a bad value or schedule, said once, not once per cell that has it
+            errors.extend(one_at_a_time)
+            continue
+        for values in itertools.product(*(v for _, v in spec.vary)):
+            settings = tuple(zip(keys, values, strict=True))
+            for schedule, faults in schedules:
+                for seed in spec.seeds if spec.seeds is not None else (data.get("seed", 0),):
+                    shown = [f"{labels[k]}={_show(v)}" for k, v in settings]
+                    parts = [name, *shown, *([schedule] if schedule else []), f"seed={seed}"]
+                    cell_id = "-".join(parts)
+                    source = f"{spec.source} (cell {cell_id}, base {base})"
+                    try:
+                        cell_data = _cell_data(data, settings, faults, seed, spec, schedule, source)
+                        topology = parse_topology(cell_data, source)
+                    except TopologyError as exc:
+                        errors.extend(exc.errors)
+                        continue
+                    cells.append(Cell(cell_id, settings, ", ".join(shown), schedule, seed, topology))
+    errors = list(dict.fromkeys(errors))
+    ids = [c.id for c in cells]
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        errors.append(f"{spec.source}: base: two bases give cells the same id ({', '.join(twice[:3])}): "
+                      f"give the topologies different names")
+    if errors:
+        raise MatrixError(errors)
+    return cells
+
+
+def _each_alone(spec: MatrixSpec, base: Path, data: dict[str, Any]) -> list[str]:
+    """The errors of each varied value and each fault schedule applied alone to `base`:
+    where a value is wrong whatever it is combined with, its error names it."""
+    errors: list[str] = []
+    for key, values in spec.vary:
+        for value in values:
+            source = f"{spec.source} (vary {key}={_show(value)}, base {base})"
+            errors.extend(_errors(data, ((key, value),), None, None, source))
+    for schedule, faults in spec.schedules:
+        errors.extend(_errors(data, (), faults, schedule, f"{spec.source} (faults {schedule}, base {base})"))
+    return errors
+
+
+def _errors(data: dict[str, Any], settings: tuple[tuple[str, Any], ...], faults: tuple[Any, ...] | None,
+            schedule: str | None, source: str) -> list[str]:
+    try:
+        parse_topology(_cell_data(data, settings, faults, data.get("seed", 0), None, schedule, source), source)
+    except TopologyError as exc:
+        return exc.errors
+    return []
+
+
+def _cell_data(base: dict[str, Any], settings: tuple[tuple[str, Any], ...], faults: tuple[Any, ...] | None,
+               seed: int, spec: MatrixSpec | None, schedule: str | None, source: str) -> dict[str, Any]:
+    data = copy.deepcopy(base)
+    for key, value in settings:
+        _set_dotted(data, key, value, source)
+    if faults is not None:
+        data["faults"] = copy.deepcopy(list(faults))
+    data["seed"] = seed
+    selectors = dict(settings) | {SCHEDULE_KEY: schedule, SEED_KEY: seed}
+    for rule in spec.rules if spec is not None else ():
+        if all(_same(selectors.get(k), v) for k, v in rule.when):
+            # a matching rule's expectations replace the base's for the checks it names
+            data["expect"] = {**(data.get("expect") or {}), **copy.deepcopy(rule.expect)}
+    return data
+
+
+def _set_dotted(data: dict[str, Any], key: str, value: Any, source: str) -> None:
+    """`topics.0.placement` -> data["topics"][0]["placement"] = value; a missing mapping on
+    the way is made (`protocol:` absent from the base), a missing list entry is an error."""
+    node: Any = data
+    parts = key.split(".")
+    for i, part in enumerate(parts[:-1]):
+        where = ".".join(parts[:i + 1])
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise TopologyError([f"{source}: vary: {key}: the base has no {where} "
+                                     f"(its list has {len(node)} entries)"])
+            node = node[int(part)]
+        elif isinstance(node, dict):
+            node = node.setdefault(part, {})
+        else:
+            raise TopologyError([f"{source}: vary: {key}: {'.'.join(parts[:i])} is not a mapping or list in the base"])
+    last = parts[-1]
+    if isinstance(node, list):
+        if not last.isdigit() or int(last) >= len(node):
+            raise TopologyError([f"{source}: vary: {key}: the base has no {key}"])
+        node[int(last)] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise TopologyError([f"{source}: vary: {key}: {'.'.join(parts[:-1])} is not a mapping or list in the base"])
+
+
+def _labels(keys: list[str]) -> dict[str, str]:
+    """The name of each varied key in cell ids: its last part (`elr`), or the whole key when
+    two varied keys end alike (`topics.0.placement`, `topics.1.placement`)."""
+    last = [k.split(".")[-1] for k in keys]
+    return {k: (tail if last.count(tail) == 1 else k) for k, tail in zip(keys, last, strict=True)}
+
+
+def _show(value: Any) -> str:
+    """A value as YAML writes it: `false`, `none`, `3`, `balanced`."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _same(actual: Any, wanted: Any) -> bool:
+    return type(actual) is type(wanted) and actual == wanted
+
+
+def select(cells: list[Cell], only: str | None = None, shard: tuple[int, int] | None = None) -> list[Cell]:
+    """`--only` (`key=value,...` over varied keys, `faults` and `seed`; or a part of the cell
+    id) and `--shard K/N` (the K-th of N shares, by position: every host computes the same
+    cells, so N hosts running K = 1..N run each cell once)."""
+    out = cells
+    if only:
+        out = [c for c in out if _matches(c, only)]
+    if shard is not None:
+        k, n = shard
+        out = [c for i, c in enumerate(out) if i % n == k - 1]
+    return out
+
+
+def _matches(cell: Cell, only: str) -> bool:
+    if "=" not in only:
+        return only in cell.id
+    selectors = {k: _show(v) for k, v in cell.selectors().items()} | {
+        k.split(".")[-1]: _show(v) for k, v in cell.settings}
+    for term in only.split(","):
+        key, _, value = term.partition("=")
+        if selectors.get(key.strip()) != value.strip():
+            return False
+    return True
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`K/N` with 1 <= K <= N."""
+    k, sep, n = text.partition("/")
+    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
+        raise ValueError(f"--shard {text!r}: expected K/N with 1 <= K <= N (e.g. 2/4)")
+    return int(k), int(n)

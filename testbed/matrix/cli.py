@@ -1,0 +1,97 @@
+"""`python run.py matrix FILE_OR_DIR [--jobs J] [--seeds N] [--only SEL] [--deflake N]
+[--shard K/N] [--runs-dir D] [--dry-run]`: every cell of a matrix (a directory: of every
+matrix file in it), run J at a time and judged in one Spark job. Exit 0 when every cell met
+its expectation, 1 when one did not, 2 when one could not be judged or the matrix is invalid."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from testbed.config.loader import read_yaml
+from testbed.config.parser import TopologyError
+from testbed.matrix.cells import Cell, expand, parse_shard, select
+from testbed.matrix.spec import MatrixError, load_matrix
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python run.py matrix", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("matrix", type=Path, help="a matrix YAML file, or a directory of them")
+    ap.add_argument("--jobs", type=int, default=1, help="cells run at a time (default 1)")
+    ap.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 instead of the file's seeds")
+    ap.add_argument("--only", default=None,
+                    help="cells whose values match key=value[,key=value] (varied keys, faults, seed), "
+                         "or whose id contains the text")
+    ap.add_argument("--deflake", type=int, default=0, help="run each failed cell again up to N times")
+    ap.add_argument("--shard", default=None, help="K/N: run the K-th of N deterministic shares of the cells")
+    ap.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where the matrix's directory goes")
+    ap.add_argument("--time-scale", type=float, default=1.0, help="as for a single run")
+    ap.add_argument("--spark-master", default=None, help="where the one analysis job runs (default embedded)")
+    ap.add_argument("--dry-run", action="store_true", help="list every cell (id and seed); run nothing")
+    args = ap.parse_args(argv)
+    problems = [f"--{name} must be {rule}" for name, bad, rule in (
+        ("jobs", args.jobs < 1, ">= 1"), ("seeds", args.seeds is not None and args.seeds < 1, ">= 1"),
+        ("deflake", args.deflake < 0, ">= 0"), ("time-scale", args.time_scale <= 0, "> 0"))
+        if bad]
+    try:
+        shard = parse_shard(args.shard) if args.shard else None
+    except ValueError as exc:
+        problems.append(str(exc))
+    if problems:
+        print("\n".join(problems), file=sys.stderr)
+        return 2
+    try:
+        cells = select(load_cells(args.matrix, args.seeds), args.only, shard)
+    except MatrixError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if not cells:
+        print(f"{args.matrix}: no cell matches" + (f" --only {args.only}" if args.only else ""), file=sys.stderr)
+        return 2
+    if args.dry_run:
+        for cell in cells:
+            print(f"{cell.id}\tseed={cell.seed}")
+        print(f"{len(cells)} cells", file=sys.stderr)
+        return 0
+    from testbed.analysis.session import stop_spark
+    from testbed.matrix.runner import new_matrix_dir, run_matrix
+    try:
+        return run_matrix(cells, new_matrix_dir(args.runs_dir, str(args.matrix), shard), args.jobs,
+                          args.time_scale, args.deflake, args.spark_master, Console())
+    finally:
+        stop_spark()
+
+
+def load_cells(path: Path, seeds: int | None = None) -> list[Cell]:
+    """The cells of a matrix file, or of every matrix file in a directory (in name order: a
+    `*.yaml` with a `base:` key; the topologies and schedules beside them are not matrices);
+    `seeds` as `--seeds`."""
+    files = sorted(f for f in path.glob("*.yaml") if _is_matrix(f)) if path.is_dir() else [path]
+    if not files:
+        raise MatrixError([f"{path}: a directory without matrix files (*.yaml)"])
+    cells: list[Cell] = []
+    errors: list[str] = []
+    for file in files:
+        try:
+            spec = load_matrix(file)
+            cells.extend(expand(spec.with_seed_count(seeds) if seeds else spec))
+        except MatrixError as exc:
+            errors.extend(exc.errors)
+    if errors:
+        raise MatrixError(errors)
+    ids = [c.id for c in cells]
+    if len(set(ids)) != len(ids):
+        raise MatrixError([f"{path}: two matrix files give cells the same id "
+                           f"({next(i for i in ids if ids.count(i) > 1)})"])
+    return cells
+
+
+def _is_matrix(file: Path) -> bool:
+    try:
+        data = read_yaml(file)
+    except TopologyError:
+        return True  # a matrix file with an error says so when loaded
+    return isinstance(data, dict) and "base" in data

@@ -1,0 +1,142 @@
+"""Running a matrix: J cells at a time, each in its own supervisor process with its own run
+directory (so its sockets, ports and data never meet another cell's), then one Spark job
+over every cell, a summary per protocol setting and fault schedule, and the exit code.
+
+`--deflake N` runs each failed cell again, up to N times, and judges each round in one job:
+a cell that failed and then passed is flaky, one that failed every time failed.
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from testbed.analysis.pipeline import analyze_runs
+from testbed.analysis.verdict import RunVerdict
+from testbed.matrix.cells import Cell
+from testbed.matrix.page import write_cells
+from testbed.matrix.results import CellResult, matrix_exit_code
+
+ROOT = Path(__file__).resolve().parents[2]
+CELLS_DIR = ".cells"  # hidden: `find_runs` does not take the cells' topologies for runs
+
+
+def run_matrix(cells: list[Cell], matrix_dir: Path, jobs: int = 1, time_scale: float = 1.0,
+               deflake: int = 0, spark_master: str | None = None, console: Console | None = None) -> int:
+    """Run and judge `cells` under `matrix_dir` (one run directory per cell, named by its id);
+    print the summary; return 0 when every cell met its expectation (a flaky cell met it on a
+    later attempt and is listed apart), 1 when one failed every attempt, 2 when one could not
+    be judged."""
+    console = console or Console()
+    matrix_dir.mkdir(parents=True, exist_ok=True)
+    results = {c.id: CellResult(c) for c in cells}
+    todo = list(cells)
+    for attempt in range(deflake + 1):
+        suffix = "" if attempt == 0 else f".retry{attempt}"
+        runs = _run_cells(todo, matrix_dir, suffix, jobs, time_scale, console,
+                          "cells" if attempt == 0 else f"retry {attempt}")
+        ran = [run for run in runs.values() if (run / "topology.yaml").is_file()]
+        console.print(f"judging {len(ran)} cells in one Spark job ...")
+        judged = analyze_runs(ran, spark_master, summary_dir=matrix_dir / f"summary{suffix}") if ran else []
+        verdicts = {v.run_dir.name: v for v in judged}
+        for cell in todo:
+            results[cell.id].verdicts.append(verdicts.get(runs[cell.id].name) or _not_run(runs[cell.id]))
+        todo = [c for c in todo if results[c.id].last.ok is False]
+        if not todo:
+            break
+    write_cells(list(results.values()), matrix_dir / "summary", spark_master)
+    print_summary(console, list(results.values()), matrix_dir)
+    return matrix_exit_code(list(results.values()))
+
+
+def _run_cells(cells: list[Cell], matrix_dir: Path, suffix: str, jobs: int, time_scale: float,
+               console: Console, label: str) -> dict[str, Path]:
+    """Each cell's run directory once its supervisor has exited (a cell whose supervisor
+    failed leaves what it wrote, and is judged unjudged)."""
+    spec_dir = matrix_dir / CELLS_DIR
+    spec_dir.mkdir(exist_ok=True)
+    runs = {c.id: matrix_dir / f"{c.id}{suffix}" for c in cells}
+    columns = (TextColumn(label), BarColumn(), MofNCompleteColumn(),
+               TextColumn("{task.fields[failed]} did not run to the end"), TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=False) as progress, \
+            ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="isrlab-cell") as pool:
+        task = progress.add_task(label, total=len(cells), failed=0)
+        futures = {pool.submit(_run_cell, c, runs[c.id], spec_dir, time_scale): c for c in cells}
+        failed = 0
+        for done in as_completed(futures):
+            cell, code = futures[done], done.result()
+            failed += code != 0
+            # a line per cell, above the bar on a terminal and alone in a CI log
+            progress.console.print(f"{cell.id}: {'ran' if code == 0 else f'its supervisor exited {code}'}")
+            progress.update(task, advance=1, failed=failed)
+    return runs
+
+
+def _run_cell(cell: Cell, run_dir: Path, spec_dir: Path, time_scale: float) -> int:
+    spec = spec_dir / f"{run_dir.name}.yaml"
+    spec.write_text(yaml.safe_dump(cell.topology.to_dict(), sort_keys=False), encoding="utf-8")
+    env = {**os.environ, "ISRLAB_MATRIX_PID": str(os.getpid())}
+    with open(spec_dir / f"{run_dir.name}.log", "wb") as log:
+        command = [sys.executable, "-m", "testbed.matrix.cell_main", str(spec.resolve()), str(run_dir.resolve()),
+                   str(time_scale)]
+        return subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+
+
+def _not_run(run_dir: Path) -> RunVerdict:
+    return RunVerdict(run_dir, None, {"problems": [f"{run_dir}: the cell left no run to judge (see "
+                                                   f"{run_dir.parent / CELLS_DIR / (run_dir.name + '.log')})"]})
+
+
+def print_summary(console: Console, results: list[CellResult], matrix_dir: Path) -> None:
+    """Per base topology and varied setting, and fault schedule: cells, cells with acks=all
+    loss, lost writes, the median partition-seconds without a leader, and the expectations
+    that failed; then the flaky, failed and unjudged cells by name."""
+    groups: dict[tuple[str, str], list[CellResult]] = {}
+    for r in results:
+        setting = " ".join(part for part in (r.cell.topology.name, r.cell.setting) if part)
+        groups.setdefault((setting, r.cell.schedule or "(its own)"), []).append(r)
+    table = Table(title=f"matrix: {len(results)} cells")
+    words = ("topology and setting", "faults", "failed expectations")
+    for col in (*words[:2], "cells", "with loss", "lost writes", "median no-leader s", words[2]):
+        table.add_column(col, justify="left" if col in words else "right", overflow="fold")
+    for (setting, schedule), rs in groups.items():
+        lost = [_count(r.last, "lost_writes") for r in rs]
+        no_leader = [r.last.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for r in rs]
+        failed = sorted({name for r in rs for name, e in r.last.results.get("expect", {}).items()
+                         if e["held"] is False})
+        table.add_row(setting, schedule, str(len(rs)), str(sum(1 for n in lost if n)), str(sum(lost)),
+                      f"{statistics.median(no_leader):.2f}", ", ".join(failed))
+    console.print(table)
+    for status, colour in (("flaky", "yellow"), ("failed", "red"), ("unjudged", "yellow")):
+        for r in (r for r in results if r.status == status):
+            why = "; ".join(r.last.results.get("problems", [])) or _failed_line(r.last)
+            console.print(f"[{colour}]{status}:[/] {r.cell.id}: {why}  report: {r.last.run_dir / 'report.html'}")
+    passed = sum(1 for r in results if r.status == "passed")
+    console.print(f"{passed} of {len(results)} cells met their expectations; run directories: {matrix_dir}")
+
+
+def _count(verdict: RunVerdict, check: str) -> int:
+    return int(verdict.results.get("checks", {}).get(check, {}).get("count") or 0)
+
+
+def _failed_line(verdict: RunVerdict) -> str:
+    return ", ".join(f"{name} {e['observed']} (expected {e['expected']})"
+                     for name, e in verdict.results.get("expect", {}).items() if e["held"] is False)
+
+
+def new_matrix_dir(runs_dir: Path, source: str, shard: tuple[int, int] | None,
+                   clock: Callable[[], float] = time.time) -> Path:
+    """`<runs-dir>/<UTC stamp>-matrix-<file stem>[-shardKofN]`."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock()))
+    tail = f"-shard{shard[0]}of{shard[1]}" if shard else ""
+    return runs_dir / f"{stamp}-matrix-{Path(source).stem}{tail}"

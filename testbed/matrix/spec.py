@@ -1,0 +1,207 @@
+"""A matrix file (DESIGN section 9): base topologies, the values to vary, named fault
+schedules, seeds, and expectation rules, read and checked before any cell exists.
+
+Every error names the matrix file and the key, as a topology's do; a cell's topology is
+then checked by the topology parser itself (see `cells.expand`), so a varied value of the
+wrong type is reported with the topology key it lands on.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from testbed.config.loader import read_yaml
+from testbed.config.parser import TopologyError
+from testbed.config.walker import Walker, describe, is_int, join
+
+MATRIX_KEYS = ("base", "vary", "faults", "seeds", "expect")
+#: `when:` may select the fault schedule and the seed too, not only varied keys
+SCHEDULE_KEY, SEED_KEY = "faults", "seed"
+
+
+class MatrixError(TopologyError):
+    """Every problem found in one matrix file, each naming the file and the key."""
+
+
+@dataclass(frozen=True)
+class ExpectRule:
+    """`{when: {...}, expect: {...}}`: the expectations (topology `expect:` form, checked per
+    cell) of every cell whose varied values, schedule and seed match `when`."""
+
+    when: tuple[tuple[str, Any], ...]
+    expect: dict[str, Any]
+    path: str  # `expect[i]`, for errors found when a cell applies the rule
+
+
+@dataclass(frozen=True)
+class MatrixSpec:
+    source: str
+    bases: tuple[Path, ...]
+    vary: tuple[tuple[str, tuple[Any, ...]], ...]  # dotted topology key -> its values, in file order
+    schedules: tuple[tuple[str, tuple[Any, ...]], ...]  # name -> raw fault entries; () = each base's own
+    seeds: tuple[int, ...] | None  # None: each base's own seed
+    rules: tuple[ExpectRule, ...]
+
+    def with_seed_count(self, n: int) -> MatrixSpec:
+        """`--seeds N`: seeds 0..N-1 instead of the file's."""
+        return MatrixSpec(self.source, self.bases, self.vary, self.schedules, tuple(range(n)), self.rules)
+
+
+def load_matrix(path: str | Path) -> MatrixSpec:
+    """Read and check a matrix file; raises MatrixError with every problem found."""
+    try:
+        data = read_yaml(path)
+    except TopologyError as exc:
+        raise MatrixError(exc.errors) from None
+    w = Walker(str(path))
+    spec = _parse(w, data, Path(path).parent)
+    if w.errors or spec is None:
+        raise MatrixError(w.errors or [f"{path}: invalid matrix"])
+    return spec
+
+
+def _parse(w: Walker, data: object, here: Path) -> MatrixSpec | None:
+    if data is None:
+        w.error("", "the file is empty (expected a mapping with at least base)")
+        return None
+    m = w.mapping(data, "", MATRIX_KEYS, required=("base",), what=f" (keys: {', '.join(MATRIX_KEYS)})")
+    if m is None:
+        return None
+    bases = _bases(w, m.get("base"), here) if "base" in m else ()
+    vary = _vary(w, m.get("vary", {}))
+    schedules = _schedules(w, m.get("faults", {}), here)
+    seeds = _seeds(w, m["seeds"]) if "seeds" in m else None
+    selectable = {key: values for key, values in vary} | {
+        SCHEDULE_KEY: tuple(name for name, _ in schedules), SEED_KEY: seeds}
+    rules = _rules(w, m.get("expect", []), selectable)
+    if w.errors:
+        return None
+    return MatrixSpec(w.source, bases, vary, schedules, seeds, rules)
+
+
+def _bases(w: Walker, value: object, here: Path) -> tuple[Path, ...]:
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        w.error("base", "expected a topology file or a list of them, got an empty list")
+    out = []
+    for i, item in enumerate(items):
+        path = f"base[{i}]" if isinstance(value, list) else "base"
+        if not isinstance(item, str) or not item:
+            w.error(path, f"expected the path of a topology file, got {describe(item)}")
+            continue
+        file = here / item
+        if not file.is_file():
+            w.error(path, f"{file}: no such file (paths are relative to the matrix file)")
+            continue
+        out.append(file)
+    names = [p.resolve() for p in out]
+    if len(set(names)) != len(names):
+        w.error("base", "names one topology file twice")
+    return tuple(out)
+
+
+def _vary(w: Walker, value: object) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    m = w.mapping(value, "vary", ()) if not isinstance(value, dict) else value
+    if m is None:
+        return ()
+    out = []
+    for key, values in m.items():
+        path = join("vary", key)
+        if not isinstance(key, str) or not all(key.split(".")):
+            w.error(path, "expected a dotted topology key such as protocol.elr or topics.0.placement")
+            continue
+        if key.split(".")[0] in ("seed", "faults", "expect"):
+            w.error(path, f"{key.split('.')[0]} is set by the matrix's own {key.split('.')[0]} key, not varied")
+            continue
+        if not isinstance(values, list) or not values:
+            w.error(path, f"expected a non-empty list of values, got {describe(values)}")
+            continue
+        if any(isinstance(v, dict | list) for v in values):
+            w.error(path, "expected scalar values (a number, a string, true/false)")
+            continue
+        if len(set(map(_hashable, values))) != len(values):
+            w.error(path, f"lists a value twice: {values!r}")
+            continue
+        out.append((key, tuple(values)))
+    return tuple(out)
+
+
+def _schedules(w: Walker, value: object, here: Path) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    if not isinstance(value, dict):
+        w.error("faults", f"expected a mapping of schedule names to fault lists or files, got {describe(value)}")
+        return ()
+    out = []
+    for name, entries in value.items():
+        path = join("faults", name)
+        if not isinstance(name, str) or not name or any(c in name for c in "/= "):
+            w.error(path, "expected a schedule name without '/', '=' or spaces (it is part of each cell's id)")
+            continue
+        if isinstance(entries, str):
+            entries = _schedule_file(w, path, here / entries)
+        if entries is None:
+            continue
+        if not isinstance(entries, list):
+            w.error(path, f"expected a list of faults (as in a topology's faults:) or a file holding one, "
+                          f"got {describe(entries)}")
+            continue
+        out.append((name, tuple(entries)))
+    return tuple(out)
+
+
+def _schedule_file(w: Walker, path: str, file: Path) -> Any:
+    """A schedule file holds a list of faults, or a mapping whose `faults:` is one."""
+    try:
+        data = read_yaml(file)
+    except TopologyError as exc:
+        for message in exc.errors:
+            w.error(path, message)
+        return None
+    if isinstance(data, dict) and "faults" in data:
+        return data["faults"]
+    return data
+
+
+def _seeds(w: Walker, value: object) -> tuple[int, ...] | None:
+    if is_int(value):
+        if value < 1:
+            w.error("seeds", f"expected a count of at least 1 or a list of seeds, got {value}")
+            return None
+        return tuple(range(value))
+    if isinstance(value, list) and value and all(is_int(s) and s >= 0 for s in value):
+        if len(set(value)) != len(value):
+            w.error("seeds", f"lists a seed twice: {value!r}")
+            return None
+        return tuple(value)
+    w.error("seeds", f"expected a count (>= 1) or a non-empty list of non-negative integers, got {describe(value)}")
+    return None
+
+
+def _rules(w: Walker, value: object, selectable: dict[str, Any]) -> tuple[ExpectRule, ...]:
+    items = w.sequence(value, "expect", "rules ({when: {...}, expect: {...}})")
+    if items is None:
+        return ()
+    out = []
+    for i, item in enumerate(items):
+        path = f"expect[{i}]"
+        m = w.mapping(item, path, ("when", "expect"), required=("when", "expect"))
+        if m is None or "when" not in m or "expect" not in m:
+            continue
+        when = w.mapping(m["when"], join(path, "when"), tuple(selectable))
+        if not isinstance(m["expect"], dict):
+            w.error(join(path, "expect"), f"expected a mapping of checks to expectations, got {describe(m['expect'])}")
+            continue
+        if when is None:
+            continue
+        for key, wanted in when.items():
+            known = selectable.get(key)
+            if key in selectable and known is not None and _hashable(wanted) not in set(map(_hashable, known)):
+                w.error(join(join(path, "when"), key),
+                        f"{wanted!r} is none of the matrix's values for {key} ({', '.join(map(repr, known))})")
+        out.append(ExpectRule(tuple(when.items()), dict(m["expect"]), path))
+    return tuple(out)
+
+
+def _hashable(value: object) -> object:
+    """YAML's `1` and `true` compare equal in Python; a value is told apart by its type too."""
+    return (type(value).__name__, value)

@@ -1,0 +1,221 @@
+"""The matrix file (DESIGN section 9, issue 11): its checks name file and key, its cells are
+every base x varied values x schedule x seed with readable ids, rules set expectations,
+`--only` and `--shard` select, and the exit code follows the cells' attempts."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testbed.analysis.verdict import RunVerdict
+from testbed.config.specs import Expectation
+from testbed.matrix.cells import expand, parse_shard, select
+from testbed.matrix.cli import load_cells
+from testbed.matrix.results import CellResult, matrix_exit_code
+from testbed.matrix.spec import MatrixError, load_matrix
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE = {
+    "name": "tiny", "seed": 5, "duration": "3s",
+    "cluster": {"controllers": 1, "brokers": [{"id": 1, "rack": "a"}, {"id": 2, "rack": "b"}, {"id": 3, "rack": "c"}]},
+    "protocol": {"elr": True},
+    "topics": [{"name": "orders", "partitions": 2, "replication_factor": 3, "min_insync_replicas": 2}],
+    "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "50/s"}]},
+    "faults": [{"at": "1s", "do": "kill", "target": "leader-of orders/0"}],
+    "expect": {"lost_writes": 0, "duplicates": 0},
+}
+
+
+def write(tmp_path: Path, matrix: object, base: dict | None = None, name: str = "m.yaml") -> Path:
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base or BASE), encoding="utf-8")
+    path = tmp_path / name
+    path.write_text(matrix if isinstance(matrix, str) else yaml.safe_dump(matrix, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def errors_of(path: Path) -> str:
+    with pytest.raises(MatrixError) as exc:
+        expand(load_matrix(path))
+    return str(exc.value)
+
+
+def test_cells_are_the_product_in_file_order_with_ids_naming_what_varies(tmp_path: Path) -> None:
+    path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False],
+                                                          "protocol.unclean_recovery": ["none", "balanced"]},
+                            "faults": {"kill": [{"at": "1s", "do": "kill", "target": "leader-of orders/0"}],
+                                       "pause": [{"at": "1s", "do": "pause", "target": "followers-of orders/0"}]},
+                            "seeds": 2})
+    cells = expand(load_matrix(path))
+    assert len(cells) == 2 * 2 * 2 * 2
+    assert cells[0].id == "tiny-elr=true-unclean_recovery=none-kill-seed=0"
+    assert cells[-1].id == "tiny-elr=false-unclean_recovery=balanced-pause-seed=1"
+    assert len({c.id for c in cells}) == len(cells)
+    last = cells[-1].topology
+    assert (last.protocol.elr, last.protocol.unclean_recovery, last.seed) == (False, "balanced", 1)
+    assert [f.do for f in last.faults] == ["pause"]  # the schedule replaces the base's faults
+    assert cells[-1].setting == "elr=false, unclean_recovery=balanced"
+
+
+def test_without_schedules_or_seeds_a_cell_keeps_the_bases_faults_and_seed(tmp_path: Path) -> None:
+    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "vary": {"topics.0.placement":
+                                                                               ["rack-aware", "round-robin"]}})))
+    assert [c.id for c in cells] == ["tiny-placement=rack-aware-seed=5", "tiny-placement=round-robin-seed=5"]
+    assert [f.do for f in cells[0].topology.faults] == ["kill"]
+    assert cells[1].topology.topics[0].placement == "round-robin"
+
+
+def test_keys_ending_alike_are_named_whole_in_ids(tmp_path: Path) -> None:
+    base = {**BASE, "topics": BASE["topics"] + [{**BASE["topics"][0], "name": "audit"}]}
+    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "vary": {
+        "topics.0.placement": ["rack-aware"], "topics.1.placement": ["round-robin"]}}, base)))
+    assert cells[0].id == "tiny-topics.0.placement=rack-aware-topics.1.placement=round-robin-seed=5"
+
+
+def test_rules_replace_the_bases_expectations_for_the_checks_they_name(tmp_path: Path) -> None:
+    path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+                            "faults": {"kill": [{"at": "1s", "do": "kill", "target": "leader-of orders/0"}],
+                                       "none": []},
+                            "expect": [{"when": {"protocol.elr": False}, "expect": {"lost_writes": ">0"}},
+                                       {"when": {"protocol.elr": False, "faults": "none"},
+                                        "expect": {"lost_writes": 0}}]})
+    by_id = {c.id: c.topology.expect for c in expand(load_matrix(path))}
+    assert by_id["tiny-elr=true-kill-seed=5"] == {"lost_writes": Expectation("==", 0),
+                                                   "duplicates": Expectation("==", 0)}  # no rule: the base's
+    assert by_id["tiny-elr=false-kill-seed=5"] == {"lost_writes": Expectation(">", 0),
+                                                    "duplicates": Expectation("==", 0)}
+    assert by_id["tiny-elr=false-none-seed=5"]["lost_writes"] == Expectation("==", 0)  # the later rule wins
+
+
+def test_schedules_from_files_relative_to_the_matrix(tmp_path: Path) -> None:
+    (tmp_path / "schedules").mkdir()
+    (tmp_path / "schedules" / "outage.yaml").write_text(yaml.safe_dump(
+        {"faults": [{"at": "1s", "do": "pause", "target": "leader-of orders/1"}]}), encoding="utf-8")
+    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "faults": {"outage": "schedules/outage.yaml"}})))
+    assert [(c.id, [f.target for f in c.topology.faults]) for c in cells] == [
+        ("tiny-outage-seed=5", ["leader-of orders/1"])]
+
+
+@pytest.mark.parametrize(("matrix", "expected"), [
+    ("", "m.yaml: the file is empty"),
+    ("base: base.yaml\nbase: base.yaml\n", "m.yaml: line 2, column 1: invalid YAML: duplicate key 'base'"),
+    ({"vary": {}}, "m.yaml: base: required key missing"),
+    ({"base": "nope.yaml"}, "m.yaml: base: " ),
+    ({"base": "base.yaml", "bogus": 1}, "m.yaml: bogus: unknown key"),
+    ({"base": "base.yaml", "vary": {"protocol.elr": []}}, "m.yaml: vary.protocol.elr: expected a non-empty list"),
+    ({"base": "base.yaml", "vary": {"protocol.elr": [True, True]}}, "m.yaml: vary.protocol.elr: lists a value twice"),
+    ({"base": "base.yaml", "vary": {"seed": [1, 2]}}, "m.yaml: vary.seed: seed is set by the matrix's own seed key"),
+    ({"base": "base.yaml", "faults": {"a/b": []}}, "m.yaml: faults.a/b: expected a schedule name"),
+    ({"base": "base.yaml", "faults": {"x": "missing.yaml"}}, "m.yaml: faults.x: "),
+    ({"base": "base.yaml", "seeds": 0}, "m.yaml: seeds: expected a count of at least 1"),
+    ({"base": "base.yaml", "seeds": [1, 1]}, "m.yaml: seeds: lists a seed twice"),
+    ({"base": "base.yaml", "seeds": "three"}, "m.yaml: seeds: expected a count"),
+    ({"base": "base.yaml", "vary": {"protocol.elr": [True]}, "expect": [{"when": {"protocol.elr": "no"},
+                                                                           "expect": {"lost_writes": 0}}]},
+     "m.yaml: expect[0].when.protocol.elr: 'no' is none of the matrix's values"),
+    ({"base": "base.yaml", "expect": [{"when": {"protocol.elr": True}, "expect": {"lost_writes": 0}}]},
+     "m.yaml: expect[0].when.protocol.elr: unknown key"),
+    ({"base": "base.yaml", "expect": [{"when": {}}]}, "m.yaml: expect[0].expect: required key missing"),
+])
+def test_a_malformed_matrix_names_the_file_and_the_key(tmp_path: Path, matrix: object, expected: str) -> None:
+    text = errors_of(write(tmp_path, matrix))
+    assert expected.replace("m.yaml", str(tmp_path / "m.yaml")) in text, text
+
+
+@pytest.mark.parametrize(("vary", "expected"), [
+    ({"protocol.elr": [True, 3]}, "(vary protocol.elr=3, base {base}): protocol.elr: expected true or false"),
+    ({"protocol.unclean_recovery": ["sometimes"]}, "(vary protocol.unclean_recovery=sometimes, base {base}): "
+                                                   "protocol.unclean_recovery: 'sometimes' is not allowed"),
+    ({"topics.3.placement": ["rack-aware"]}, "vary: topics.3.placement: the base has no topics.3"),
+    ({"duration.x": [1]}, "vary: duration.x: duration is not a mapping or list in the base"),
+])
+def test_a_varied_value_the_topology_refuses_is_named_once_with_its_key(tmp_path: Path, vary: dict,
+                                                                        expected: str) -> None:
+    fencing = {"protocol.fencing": ["kraft", "zookeeper"]}
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {**vary, **fencing}}))
+    assert expected.format(base=tmp_path / "base.yaml") in text, text
+    assert text.count("\n") == 0, "one error, not one per cell that holds the value"
+
+
+def test_only_selects_by_value_or_id_and_shards_split_the_cells_exactly(tmp_path: Path) -> None:
+    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+                                                "seeds": 5})))
+    assert [c.id for c in select(cells, "elr=false,seed=3")] == ["tiny-elr=false-seed=3"]
+    assert [c.id for c in select(cells, "protocol.elr=true,seed=0")] == ["tiny-elr=true-seed=0"]
+    assert len(select(cells, "elr=true")) == 5 and len(select(cells, "seed=4")) == 2
+    shards = [select(cells, shard=(k, 3)) for k in (1, 2, 3)]
+    assert sorted(c.id for s in shards for c in s) == sorted(c.id for c in cells)
+    assert {len(s) for s in shards} == {3, 4}
+    assert [c.id for c in select(cells, shard=(2, 3))] == [c.id for c in select(cells, shard=(2, 3))]
+    for bad in ("0/3", "4/3", "1", "a/b"):
+        with pytest.raises(ValueError, match="expected K/N"):
+            parse_shard(bad)
+
+
+def test_a_directory_of_matrices_and_seed_counts(tmp_path: Path) -> None:
+    write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]}}, name="a.yaml")
+    write(tmp_path, {"base": "base.yaml", "faults": {"calm": []}}, name="b.yaml")
+    assert [c.id for c in load_cells(tmp_path, seeds=2)] == [
+        "tiny-elr=true-seed=0", "tiny-elr=true-seed=1", "tiny-elr=false-seed=0", "tiny-elr=false-seed=1",
+        "tiny-calm-seed=0", "tiny-calm-seed=1"]
+
+
+def verdict(ok: bool | None) -> RunVerdict:
+    return RunVerdict(Path("r"), ok, {})
+
+
+@pytest.mark.parametrize(("attempts", "status", "code"), [
+    ([[True], [True]], ["passed", "passed"], 0),
+    ([[True], [False, True]], ["passed", "flaky"], 0),
+    ([[True], [False, False]], ["passed", "failed"], 1),
+    ([[False], [None]], ["failed", "unjudged"], 2),
+])
+def test_a_cell_that_passed_on_a_retry_is_flaky_and_only_cells_failing_every_time_fail(
+        tmp_path: Path, attempts: list, status: list, code: int) -> None:
+    [cell] = expand(load_matrix(write(tmp_path, {"base": "base.yaml"})))
+    results = [CellResult(cell, [verdict(ok) for ok in oks]) for oks in attempts]
+    assert [r.status for r in results] == status
+    assert matrix_exit_code(results) == code
+
+
+def test_dry_run_lists_every_cell_and_a_bad_matrix_exits_2(tmp_path: Path) -> None:
+    path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]}, "seeds": [3, 9]})
+    out = subprocess.run([sys.executable, "run.py", "matrix", str(path), "--dry-run", "--only", "seed=9"],
+                         cwd=ROOT, capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["tiny-elr=true-seed=9\tseed=9", "tiny-elr=false-seed=9\tseed=9"]
+    bad = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": ["yes"]}}, name="bad.yaml")
+    out = subprocess.run([sys.executable, "run.py", "matrix", str(bad), "--dry-run"], cwd=ROOT,
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 2 and f"{bad} (vary protocol.elr=yes" in out.stderr and out.stdout == ""
+    for args in (["--jobs", "0"], ["--shard", "3/2"], ["--seeds", "0"]):
+        out = subprocess.run([sys.executable, "run.py", "matrix", str(path), "--dry-run", *args], cwd=ROOT,
+                             capture_output=True, text=True, check=False)
+        assert out.returncode == 2 and out.stderr.strip(), args
+
+
+@pytest.mark.parametrize("name", ["ci.yaml", "example.yaml"])
+def test_shipped_matrices_expand(name: str) -> None:
+    assert expand(load_matrix(ROOT / "topologies" / "matrix" / name))
+
+
+def test_the_ci_matrix_covers_every_fault_action_and_protocol_setting() -> None:
+    """Issue 11: at least 24 cells, every fault action, every value of every protocol
+    setting, each unsafe setting in a cell that expects the loss it causes."""
+    from faults.fault_spec import FAULT_ACTIONS
+    cells = expand(load_matrix(ROOT / "topologies" / "matrix" / "ci.yaml"))
+    assert len(cells) >= 24
+    actions = {f.do for c in cells for f in c.topology.faults}
+    assert set(FAULT_ACTIONS) - actions == set()
+    protocols = [c.topology.protocol for c in cells]
+    assert {p.truncation for p in protocols} == {"high-watermark", "leader-epoch"}
+    assert {p.elr for p in protocols} == {True, False}
+    assert {p.unclean_leader_election for p in protocols} == {True, False}
+    assert {p.unclean_recovery for p in protocols} == {"none", "proactive", "balanced", "manual"}
+    assert {p.fencing for p in protocols} == {"kraft", "zookeeper"}
+    assert {t.placement for c in cells for t in c.topology.topics} >= {"rack-aware", "round-robin", "explicit"}
+    wants_loss = {c.topology.name for c in cells if c.topology.expect.get("lost_writes") == Expectation(">", 0)}
+    assert {"seed004-hw-truncation", "last-replica-standing", "legacy-unclean-election",
+            "rack-outage-rack-blind"} <= wants_loss
