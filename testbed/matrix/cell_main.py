@@ -1,7 +1,9 @@
 """One matrix cell in its own process: `python -m testbed.matrix.cell_main CELL.yaml RUN_DIR
-TIME_SCALE`. The cluster runs as `run.py` would run it, unjudged (the matrix judges every
-cell in one Spark job). The process is the cell's supervisor: it dies with the matrix
-(PR_SET_PDEATHSIG, SIGTERM) and then stops its cluster on the way out, as on Ctrl-C."""
+RUNS_DIR TIME_SCALE`. The cluster runs as `run.py` would run it, unjudged (the matrix judges
+every cell in one Spark job). The process is the cell's supervisor: it dies with the matrix
+(PR_SET_PDEATHSIG, SIGTERM) and then stops its cluster on the way out, as on Ctrl-C. It
+registers its processes in RUNS_DIR/.live, the user's runs directory, so that a later
+`run.py` there reaps what a killed cell left."""
 from __future__ import annotations
 
 import os
@@ -13,19 +15,22 @@ from types import FrameType
 
 def main(argv: list[str]) -> int:
     from broker.common.lifetime import die_with_parent
-    cell, run_dir, time_scale = Path(argv[0]), Path(argv[1]), float(argv[2])
+    cell, run_dir, runs_dir, time_scale = Path(argv[0]), Path(argv[1]), Path(argv[2]), float(argv[3])
     die_with_parent(int(os.environ.get("ISRLAB_MATRIX_PID", "0")), signal.SIGTERM)
     signal.signal(signal.SIGTERM, _interrupt)
     from rich.console import Console
 
     from testbed.experiment.runner import run_cluster
     from testbed.topology import load_topology
-    outcome = run_cluster(load_topology(cell), runs_dir=run_dir.parent, time_scale=time_scale,
+    outcome = run_cluster(load_topology(cell), runs_dir=runs_dir, time_scale=time_scale,
                           console=Console(force_terminal=False, width=120), run_dir=run_dir)
     return 0 if outcome.counts is not None else 1
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """The first SIGTERM stops the cell as Ctrl-C would; the stopping itself (killing the
+    nodes, unmounting, unregistering) is not to be cut short by another."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from testbed.config.loader import read_yaml
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.topology_spec import Topology
-from testbed.matrix.spec import SCHEDULE_KEY, SEED_KEY, MatrixError, MatrixSpec
+from testbed.matrix.spec import SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY, MatrixError, MatrixSpec
 
 
 @dataclass(frozen=True)
@@ -25,8 +25,9 @@ class Cell:
     topology: Topology
 
     def selectors(self) -> dict[str, Any]:
-        """What `when:` and `--only` can name: varied keys, `faults` and `seed`."""
-        return dict(self.settings) | {SCHEDULE_KEY: self.schedule, SEED_KEY: self.seed}
+        """What `when:` and `--only` can name: varied keys, `faults`, `seed` and `topology`."""
+        return dict(self.settings) | {SCHEDULE_KEY: self.schedule, SEED_KEY: self.seed,
+                                      TOPOLOGY_KEY: self.topology.name}
 
 
 def expand(spec: MatrixSpec) -> list[Cell]:
@@ -38,6 +39,7 @@ def expand(spec: MatrixSpec) -> list[Cell]:
     keys = [key for key, _ in spec.vary]
     labels = _labels(keys)
     schedules: list[tuple[str | None, tuple[Any, ...] | None]] = list(spec.schedules) or [(None, None)]
+    names: list[str] = []
     for base in spec.bases:
         try:
             data = read_yaml(base)
@@ -48,6 +50,7 @@ def expand(spec: MatrixSpec) -> list[Cell]:
             errors.append(f"{base}: expected a topology (a mapping) as the matrix's base")
             continue
         name = str(data.get("name", base.stem))
+        names.append(name)
         one_at_a_time = _each_alone(spec, base, data)
         if one_at_a_time:  # a bad value or schedule, said once, not once per cell that has it
             errors.extend(one_at_a_time)
@@ -61,12 +64,17 @@ def expand(spec: MatrixSpec) -> list[Cell]:
                     cell_id = "-".join(parts)
                     source = f"{spec.source} (cell {cell_id}, base {base})"
                     try:
-                        cell_data = _cell_data(data, settings, faults, seed, spec, schedule, source)
+                        cell_data = _cell_data(data, settings, faults, seed, spec, schedule, source, name)
                         topology = parse_topology(cell_data, source)
                     except TopologyError as exc:
                         errors.extend(exc.errors)
                         continue
                     cells.append(Cell(cell_id, settings, ", ".join(shown), schedule, seed, topology))
+    for rule in spec.rules:
+        wanted = dict(rule.when).get(TOPOLOGY_KEY)
+        if wanted is not None and names and wanted not in names:
+            errors.append(f"{spec.source}: {rule.path}.when.topology: {wanted!r} is the name of no base "
+                          f"({', '.join(names)})")
     errors = list(dict.fromkeys(errors))
     ids = [c.id for c in cells]
     twice = sorted({i for i in ids if ids.count(i) > 1})
@@ -101,14 +109,15 @@ def _errors(data: dict[str, Any], settings: tuple[tuple[str, Any], ...], faults:
 
 
 def _cell_data(base: dict[str, Any], settings: tuple[tuple[str, Any], ...], faults: tuple[Any, ...] | None,
-               seed: int, spec: MatrixSpec | None, schedule: str | None, source: str) -> dict[str, Any]:
+               seed: int, spec: MatrixSpec | None, schedule: str | None, source: str,
+               name: str | None = None) -> dict[str, Any]:
     data = copy.deepcopy(base)
     for key, value in settings:
         _set_dotted(data, key, value, source)
     if faults is not None:
         data["faults"] = copy.deepcopy(list(faults))
     data["seed"] = seed
-    selectors = dict(settings) | {SCHEDULE_KEY: schedule, SEED_KEY: seed}
+    selectors = dict(settings) | {SCHEDULE_KEY: schedule, SEED_KEY: seed, TOPOLOGY_KEY: name}
     for rule in spec.rules if spec is not None else ():
         if all(_same(selectors.get(k), v) for k, v in rule.when):
             # a matching rule's expectations replace the base's for the checks it names

@@ -88,7 +88,7 @@ def _run_cell(cell: Cell, run_dir: Path, spec_dir: Path, time_scale: float) -> i
     env = {**os.environ, "ISRLAB_MATRIX_PID": str(os.getpid())}
     with open(spec_dir / f"{run_dir.name}.log", "wb") as log:
         command = [sys.executable, "-m", "testbed.matrix.cell_main", str(spec.resolve()), str(run_dir.resolve()),
-                   str(time_scale)]
+                   str(run_dir.resolve().parent.parent), str(time_scale)]  # the matrix's runs directory
         return subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
 
 

@@ -16,8 +16,9 @@ from testbed.config.parser import TopologyError
 from testbed.config.walker import Walker, describe, is_int, join
 
 MATRIX_KEYS = ("base", "vary", "faults", "seeds", "expect")
-#: `when:` may select the fault schedule and the seed too, not only varied keys
-SCHEDULE_KEY, SEED_KEY = "faults", "seed"
+#: `when:` may select the fault schedule, the seed and the base (by its topology's name) too,
+#: not only varied keys
+SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY = "faults", "seed", "topology"
 
 
 class MatrixError(TopologyError):
@@ -31,7 +32,7 @@ class ExpectRule:
 
     when: tuple[tuple[str, Any], ...]
     expect: dict[str, Any]
-    path: str  # `expect[i]`, for errors found when a cell applies the rule
+    path: str  # `expect[i]`, for the errors found once the bases are read (an unknown topology name)
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def _parse(w: Walker, data: object, here: Path) -> MatrixSpec | None:
     schedules = _schedules(w, m.get("faults", {}), here)
     seeds = _seeds(w, m["seeds"]) if "seeds" in m else None
     selectable = {key: values for key, values in vary} | {
-        SCHEDULE_KEY: tuple(name for name, _ in schedules), SEED_KEY: seeds}
+        SCHEDULE_KEY: tuple(name for name, _ in schedules), SEED_KEY: seeds, TOPOLOGY_KEY: None}
     rules = _rules(w, m.get("expect", []), selectable)
     if w.errors:
         return None
@@ -102,11 +103,11 @@ def _bases(w: Walker, value: object, here: Path) -> tuple[Path, ...]:
 
 
 def _vary(w: Walker, value: object) -> tuple[tuple[str, tuple[Any, ...]], ...]:
-    m = w.mapping(value, "vary", ()) if not isinstance(value, dict) else value
-    if m is None:
+    if not isinstance(value, dict):
+        w.error("vary", f"expected a mapping of dotted topology keys to lists of values, got {describe(value)}")
         return ()
     out = []
-    for key, values in m.items():
+    for key, values in value.items():
         path = join("vary", key)
         if not isinstance(key, str) or not all(key.split(".")):
             w.error(path, "expected a dotted topology key such as protocol.elr or topics.0.placement")

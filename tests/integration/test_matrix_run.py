@@ -1,12 +1,18 @@
 """A matrix run end to end (issue 11): cells as real clusters two at a time, each in its own
 run directory, judged in one Spark job; a cell that misses its expectation is run again by
 `--deflake` and reported failed, the exit code says so, and the summary files link every
-cell's report."""
+cell's report. A killed matrix leaves no cell running."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import psutil
 import yaml
 from rich.console import Console
 
@@ -14,6 +20,8 @@ from testbed.matrix.cells import expand
 from testbed.matrix.runner import run_matrix
 from testbed.matrix.spec import load_matrix
 from tests.integration.conftest import TIME_SCALE, topology_dict
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_cells_run_in_parallel_are_judged_together_and_a_failing_cell_is_retried(tmp_path: Path) -> None:
@@ -41,3 +49,46 @@ def test_cells_run_in_parallel_are_judged_together_and_a_failing_cell_is_retried
     page = (tmp_path / "matrix" / "summary" / "cells.html").read_text()
     assert f"href='../{bad_dir.name}.retry1/report.html'" in page and f"href='../{ok_dir.name}/report.html'" in page
     assert (tmp_path / "matrix" / "summary" / "cells.parquet").is_dir()
+
+
+def test_a_killed_matrix_leaves_no_cell_behind(tmp_path: Path) -> None:
+    """The guarantee of a single run, for a matrix: SIGKILL of `run.py matrix` while two
+    cells run stops both cells' supervisors and every node of theirs, and unregisters them."""
+    base = topology_dict(partitions=1, duration="60s")
+    (tmp_path / "base.yaml").write_text(yaml.safe_dump(base), encoding="utf-8")
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump({"base": "base.yaml", "seeds": 2}), encoding="utf-8")
+    runs = tmp_path / "runs"
+    matrix = subprocess.Popen([sys.executable, "run.py", "matrix", str(tmp_path / "m.yaml"), "--jobs", "2",
+                               "--runs-dir", str(runs), "--time-scale", str(TIME_SCALE)], cwd=ROOT,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60 * TIME_SCALE
+        registered: list[dict] = []
+        while time.monotonic() < deadline and len(registered) < 2:
+            registered = [json.loads(f.read_text()) for f in (runs / ".live").glob("*.json")] \
+                if (runs / ".live").is_dir() else []
+            registered = [r for r in registered if len(r["processes"]) >= 4]  # every node and client started
+            time.sleep(0.1)  # polling the registry against a deadline
+        assert len(registered) == 2, "the two cells never both ran"
+        pids = [r["supervisor_pid"] for r in registered] + [p["pid"] for r in registered for p in r["processes"]]
+        os.kill(matrix.pid, signal.SIGKILL)
+        matrix.wait()
+        deadline = time.monotonic() + 10 * TIME_SCALE
+        while time.monotonic() < deadline and _alive(pids):
+            time.sleep(0.05)  # polling the process table against a deadline
+        assert not _alive(pids), f"processes outlived the matrix: {_alive(pids)}"
+        assert not list((runs / ".live").glob("*.json")), "a cell stayed registered as running"
+    finally:
+        if matrix.poll() is None:
+            matrix.kill()
+
+
+def _alive(pids: list[int]) -> list[int]:
+    out = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                out.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out

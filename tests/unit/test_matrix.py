@@ -89,6 +89,20 @@ def test_rules_replace_the_bases_expectations_for_the_checks_they_name(tmp_path:
     assert by_id["tiny-elr=false-none-seed=5"]["lost_writes"] == Expectation("==", 0)  # the later rule wins
 
 
+def test_rules_and_only_select_a_base_by_its_topology_name(tmp_path: Path) -> None:
+    (tmp_path / "other.yaml").write_text(yaml.safe_dump({**BASE, "name": "other"}), encoding="utf-8")
+    path = write(tmp_path, {"base": ["base.yaml", "other.yaml"], "vary": {"protocol.elr": [True, False]},
+                            "expect": [{"when": {"topology": "other", "protocol.elr": False},
+                                        "expect": {"lost_writes": ">0"}}]})
+    cells = expand(load_matrix(path))
+    wants_loss = [c.id for c in cells if c.topology.expect["lost_writes"] == Expectation(">", 0)]
+    assert wants_loss == ["other-elr=false-seed=5"]
+    assert [c.id for c in select(cells, "topology=other,elr=true")] == ["other-elr=true-seed=5"]
+    bad = write(tmp_path, {"base": "base.yaml", "expect": [{"when": {"topology": "nope"},
+                                                            "expect": {"lost_writes": 0}}]}, name="bad.yaml")
+    assert f"{bad}: expect[0].when.topology: 'nope' is the name of no base (tiny)" in errors_of(bad)
+
+
 def test_schedules_from_files_relative_to_the_matrix(tmp_path: Path) -> None:
     (tmp_path / "schedules").mkdir()
     (tmp_path / "schedules" / "outage.yaml").write_text(yaml.safe_dump(
@@ -116,7 +130,7 @@ def test_schedules_from_files_relative_to_the_matrix(tmp_path: Path) -> None:
                                                                            "expect": {"lost_writes": 0}}]},
      "m.yaml: expect[0].when.protocol.elr: 'no' is none of the matrix's values"),
     ({"base": "base.yaml", "expect": [{"when": {"protocol.elr": True}, "expect": {"lost_writes": 0}}]},
-     "m.yaml: expect[0].when.protocol.elr: unknown key"),
+     "m.yaml: expect[0].when.protocol.elr: unknown key (expected one of: faults, seed, topology)"),
     ({"base": "base.yaml", "expect": [{"when": {}}]}, "m.yaml: expect[0].expect: required key missing"),
 ])
 def test_a_malformed_matrix_names_the_file_and_the_key(tmp_path: Path, matrix: object, expected: str) -> None:
