@@ -130,26 +130,20 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any, source: str) -> None
     the way is made (`protocol:` absent from the base), a missing list entry is an error."""
     node: Any = data
     parts = key.split(".")
-    for i, part in enumerate(parts[:-1]):
-        where = ".".join(parts[:i + 1])
-        if isinstance(node, list):
-            if not part.isdigit() or int(part) >= len(node):
-                raise TopologyError([f"{source}: vary: {key}: the base has no {where} "
-                                     f"(its list has {len(node)} entries)"])
+    for i, part in enumerate(parts):
+        where, last = ".".join(parts[:i + 1]), i == len(parts) - 1
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            if last:
+                node[int(part)] = value
             node = node[int(part)]
+        elif isinstance(node, list):
+            raise TopologyError([f"{source}: vary: {key}: the base has no {where} (its list has {len(node)} entries)"])
         elif isinstance(node, dict):
+            if last:
+                node[part] = value
             node = node.setdefault(part, {})
         else:
             raise TopologyError([f"{source}: vary: {key}: {'.'.join(parts[:i])} is not a mapping or list in the base"])
-    last = parts[-1]
-    if isinstance(node, list):
-        if not last.isdigit() or int(last) >= len(node):
-            raise TopologyError([f"{source}: vary: {key}: the base has no {key}"])
-        node[int(last)] = value
-    elif isinstance(node, dict):
-        node[last] = value
-    else:
-        raise TopologyError([f"{source}: vary: {key}: {'.'.join(parts[:-1])} is not a mapping or list in the base"])
 
 
 def _labels(keys: list[str]) -> dict[str, str]:
