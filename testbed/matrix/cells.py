@@ -25,9 +25,19 @@ class Cell:
     topology: Topology
 
     def selectors(self) -> dict[str, Any]:
-        """What `when:` and `--only` can name: varied keys, `faults`, `seed` and `topology`."""
-        return dict(self.settings) | {SCHEDULE_KEY: self.schedule, SEED_KEY: self.seed,
-                                      TOPOLOGY_KEY: self.topology.name}
+        return _selectors(self.settings, self.schedule, self.seed, self.topology.name)
+
+
+def _selectors(settings: tuple[tuple[str, Any], ...], schedule: str | None, seed: int,
+               topology: str | None) -> dict[str, Any]:
+    """What `when:` and `--only` can name: varied keys, `faults`, `seed` and `topology`."""
+    return dict(settings) | {SCHEDULE_KEY: schedule, SEED_KEY: seed, TOPOLOGY_KEY: topology}
+
+
+def repeated_ids(cells: list[Cell]) -> list[str]:
+    """Cell ids that two cells share (two bases of one name, two matrix files alike)."""
+    ids = [c.id for c in cells]
+    return sorted({i for i in ids if ids.count(i) > 1})
 
 
 def expand(spec: MatrixSpec) -> list[Cell]:
@@ -76,8 +86,7 @@ def expand(spec: MatrixSpec) -> list[Cell]:
             errors.append(f"{spec.source}: {rule.path}.when.topology: {wanted!r} is the name of no base "
                           f"({', '.join(names)})")
     errors = list(dict.fromkeys(errors))
-    ids = [c.id for c in cells]
-    twice = sorted({i for i in ids if ids.count(i) > 1})
+    twice = repeated_ids(cells)
     if twice:
         errors.append(f"{spec.source}: base: two bases give cells the same id ({', '.join(twice[:3])}): "
                       f"give the topologies different names")
@@ -117,7 +126,7 @@ def _cell_data(base: dict[str, Any], settings: tuple[tuple[str, Any], ...], faul
     if faults is not None:
         data["faults"] = copy.deepcopy(list(faults))
     data["seed"] = seed
-    selectors = dict(settings) | {SCHEDULE_KEY: schedule, SEED_KEY: seed, TOPOLOGY_KEY: name}
+    selectors = _selectors(settings, schedule, seed, name)
     for rule in spec.rules if spec is not None else ():
         if all(_same(selectors.get(k), v) for k, v in rule.when):
             # a matching rule's expectations replace the base's for the checks it names

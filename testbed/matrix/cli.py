@@ -10,10 +10,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from testbed.config.loader import read_yaml
-from testbed.config.parser import TopologyError
-from testbed.matrix.cells import Cell, expand, parse_shard, select
-from testbed.matrix.spec import MatrixError, load_matrix
+from testbed.matrix.cells import Cell, expand, parse_shard, repeated_ids, select
+from testbed.matrix.spec import MatrixError, is_matrix_file, load_matrix
 
 
 def main(argv: list[str]) -> int:
@@ -69,7 +67,7 @@ def load_cells(path: Path, seeds: int | None = None) -> list[Cell]:
     """The cells of a matrix file, or of every matrix file in a directory (in name order: a
     `*.yaml` with a `base:` key; the topologies and schedules beside them are not matrices);
     `seeds` as `--seeds`."""
-    files = sorted(f for f in path.glob("*.yaml") if _is_matrix(f)) if path.is_dir() else [path]
+    files = sorted(f for f in path.glob("*.yaml") if is_matrix_file(f)) if path.is_dir() else [path]
     if not files:
         raise MatrixError([f"{path}: a directory without matrix files (*.yaml)"])
     cells: list[Cell] = []
@@ -82,16 +80,8 @@ def load_cells(path: Path, seeds: int | None = None) -> list[Cell]:
             errors.extend(exc.errors)
     if errors:
         raise MatrixError(errors)
-    ids = [c.id for c in cells]
-    if len(set(ids)) != len(ids):
-        raise MatrixError([f"{path}: two matrix files give cells the same id "
-                           f"({next(i for i in ids if ids.count(i) > 1)})"])
+    twice = repeated_ids(cells)
+    if twice:
+        raise MatrixError([f"{path}: two matrix files give cells the same id ({', '.join(twice[:3])})"])
     return cells
 
-
-def _is_matrix(file: Path) -> bool:
-    try:
-        data = read_yaml(file)
-    except TopologyError:
-        return True  # a matrix file with an error says so when loaded
-    return isinstance(data, dict) and "base" in data

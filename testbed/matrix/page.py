@@ -10,7 +10,7 @@ from pathlib import Path
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from testbed.analysis.session import get_spark
-from testbed.matrix.results import CellResult
+from testbed.matrix.results import CellResult, check_count
 from testbed.topology import CHECK_NAMES
 
 _COLUMNS = StructType([StructField(name, StringType()) for name in ("cell", "setting", "faults", "status", "report")]
@@ -23,15 +23,11 @@ def write_cells(results: list[CellResult], summary_dir: Path, spark_master: str 
     """Both files, under `summary_dir` (made if need be)."""
     summary_dir.mkdir(parents=True, exist_ok=True)
     rows = [(r.cell.id, r.cell.setting, r.cell.schedule or "", r.status, str(r.last.run_dir / "report.html"),
-             r.cell.seed, len(r.verdicts), *(_count(r, name) for name in CHECK_NAMES)) for r in results]
+             r.cell.seed, len(r.verdicts), *(check_count(r.last, name) for name in CHECK_NAMES)) for r in results]
     (get_spark(spark_master).createDataFrame(rows, _COLUMNS)
      .write.mode("overwrite").parquet(str(summary_dir / "cells.parquet")))
     (summary_dir / "cells.html").write_text(_page(results, summary_dir), encoding="utf-8")
 
-
-def _count(result: CellResult, check: str) -> int | None:
-    entry = result.last.results.get("checks", {}).get(check)
-    return None if entry is None else int(entry["count"])
 
 
 def _page(results: list[CellResult], summary_dir: Path) -> str:
@@ -43,7 +39,7 @@ def _page(results: list[CellResult], summary_dir: Path) -> str:
         cells = [f"<td><a href='{html.escape(link)}'>{html.escape(r.cell.id)}</a></td>",
                  f"<td style='background:{_COLOURS[r.status]}'>{r.status}</td>", f"<td>{len(r.verdicts)}</td>"]
         for name in CHECK_NAMES:
-            count = _count(r, name)
+            count = check_count(r.last, name)
             held = expect.get(name, {}).get("held")
             style = " style='background:#fdd'" if held is False else ""
             title = f" title='expected {html.escape(expect[name]['expected'])}'" if name in expect else ""

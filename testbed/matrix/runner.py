@@ -1,6 +1,7 @@
 """Running a matrix: J cells at a time, each in its own supervisor process with its own run
 directory (so its sockets, ports and data never meet another cell's), then one Spark job
-over every cell, a summary per protocol setting and fault schedule, and the exit code.
+over every cell, a summary per base topology, varied setting and fault schedule, and the
+exit code.
 
 `--deflake N` runs each failed cell again, up to N times, and judges each round in one job:
 a cell that failed and then passed is flaky, one that failed every time failed.
@@ -25,7 +26,7 @@ from testbed.analysis.pipeline import analyze_runs
 from testbed.analysis.verdict import RunVerdict
 from testbed.matrix.cells import Cell
 from testbed.matrix.page import write_cells
-from testbed.matrix.results import CellResult, matrix_exit_code
+from testbed.matrix.results import CellResult, broken_expectations, check_count, matrix_exit_code
 
 ROOT = Path(__file__).resolve().parents[2]
 CELLS_DIR = ".cells"  # hidden: `find_runs` does not take the cells' topologies for runs
@@ -110,7 +111,7 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path)
     for col in (*words[:2], "cells", "with loss", "lost writes", "median no-leader s", words[2]):
         table.add_column(col, justify="left" if col in words else "right", overflow="fold")
     for (setting, schedule), rs in groups.items():
-        lost = [_count(r.last, "lost_writes") for r in rs]
+        lost = [check_count(r.last, "lost_writes") or 0 for r in rs]
         no_leader = [r.last.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for r in rs]
         failed = sorted({name for r in rs for name, e in r.last.results.get("expect", {}).items()
                          if e["held"] is False})
@@ -119,19 +120,10 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path)
     console.print(table)
     for status, colour in (("flaky", "yellow"), ("failed", "red"), ("unjudged", "yellow")):
         for r in (r for r in results if r.status == status):
-            why = "; ".join(r.last.results.get("problems", [])) or _failed_line(r.last)
-            console.print(f"[{colour}]{status}:[/] {r.cell.id}: {why}  report: {r.last.run_dir / 'report.html'}")
+            console.print(f"[{colour}]{status}:[/] {r.cell.id}: {broken_expectations(r.last)}  "
+                          f"report: {r.last.run_dir / 'report.html'}")
     passed = sum(1 for r in results if r.status == "passed")
     console.print(f"{passed} of {len(results)} cells met their expectations; run directories: {matrix_dir}")
-
-
-def _count(verdict: RunVerdict, check: str) -> int:
-    return int(verdict.results.get("checks", {}).get(check, {}).get("count") or 0)
-
-
-def _failed_line(verdict: RunVerdict) -> str:
-    return ", ".join(f"{name} {e['observed']} (expected {e['expected']})"
-                     for name, e in verdict.results.get("expect", {}).items() if e["held"] is False)
 
 
 def new_matrix_dir(runs_dir: Path, source: str, shard: tuple[int, int] | None,

@@ -62,6 +62,16 @@ def load_matrix(path: str | Path) -> MatrixSpec:
     return spec
 
 
+def is_matrix_file(file: Path) -> bool:
+    """A YAML file with a `base:` key is a matrix; topologies and schedules have none. A file
+    that does not parse counts as one, so that loading it says what is wrong."""
+    try:
+        data = read_yaml(file)
+    except TopologyError:
+        return True
+    return isinstance(data, dict) and "base" in data
+
+
 def _parse(w: Walker, data: object, here: Path) -> MatrixSpec | None:
     if data is None:
         w.error("", "the file is empty (expected a mapping with at least base)")

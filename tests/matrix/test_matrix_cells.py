@@ -12,6 +12,7 @@ from testbed.analysis.pipeline import analyze_runs
 from testbed.experiment.runner import run_cluster
 from testbed.matrix.cells import Cell
 from testbed.matrix.cli import load_cells
+from testbed.matrix.results import broken_expectations
 from tests.integration.conftest import TIME_SCALE
 
 
@@ -27,7 +28,4 @@ def test_matrix(cell: Cell, tmp_path: Path) -> None:
     outcome = run_cluster(cell.topology, runs_dir=tmp_path, time_scale=TIME_SCALE, run_dir=tmp_path / cell.id)
     assert outcome.counts is not None, f"{cell.id}: the run did not complete (see {outcome.run_dir})"
     [verdict] = analyze_runs([outcome.run_dir])
-    failed = ", ".join(f"{name} {e['observed']} (expected {e['expected']})"
-                       for name, e in verdict.results.get("expect", {}).items() if e["held"] is False)
-    problems = "; ".join(verdict.results.get("problems", []))
-    assert verdict.ok, f"{cell.id}: {failed or problems}  report: {verdict.run_dir / 'report.html'}"
+    assert verdict.ok, f"{cell.id}: {broken_expectations(verdict)}  report: {verdict.run_dir / 'report.html'}"

@@ -19,6 +19,7 @@ from testbed.config.units import (
     parse_rate,
     parse_size,
 )
+from testbed.matrix.spec import is_matrix_file
 from testbed.topology import (
     CHECK_NAMES,
     FEATURE_NAMES,
@@ -564,7 +565,7 @@ def test_seed_argument_overrides_the_file() -> None:
     assert load_topology(TOPOLOGIES / "rack-outage.yaml", seed=3).seed == 3
 
 
-SHIPPED = sorted(p for p in TOPOLOGIES.rglob("*.yaml") if "base" not in (yaml.safe_load(p.read_text()) or {}))
+SHIPPED = sorted(p for p in TOPOLOGIES.rglob("*.yaml") if not is_matrix_file(p))
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(TOPOLOGIES)))
