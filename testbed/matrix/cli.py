@@ -1,7 +1,9 @@
 """`python run.py matrix FILE_OR_DIR [--jobs J] [--seeds N] [--only SEL] [--deflake N]
-[--shard K/N] [--runs-dir D] [--dry-run]`: every cell of a matrix (a directory: of every
-matrix file in it), run J at a time and judged in one Spark job. Exit 0 when every cell met
-its expectation, 1 when one did not, 2 when one could not be judged or the matrix is invalid."""
+[--shard K/N] [--keep-going] [--runs-dir D] [--dry-run]`: every cell of a matrix (a directory:
+of every matrix file in it), run J at a time and judged in one Spark job. Exit 0 when every
+cell met its expectation, 1 when one did not, 2 when one could not be judged (its cluster did
+not start: no further cell starts unless --keep-going, which counts it as failed) or the
+matrix is invalid."""
 from __future__ import annotations
 
 import argparse
@@ -25,6 +27,8 @@ def main(argv: list[str]) -> int:
                          "or whose id contains the text")
     ap.add_argument("--deflake", type=int, default=0, help="run each failed cell again up to N times")
     ap.add_argument("--shard", default=None, help="K/N: run the K-th of N deterministic shares of the cells")
+    ap.add_argument("--keep-going", action="store_true",
+                    help="run every cell even after one could not run (it then counts as failed: exit 1)")
     ap.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where the matrix's directory goes")
     ap.add_argument("--time-scale", type=float, default=1.0, help="as for a single run")
     ap.add_argument("--spark-master", default=None, help="where the one analysis job runs (default embedded)")
@@ -58,7 +62,7 @@ def main(argv: list[str]) -> int:
     from testbed.matrix.runner import new_matrix_dir, run_matrix
     try:
         return run_matrix(cells, new_matrix_dir(args.runs_dir, str(args.matrix), shard), args.jobs,
-                          args.time_scale, args.deflake, args.spark_master, Console())
+                          args.time_scale, args.deflake, args.spark_master, Console(), args.keep_going)
     finally:
         stop_spark()
 

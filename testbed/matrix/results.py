@@ -44,8 +44,10 @@ def broken_expectations(verdict: RunVerdict) -> str:
     return broken or "; ".join(verdict.results.get("problems", []))
 
 
-def matrix_exit_code(results: list[CellResult]) -> int:
+def matrix_exit_code(results: list[CellResult], keep_going: bool = False) -> int:
+    """0 when every cell met its expectation, 1 when one failed, 2 when one was not judged
+    (1 under `--keep-going`: the matrix ran to its end, and an unjudged cell did not pass)."""
     statuses = {r.status for r in results}
-    if "unjudged" in statuses:
+    if "unjudged" in statuses and not keep_going:
         return EXIT_UNJUDGED
-    return EXIT_FAILED if "failed" in statuses else EXIT_OK
+    return EXIT_FAILED if statuses & {"failed", "unjudged"} else EXIT_OK

@@ -4,7 +4,9 @@ over every cell, a summary per base topology, varied setting and fault schedule,
 exit code.
 
 `--deflake N` runs each failed cell again, up to N times, and judges each round in one job:
-a cell that failed and then passed is flaky, one that failed every time failed.
+a cell that failed and then passed is flaky, one that failed every time failed. A cell whose
+supervisor fails (its cluster did not start, or the run broke off) is unjudged, and the
+matrix starts no further cell unless `--keep-going`.
 """
 from __future__ import annotations
 
@@ -33,37 +35,43 @@ CELLS_DIR = ".cells"  # hidden: `find_runs` does not take the cells' topologies 
 
 
 def run_matrix(cells: list[Cell], matrix_dir: Path, jobs: int = 1, time_scale: float = 1.0,
-               deflake: int = 0, spark_master: str | None = None, console: Console | None = None) -> int:
+               deflake: int = 0, spark_master: str | None = None, console: Console | None = None,
+               keep_going: bool = False) -> int:
     """Run and judge `cells` under `matrix_dir` (one run directory per cell, named by its id);
     print the summary; return 0 when every cell met its expectation (a flaky cell met it on a
     later attempt and is listed apart), 1 when one failed every attempt, 2 when one could not
-    be judged."""
+    be judged (with `keep_going`, which runs every cell even after one could not run, an
+    unjudged cell counts as failed: 1)."""
     console = console or Console()
     matrix_dir.mkdir(parents=True, exist_ok=True)
     results = {c.id: CellResult(c) for c in cells}
     todo = list(cells)
     for attempt in range(deflake + 1):
         suffix = "" if attempt == 0 else f".retry{attempt}"
-        runs = _run_cells(todo, matrix_dir, suffix, jobs, time_scale, console,
-                          "cells" if attempt == 0 else f"retry {attempt}")
-        ran = [run for run in runs.values() if (run / "topology.yaml").is_file()]
+        runs, why_not = _run_cells(todo, matrix_dir, suffix, jobs, time_scale, console,
+                                   "cells" if attempt == 0 else f"retry {attempt}", keep_going)
+        ran = [runs[c.id] for c in todo if c.id not in why_not]
         console.print(f"judging {len(ran)} cells in one Spark job ...")
         judged = analyze_runs(ran, spark_master, summary_dir=matrix_dir / f"summary{suffix}") if ran else []
         verdicts = {v.run_dir.name: v for v in judged}
         for cell in todo:
-            results[cell.id].verdicts.append(verdicts.get(runs[cell.id].name) or _not_run(runs[cell.id]))
+            run = runs[cell.id]
+            results[cell.id].verdicts.append(verdicts.get(run.name) or _not_run(run, why_not.get(cell.id, "")))
+        if why_not and not keep_going:
+            break
         todo = [c for c in todo if results[c.id].last.ok is False]
         if not todo:
             break
     write_cells(list(results.values()), matrix_dir / "summary", spark_master)
     print_summary(console, list(results.values()), matrix_dir)
-    return matrix_exit_code(list(results.values()))
+    return matrix_exit_code(list(results.values()), keep_going)
 
 
 def _run_cells(cells: list[Cell], matrix_dir: Path, suffix: str, jobs: int, time_scale: float,
-               console: Console, label: str) -> dict[str, Path]:
-    """Each cell's run directory once its supervisor has exited (a cell whose supervisor
-    failed leaves what it wrote, and is judged unjudged)."""
+               console: Console, label: str, keep_going: bool) -> tuple[dict[str, Path], dict[str, str]]:
+    """Each cell's run directory once its supervisor has exited, and why each cell that did
+    not run to its end did not: its supervisor failed (it leaves what it wrote, unjudged), or,
+    without `keep_going`, an earlier cell's did and the cell never started."""
     spec_dir = matrix_dir / CELLS_DIR
     spec_dir.mkdir(exist_ok=True)
     runs = {c.id: matrix_dir / f"{c.id}{suffix}" for c in cells}
@@ -73,14 +81,26 @@ def _run_cells(cells: list[Cell], matrix_dir: Path, suffix: str, jobs: int, time
             ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="isrlab-cell") as pool:
         task = progress.add_task(label, total=len(cells), failed=0)
         futures = {pool.submit(_run_cell, c, runs[c.id], spec_dir, time_scale): c for c in cells}
-        failed = 0
+        why_not: dict[str, str] = {}
         for done in as_completed(futures):
-            cell, code = futures[done], done.result()
-            failed += code != 0
+            cell = futures[done]
+            if done.cancelled():
+                continue
+            code = done.result()
+            if code != 0:
+                why_not[cell.id] = (f"its supervisor exited {code}: the cluster did not start or the run broke off "
+                                    f"(see {spec_dir / (runs[cell.id].name + '.log')})")
+                if not keep_going:
+                    stopped = [c for f, c in futures.items() if not f.cancelled() and f.cancel()]
+                    why_not |= {c.id: f"not run: the matrix stopped after {cell.id} could not run "
+                                      "(--keep-going runs every cell)" for c in stopped}
+                    if stopped:
+                        progress.console.print(f"[yellow]{cell.id} could not run: starting no further cell "
+                                               f"({len(stopped)} left; --keep-going runs them)[/]")
             # a line per cell, above the bar on a terminal and alone in a CI log
             progress.console.print(f"{cell.id}: {'ran' if code == 0 else f'its supervisor exited {code}'}")
-            progress.update(task, advance=1, failed=failed)
-    return runs
+            progress.update(task, advance=1, failed=len(why_not))
+    return runs, why_not
 
 
 def _run_cell(cell: Cell, run_dir: Path, spec_dir: Path, time_scale: float) -> int:
@@ -93,9 +113,9 @@ def _run_cell(cell: Cell, run_dir: Path, spec_dir: Path, time_scale: float) -> i
         return subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
 
 
-def _not_run(run_dir: Path) -> RunVerdict:
-    return RunVerdict(run_dir, None, {"problems": [f"{run_dir}: the cell left no run to judge (see "
-                                                   f"{run_dir.parent / CELLS_DIR / (run_dir.name + '.log')})"]})
+def _not_run(run_dir: Path, why: str) -> RunVerdict:
+    why = why or (f"the cell left no run to judge (see {run_dir.parent / CELLS_DIR / (run_dir.name + '.log')})")
+    return RunVerdict(run_dir, None, {"problems": [f"{run_dir}: {why}"]})
 
 
 def print_summary(console: Console, results: list[CellResult], matrix_dir: Path) -> None:

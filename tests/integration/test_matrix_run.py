@@ -51,6 +51,28 @@ def test_cells_run_in_parallel_are_judged_together_and_a_failing_cell_is_retried
     assert (tmp_path / "matrix" / "summary" / "cells.parquet").is_dir()
 
 
+#: `.ci/run`'s share of topologies/matrix/ci.yaml (issue 11): the rack outage under rack-blind
+#: placement (acks=all loss expected, `placement_violations` found) and its fix, rack-aware
+#: placement (no loss), one seed each; the README gives the same command.
+CI_SUBSET = ["--only", "rack-outage", "--seeds", "1", "--jobs", "2"]
+
+
+def test_the_ci_subset_of_the_ci_matrix_meets_its_expectations(tmp_path: Path) -> None:
+    """`run.py matrix topologies/matrix/ci.yaml` on the CI subset, as a user runs it: exit 0,
+    and the summary shows the loss of the unsafe setting beside its fix."""
+    out = subprocess.run([sys.executable, "run.py", "matrix", "topologies/matrix/ci.yaml", *CI_SUBSET,
+                          "--runs-dir", str(tmp_path), "--time-scale", str(TIME_SCALE)],
+                         cwd=ROOT, capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"})
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    [matrix] = tmp_path.glob("*-matrix-ci")
+    blind, aware = (json.loads((matrix / f"rack-outage-rack-{p}-seed=0" / "results.json").read_text())
+                    for p in ("blind", "aware"))
+    assert blind["ok"] and blind["checks"]["lost_writes"]["count"] > 0
+    assert blind["checks"]["placement_violations"]["count"] > 0
+    assert aware["ok"] and aware["checks"]["lost_writes"]["count"] == 0
+    assert "2 of 2 cells met their expectations" in out.stdout
+
+
 def test_a_killed_matrix_leaves_no_cell_behind(tmp_path: Path) -> None:
     """The guarantee of a single run, for a matrix: SIGKILL of `run.py matrix` while two
     cells run stops both cells' supervisors and every node of theirs, and unregisters them."""

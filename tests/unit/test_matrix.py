@@ -186,6 +186,7 @@ def verdict(ok: bool | None) -> RunVerdict:
     ([[True], [False, True]], ["passed", "flaky"], 0),
     ([[True], [False, False]], ["passed", "failed"], 1),
     ([[False], [None]], ["failed", "unjudged"], 2),
+    ([[True], [None]], ["passed", "unjudged"], 2),
 ])
 def test_a_cell_that_passed_on_a_retry_is_flaky_and_only_cells_failing_every_time_fail(
         tmp_path: Path, attempts: list, status: list, code: int) -> None:
@@ -193,6 +194,39 @@ def test_a_cell_that_passed_on_a_retry_is_flaky_and_only_cells_failing_every_tim
     results = [CellResult(cell, [verdict(ok) for ok in oks]) for oks in attempts]
     assert [r.status for r in results] == status
     assert matrix_exit_code(results) == code
+
+
+@pytest.mark.parametrize("keep_going", [False, True])
+def test_a_cell_that_cannot_run_is_unjudged_and_stops_the_matrix_unless_keep_going(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_going: bool) -> None:
+    """Issue 11, bad input: a cell whose supervisor fails (its cluster did not start) is
+    unjudged, never passed; no further cell starts (exit 2) unless --keep-going, which runs
+    the rest and counts the cell as failed (exit 1). The cells here are the scheduling's:
+    their supervisors and the Spark job are stand-ins."""
+    from rich.console import Console
+
+    from testbed.matrix import runner
+    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "seeds": [1, 2, 3]})))
+    started: list[str] = []
+
+    def supervisor(cell, run_dir: Path, spec_dir: Path, time_scale: float) -> int:  # noqa: ANN001
+        started.append(cell.id)
+        return 3 if cell.seed == 1 else 0
+
+    monkeypatch.setattr(runner, "_run_cell", supervisor)
+    monkeypatch.setattr(runner, "analyze_runs", lambda runs, *_, **__: [RunVerdict(r, True, {}) for r in runs])
+    monkeypatch.setattr(runner, "write_cells", lambda *_: None)
+    console = Console(record=True, width=300)
+    code = runner.run_matrix(cells, tmp_path / "m", jobs=1, console=console, keep_going=keep_going)
+    out = console.export_text()
+    assert code == (1 if keep_going else 2), out
+    assert started == ([c.id for c in cells] if keep_going else [cells[0].id])
+    assert "unjudged: tiny-seed=1: " in out and "its supervisor exited 3" in out
+    if keep_going:
+        assert "2 of 3 cells met their expectations" in out
+    else:
+        assert "unjudged: tiny-seed=2: " in out and "the matrix stopped after tiny-seed=1 could not run" in out
+        assert "0 of 3 cells met their expectations" in out
 
 
 def test_dry_run_lists_every_cell_and_a_bad_matrix_exits_2(tmp_path: Path) -> None:
