@@ -2,11 +2,12 @@
 
     python run.py topologies/quickstart.yaml [--seed N] [--time-scale F] [--keep-data] [--runs-dir D] [--dry-run]
     python run.py validate FILE [FILE ...]
-    python run.py status [--runs-dir D]
+    python run.py status [--runs-dir D] [--watch [--frames N]]
     python run.py analyze runs/<id> | runs/ [--spark-master URL]
     python run.py bench [--json] [--repeat N] [--only GROUPS]
     python run.py spark up | down | status
     python run.py matrix FILE_OR_DIR [--jobs J] [--seeds N] [--only SEL] [--deflake N] [--shard K/N] [--dry-run]
+    python run.py lab list | N [--step] [--runs-dir D] [--time-scale F]
 """
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-COMMANDS = ("validate", "status", "bench", "analyze", "spark", "matrix", "lab")
-LATER = {"lab": "the teaching labs"}
+COMMANDS = ("validate", "status", "bench", "analyze", "spark", "matrix", "lab", "sim")
+LATER = {"sim": "the deterministic simulation"}
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -77,11 +78,23 @@ def cmd_validate(argv: list[str]) -> int:
 
 
 def cmd_status(argv: list[str]) -> int:
-    from testbed.supervisor.status_command import print_status
+    from testbed.supervisor.status_command import print_status, watch_status
     ap = argparse.ArgumentParser(prog="python run.py status", description="Leaders, ISR, ELR, HWM/LEO of the running cluster.")
     ap.add_argument("--runs-dir", type=Path, default=Path("runs"))
+    ap.add_argument("--watch", action="store_true",
+                    help="a live view, redrawn 4 times a second: per partition leader, epoch, ISR, ELR, "
+                         "LastKnownELR, and LEO/HWM bars per replica, with the faults fired (Ctrl-C ends it)")
+    ap.add_argument("--frames", type=int, default=None, help="with --watch: stop after N frames")
     args = ap.parse_args(argv)
-    return print_status(args.runs_dir)
+    if args.frames is not None and (not args.watch or args.frames < 1):
+        print("--frames needs --watch and a count >= 1", file=sys.stderr)
+        return 2
+    return watch_status(args.runs_dir, frames=args.frames) if args.watch else print_status(args.runs_dir)
+
+
+def cmd_lab(argv: list[str]) -> int:
+    from testbed.labs.cli import main as lab_main
+    return lab_main(argv)
 
 
 def cmd_analyze(argv: list[str]) -> int:
@@ -114,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"`{cmd}` arrives with {LATER[cmd]}; it is not in this build yet.", file=sys.stderr)
         return 2
     handlers = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench, "analyze": cmd_analyze,
-                "spark": cmd_spark, "matrix": cmd_matrix}
+                "spark": cmd_spark, "matrix": cmd_matrix, "lab": cmd_lab}
     if cmd in handlers:
         return handlers[cmd](argv[1:])
     return cmd_run(argv)

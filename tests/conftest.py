@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 DEFAULT_MATRIX = Path(__file__).resolve().parents[1] / "topologies" / "matrix" / "ci.yaml"
+ON_REQUEST = ("matrix", "labs")  # markers of tests that run only when `-m` names them
 
 os.environ["ISRLAB_SPARK_SERVER_FILE"] = str(Path(tempfile.gettempdir()) / f"isrlab-tests-{os.getpid()}" / "none.json")
 
@@ -20,11 +21,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The matrix's cells are tests only when asked for (`-m matrix`): the suite's own run
-    (`pytest -n auto`) does not run the CI matrix."""
-    if "matrix" in (config.option.markexpr or ""):
-        return
-    kept = [item for item in items if item.get_closest_marker("matrix") is None]
+    """The matrix's cells and the labs' runs are tests only when asked for (`-m matrix`,
+    `-m labs`): the suite's own run (`pytest -n auto`) runs neither whole (it runs a share of
+    each as integration tests)."""
+    asked = config.option.markexpr or ""
+    skipped = [m for m in ON_REQUEST if m not in asked]
+    kept = [item for item in items if not any(item.get_closest_marker(m) for m in skipped)]
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in kept])
         items[:] = kept

@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 
 import yaml
+from markdown_it import MarkdownIt
 
 from testbed.analysis.job import ATTRIBUTED, RunData
 from testbed.analysis.membership import admin_rows
@@ -19,7 +20,12 @@ _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;colo
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;
 text-align:left;vertical-align:top}.ok{color:#1a7f37;font-weight:bold}.failed{color:#c0392b;font-weight:bold}
 .unjudged{color:#b7791f;font-weight:bold}pre{background:#f6f8fa;padding:1em;font-size:12px;overflow:auto}
-h2{border-bottom:1px solid #ddd;padding-bottom:.2em}.note{color:#555;font-size:13px}"""
+h2{border-bottom:1px solid #ddd;padding-bottom:.2em}.note{color:#555;font-size:13px}
+.lab{border:1px solid #d0d7de;border-radius:6px;padding:0 1.2em;background:#fbfcfd}"""
+
+#: a lab's guide, written into each of its runs by `run.py lab` (testbed/labs/guide.py)
+LAB_GUIDE = "lab.md"
+_MARKDOWN = MarkdownIt("commonmark", {"html": False})  # a guide's raw HTML is shown as text
 
 _WORD = {True: ("ok", "OK"), False: ("failed", "FAILED"), None: ("unjudged", "UNJUDGED")}
 
@@ -82,6 +88,9 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
             f"<style>{_CSS}</style></head><body><h1>{_e(info.run_id)} <span class='{cls}'>{word}</span></h1>")
     parts = [head]
     parts += [f"<p class='unjudged'>Not judged: {_e(p)}</p>" for p in r.get("problems", [])]
+    guide = info.run_dir / LAB_GUIDE
+    if guide.is_file():  # the run is a part of a lab: its guide comes first
+        parts.append("<div class='lab'>" + _MARKDOWN.render(guide.read_text(encoding="utf-8")) + "</div>")
     parts.append("<h2>Verdict</h2>" + _verdicts(r) + "<p class='note'>A value acknowledged but missing from the "
                  "final committed log counts as lost only when the final read reached the end of that partition's "
                  "committed log; otherwise it is <b>unseen</b>, not proven lost. Expectations come from the "

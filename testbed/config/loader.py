@@ -37,13 +37,18 @@ def read_yaml(path: str | Path) -> Any:
         raise TopologyError([f"{source}: no such file"]) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise TopologyError([f"{source}: cannot read the file ({exc})"]) from None
+    return parse_yaml(text, source)
+
+
+def parse_yaml(text: str, source: str) -> Any:
+    """YAML text with duplicate keys refused (`read_yaml` without the file: a lab guide's
+    front matter); every error names `source`."""
     try:
-        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         raise TopologyError([_yaml_error(source, exc)]) from None
     except yaml.YAMLError as exc:
         raise TopologyError([f"{source}: invalid YAML: {exc}"]) from None
-    return data
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from rich.console import Console
 from rich.live import Live
@@ -56,6 +58,18 @@ class Monitor:
     def __exit__(self, *exc: object) -> None:
         if self.live is not None:
             self.live.__exit__(None, None, None)
+
+    @contextmanager
+    def suspended(self) -> Iterator[None]:
+        """The live display stopped (a lab's `--step` prompt writes and reads the terminal),
+        then resumed."""
+        if self.live is not None:
+            self.live.stop()
+        try:
+            yield
+        finally:
+            if self.live is not None:
+                self.live.start()
 
 
 def describe_fault(rec: dict, elapsed: float) -> str:

@@ -10,12 +10,13 @@ from __future__ import annotations
 import json
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
 
-from faults.schedule import build_schedule
+from faults.schedule import ScheduledFault, build_schedule
 from testbed.analysis import RunVerdict, analyze_runs, print_verdict
 from testbed.analysis.cli import EXIT_UNJUDGED, exit_code
 from testbed.analysis.pipeline import jvm_log_for, rehearse, warehouse_for
@@ -27,6 +28,7 @@ from testbed.experiment.counts import Counts, count_operations
 from testbed.experiment.final_state import write_logs, write_replicas
 from testbed.experiment.progress import Monitor, describe_fault, print_counts
 from testbed.supervisor.cluster import Cluster, ClusterError
+from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.run_dir import new_run_id
 from testbed.topology import Topology, not_yet_acted_on
 
@@ -48,16 +50,22 @@ class Outcome:
     verdict: RunVerdict | None = None
 
 
+#: Called with the cluster's status and the fault about to fire, when a lab runs `--step`;
+#: the run's clock (the schedule and the workload's end) stands still while it returns.
+BeforeFault = Callable[[ClusterStatus, ScheduledFault], None]
+
+
 def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale: float = 1.0,
                    keep_data: bool = False, console: Console | None = None,
-                   run_dir: Path | None = None, spark_master: str | None = None) -> Outcome:
+                   run_dir: Path | None = None, spark_master: str | None = None,
+                   before_fault: BeforeFault | None = None) -> Outcome:
     """Run the topology, then judge it (the whole of `python run.py x.yaml`)."""
     console = console or Console()
     run_dir = run_dir or runs_dir / new_run_id(topology.name, topology.seed)
     # The JVM starts, and rehearses the pipeline, while the cluster runs (at a low priority);
     # what it prints goes to the run's analysis/spark.log.
     warm_up(spark_master, rehearse=lambda: rehearse(spark_master), log=jvm_log_for(warehouse_for([run_dir], None)))
-    outcome = run_cluster(topology, runs_dir, time_scale, keep_data, console, run_dir)
+    outcome = run_cluster(topology, runs_dir, time_scale, keep_data, console, run_dir, before_fault)
     full_priority()
     if outcome.counts is None:
         return outcome
@@ -70,7 +78,7 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
 
 def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: float = 1.0,
                 keep_data: bool = False, console: Console | None = None,
-                run_dir: Path | None = None) -> Outcome:
+                run_dir: Path | None = None, before_fault: BeforeFault | None = None) -> Outcome:
     """Everything up to the verdict: the run directory complete, not judged yet (so that
     several runs can be judged in one Spark job). `exit_code` is EXIT_UNJUDGED until judged."""
     console = console or Console()
@@ -99,6 +107,12 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             next_display = 0.0
             with Monitor(console, topology.duration * time_scale) as mon:
                 while (now := time.monotonic()) < end:
+                    due = injector.next_at()
+                    if before_fault is not None and due is not None and due <= (now - start) / time_scale:
+                        with mon.suspended():
+                            before_fault(cluster.status(timeout=0.5), injector.pending[0])
+                        waited = time.monotonic() - now
+                        start, end, now = start + waited, end + waited, now + waited
                     for rec in injector.fire_due((now - start) / time_scale):
                         console.print(describe_fault(rec, now - start))
                     if now >= next_display:

@@ -1,16 +1,19 @@
-"""`run.py status`: leaders, ISR, ELR, HWM/LEO of the cluster running now, asked over the
-nodes' control sockets with the run's token (read from its node configs)."""
+"""`run.py status [--watch]`: leaders, ISR, ELR, HWM/LEO of the cluster running now, asked
+over the nodes' control sockets with the run's token (read from its node configs); with
+`--watch`, the live view of `cluster_view` redrawn several times a second."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
-from rich.console import Console
+from rich.console import Console, Group
+from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
-from broker.noderuntime.config import NodeConfig
 from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.supervisor.control_client import ControlClient
+from testbed.supervisor.cluster_view import cluster_view, read_status, recent_faults
 from testbed.supervisor.processes import running_runs
 
 
@@ -20,16 +23,10 @@ def print_status(runs_dir: Path) -> int:
     if not live:
         console.print(f"no run is in progress under {runs_dir}/")
         return 1
-    for reg in live:
-        run_dir = Path(json.loads(reg.read_text()).get("run_dir", ""))
-        configs = [NodeConfig.load(p) for p in sorted((run_dir / "nodes").glob("*.json"))]
-        if not configs:
+    for run_dir in map(_run_dir, live):
+        status = read_status(run_dir, timeout=1.0)
+        if status is None:
             continue
-        client = ControlClient(configs[0].token)
-        status = ClusterStatus.of(
-            {c.name: client.call(c.control_endpoint, "status") for c in configs if c.kind == "controller"},
-            {c.id: client.call(c.control_endpoint, "status") for c in configs if c.kind == "broker"})
-        client.close()
         table = Table(title=f"{run_dir.name}")
         for col in ("partition", "leader", "epoch", "ISR", "ELR", "HWM", "LEO per replica"):
             table.add_column(col)
@@ -41,6 +38,39 @@ def print_status(runs_dir: Path) -> int:
         console.print(table)
         console.print(quorum_table(status))
     return 0
+
+
+def watch_status(runs_dir: Path, period: float = 0.25, frames: int | None = None,
+                 console: Console | None = None) -> int:
+    """`status --watch`: the live view of the runs in progress, redrawn every `period`
+    seconds until Ctrl-C, until no run is in progress any more, or after `frames` frames."""
+    console = console or Console()
+    if not running_runs(runs_dir):
+        console.print(f"no run is in progress under {runs_dir}/")
+        return 1
+    drawn = 0
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+        try:
+            while frames is None or drawn < frames:
+                runs = [_run_dir(r) for r in running_runs(runs_dir)]
+                if not runs:
+                    live.update(Text(f"no run is in progress under {runs_dir}/ any more"), refresh=True)
+                    break
+                views = []
+                for run_dir in runs:
+                    status = read_status(run_dir)
+                    views.append(cluster_view(status, run_dir.name, recent_faults(run_dir)) if status is not None
+                                 else Text(f"{run_dir.name}: starting"))
+                live.update(Group(*views), refresh=True)
+                drawn += 1
+                time.sleep(period)  # the redraw period of a live view
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def _run_dir(registration: Path) -> Path:
+    return Path(json.loads(registration.read_text()).get("run_dir", ""))
 
 
 def quorum_table(status: ClusterStatus) -> Table:
