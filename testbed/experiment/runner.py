@@ -50,9 +50,10 @@ class Outcome:
     verdict: RunVerdict | None = None
 
 
-#: Called with the cluster's status and the fault about to fire, when a lab runs `--step`;
-#: the run's clock (the schedule and the workload's end) stands still while it returns.
-BeforeFault = Callable[[ClusterStatus, ScheduledFault], None]
+#: Called with the cluster's status and the faults about to fire (those due at one moment),
+#: when a lab runs `--step`; the run's clock (the schedule and the workload's end) stands
+#: still while it returns.
+BeforeFault = Callable[[ClusterStatus, list[ScheduledFault]], None]
 
 
 def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale: float = 1.0,
@@ -107,10 +108,10 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             next_display = 0.0
             with Monitor(console, topology.duration * time_scale) as mon:
                 while (now := time.monotonic()) < end:
-                    due = injector.next_at()
-                    if before_fault is not None and due is not None and due <= (now - start) / time_scale:
+                    if before_fault is not None and (
+                            due := [f for f in injector.pending if f.at <= (now - start) / time_scale]):
                         with mon.suspended():
-                            before_fault(cluster.status(timeout=0.5), injector.pending[0])
+                            before_fault(cluster.status(timeout=0.5), due)
                         waited = time.monotonic() - now
                         start, end, now = start + waited, end + waited, now + waited
                     for rec in injector.fire_due((now - start) / time_scale):

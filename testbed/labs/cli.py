@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -13,6 +14,9 @@ from rich.table import Table
 from faults.schedule import ScheduledFault
 from testbed.labs.catalog import Lab, LabError, all_labs, find_lab
 from testbed.supervisor.cluster_status import ClusterStatus
+
+if TYPE_CHECKING:  # the runner imports the pipeline: `lab list` should not wait for it
+    from testbed.experiment.runner import BeforeFault
 
 
 def main(argv: list[str]) -> int:
@@ -89,12 +93,12 @@ def run_lab(lab: Lab, console: Console, runs_dir: Path, time_scale: float, spark
     return max(codes)
 
 
-def _pause(console: Console):  # noqa: ANN202 - a runner.BeforeFault
+def _pause(console: Console) -> BeforeFault:
     """Before each fault: the cluster as it stands, the fault about to fire, and Enter."""
     from testbed.supervisor.cluster_view import cluster_view
 
-    def before(status: ClusterStatus, fault: ScheduledFault) -> None:
+    def before(status: ClusterStatus, faults: list[ScheduledFault]) -> None:
         console.print(cluster_view(status, "the cluster now", []))
-        target = f" {fault.target}" if fault.target else ""
-        console.input(f"next at {fault.at:g}s: [bold]{fault.do}{target}[/]; press Enter to fire it ")
+        what = "; ".join(f"{f.do} {f.target}" if f.target else f.do for f in faults)
+        console.input(f"next at {faults[0].at:g}s: [bold]{what}[/]; press Enter to fire ")
     return before

@@ -39,7 +39,7 @@ def read_status(run_dir: Path, timeout: float = 0.3) -> ClusterStatus | None:
 def recent_faults(run_dir: Path, count: int = RECENT_FAULTS) -> list[str]:
     """The last faults fired, as `do target -> nodes` lines (from the run's faults.jsonl)."""
     ends = [r for r in read_jsonl(run_dir / "faults.jsonl") if r.get("phase") == "end"]
-    return [f"{r.get('do')} {r.get('target') or ''} -> {', '.join(r.get('resolved') or []) or '-'}".replace("  ", " ")
+    return [" ".join(filter(None, (r.get("do"), r.get("target"), "->", ", ".join(r.get("resolved") or []) or "-")))
             for r in ends[-count:]]
 
 

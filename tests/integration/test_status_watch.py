@@ -56,7 +56,8 @@ def test_a_step_pause_before_a_fault_holds_the_runs_clock(tmp_path: Path) -> Non
     seen: list[tuple[str, list[int], float]] = []
     wait = 2.0
 
-    def before(status, fault) -> None:  # noqa: ANN001 - runner.BeforeFault
+    def before(status, faults) -> None:  # noqa: ANN001 - runner.BeforeFault
+        [fault] = faults
         seen.append((fault.do, status.partition("orders", 0).isr, time.monotonic()))
         time.sleep(wait)  # the student looking at the cluster
 
