@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from broker.common.jsonl import read_jsonl
 
@@ -109,21 +110,24 @@ def divergence(run: RunRecords) -> list[str]:
                      f"{e.get('offsets')} offsets in all below {e.get('bound')}" for e in c["examples"]])
 
 
-def _changes(run: RunRecords) -> list[dict]:
-    return [e for e in run.events if e.get("kind") == "partition-changed" and e.get("reason") != "create"]
-
-
-def elections(run: RunRecords) -> list[str]:
-    leaders: dict[str, int] = {}
-    lines = []
+def _changes(run: RunRecords, field: str) -> Iterator[tuple[dict, str, Any, Any]]:
+    """(event, partition, before, after) for each `partition-changed` event that changes
+    `field` of its partition; a partition's first event (its creation) sets it."""
+    last: dict[str, Any] = {}
     for e in run.events:
         if e.get("kind") != "partition-changed":
             continue
-        key, leader = _partition(e), e.get("leader")
-        before = leaders.get(key)
-        leaders[key] = leader
-        if e.get("reason") == "create" or leader == before:
-            continue
+        key, value = _partition(e), e.get(field)
+        before = last.get(key)
+        last[key] = value
+        same = sorted(before) == sorted(value) if isinstance(value, list) and before is not None else before == value
+        if before is not None and not same:
+            yield e, key, before, value
+
+
+def elections(run: RunRecords) -> list[str]:
+    lines = []
+    for e, key, _, leader in _changes(run, "leader"):
         who = "no leader" if leader is None or leader < 0 else f"broker {leader} leads"
         lines.append(f"{run.at(e['time_ns'])} {key}: {who} at leader epoch {e.get('leader_epoch')} "
                      f"({e.get('reason')}; ISR {e.get('isr')}, ELR {e.get('elr', [])})")
@@ -131,16 +135,8 @@ def elections(run: RunRecords) -> list[str]:
 
 
 def isr_changes(run: RunRecords) -> list[str]:
-    isrs: dict[str, list] = {}
     lines = []
-    for e in run.events:
-        if e.get("kind") != "partition-changed":
-            continue
-        key, isr = _partition(e), e.get("isr", [])
-        before = isrs.get(key)
-        isrs[key] = isr
-        if before is None or sorted(before) == sorted(isr):
-            continue
+    for e, key, before, isr in _changes(run, "isr"):
         verb = "shrinks" if len(isr) < len(before) else "grows" if len(isr) > len(before) else "changes"
         lines.append(f"{run.at(e['time_ns'])} {key}: ISR {verb} {before} -> {isr} ({e.get('reason')})")
     return _capped(lines, "ISR changes") or ["the ISR never changed"]
