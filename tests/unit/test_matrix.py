@@ -196,6 +196,50 @@ def test_a_cell_that_passed_on_a_retry_is_flaky_and_only_cells_failing_every_tim
     assert matrix_exit_code(results) == code
 
 
+def _judged(run_dir: Path, ok: bool, lost: int, no_leader: float, broken: bool = False) -> RunVerdict:
+    """A hand-made judged cell: its lost writes, its seconds without a leader, and whether its
+    lost_writes expectation held."""
+    expect = {"lost_writes": {"expected": ">0" if broken else "0", "observed": lost, "held": not broken}}
+    return RunVerdict(run_dir, ok, {"checks": {"lost_writes": {"count": lost}, "duplicates": {"count": 0}},
+                                    "expect": expect, "figures": {"unavailable_s": {"no-leader": no_leader}}})
+
+
+def test_the_summary_groups_cells_by_setting_and_schedule_and_the_page_links_each_report(tmp_path: Path) -> None:
+    """Issue 11: per setting and fault schedule, the cells, those with loss, the lost writes,
+    the median seconds without a leader and the broken expectations; then the failed and
+    flaky cells by name; the page is a cells x checks table linking each cell's report, a
+    broken expectation in red."""
+    from rich.console import Console
+
+    from testbed.matrix.page import _page
+    from testbed.matrix.runner import print_summary
+    path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]}, "seeds": [1, 2],
+                            "faults": {"kill": [{"at": "1s", "do": "kill", "target": "leader-of orders/0"}]}})
+    cells = {c.id: c for c in expand(load_matrix(path))}
+    runs = tmp_path / "matrix"
+    results = [
+        CellResult(cells["tiny-elr=true-kill-seed=1"], [_judged(runs / "a", True, 0, 1.0)]),
+        CellResult(cells["tiny-elr=true-kill-seed=2"], [_judged(runs / "b", True, 0, 3.0)]),
+        CellResult(cells["tiny-elr=false-kill-seed=1"], [_judged(runs / "c", False, 7, 2.0, broken=True)]),
+        CellResult(cells["tiny-elr=false-kill-seed=2"], [_judged(runs / "d", False, 4, 0.5, broken=True),
+                                                         _judged(runs / "d.retry1", True, 0, 0.5)]),
+    ]
+    console = Console(record=True, width=250)
+    print_summary(console, results, runs)
+    text = console.export_text()
+    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in text.splitlines() if "tiny elr=" in line]
+    assert rows == [["tiny elr=true", "kill", "2", "0", "0", "2.00", ""],
+                    ["tiny elr=false", "kill", "2", "1", "7", "1.25", "lost_writes"]], text
+    assert "failed: tiny-elr=false-kill-seed=1: lost_writes 7 (expected >0)" in text
+    assert "flaky: tiny-elr=false-kill-seed=2: " in text and "d.retry1/report.html" in text
+    assert "2 of 4 cells met their expectations" in text
+    page = _page(results, runs / "summary")
+    assert "<h1>isrlab matrix: 2 of 4 cells met their expectations</h1>" in page
+    assert "<a href='../c/report.html'>tiny-elr=false-kill-seed=1</a>" in page
+    assert "<a href='../d.retry1/report.html'>tiny-elr=false-kill-seed=2</a>" in page
+    assert page.count("style='background:#fdd' title='expected &gt;0'>7<") == 1
+
+
 @pytest.mark.parametrize("keep_going", [False, True])
 def test_a_cell_that_cannot_run_is_unjudged_and_stops_the_matrix_unless_keep_going(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep_going: bool) -> None:
