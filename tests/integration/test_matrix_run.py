@@ -29,25 +29,30 @@ def test_cells_run_in_parallel_are_judged_together_and_a_failing_cell_is_retried
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(base), encoding="utf-8")
     # No fault runs, so nothing is lost: the rule that wants loss for elr=false cannot hold.
     (tmp_path / "m.yaml").write_text(yaml.safe_dump({
-        "base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+        "base": "base.yaml", "vary": {"protocol.elr": [True, False]}, "seeds": [3, 4],
         "expect": [{"when": {"protocol.elr": False}, "expect": {"lost_writes": ">0"}}]}), encoding="utf-8")
     cells = expand(load_matrix(tmp_path / "m.yaml"))
     console = Console(record=True, width=200)
     code = run_matrix(cells, tmp_path / "matrix", jobs=2, time_scale=TIME_SCALE, deflake=1, console=console)
     out = console.export_text()
     assert code == 1, out
-    ok_dir, bad_dir = (tmp_path / "matrix" / c.id for c in cells)
-    assert ok_dir.name == "itest-elr=true-seed=3" and bad_dir.name == "itest-elr=false-seed=3"
-    ok, bad = (json.loads((d / "results.json").read_text()) for d in (ok_dir, bad_dir))
-    assert ok["ok"] is True and bad["ok"] is False
-    assert bad["expect"]["lost_writes"] == {"expected": ">0", "observed": 0, "held": False}
-    retry = json.loads((tmp_path / "matrix" / f"{bad_dir.name}.retry1" / "results.json").read_text())
-    assert retry["ok"] is False, "the failed cell ran again, under the same expectations"
-    assert not (tmp_path / "matrix" / f"{ok_dir.name}.retry1").exists()
-    assert f"failed: {bad_dir.name}.retry1" not in out and f"failed: {bad_dir.name}:" in out
-    assert "1 of 2 cells met their expectations" in out
+    dirs = [tmp_path / "matrix" / c.id for c in cells]
+    assert [d.name for d in dirs] == ["itest-elr=true-seed=3", "itest-elr=true-seed=4",
+                                      "itest-elr=false-seed=3", "itest-elr=false-seed=4"]
+    results = [json.loads((d / "results.json").read_text()) for d in dirs]
+    assert [r["ok"] for r in results] == [True, True, False, False]
+    assert results[2]["expect"]["lost_writes"] == {"expected": ">0", "observed": 0, "held": False}
+    for ok_dir, bad_dir in ((dirs[0], dirs[2]), (dirs[1], dirs[3])):
+        retry = json.loads((tmp_path / "matrix" / f"{bad_dir.name}.retry1" / "results.json").read_text())
+        assert retry["ok"] is False, "the failed cell ran again, under the same expectations"
+        assert not (tmp_path / "matrix" / f"{ok_dir.name}.retry1").exists()
+        assert f"failed: {bad_dir.name}.retry1" not in out and f"failed: {bad_dir.name}:" in out
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if "itest elr=" in line]
+    assert rows == [["itest elr=true", "(its own)", "2", "0", "0", "0.00", ""],
+                    ["itest elr=false", "(its own)", "2", "0", "0", "0.00", "lost_writes"]], out
+    assert "2 of 4 cells met their expectations" in out
     page = (tmp_path / "matrix" / "summary" / "cells.html").read_text()
-    assert f"href='../{bad_dir.name}.retry1/report.html'" in page and f"href='../{ok_dir.name}/report.html'" in page
+    assert f"href='../{dirs[2].name}.retry1/report.html'" in page and f"href='../{dirs[0].name}/report.html'" in page
     assert (tmp_path / "matrix" / "summary" / "cells.parquet").is_dir()
 
 
