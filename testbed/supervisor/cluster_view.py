@@ -1,6 +1,6 @@
 """The live view of a running cluster (`run.py status --watch`, a lab's `--step` pause): per
 partition the leader, leader epoch, ISR, ELR and LastKnownELR, and each replica's LEO and HWM
-as bars on the scale of the partition's longest log, with the faults fired so far. A student
+as bars on the scale of the partition's longest log, with the faults in force. A student
 watches the HWM stop while a follower is paused, the follower leave the ISR, the truncation
 shorten a bar."""
 from __future__ import annotations
@@ -11,13 +11,11 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from broker.common.jsonl import read_jsonl
 from broker.noderuntime.config import NodeConfig
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.control_client import ControlClient
 
 BAR = 30  # characters for the longest log of a partition
-RECENT_FAULTS = 4
 
 
 def read_status(run_dir: Path, timeout: float = 0.3) -> ClusterStatus | None:
@@ -36,11 +34,31 @@ def read_status(run_dir: Path, timeout: float = 0.3) -> ClusterStatus | None:
         client.close()
 
 
-def recent_faults(run_dir: Path, count: int = RECENT_FAULTS) -> list[str]:
-    """The last faults fired, as `do target -> nodes` lines (from the run's faults.jsonl)."""
-    ends = [r for r in read_jsonl(run_dir / "faults.jsonl") if r.get("phase") == "end"]
-    return [" ".join(filter(None, (r.get("do"), r.get("target"), "->", ", ".join(r.get("resolved") or []) or "-")))
-            for r in ends[-count:]]
+#: fault actions that hold until undone, and the action that undoes each (per node)
+_UNDONE_BY = {"kill": "restart", "lossy-crash": "restart", "shutdown": "restart", "pause": "resume"}
+_NETWORK = ("partition", "slow")  # until a `heal` names them
+
+
+def faults_in_force(records: list[dict]) -> list[str]:
+    """The faults of a run's faults.jsonl still in force, as `do target -> nodes` lines: a
+    kill, crash or shutdown until its nodes restart, a pause until they resume, a partition
+    or slow link until a heal; a fault that failed or acts at once (an election, a
+    reassignment, disk loss with its restart) is not in force."""
+    held: dict[str, tuple[dict, set[str]]] = {}  # origin -> (its end record, nodes still affected)
+    for r in (r for r in records if r.get("phase") == "end" and "error" not in r.get("effect", {})):
+        do, nodes = r.get("do"), set(r.get("resolved") or [])
+        if do in _UNDONE_BY or do in _NETWORK:
+            held[r["origin"]] = (r, nodes)
+        elif do == "heal":
+            for origin in r.get("effect", {}).get("healed", []):
+                held.pop(origin, None)
+        for origin, (rec, left) in list(held.items()):
+            if _UNDONE_BY.get(rec["do"]) == do:
+                left -= nodes
+                if not left:
+                    del held[origin]
+    return [" ".join(filter(None, (rec["do"], rec.get("target"), "->", ", ".join(sorted(left)) or "-")))
+            for rec, left in held.values()]
 
 
 def bar(leo: int, hwm: int, longest: int) -> Text:
@@ -71,7 +89,7 @@ def cluster_view(status: ClusterStatus, title: str, faults: list[str]) -> Group:
                 continue
             mark = " leader" if r.role == "leader" else "" if broker in p.isr else " out of ISR"
             table.add_row(*head, f"broker-{broker}{mark}", bar(r.leo, r.hwm, longest), f"{r.leo} / {r.hwm}")
-    lines = Text("faults fired: " + ("; ".join(faults) if faults else "none"), style="magenta")
+    lines = Text("faults in force: " + ("; ".join(faults) if faults else "none"), style="magenta")
     down = [f"broker-{b}" for b, body in sorted(status.brokers.items()) if body is None]
     down += [name for name, body in sorted(status.quorum.items()) if body is None]
     if down:

@@ -12,8 +12,9 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from broker.common.jsonl import read_jsonl
 from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.supervisor.cluster_view import cluster_view, read_status, recent_faults
+from testbed.supervisor.cluster_view import cluster_view, faults_in_force, read_status
 from testbed.supervisor.processes import running_runs
 
 
@@ -59,7 +60,8 @@ def watch_status(runs_dir: Path, period: float = 0.25, frames: int | None = None
                 views = []
                 for run_dir in runs:
                     status = read_status(run_dir)
-                    views.append(cluster_view(status, run_dir.name, recent_faults(run_dir)) if status is not None
+                    faults = faults_in_force(read_jsonl(run_dir / "faults.jsonl"))
+                    views.append(cluster_view(status, run_dir.name, faults) if status is not None
                                  else Text(f"{run_dir.name}: starting"))
                 live.update(Group(*views), refresh=True)
                 drawn += 1

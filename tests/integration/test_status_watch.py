@@ -20,7 +20,7 @@ def test_the_live_view_changes_when_a_fault_fires(make_cluster) -> None:  # noqa
     c = make_cluster(partitions=1)
     runs_dir = c.runs_dir
     before = frame(runs_dir)
-    assert "orders/0" in before and "[1, 2, 3]" in before and "faults fired: none" in before, before
+    assert "orders/0" in before and "[1, 2, 3]" in before and "faults in force: none" in before, before
     assert " / " in before and "broker-2" in before  # a LEO / HWM column per replica
     p = c.status().partition("orders", 0)
     follower = next(b for b in p.replicas if b != p.leader)
@@ -28,11 +28,12 @@ def test_the_live_view_changes_when_a_fault_fires(make_cluster) -> None:  # noqa
     c.wait_until(lambda s: follower not in s.partition("orders", 0).isr, timeout=c.scaled(15),
                  what=f"broker {follower} out of the ISR")
     after = frame(runs_dir)
-    assert f"faults fired: pause broker:{follower} -> broker-{follower}" in after, after
+    assert f"faults in force: pause broker:{follower} -> broker-{follower}" in after, after
     assert "down or silent" in after and f"not answering: broker-{follower}" in after
     isr = sorted(b for b in (1, 2, 3) if b != follower)
     assert str(isr) in after
     c.fault("resume", target=f"broker:{follower}")
+    assert "faults in force: none" in frame(runs_dir), "the resume ended the pause"
 
 
 def test_status_watch_without_a_run_says_so(tmp_path: Path) -> None:

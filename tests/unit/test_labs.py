@@ -18,7 +18,7 @@ from testbed.labs.answers import FACTS, RunRecords, answer
 from testbed.labs.catalog import LABS_DIR, LabError, all_labs, find_lab, lab_dirs, load_lab
 from testbed.labs.guide import answers, intro, part_markdown
 from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.supervisor.cluster_view import bar, cluster_view
+from testbed.supervisor.cluster_view import bar, cluster_view, faults_in_force
 from tests.unit.analysis_fixtures import T0, RunBuilder, S
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -248,9 +248,34 @@ def test_the_live_view_draws_leo_and_hwm_bars_and_the_faults() -> None:
     assert bar(0, 0, 0).plain == "·" * 30
     console = Console(record=True, width=200)
     console.print(cluster_view(_status({1: (100, 60), 2: (60, 60), 3: None}, [1, 2]), "run-x",
-                               ["pause broker-3 -> broker-3"]))
+                               ["pause broker:3 -> broker-3"]))
     text = console.export_text()
     assert "orders/0" in text and "[1, 2]" in text and "[3]" in text
     assert "broker-1 leader" in text and "100 / 60" in text and "60 / 60" in text
     assert "down or silent" in text and "not answering: broker-3" in text
-    assert "faults fired: pause broker-3 -> broker-3" in text
+    assert "faults in force: pause broker:3 -> broker-3" in text
+
+
+def _fault(origin: str, do: str, target: str | None, resolved: list[str], **effect: object) -> dict:
+    return {"do": do, "target": target, "resolved": resolved, "origin": origin, "phase": "end", "effect": effect}
+
+
+def test_the_faults_in_force_are_those_not_yet_undone() -> None:
+    """A kill until its node restarts, a pause until each paused node resumes, a partition
+    until a heal names it; a failed fault and an election are never in force."""
+    records = [
+        _fault("faults[0]", "pause", "followers-of orders/0", ["broker-2", "broker-3"]),
+        _fault("faults[1]", "kill", "leader-of orders/0", ["broker-1"]),
+        _fault("faults[2]", "partition", None, [], groups=[["broker-1"], ["broker-2"]]),
+        _fault("faults[3]", "kill", "broker:9", [], error="unknown target 'broker:9'"),
+        _fault("faults[4]", "elect-preferred", None, []),
+        _fault("faults[5]", "resume", "broker:2", ["broker-2"]),
+    ]
+    assert faults_in_force(records) == ["pause followers-of orders/0 -> broker-3",
+                                        "kill leader-of orders/0 -> broker-1", "partition -> -"]
+    records += [_fault("faults[6]", "heal", None, [], healed=["faults[2]"]),
+                _fault("faults[7]", "restart", "stopped", ["broker-1"]),
+                _fault("faults[8]", "resume", "paused", ["broker-3"])]
+    assert faults_in_force(records) == []
+    start = {**_fault("faults[9]", "kill", "broker:2", ["broker-2"]), "phase": "start"}
+    assert faults_in_force([start]) == [], "a fault is in force from its end record on"
