@@ -35,15 +35,16 @@ def read_status(run_dir: Path, timeout: float = 0.3) -> ClusterStatus | None:
 
 
 #: fault actions that hold until undone, and the action that undoes each (per node)
-_UNDONE_BY = {"kill": "restart", "lossy-crash": "restart", "shutdown": "restart", "pause": "resume"}
+_UNDONE_BY = {"kill": "restart", "lossy-crash": "restart", "disk-loss": "restart", "shutdown": "restart",
+              "pause": "resume"}
 _NETWORK = ("partition", "slow")  # until a `heal` names them
 
 
 def faults_in_force(records: list[dict]) -> list[str]:
     """The faults of a run's faults.jsonl still in force, as `do target -> nodes` lines: a
-    kill, crash or shutdown until its nodes restart, a pause until they resume, a partition
-    or slow link until a heal; a fault that failed or acts at once (an election, a
-    reassignment, disk loss with its restart) is not in force."""
+    kill, crash, disk loss or shutdown until its nodes restart, a pause until they resume, a
+    partition or slow link until a heal; a fault that failed or acts at once (an election, a
+    reassignment, an admin command) is not in force."""
     held: dict[str, tuple[dict, set[str]]] = {}  # origin -> (its end record, nodes still affected)
     for r in (r for r in records if r.get("phase") == "end" and "error" not in r.get("effect", {})):
         do, nodes = r.get("do"), set(r.get("resolved") or [])

@@ -270,12 +270,14 @@ def test_the_faults_in_force_are_those_not_yet_undone() -> None:
         _fault("faults[3]", "kill", "broker:9", [], error="unknown target 'broker:9'"),
         _fault("faults[4]", "elect-preferred", None, []),
         _fault("faults[5]", "resume", "broker:2", ["broker-2"]),
+        _fault("faults[6]", "disk-loss", "broker:3", ["broker-3"]),
     ]
     assert faults_in_force(records) == ["pause followers-of orders/0 -> broker-3",
-                                        "kill leader-of orders/0 -> broker-1", "partition -> -"]
-    records += [_fault("faults[6]", "heal", None, [], healed=["faults[2]"]),
-                _fault("faults[7]", "restart", "stopped", ["broker-1"]),
-                _fault("faults[8]", "resume", "paused", ["broker-3"])]
+                                        "kill leader-of orders/0 -> broker-1", "partition -> -",
+                                        "disk-loss broker:3 -> broker-3"]
+    records += [_fault("faults[7]", "heal", None, [], healed=["faults[2]"]),
+                _fault("faults[8]", "restart", "stopped", ["broker-1", "broker-3"]),
+                _fault("faults[9]", "resume", "paused", ["broker-3"])]
     assert faults_in_force(records) == []
-    start = {**_fault("faults[9]", "kill", "broker:2", ["broker-2"]), "phase": "start"}
+    start = {**_fault("faults[10]", "kill", "broker:2", ["broker-2"]), "phase": "start"}
     assert faults_in_force([start]) == [], "a fault is in force from its end record on"
