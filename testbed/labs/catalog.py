@@ -91,8 +91,8 @@ def load_lab(directory: Path) -> Lab:
     questions = _questions(front.get("questions"), source, errors)
     if errors:
         raise LabError(errors)
-    number = int(_DIR_NAME.match(directory.name).group(1)) if _DIR_NAME.match(directory.name) else 0
-    return Lab(number, directory.name.partition("-")[2], directory, texts["title"], texts["rule"],
+    named = _DIR_NAME.match(directory.name)
+    return Lab(int(named.group(1)) if named else 0, directory.name.partition("-")[2], directory, texts["title"], texts["rule"],
                texts["predict"], tuple(parts), tuple(questions), body)
 
 
@@ -114,15 +114,27 @@ def split_front_matter(text: str, source: str) -> tuple[dict, str]:
     return front, "".join(lines[end + 1:]).strip() + "\n"
 
 
-def _parts(value: object, directory: Path, source: str, errors: list[str]) -> list[Part]:
+def _entries(value: object, key: str, fields: tuple[str, ...], shape: str, source: str,
+             errors: list[str]) -> list[tuple[str, dict]]:
+    """`(key[i], item)` for each item of the list `value` that is a mapping of exactly
+    `fields`; an error naming the key for the list and for each other item."""
     if not isinstance(value, list) or not value:
-        errors.append(f"{source}: parts: expected a non-empty list of {{topology, label}}")
+        errors.append(f"{source}: {key}: expected a non-empty list of {{{', '.join(fields)}}}")
         return []
-    parts = []
+    good = []
     for i, item in enumerate(value):
-        key = f"parts[{i}]"
-        if not isinstance(item, dict) or set(item) != {"topology", "label"} or not all(
-                isinstance(item[k], str) and item[k].strip() for k in ("topology", "label")):
+        if isinstance(item, dict) and set(item) == set(fields) and isinstance(item[fields[0]], str):
+            good.append((f"{key}[{i}]", item))
+        else:
+            errors.append(f"{source}: {key}[{i}]: expected {shape}")
+    return good
+
+
+def _parts(value: object, directory: Path, source: str, errors: list[str]) -> list[Part]:
+    parts = []
+    for key, item in _entries(value, "parts", ("topology", "label"),
+                              "{topology: a file relative to the lab, label: text}", source, errors):
+        if not isinstance(item["label"], str) or not item["label"].strip() or not item["topology"].strip():
             errors.append(f"{source}: {key}: expected {{topology: a file relative to the lab, label: text}}")
             continue
         path = (directory / item["topology"]).resolve()
@@ -134,15 +146,9 @@ def _parts(value: object, directory: Path, source: str, errors: list[str]) -> li
 
 
 def _questions(value: object, source: str, errors: list[str]) -> list[Question]:
-    if not isinstance(value, list) or not value:
-        errors.append(f"{source}: questions: expected a non-empty list of {{ask, answer}}")
-        return []
     questions = []
-    for i, item in enumerate(value):
-        key = f"questions[{i}]"
-        if not isinstance(item, dict) or set(item) != {"ask", "answer"} or not isinstance(item["ask"], str):
-            errors.append(f"{source}: {key}: expected {{ask: text, answer: [fact, ...]}}")
-            continue
+    for key, item in _entries(value, "questions", ("ask", "answer"), "{ask: text, answer: [fact, ...]}",
+                              source, errors):
         facts = item["answer"]
         if not isinstance(facts, list) or not facts or not all(isinstance(f, str) for f in facts):
             errors.append(f"{source}: {key}.answer: expected a non-empty list of facts ({', '.join(FACTS)})")
