@@ -8,6 +8,7 @@
     python run.py spark up | down | status
     python run.py matrix FILE_OR_DIR [--jobs J] [--seeds N] [--only SEL] [--deflake N] [--shard K/N] [--dry-run]
     python run.py lab list | N [--step] [--runs-dir D] [--time-scale F]
+    python run.py sim FILE [--seeds N | --seed S] [--keep] [--jobs J] [--runs-dir D] [--no-judge]
 """
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import sys
 from pathlib import Path
 
 COMMANDS = ("validate", "status", "bench", "analyze", "spark", "matrix", "lab", "sim")
-LATER = {"sim": "the deterministic simulation"}
 
 
 def _run_parser() -> argparse.ArgumentParser:
@@ -117,17 +117,19 @@ def cmd_matrix(argv: list[str]) -> int:
     return matrix_main(argv)
 
 
+def cmd_sim(argv: list[str]) -> int:
+    from testbed.sim.cli import main as sim_main
+    return sim_main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         _run_parser().print_help()
         return 2
     cmd = argv[0]
-    if cmd in LATER:
-        print(f"`{cmd}` arrives with {LATER[cmd]}; it is not in this build yet.", file=sys.stderr)
-        return 2
     handlers = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench, "analyze": cmd_analyze,
-                "spark": cmd_spark, "matrix": cmd_matrix, "lab": cmd_lab}
+                "spark": cmd_spark, "matrix": cmd_matrix, "lab": cmd_lab, "sim": cmd_sim}
     if cmd in handlers:
         return handlers[cmd](argv[1:])
     return cmd_run(argv)

@@ -56,18 +56,76 @@ class FetchResult:
     leader: int = -1
 
 
-class ClusterClient:
+class ClientState:
+    """What a client knows (the brokers, the leaders it last saw) and how it builds requests
+    and reads answers, without I/O: `ClusterClient` sends over ZeroMQ and waits, the
+    simulation's client (`testbed/sim/clients.py`) sends on virtual time."""
+
+    def __init__(self, brokers: dict[int, str], name: str, request_timeout: float) -> None:
+        self.brokers = dict(brokers)
+        self.name = name
+        self.request_timeout = request_timeout
+        self.leaders: dict[tuple[str, int], PartitionMetadata] = {}
+
+    def take_metadata(self, answers: list[object]) -> MetadataResponse | None:
+        """Keep the answer with the newest metadata of those the brokers gave."""
+        best: MetadataResponse | None = None
+        for resp in answers:
+            if isinstance(resp, MetadataResponse) and resp.error == Errors.NONE:
+                if best is None or resp.metadata_offset > best.metadata_offset:
+                    best = resp
+        if best is not None:
+            for pm in best.partitions:
+                self.leaders[(pm.topic, pm.partition)] = pm
+            for broker_id, endpoint in best.endpoints.items():  # brokers that joined later (R38)
+                self.brokers.setdefault(broker_id, endpoint)
+        return best
+
+    def known_leader(self, topic: str, partition: int) -> int:
+        """The leader as last seen, -1 when none is known or it cannot be reached."""
+        pm = self.leaders.get((topic, partition))
+        return pm.leader if pm is not None and pm.leader in self.brokers else -1
+
+    @staticmethod
+    def _produce_request(topic: str, partition: int, values: list[str], acks: str, timeout: float) -> ProduceRequest:
+        return ProduceRequest(topic, partition, ACKS[str(acks)], int(timeout * 1000),
+                              encode_record_set([v.encode() for v in values]))
+
+    def _produce_result(self, topic: str, partition: int, leader: int, resp: object | None) -> ProduceResult:
+        if not isinstance(resp, ProduceResponse):
+            self.leaders.pop((topic, partition), None)
+            return ProduceResult(Errors.REQUEST_TIMED_OUT, appended=True, leader=leader)
+        if resp.error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH):
+            self.leaders.pop((topic, partition), None)
+        return ProduceResult(resp.error, resp.base_offset, resp.appended, leader)
+
+    @staticmethod
+    def _fetch_request(topic: str, partition: int, offset: int, max_wait: float, max_bytes: int) -> FetchRequest:
+        return FetchRequest(replica_id=-1, max_wait_ms=int(max_wait * 1000),
+                            partitions=[FetchPartition(topic, partition, offset, max_bytes=max_bytes)])
+
+    def _fetch_result(self, topic: str, partition: int, offset: int, leader: int, resp: object | None) -> FetchResult:
+        if not isinstance(resp, FetchResponse) or not resp.partitions:
+            self.leaders.pop((topic, partition), None)
+            return FetchResult(Errors.REQUEST_TIMED_OUT, leader=leader)
+        r = resp.partitions[0]
+        if r.error != Errors.NONE:
+            self.leaders.pop((topic, partition), None)
+            return FetchResult(r.error, high_watermark=r.high_watermark, leader=leader)
+        records = [(o, v.decode("utf-8", "replace")) for o, _e, v in decode_batches(r.records)
+                   if offset <= o < r.high_watermark]
+        return FetchResult(Errors.NONE, records, r.high_watermark, leader)
+
+
+class ClusterClient(ClientState):
     """Talks to the brokers of one run: metadata, produce, consume."""
 
     _ids = itertools.count()
 
     def __init__(self, brokers: dict[int, str], name: str = "client", request_timeout: float = 2.0) -> None:
-        self.brokers = dict(brokers)
-        self.name = name
-        self.request_timeout = request_timeout
+        super().__init__(brokers, name, request_timeout)
         # Unique per process and object: a node's ROUTER hands an identity to its newest holder.
         self.transport = Transport(f"{name}-{os.getpid()}-{next(self._ids)}")
-        self.leaders: dict[tuple[str, int], PartitionMetadata] = {}
         self._pending: dict[int, PendingProduce] = {}  # request id -> produce started and unanswered
         self._stash: list[Response | Expired] = []  # outcomes of started produces read by `request`
 
@@ -95,26 +153,16 @@ class ClusterClient:
 
     def refresh_metadata(self, topics: list[str] | None = None) -> MetadataResponse | None:
         """Ask brokers in turn; keep the answer with the newest metadata."""
-        best: MetadataResponse | None = None
-        for broker_id in self.brokers:
-            resp = self.request(broker_id, MetadataRequest(topics), timeout=min(1.0, self.request_timeout))
-            if isinstance(resp, MetadataResponse) and resp.error == Errors.NONE:
-                if best is None or resp.metadata_offset > best.metadata_offset:
-                    best = resp
-        if best is not None:
-            for pm in best.partitions:
-                self.leaders[(pm.topic, pm.partition)] = pm
-            for broker_id, endpoint in best.endpoints.items():  # brokers that joined later (R38)
-                self.brokers.setdefault(broker_id, endpoint)
-        return best
+        return self.take_metadata([self.request(broker_id, MetadataRequest(topics),
+                                                timeout=min(1.0, self.request_timeout))
+                                   for broker_id in list(self.brokers)])
 
     def leader_of(self, topic: str, partition: int) -> int:
         """The partition's leader as last known, -1 when none is known or it cannot be reached."""
         pm = self.leaders.get((topic, partition))
         if pm is None or pm.leader < 0:
             self.refresh_metadata()
-            pm = self.leaders.get((topic, partition))
-        return pm.leader if pm is not None and pm.leader in self.brokers else -1
+        return self.known_leader(topic, partition)
 
     # ---------------------------------------------------------------- produce / fetch
     def produce(self, topic: str, partition: int, values: list[str], acks: str = "all",
@@ -166,38 +214,15 @@ class ClusterClient:
     def produces_in_flight(self) -> int:
         return len(self._pending)
 
-    @staticmethod
-    def _produce_request(topic: str, partition: int, values: list[str], acks: str, timeout: float) -> ProduceRequest:
-        return ProduceRequest(topic, partition, ACKS[str(acks)], int(timeout * 1000),
-                              encode_record_set([v.encode() for v in values]))
-
-    def _produce_result(self, topic: str, partition: int, leader: int, resp: object | None) -> ProduceResult:
-        if not isinstance(resp, ProduceResponse):
-            self.leaders.pop((topic, partition), None)
-            return ProduceResult(Errors.REQUEST_TIMED_OUT, appended=True, leader=leader)
-        if resp.error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH):
-            self.leaders.pop((topic, partition), None)
-        return ProduceResult(resp.error, resp.base_offset, resp.appended, leader)
-
     def fetch(self, topic: str, partition: int, offset: int, max_wait: float = 0.1,
               max_bytes: int = 1 << 20) -> FetchResult:
         """Read committed records from the leader (R21): only below its HWM."""
         leader = self.leader_of(topic, partition)
         if leader < 0:
             return FetchResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
-        req = FetchRequest(replica_id=-1, max_wait_ms=int(max_wait * 1000),
-                           partitions=[FetchPartition(topic, partition, offset, max_bytes=max_bytes)])
-        resp = self.request(leader, req, max_wait + self.request_timeout)
-        if not isinstance(resp, FetchResponse) or not resp.partitions:
-            self.leaders.pop((topic, partition), None)
-            return FetchResult(Errors.REQUEST_TIMED_OUT, leader=leader)
-        r = resp.partitions[0]
-        if r.error != Errors.NONE:
-            self.leaders.pop((topic, partition), None)
-            return FetchResult(r.error, high_watermark=r.high_watermark, leader=leader)
-        records = [(o, v.decode("utf-8", "replace")) for o, _e, v in decode_batches(r.records)
-                   if offset <= o < r.high_watermark]
-        return FetchResult(Errors.NONE, records, r.high_watermark, leader)
+        req = self._fetch_request(topic, partition, offset, max_wait, max_bytes)
+        return self._fetch_result(topic, partition, offset, leader,
+                                  self.request(leader, req, max_wait + self.request_timeout))
 
     def close(self) -> None:
         self.transport.close()

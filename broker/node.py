@@ -5,10 +5,9 @@
 The loop is the node's single executor. It feeds the role (a pure state machine behind a
 thin adapter, `broker/noderuntime/`) its inputs: ticks, requests, responses, timeouts and
 the supervisor's control requests. Every `Outputs` that comes back is carried out here and
-nowhere else, always in the same order: make durable (the adapter's `persist`), then send,
-then record the events, then stop if asked. What a disk operation triggers (a metadata
-commit) is carried out next, in the same order, never from inside another. A request to a
-peer that has no address fails on the next turn of the loop, as a timeout would.
+nowhere else, in the order `broker/noderuntime/executor.py` keeps for every executor (the
+simulation's too): make durable, then send, then record, then stop. A request to a peer
+that has no address fails on the next turn of the loop, as a timeout would.
 
 A node dies with its supervisor (PR_SET_PDEATHSIG plus a parent watchdog), answers only the
 supervisor's token on its control socket, and never crashes on a malformed message (the
@@ -23,9 +22,8 @@ import signal
 import sys
 import time
 import traceback
-from collections import deque
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from broker.common.errors import Errors
 from broker.common.lifetime import die_with_parent
@@ -33,6 +31,7 @@ from broker.noderuntime.broker_role import BrokerRole
 from broker.noderuntime.config import NodeConfig
 from broker.noderuntime.controller_role import ControllerRole
 from broker.noderuntime.eventlog import EventLog
+from broker.noderuntime.executor import Role, carry_out
 from broker.protocol.messages import ControlRequest, ControlResponse, ErrorResponse
 from broker.protocol.outputs import Outputs, Send
 from broker.wire.linkfilter import LinkFilter, LinkTable
@@ -41,21 +40,6 @@ from broker.wire.transport import Expired, Request, Response, Transport
 log = logging.getLogger("isrlab.node")
 #: the request timeout of a Send that names none
 DEFAULT_REQUEST_TIMEOUT = 2.0
-
-
-class Role(Protocol):
-    """What the loop needs of a role: inputs in, `Outputs` back, and the I/O it delegates."""
-
-    def start(self, now: float) -> Outputs: ...
-    def tick(self, now: float) -> Outputs: ...
-    def on_request(self, handle: Any, msg: Any, now: float) -> Outputs: ...
-    def on_response(self, correlation: Any, msg: Any, now: float) -> Outputs: ...
-    def begin_shutdown(self, now: float) -> Outputs: ...
-    def persist(self, op: Any, now: float) -> Outputs: ...
-    def body(self, message: Any) -> Any: ...
-    def status(self) -> dict: ...
-    def close(self) -> None: ...
-    def endpoint_of(self, broker_id: int) -> str | None: ...
 
 
 class Node:
@@ -76,26 +60,19 @@ class Node:
 
     # ---------------------------------------------------------------- the executor
     def execute(self, out: Outputs) -> None:
-        """Carry out `out` (disk, then send, then record, then stop), then what it triggered."""
-        pending = deque([out])
-        while pending:
-            out = pending.popleft()
-            now = time.monotonic()
-            for op in out.disk:
-                triggered = self.role.persist(op, now)
-                if triggered:
-                    pending.append(triggered)
-            for m in out.messages:
-                if isinstance(m, Send):
-                    self._send(m)
-                else:
-                    self.transport.reply(m.ctx, self.role.body(m.message))
-            for ev in out.events:
-                self.events.record(ev.kind, ev.fields)
-            if out.stop is not None and self.exit_code is None:
-                self.exit_code = out.stop
+        carry_out(out, self.role, time.monotonic, self)
 
-    def _send(self, m: Send) -> None:
+    def reply(self, ctx: Any, body: Any) -> None:
+        self.transport.reply(ctx, body)
+
+    def record(self, kind: str, fields: dict) -> None:
+        self.events.record(kind, fields)
+
+    def stop(self, code: int) -> None:
+        if self.exit_code is None:
+            self.exit_code = code
+
+    def send(self, m: Send) -> None:
         name = self.cfg.peer_name(m.destination)
         endpoint = self.cfg.peers.get(name) if name else None
         if endpoint is None and isinstance(m.destination, int):  # a broker that joined later (R38)

@@ -61,8 +61,10 @@ class ClusterControl(Protocol):
 
 
 class FaultInjector:
-    def __init__(self, cluster: ClusterControl, schedule: list[ScheduledFault], seed: int, record: Path) -> None:
+    def __init__(self, cluster: ClusterControl, schedule: list[ScheduledFault], seed: int, record: Path,
+                 clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
         self.cluster = cluster
+        self.clock_ns = clock_ns  # the host's one clock; the simulation's virtual one
         self.seed = seed
         self.out = JsonlAppender(record)
         self.layers = NetworkLayers()
@@ -132,7 +134,7 @@ class FaultInjector:
         return len(down | set(resolved)) > limit
 
     def _record(self, line: dict) -> None:
-        self.out.write({"time_ns": time.monotonic_ns(), **line})
+        self.out.write({"time_ns": self.clock_ns(), **line})
 
     # ------------------------------------------------------------------ actions
     def _apply(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:

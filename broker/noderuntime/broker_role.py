@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,9 +63,13 @@ def _metadata_snapshot(path: Path) -> dict | None:
 
 
 class BrokerRole:
-    def __init__(self, cfg: NodeConfig) -> None:
+    def __init__(self, cfg: NodeConfig, clock: Callable[[], float] = time.monotonic,
+                 incarnation_id: str | None = None) -> None:
+        """`clock` and `incarnation_id` are the host's (and a random id) in a node process;
+        the simulation passes its virtual clock and an id drawn from the seed."""
         self.cfg = cfg
-        now = time.monotonic()
+        self.clock = clock
+        now = clock()
         cfg.data_dir.mkdir(parents=True, exist_ok=True)
         self.durability = Durability(cfg.data_dir, cfg.storage.fsync, cfg.storage.writeback,
                                      journal_path(cfg.data_dir))
@@ -77,7 +82,7 @@ class BrokerRole:
         self.metadata_path = metadata_path
         self.metadata_copy = JsonlAppender(metadata_path)
         self.state = BrokerState(
-            BrokerConfig(broker_id=cfg.id, rack=cfg.rack, incarnation_id=uuid.uuid4().hex,
+            BrokerConfig(broker_id=cfg.id, rack=cfg.rack, incarnation_id=incarnation_id or uuid.uuid4().hex,
                          timeouts=cfg.timeouts, protocol=cfg.protocol,
                          controller_ids=tuple(cfg.controller_ids), endpoint=cfg.endpoint),
             local, previous if previous is not None else -1, records,
@@ -107,7 +112,7 @@ class BrokerRole:
 
     def log_for(self, topic: str, partition: int) -> PartitionLog:
         plog = self.logs.get((topic, partition))
-        return plog if plog is not None else self._open_log(topic, partition, time.monotonic())[0]
+        return plog if plog is not None else self._open_log(topic, partition, self.clock())[0]
 
     # ---------------------------------------------------------------- inputs
     def start(self, now: float) -> Outputs:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,11 +10,12 @@ from broker.common.jsonl import JsonlAppender
 
 
 class EventLog(JsonlAppender):
-    def __init__(self, path: Path, node: str) -> None:
+    def __init__(self, path: Path, node: str, clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
         super().__init__(path)
         self.node = node
+        self.clock_ns = clock_ns  # the host's one clock; the simulation's virtual one
 
     def record(self, kind: str, fields: dict[str, Any]) -> None:
-        line = {"node": self.node, "time_ns": time.monotonic_ns(), "kind": kind}
+        line = {"node": self.node, "time_ns": self.clock_ns(), "kind": kind}
         line.update(fields)
         self.write(line)

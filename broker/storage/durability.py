@@ -75,7 +75,9 @@ class Durability:
         self._coalesce = writeback / _WRITEBACK_RESOLUTION
         self._files: dict[str, _FileState] = {}  # by path relative to root
         self._aliases: dict[Path | str, _FileState] = {}  # by the caller's spelling, a cache
-        self._dirty: set[_FileState] = set()
+        #: files with bytes not yet durable, in the order they became dirty (a dict, not a set of
+        #: objects hashed by address, so that writeback runs in the same order in every run)
+        self._dirty: dict[_FileState, None] = {}
         self._load_and_compact()
         self._journal_fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
@@ -126,7 +128,7 @@ class Durability:
         rel = os.path.relpath(path, self.root)
         old = self._files.get(rel)
         if old is not None:
-            self._dirty.discard(old)
+            self._dirty.pop(old, None)
             self._aliases.clear()
         f = _FileState(rel, length, durable)
         self._files[rel] = f
@@ -156,7 +158,7 @@ class Durability:
         f.pending.clear()
         if f.durable is None or length > f.durable:
             f.pending.append((now, length))
-            self._dirty.add(f)
+            self._dirty[f] = None
 
     def wrote(self, path: Path | str, length: int, now: float) -> None:
         """Bytes reached the page cache; `length` is the file's new total length. Hot path."""
@@ -167,7 +169,7 @@ class Durability:
             pending[-1] = (pending[-1][0], length)
         else:
             pending.append((now, length))
-            self._dirty.add(f)
+            self._dirty[f] = None
 
     def truncated(self, path: Path | str, length: int, fd: int | None = None) -> None:
         """The file was cut to `length`; durable at once (module docstring)."""
@@ -187,7 +189,7 @@ class Durability:
         if f is None:
             return
         self._aliases.clear()
-        self._dirty.discard(f)
+        self._dirty.pop(f, None)
         if self.real:
             _fsync_dir(Path(path).parent)
         os.write(self._journal_fd, orjson.dumps({"op": "remove", "path": f.rel}) + b"\n")
@@ -200,7 +202,7 @@ class Durability:
             if f.durable is None:
                 _fsync_dir(Path(path).parent)
         f.pending.clear()
-        self._dirty.discard(f)
+        self._dirty.pop(f, None)
         if f.durable != f.length:
             f.durable = f.length
             self._log("flush", f, now)
@@ -214,7 +216,7 @@ class Durability:
             while pending and pending[0][0] <= cutoff:
                 written = pending.popleft()[1]
             if not pending:
-                self._dirty.discard(f)
+                self._dirty.pop(f, None)
             if written is not None and (f.durable is None or written > f.durable):
                 f.durable = written
                 self._log("writeback", f, now)
@@ -236,7 +238,7 @@ class Durability:
         f = self._find(path) or self._track(path, 0, None)
         f.length = f.durable = len(data)
         f.pending.clear()
-        self._dirty.discard(f)
+        self._dirty.pop(f, None)
         self._log("atomic", f, now)
 
     def durable_length(self, path: Path | str) -> int | None:

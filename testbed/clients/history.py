@@ -8,6 +8,7 @@ killed process leaves every line it wrote.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from broker.common.errors import DEFINITE_PRODUCE_FAILURES, Errors
@@ -24,12 +25,13 @@ def completion_type(error: Errors, appended: bool) -> str:
 
 
 class History:
-    def __init__(self, path: Path, process: str) -> None:
+    def __init__(self, path: Path, process: str, clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
         self.out = JsonlAppender(path)
         self.process = process
+        self.clock_ns = clock_ns  # the host's one clock; the simulation's virtual one
 
     def send_invoke(self, topic: str, partition: int, values: list[str], acks: str) -> int:
-        t = time.monotonic_ns()
+        t = self.clock_ns()
         self.out.write_many([
             {"process": self.process, "type": "invoke", "f": "send", "topic": topic,
              "partition": partition, "value": v, "acks": acks, "time_ns": t} for v in values])
@@ -37,7 +39,7 @@ class History:
 
     def send_complete(self, topic: str, partition: int, values: list[str], acks: str,
                       error: Errors, base_offset: int, appended: bool) -> str:
-        t = time.monotonic_ns()
+        t = self.clock_ns()
         kind = completion_type(error, appended)
         lines = []
         for i, v in enumerate(values):
@@ -54,7 +56,7 @@ class History:
 
     def poll(self, topic: str, partition: int, offset: int, invoked_ns: int,
              records: list[tuple[int, str]]) -> None:
-        t = time.monotonic_ns()
+        t = self.clock_ns()
         self.out.write_many([
             {"process": self.process, "type": "invoke", "f": "poll", "topic": topic,
              "partition": partition, "offset": offset, "time_ns": invoked_ns},

@@ -1,0 +1,310 @@
+"""A cluster of simulated nodes: what the fault injector and the admin operations act on.
+
+It is the simulation's `testbed.supervisor.cluster.Cluster`: the same `ClusterControl` for
+`faults/injector.py` (kill, pause, restart, shutdown, the data directories, the link
+tables) and the same `ClusterAdmin` (reassignment, elections, brokers and topics added and
+removed), with every wait run on the loop's virtual time instead of slept through. Its
+status is each role's own `status()`, the body a node's control socket answers.
+"""
+from __future__ import annotations
+
+import dataclasses
+import random
+from collections.abc import Callable
+from typing import Any
+
+import yaml
+
+from broker.noderuntime.config import NodeConfig
+from broker.noderuntime.eventlog import EventLog
+from broker.protocol.messages import ErrorResponse
+from broker.common.errors import Errors
+from broker.wire.linkfilter import LinkFilter, LinkTable
+from faults.injector import FaultInjector
+from testbed.clients.history import History
+from testbed.supervisor.admin import ClusterAdmin, ClusterError, topology_topics
+from testbed.supervisor.client_configs import build_client_configs
+from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.supervisor.node_configs import build_node_configs
+from testbed.supervisor.run_dir import RunDir
+from testbed.topology import NodeSpec, Topology
+from testbed.sim.clients import (
+    ClientTask,
+    SimClusterClient,
+    Stop,
+    consumer,
+    pipelined_producer,
+    producer,
+)
+from testbed.sim.loop import Loop
+from testbed.sim.network import ReplyHandle, SimNetwork
+from testbed.sim.node import SimNode
+
+#: how often a wait asks its condition again, as the supervisor polls its nodes
+POLL = 0.05
+#: the name the operator's admin requests come from (a client, as the supervisor's are)
+SUPERVISOR = "supervisor"
+
+
+class _Operator:
+    """The supervisor's end of admin requests: an endpoint that serves nothing."""
+
+    name = SUPERVISOR
+    up = True
+
+    def deliver(self, fn: Callable[[], None]) -> None:
+        fn()
+
+    def on_request(self, handle: ReplyHandle, msg: Any) -> None:
+        """Serves nothing."""
+
+
+class SimCluster(ClusterAdmin):
+    def __init__(self, topology: Topology, run_dir: RunDir, seed: int) -> None:
+        self.topology = topology
+        self.dir = run_dir
+        self.time_scale = 1.0
+        self.loop = Loop()
+        self.rng = random.Random(f"isrlab-sim:{seed}")
+        self.net = SimNetwork(self.loop, random.Random(f"isrlab-sim-net:{seed}"))
+        self.net.attach(_Operator())
+        self.nodes_by_name: dict[str, SimNode] = {}
+        self.configs: dict[str, NodeConfig] = {}
+        self.stopped: set[str] = set()
+        self.paused: set[str] = set()
+        self.brokers: list[NodeSpec] = list(topology.cluster.brokers)
+        self.removed: set[str] = set()
+        self.link_table = LinkTable(0, {})
+        self._links_pending: set[str] = set()
+        self._events: list[EventLog] = []
+        self.injector: FaultInjector | None = None
+        self.clients: dict[str, ClientTask] = {}
+        self._client_stop = Stop()
+        self._histories: list[History] = []
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Every node started, the topics created, every partition led (virtual time)."""
+        self.dir.create()
+        (self.dir.root / "topology.yaml").write_text(yaml.safe_dump(self.topology.to_dict(), sort_keys=False))
+        self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults, clock_ns=self.loop.clock_ns)
+        for spec in self.nodes():
+            self._add_node(spec)
+        n = len(self.brokers)
+        self.wait_until(lambda s: sum(1 for b in s.registered_brokers().values() if not b["fenced"]) == n,
+                        timeout=15, what=f"all {n} brokers registered and unfenced")
+        self.create_topics(topology_topics(self.topology))
+        self.wait_until(lambda s: s.all_led(), timeout=15, what="every partition led")
+
+    def _config(self, spec: NodeSpec) -> NodeConfig:
+        [made] = build_node_configs(self.topology, [spec], self.dir, "", 1.0).values()
+        names = [s.name for s in self.nodes()] + [spec.name]
+        return dataclasses.replace(made, endpoint=spec.name, control_endpoint="", supervisor_pid=0,
+                                   peers={name: name for name in names},
+                                   storage=dataclasses.replace(made.storage, fsync="simulated"))  # scope.ignored
+
+    def _add_node(self, spec: NodeSpec) -> SimNode:
+        cfg = self._config(spec)
+        self.configs[spec.name] = cfg
+        events = EventLog(self.dir.events, spec.name, clock_ns=self.loop.clock_ns)
+        self._events.append(events)
+        node = SimNode(cfg, self.loop, self.net, events, random.Random(f"isrlab-sim:{self.topology.seed}:{spec.name}"))
+        self.nodes_by_name[spec.name] = node
+        self.net.filters[spec.name] = LinkFilter(self.link_table)
+        node.start()
+        return node
+
+    def close(self) -> None:
+        for task in self.clients.values():
+            task.kill()
+        for node in self.nodes_by_name.values():
+            node.kill()
+        for h in self._histories:
+            h.close()
+        if self.injector is not None:
+            self.injector.close()
+        for events in self._events:
+            events.close()
+
+    # ------------------------------------------------------------------ what ClusterAdmin rests on
+    def scaled(self, seconds: float) -> float:
+        return seconds
+
+    def controllers(self) -> list[NodeSpec]:
+        return list(self.topology.cluster.controllers)
+
+    def nodes(self) -> list[NodeSpec]:
+        return [*self.controllers(), *self.brokers]
+
+    def node_names(self) -> list[str]:
+        return [spec.name for spec in self.nodes()]
+
+    def status(self, timeout: float = 0.5) -> ClusterStatus:
+        quorum = {spec.name: self.nodes_by_name[spec.name].status() for spec in self.controllers()}
+        brokers = {spec.id: self.nodes_by_name[spec.name].status() for spec in self.brokers
+                   if spec.name not in self.removed}
+        return ClusterStatus.of(quorum, brokers)
+
+    def wait_until(self, predicate: Callable[[ClusterStatus], bool], timeout: float,
+                   what: str = "the condition") -> ClusterStatus:
+        last: list[ClusterStatus] = []
+
+        def check() -> bool:
+            last[:] = [self.status()]
+            return bool(predicate(last[0]))
+        if not self.loop.run_until(self.loop.now + timeout, check, poll=POLL):
+            raise ClusterError(f"timed out after {timeout:.1f}s of virtual time waiting for {what} "
+                               f"(run dir {self.dir.root})")
+        return last[0]
+
+    def retry_while(self, ask: Callable[[], Any], again: Callable[[Any], bool], timeout: float) -> Any:
+        deadline = self.loop.now + timeout
+        while True:
+            answer = ask()
+            if not again(answer) or self.loop.now >= deadline:
+                return answer
+            self.loop.run_until(min(deadline, self.loop.now + POLL))
+
+    def call(self, destination: str, msg: Any, timeout: float) -> Any:
+        """One request from the operator; the answer, or None at the timeout."""
+        got: list[Any] = []
+        self.net.request(SUPERVISOR, destination, msg, timeout, got.append)
+        self.loop.run_until(self.loop.now + timeout + POLL, lambda: bool(got), poll=0.0)
+        return got[0] if got else None
+
+    def _admin(self, request: object) -> object | None:
+        deadline = self.loop.now + 10
+        while self.loop.now < deadline:
+            active = self.status().controller
+            if active is None:
+                self.loop.run_until(self.loop.now + POLL)
+                continue
+            resp = self.call(active["node"], request, timeout=5)
+            if not (isinstance(resp, ErrorResponse) and resp.error == Errors.NOT_CONTROLLER):
+                return resp
+        return None
+
+    # ------------------------------------------------------------------ ClusterControl: processes
+    def _pid(self, name: str) -> int:
+        """What a fault records as the process it acted on: here, the node's incarnation."""
+        return self.nodes_by_name[name].incarnation
+
+    def kill(self, name: str) -> int:
+        self.nodes_by_name[name].kill()
+        self.stopped.add(name)
+        self.paused.discard(name)
+        return self._pid(name)
+
+    def restart(self, name: str) -> int:
+        if name not in self.stopped:
+            raise ClusterError(f"{name} is running")
+        self.net.filters[name] = LinkFilter(self.link_table)  # the supervisor pushes the table it holds
+        self.nodes_by_name[name].start()
+        self.stopped.discard(name)
+        self._links_pending.discard(name)
+        return self._pid(name)
+
+    def pause(self, name: str) -> int:
+        self.nodes_by_name[name].pause()
+        self.paused.add(name)
+        return self._pid(name)
+
+    def resume(self, name: str) -> int:
+        self.paused.discard(name)
+        self.nodes_by_name[name].resume()
+        self.sync_links()
+        return self._pid(name)
+
+    def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
+        node = self.nodes_by_name[name]
+        node.begin_shutdown()
+        exited = self.loop.run_until(self.loop.now + (timeout if timeout is not None else 10),
+                                     lambda: not node.up, poll=0.0)
+        clean = exited and node.exit_code == 0
+        if node.up:
+            node.kill()
+        self.stopped.add(name)
+        self.paused.discard(name)
+        return clean
+
+    def stop_all(self) -> dict[str, bool]:
+        """Controlled shutdown of every broker, then the controllers."""
+        return {spec.name: self.shutdown_node(spec.name) for spec in [*self.brokers, *self.controllers()]
+                if spec.name not in self.stopped and self.nodes_by_name[spec.name].up}
+
+    def data_dir(self, name: str) -> Any:
+        return self.dir.data_dir(name)
+
+    def add_broker(self, broker_id: int, rack: str | None = None) -> str:
+        spec = NodeSpec("broker", broker_id, rack)
+        if spec.name in set(self.node_names()):
+            raise ClusterError(f"broker id {broker_id} is in use")
+        self.brokers.append(spec)
+        for cfg in self.configs.values():
+            cfg.peers[spec.name] = spec.name
+        self._add_node(spec)
+        self.wait_until(lambda s: broker_id in s.registered_brokers()
+                        and not s.registered_brokers()[broker_id]["fenced"],
+                        timeout=15, what=f"{spec.name} registered and unfenced")
+        return spec.name
+
+    # ------------------------------------------------------------------ ClusterControl: the network
+    def next_link_seq(self) -> int:
+        return self.link_table.seq + 1
+
+    def push_links(self, table: LinkTable) -> dict[str, bool]:
+        self.link_table = table
+        self._links_pending = set(self.node_names())
+        return self.sync_links()
+
+    def sync_links(self) -> dict[str, bool]:
+        """The table reaches every node that can take it now (running and not paused)."""
+        acked = {}
+        for name in sorted(self._links_pending):
+            if name in self.stopped or name in self.paused:
+                continue
+            self.net.filters[name].update(self.link_table)
+            acked[name] = True
+            self._links_pending.discard(name)
+        return acked
+
+    def link_counters(self) -> dict[str, dict]:
+        out: dict[str, dict] = {}
+        for name in self.node_names():
+            body = self.nodes_by_name[name].status()
+            for link, counts in (body or {}).get("links", {}).items():
+                agg = out.setdefault(link, {})
+                for k, v in counts.items():
+                    agg[k] = agg.get(k, 0) + v
+        return out
+
+    # ------------------------------------------------------------------ the workload
+    def broker_endpoints(self) -> dict[int, str]:
+        return {s.id: s.name for s in self.brokers}
+
+    def history(self, process: str) -> History:
+        h = History(self.dir.history, process, clock_ns=self.loop.clock_ns)
+        self._histories.append(h)
+        return h
+
+    def start_clients(self) -> list[str]:
+        configs = build_client_configs(self.topology, self.broker_endpoints(), self.dir.history, None, 1.0)
+        for name, cfg in configs.items():
+            client = SimClusterClient(cfg.brokers, name, cfg.request_timeout)
+            task = ClientTask(name, self.loop, self.net)
+            history = self.history(name)
+            if cfg.producer is not None and cfg.producer.in_flight > 1:
+                task.run(pipelined_producer(cfg, cfg.producer, client, history, self.loop.clock, self._client_stop))
+            elif cfg.producer is not None:
+                task.run(producer(cfg, cfg.producer, client, history, self.loop.clock, self._client_stop))
+            elif cfg.consumer is not None:
+                task.run(consumer(cfg, cfg.consumer, client, history, self.loop.clock_ns, self._client_stop))
+            self.clients[name] = task
+        return list(configs)
+
+    def stop_clients(self, timeout: float) -> None:
+        """SIGTERM to every client: each completes its operation in flight, then ends."""
+        self._client_stop.requested = True
+        self.loop.run_until(self.loop.now + timeout, lambda: all(t.done for t in self.clients.values()), poll=0.0)
+        for task in self.clients.values():
+            task.kill()

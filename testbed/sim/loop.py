@@ -1,0 +1,71 @@
+"""Virtual time: one heap of timed callbacks, run in (time, order of scheduling) order.
+
+Nothing in a simulation reads the host's clock: every `now` a role, a client, the fault
+injector or a record sees is `Loop.clock()`, which moves only when the next event is
+taken off the heap. Two events at the same instant run in the order they were scheduled,
+so a seed replays to the byte.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+#: virtual time starts here (seconds), so that no timestamp of a run is 0
+EPOCH = 1000.0
+
+
+class Loop:
+    def __init__(self) -> None:
+        self.now = EPOCH
+        self._heap: list[tuple[float, int, Callable[..., Any], tuple]] = []
+        self._order = itertools.count()
+        self.steps = 0
+
+    def clock(self) -> float:
+        return self.now
+
+    def clock_ns(self) -> int:
+        return int(round(self.now * 1e9))
+
+    def at(self, when: float, fn: Callable[..., Any], *args: Any) -> None:
+        heapq.heappush(self._heap, (max(when, self.now), next(self._order), fn, args))
+
+    def after(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
+        self.at(self.now + delay, fn, *args)
+
+    def next_time(self) -> float | None:
+        return self._heap[0][0] if self._heap else None
+
+    def step(self) -> bool:
+        """Run the next event; False when there is none."""
+        if not self._heap:
+            return False
+        when, _, fn, args = heapq.heappop(self._heap)
+        self.now = when
+        self.steps += 1
+        fn(*args)
+        return True
+
+    def run_until(self, deadline: float, done: Callable[[], bool] | None = None, poll: float = 0.01) -> bool:
+        """Run events up to `deadline` (virtual seconds), or until `done()` holds, asked
+        every `poll` seconds of virtual time as a supervisor polls; then the clock stands
+        at the deadline, or where `done` held. Returns whether `done` held (True without)."""
+        next_check = self.now
+        while True:
+            if done is not None and self.now >= next_check:
+                if done():
+                    return True
+                next_check = self.now + poll
+            nxt = self.next_time()
+            if nxt is None or nxt > deadline:
+                self.now = max(self.now, deadline)
+                return done is None or done()
+            if done is not None and poll > 0 and nxt > next_check:
+                self.at(next_check, _nothing)  # wake up to ask again at the poll's time
+            self.step()
+
+
+def _nothing() -> None:
+    """An event that only moves the clock (a poll's wake-up)."""

@@ -1,0 +1,147 @@
+"""The simulated network: requests and replies as events on virtual time.
+
+Each message is encoded by the wire codec when it is sent and decoded when it arrives, as
+between processes, so a receiver never shares an object with its sender. A message takes
+a latency drawn from the seed (a loopback hop), and messages on one link arrive in the
+order they were sent, as on one ZeroMQ connection; the link table's rules act as in the
+nodes' transports (`broker/wire/linkfilter.py`): the sender's filter drops, loses, delays
+(with jitter, which may reorder) and duplicates, the receiver's drops what a partition
+cuts. A message to a node that is down is lost; one to a paused node waits in its socket
+until it resumes. A request unanswered by its deadline completes as a timeout, seen by a
+paused requester only when it resumes, as its transport would.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from broker.wire.codec import Decoded, decode, encode
+from broker.wire.linkfilter import DELIVER, LinkFilter
+from testbed.sim.loop import Loop
+
+#: one hop on loopback, seconds (uniform); a ZeroMQ round trip here is about 0.1 ms
+LATENCY = (0.00004, 0.00012)
+
+
+class Endpoint(Protocol):
+    """Something messages reach: a node or a client."""
+
+    name: str
+
+    @property
+    def up(self) -> bool: ...
+
+    def deliver(self, fn: Callable[[], None]) -> None:
+        """Run `fn` now, or when the endpoint can (a paused node holds it)."""
+
+    def on_request(self, handle: "ReplyHandle", msg: Any) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyHandle:
+    request_id: int
+    source: str  # the requester's name
+
+
+@dataclass(slots=True)
+class _Pending:
+    requester: str
+    incarnation: int
+    on_answer: Callable[[Any], None]
+
+
+class SimNetwork:
+    def __init__(self, loop: Loop, rng: random.Random) -> None:
+        self.loop = loop
+        self.rng = rng
+        self.endpoints: dict[str, Endpoint] = {}
+        #: a node's incarnation: a reply or timeout meant for an earlier one is dropped
+        self.incarnations: dict[str, int] = {}
+        #: the link filter of every cluster node (clients have none, as in the real runs)
+        self.filters: dict[str, LinkFilter] = {}
+        self._pending: dict[int, _Pending] = {}
+        self._ids = itertools.count(1)
+        self._last: dict[tuple[str, str], float] = {}
+        self.delivered = 0
+        self.lost = 0
+
+    def attach(self, endpoint: Endpoint, incarnation: int = 0) -> None:
+        self.endpoints[endpoint.name] = endpoint
+        self.incarnations[endpoint.name] = incarnation
+
+    # ------------------------------------------------------------------ sending
+    def request(self, source: str, destination: str, msg: Any, timeout: float,
+                on_answer: Callable[[Any], None]) -> int:
+        """Send `msg`; `on_answer` gets the decoded answer, or None at `timeout`."""
+        rid = next(self._ids)
+        self._pending[rid] = _Pending(source, self.incarnations.get(source, 0), on_answer)
+        self.loop.after(timeout, self._expire, rid)
+        self._transmit(source, destination, encode(msg, rid, source), False)
+        return rid
+
+    def reply(self, source: str, handle: ReplyHandle, msg: Any) -> None:
+        self._transmit(source, handle.source, encode(msg, handle.request_id, source), True)
+
+    def _transmit(self, src: str, dst: str, frames: list, is_reply: bool) -> None:
+        f = self.filters.get(src)
+        verdict = f.decide(src, dst, self.rng) if f is not None else DELIVER
+        frames = [bytes(fr) for fr in frames]
+        for _ in range(verdict.copies):
+            when = self.loop.now + self.rng.uniform(*LATENCY)
+            if verdict.delay:
+                when += verdict.delay  # a slowed link: held apart, may overtake or be overtaken
+            else:
+                when = max(when, self._last.get((src, dst), 0.0))  # one connection keeps its order
+                self._last[(src, dst)] = when
+            self.loop.at(when, self._arrive, src, dst, frames, is_reply)
+        if verdict.copies == 0:
+            self.lost += 1
+
+    # ------------------------------------------------------------------ arriving
+    def _arrive(self, src: str, dst: str, frames: list, is_reply: bool) -> None:
+        endpoint = self.endpoints.get(dst)
+        if endpoint is None or not endpoint.up:
+            self.lost += 1
+            return
+        endpoint.deliver(lambda: self._receive(endpoint, src, dst, frames, is_reply))
+
+    def _receive(self, endpoint: Endpoint, src: str, dst: str, frames: list, is_reply: bool) -> None:
+        if not endpoint.up:
+            self.lost += 1
+            return
+        f = self.filters.get(dst)
+        if f is not None and not f.admits(src, dst):
+            self.lost += 1
+            return
+        decoded = decode(frames)
+        if not isinstance(decoded, Decoded):  # our own encoding: never expected, never fatal
+            self.lost += 1
+            return
+        self.delivered += 1
+        if is_reply:
+            self._answer(decoded.request_id, decoded.msg)
+        else:
+            endpoint.on_request(ReplyHandle(decoded.request_id, src), decoded.msg)
+
+    def _answer(self, rid: int, msg: Any) -> None:
+        p = self._pending.pop(rid, None)
+        if p is None or self.incarnations.get(p.requester, 0) != p.incarnation:
+            return  # answered already, timed out, or meant for an earlier incarnation
+        p.on_answer(msg)
+
+    def _expire(self, rid: int) -> None:
+        p = self._pending.get(rid)
+        if p is None:
+            return
+        requester = self.endpoints.get(p.requester)
+        if requester is None or not requester.up or self.incarnations.get(p.requester, 0) != p.incarnation:
+            self._pending.pop(rid, None)
+            return
+
+        def expire() -> None:
+            if self._pending.get(rid) is p:
+                self._answer(rid, None)
+        requester.deliver(expire)

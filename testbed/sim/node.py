@@ -1,0 +1,163 @@
+"""One simulated node: a broker or controller role driven on virtual time.
+
+It is to the simulation what `broker/node.py` is to a process: the role's single executor,
+carrying out every `Outputs` in the one order of `broker/noderuntime/executor.py`, ticking
+every `Node.TICK`, failing a request to a peer it cannot name on the next turn. What a
+signal does to a process is done to this object: a kill drops the role where it stands
+(its files keep what was written, as the page cache would), a pause holds every delivery
+and tick until the resume, a restart builds a new role from the files.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from broker.node import DEFAULT_REQUEST_TIMEOUT, Node
+from broker.noderuntime.broker_role import BrokerRole
+from broker.noderuntime.config import NodeConfig
+from broker.noderuntime.controller_role import ControllerRole
+from broker.noderuntime.eventlog import EventLog
+from broker.noderuntime.executor import Role, carry_out
+from broker.protocol.outputs import Outputs, Send
+from testbed.sim.loop import Loop
+from testbed.sim.network import ReplyHandle, SimNetwork
+
+
+class SimNode:
+    def __init__(self, cfg: NodeConfig, loop: Loop, net: SimNetwork, events: EventLog, rng: random.Random) -> None:
+        self.name = cfg.name
+        self.cfg = cfg
+        self.loop = loop
+        self.net = net
+        self.events = events
+        self.rng = rng  # incarnation ids
+        self.role: Role | None = None
+        self.incarnation = 0
+        self.paused = False
+        self.exit_code: int | None = None
+        self._held: list[Callable[[], None]] = []
+        self._tick_due = False  # a tick came while paused
+
+    @property
+    def up(self) -> bool:
+        return self.role is not None
+
+    # ------------------------------------------------------------------ lifecycle (the signals)
+    def start(self) -> None:
+        """Start (or restart) from the node's files: a new incarnation."""
+        self.incarnation += 1
+        self.exit_code = None
+        self.paused = False
+        self._held.clear()
+        self.net.attach(self, self.incarnation)
+        if self.cfg.kind == "broker":
+            self.role = BrokerRole(self.cfg, clock=self.loop.clock, incarnation_id=f"{self.rng.getrandbits(64):016x}")
+        else:
+            self.role = ControllerRole(self.cfg)
+        self.execute(self.role.start(self.loop.now))
+        self.loop.after(Node.TICK, self._tick, self.incarnation)
+
+    def kill(self) -> None:
+        """SIGKILL: the role is gone; what it wrote stays in its files."""
+        if self.role is not None:
+            self.role.close()
+            durability = getattr(self.role, "durability", None)
+            if durability is not None:
+                durability.close()
+        self.role = None
+        self.paused = False
+        self._held.clear()
+        self.net.incarnations[self.name] = -self.incarnation  # answers to the dead incarnation are dropped
+
+    def pause(self) -> None:
+        self.paused = True
+
+    def resume(self) -> None:
+        """SIGCONT: what arrived meanwhile is handled in order, then the loop ticks again."""
+        self.paused = False
+        held, self._held = self._held, []
+        for fn in held:
+            if self.role is None or self.paused:
+                break
+            fn()
+        if self._tick_due and self.role is not None:
+            self._tick_due = False
+            self._tick(self.incarnation)
+
+    def begin_shutdown(self) -> None:
+        if self.role is not None:
+            self.execute(self.role.begin_shutdown(self.loop.now))
+
+    # ------------------------------------------------------------------ inputs
+    def deliver(self, fn: Callable[[], None]) -> None:
+        if self.paused:
+            self._held.append(fn)
+        else:
+            fn()
+
+    def _tick(self, incarnation: int) -> None:
+        if incarnation != self.incarnation or self.role is None:
+            return
+        if self.paused:
+            self._tick_due = True
+            return
+        self.execute(self.role.tick(self.loop.now))
+        if self.role is not None and incarnation == self.incarnation:
+            self.loop.after(Node.TICK, self._tick, incarnation)
+
+    def on_request(self, handle: ReplyHandle, msg: Any) -> None:
+        if self.role is not None:
+            self.execute(self.role.on_request(handle, msg, self.loop.now))
+
+    def _on_answer(self, incarnation: int, correlation: Any, msg: Any) -> None:
+        if self.role is not None and incarnation == self.incarnation:
+            self.execute(self.role.on_response(correlation, msg, self.loop.now))
+
+    # ------------------------------------------------------------------ the executor's effects
+    def execute(self, out: Outputs) -> None:
+        if self.role is not None:
+            carry_out(out, self.role, self.loop.clock, self)
+
+    def send(self, m: Send) -> None:
+        assert self.role is not None
+        name = self.cfg.peer_name(m.destination)
+        if name is None and isinstance(m.destination, int):  # a broker that joined later (R38)
+            name = self.role.endpoint_of(m.destination)
+        incarnation = self.incarnation
+        if name is None:  # nowhere to go: fails on the next turn, as in a node process
+            self.loop.after(0.0, lambda: self.deliver(lambda: self._on_answer(incarnation, m.correlation, None)))
+            return
+        timeout = (m.timeout_ms / 1000.0) if m.timeout_ms else DEFAULT_REQUEST_TIMEOUT
+        self.net.request(self.name, name, m.message, timeout,
+                         lambda msg: self._on_answer(incarnation, m.correlation, msg))
+
+    def reply(self, ctx: Any, body: Any) -> None:
+        self.net.reply(self.name, ctx, body)
+
+    def record(self, kind: str, fields: dict) -> None:
+        self.events.record(kind, fields)
+
+    def stop(self, code: int) -> None:
+        """The role finished a controlled shutdown: the process exits."""
+        if self.exit_code is None:
+            self.exit_code = code
+            self.loop.after(0.0, self._exit, self.incarnation)
+
+    def _exit(self, incarnation: int) -> None:
+        if incarnation == self.incarnation and self.role is not None:
+            self.role.close()
+            durability = getattr(self.role, "durability", None)
+            if durability is not None:
+                durability.close()
+            self.role = None
+            self.net.incarnations[self.name] = -self.incarnation
+
+    def status(self) -> dict | None:
+        """The control socket's `status` body; None for a node that is down or paused."""
+        if self.role is None or self.paused:
+            return None
+        body = self.role.status()
+        f = self.net.filters.get(self.name)
+        body["links"] = {f"{s}->{d}": c for (s, d), c in f.counters().items()} if f is not None else {}
+        return body

@@ -1,0 +1,277 @@
+"""The administration a cluster offers its operator (R32, R35, R36, R38-R40), written once
+for every executor: the supervisor's cluster of processes and the simulation's cluster on
+virtual time both inherit it, and differ only in the primitives it rests on.
+
+What a subclass provides: `status`, `wait_until` (a condition with a deadline), `retry_while`
+(ask again while an answer says so), `_admin` (one request to the active controller),
+`shutdown_node`, `add_broker`, `scaled`, `controllers`, and the attributes `brokers`,
+`removed`, `stopped` and `paused`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from broker.common.errors import Errors
+from broker.common.names import broker_name
+from broker.protocol.messages import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
+    NewTopic,
+    PartitionMetadata,
+    TopicPartition,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
+)
+from broker.protocol.rebalance import plan_rebalance
+from faults.targets import ClusterView
+from testbed.config import scalars
+from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.topology import NodeSpec, Topology
+
+
+class ClusterError(RuntimeError):
+    pass
+
+
+def _split_partition(text: str) -> tuple[str, int]:
+    topic, _, index = text.rpartition("/")
+    return topic, int(index)
+
+
+@dataclass
+class RebalanceInProgress:
+    """A rebalance whose moves were started (`Cluster.begin_rebalance`), not yet waited for."""
+    plan: dict  # Plan.to_dict(), as recorded before the first move
+    moving: dict[tuple[str, int], list[int]]  # partition -> target replicas, the moves accepted
+    refused: dict[str, str]  # "topic/P" -> the controller's reason
+    leaders_changed: bool
+
+
+class ClusterAdmin:
+    """Admin requests and the waits that complete them, on top of a subclass's primitives."""
+
+    brokers: list[NodeSpec]
+    removed: set[str]
+    stopped: set[str]
+    paused: set[str]
+
+    def status(self, timeout: float = 0.5) -> ClusterStatus:
+        raise NotImplementedError
+
+    def wait_until(self, predicate: Callable[[ClusterStatus], bool], timeout: float,
+                   what: str = "the condition") -> ClusterStatus:
+        raise NotImplementedError
+
+    def retry_while(self, ask: Callable[[], Any], again: Callable[[Any], bool], timeout: float) -> Any:
+        """`ask()` until `again(answer)` is false or `timeout` has passed; the last answer."""
+        raise NotImplementedError
+
+    def _admin(self, request: object) -> object | None:
+        raise NotImplementedError
+
+    def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
+        raise NotImplementedError
+
+    def scaled(self, seconds: float) -> float:
+        raise NotImplementedError
+
+    def controllers(self) -> list[NodeSpec]:
+        raise NotImplementedError
+
+    def create_topics(self, topics: list[NewTopic]) -> None:
+        """The topology's topics at the start: ClusterError unless every one was created."""
+        resp = self._admin(CreateTopicsRequest(topics))
+        if not isinstance(resp, CreateTopicsResponse):
+            raise ClusterError(f"the controller did not answer CreateTopics: {resp!r}")
+        bad = {k: v for k, v in resp.errors.items() if v != Errors.NONE.value}
+        if bad:
+            raise ClusterError(f"topic creation failed: {bad}")
+
+    def remove_broker(self, broker_id: int, on_plan: Callable[[dict], None] | None = None) -> dict:
+        """R39: reassign every replica of the broker to the others (as R34 chooses, balanced),
+        shut it down under control (R37), then unregister it (its broker epoch is never used
+        again). Returns the rebalance's record with `shutdown` (True when the broker exited
+        cleanly) and `unregistered` (the controller's answer); RebalanceError, with nothing
+        moved, when the brokers that stay cannot hold some partition's replication factor."""
+        name = broker_name(broker_id)
+        if name not in {s.name for s in self.brokers} or name in self.removed:
+            raise ClusterError(f"no broker {broker_id} in this run")
+        plan = self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan)
+        clean = self.shutdown_node(name)
+        self.removed.add(name)
+        refusal = self._unregister(broker_id)
+        return plan | {"shutdown": clean, "unregistered": refusal is None} | (
+            {"unregister_error": refusal} if refusal else {})
+
+    def _unregister(self, broker_id: int) -> str | None:
+        """R39's last step: the controller unregisters a broker that is gone. It refuses while
+        the broker's session lives (a last heartbeat in flight), so that is asked again until
+        the session has ended; None once done, else why not."""
+        def ask() -> object | None:
+            return self._admin(UnregisterBrokerRequest(broker_id))
+
+        def session_lives(resp: object | None) -> bool:
+            return isinstance(resp, UnregisterBrokerResponse) and resp.error == Errors.INVALID_REQUEST
+        resp = self.retry_while(ask, session_lives, timeout=self.scaled(10))
+        if not isinstance(resp, UnregisterBrokerResponse):
+            return "the controller did not answer"
+        return None if resp.error == Errors.NONE else f"{resp.error.value}: {resp.message}"
+
+    def rebalance(self, leaving: frozenset[int] = frozenset(), timeout: float | None = None,
+                  on_plan: Callable[[dict], None] | None = None) -> dict:
+        """R38/R39: plan the moves that balance the partitions over the brokers (`leaving`
+        excluded), start them as reassignments (R35), wait until each has completed, then move
+        leadership to the new preferred leaders (R36). Returns the plan as recorded (see
+        `broker.protocol.rebalance.Plan.to_dict`) with what was refused; RebalanceError when
+        the brokers that stay cannot hold some partition's replication factor. `on_plan` is
+        given the plan before the first move (R38: the plan is recorded first)."""
+        return self.complete_rebalance(self.begin_rebalance(leaving, on_plan), timeout)
+
+    def begin_rebalance(self, leaving: frozenset[int] = frozenset(),
+                        on_plan: Callable[[dict], None] | None = None) -> RebalanceInProgress:
+        """The first half of `rebalance`: plan, hand the plan to `on_plan`, start every move;
+        the cluster serves (and faults may strike) while the moves run."""
+        status = self.status()
+        current = {(p.topic, p.partition): list(p.replicas) for p in status.partitions()}
+        members = {s.id: s.rack for s in self.brokers if s.name not in self.removed}
+        plan = plan_rebalance(current, members, leaving)
+        if on_plan is not None:
+            on_plan(plan.to_dict())
+        refused = {}
+        changed = plan.changed(current)
+        for (topic, index), replicas in changed.items():
+            answer = self.reassign(f"{topic}/{index}", replicas)
+            if not answer["accepted"]:
+                refused[f"{topic}/{index}"] = f"{answer['error']}: {answer.get('message', '')}"
+        moving = {p: r for p, r in changed.items() if f"{p[0]}/{p[1]}" not in refused}
+        return RebalanceInProgress(plan.to_dict(), moving, refused, bool(plan.leaders_changed))
+
+    def complete_rebalance(self, r: RebalanceInProgress, timeout: float | None = None) -> dict:
+        """The second half: wait until every started move has completed, then elect the new
+        preferred leaders."""
+        self.wait_until(lambda s: all(s.partition(*p).replicas == t for p, t in r.moving.items()),
+                        timeout=timeout if timeout is not None else self.scaled(60),
+                        what=f"the rebalance's {len(r.moving)} reassignments completed")
+        elected = self.elect_preferred() if r.leaders_changed or r.moving else {"elected": [], "refused": {}}
+        return r.plan | {"refused": r.refused, "elected": elected["elected"]}
+
+    def create_topic(self, topic: dict, timeout: float | None = None) -> dict:
+        """R40: create a topic while the cluster runs, placed on the brokers up at this moment
+        (`topic` is a topics entry as `yaml_dump.topic_to_yaml` writes it), and wait until
+        every partition is led. Returns {"created", "partitions"}, or {"error"} when the
+        controller refused it."""
+        name = topic["name"]
+        resp = self._admin(CreateTopicsRequest([new_topic(
+            name, topic["partitions"], topic["replication_factor"], topic["min_insync_replicas"],
+            topic["placement"], topic.get("assignment"), scalars.flush(topic["flush"]).to_dict())]))
+        if not isinstance(resp, CreateTopicsResponse):
+            return {"error": "the controller did not answer CreateTopics"}
+        error = resp.errors.get(name, Errors.NONE.value)
+        if error != Errors.NONE.value:
+            return {"error": f"create-topic {name}: {error}"}
+        self._wait_led(name, topic["partitions"], timeout)
+        return {"created": name, "partitions": topic["partitions"]}
+
+    def delete_topic(self, name: str, timeout: float | None = None) -> dict:
+        """R40: delete a topic; wait until no broker holds a replica of it any more (each one
+        closed its replicas and deleted their logs). Returns {"deleted", "partitions"}, with
+        "error" too when a broker still held a replica at the deadline; only {"error"} when the
+        controller refused."""
+        before = len(self._partitions_of(name))
+        resp = self._admin(DeleteTopicsRequest([name]))
+        if not isinstance(resp, DeleteTopicsResponse):
+            return {"error": "the controller did not answer DeleteTopics"}
+        error = resp.errors.get(name, Errors.NONE.value)
+        if error != Errors.NONE.value:
+            return {"error": f"delete-topic {name}: {error}"}
+        done = {"deleted": name, "partitions": before}  # committed: its data is gone, whatever follows
+        try:
+            self.wait_until(lambda s: not any(p.topic == name for p in s.partitions())
+                            and not any(r.topic == name for r in s.replicas()),
+                            timeout=timeout if timeout is not None else self.scaled(15),
+                            what=f"topic {name} gone from the controller and every broker")
+        except ClusterError as e:
+            return done | {"error": f"delete-topic {name}: {e}"}
+        return done
+
+    def add_partitions(self, name: str, count: int, timeout: float | None = None) -> dict:
+        """R40: add `count` partitions to a topic (Kafka's CreatePartitions asks for the new
+        total), placed on the brokers up now; wait until they are led. Returns
+        {"topic", "partitions": [new indexes]} or {"error"}."""
+        current = len(self._partitions_of(name))
+        resp = self._admin(CreatePartitionsRequest(name, current + count))
+        if not isinstance(resp, CreatePartitionsResponse):
+            return {"error": "the controller did not answer CreatePartitions"}
+        if resp.error != Errors.NONE:
+            return {"error": f"add-partitions {name}: {resp.error.value}: {resp.message}".rstrip(": ")}
+        self._wait_led(name, current + count, timeout)
+        return {"topic": name, "partitions": list(range(current, current + count))}
+
+    def _partitions_of(self, topic: str) -> list[PartitionMetadata]:
+        return [p for p in self.status().partitions() if p.topic == topic]
+
+    def _wait_led(self, topic: str, count: int, timeout: float | None) -> None:
+        def led(s: ClusterStatus) -> bool:
+            parts = [p for p in s.partitions() if p.topic == topic]
+            return len(parts) == count and all(
+                p.leader >= 0 and (r := s.replica(p.leader, topic, p.partition)) is not None and r.role == "leader"
+                for p in parts)
+        self.wait_until(led, timeout=timeout if timeout is not None else self.scaled(15),
+                        what=f"every partition of {topic} led")
+
+    def reassign(self, partition: str, replicas: list[int]) -> dict:
+        """R35: start moving `partition` ("topic/P") to `replicas`; it completes once they are all
+        in the ISR. Returns {"accepted": bool, "error", "message"}."""
+        topic, index = _split_partition(partition)
+        resp = self._admin(AlterPartitionReassignmentsRequest(topic, index, list(replicas)))
+        if not isinstance(resp, AlterPartitionReassignmentsResponse):
+            return {"accepted": False, "error": "the controller did not answer"}
+        return {"accepted": resp.error == Errors.NONE, "error": resp.error.value, "message": resp.message}
+
+    def elect_preferred(self, partition: str | None = None) -> dict:
+        """R36: preferred leader election for one partition ("topic/P") or all of them."""
+        parts = None if partition is None else [TopicPartition(*_split_partition(partition))]
+        return self._elections(ElectLeadersRequest("preferred", parts))
+
+    def elect(self, partition: str, broker: int) -> dict:
+        """R32 `manual`: the operator makes `broker` the leader of leaderless `partition`."""
+        return self._elections(ElectLeadersRequest("unclean", [TopicPartition(*_split_partition(partition))], broker))
+
+    def _elections(self, request: ElectLeadersRequest) -> dict:
+        resp = self._admin(request)
+        if not isinstance(resp, ElectLeadersResponse):
+            return {"elected": [], "refused": {"*": "the controller did not answer"}}
+        return {"elected": sorted(k for k, e in resp.errors.items() if e == Errors.NONE.value),
+                "refused": {k: f"{e}: {resp.reasons.get(k, '')}".rstrip(": ")
+                            for k, e in sorted(resp.errors.items()) if e != Errors.NONE.value}}
+
+    def view(self) -> ClusterView:
+        """The snapshot fault targets resolve against (`faults/targets.py`)."""
+        return self.status(timeout=self.scaled(0.3)).view(
+            brokers={s.name: s.rack for s in self.brokers if s.name not in self.removed},
+            controllers=[s.name for s in self.controllers()],
+            stopped=self.stopped - self.removed, paused=self.paused)
+
+
+def new_topic(name: str, partitions: int, replication_factor: int, min_insync_replicas: int, placement: str,
+               assignment: dict | None, flush: dict) -> NewTopic:
+    return NewTopic(name=name, partitions=partitions, replication_factor=replication_factor,
+                    min_insync_replicas=min_insync_replicas, placement=placement,
+                    assignment={str(k): list(v) for k, v in (assignment or {}).items()} or None,
+                    config={"flush": flush})
+
+
+def topology_topics(topology: Topology) -> list[NewTopic]:
+    """The topology's `topics:` as the CreateTopics request of a cluster's start."""
+    return [new_topic(tp.name, tp.partitions, tp.replication_factor, tp.min_insync_replicas, tp.placement,
+                      tp.assignment, tp.flush.to_dict()) for tp in topology.topics]
