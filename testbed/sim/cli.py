@@ -63,7 +63,7 @@ def main(argv: list[str]) -> int:
     if args.jobs < 1:
         problems.append(f"--jobs {args.jobs}: expected at least 1")
     if problems:
-        console.print("\n".join(problems), style="red", markup=False)
+        console.print("\n".join(problems), style="red", markup=False, soft_wrap=True)
         return EXIT_UNJUDGED
     try:
         topology = load_topology(args.topology)
@@ -71,14 +71,14 @@ def main(argv: list[str]) -> int:
             list(range(args.seeds)) if args.seeds is not None else [topology.seed])
         _check_seeds(args.topology, seeds)
     except TopologyError as e:
-        console.print(str(e), style="red", markup=False)
+        console.print(str(e), style="red", markup=False, soft_wrap=True)
         return EXIT_UNJUDGED
     refusals = scope.refused(topology)
     if refusals:
-        console.print("\n".join(refusals), style="red", markup=False)
+        console.print("\n".join(refusals), style="red", markup=False, soft_wrap=True)
         return EXIT_UNJUDGED
     for note in scope.ignored(topology):
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+        console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
     sim_dir = _new_sim_dir(args.runs_dir, topology.name)
     return run_sim(topology, args.topology, seeds, sim_dir, args.jobs, args.keep, args.spark_master,
                    judge=not args.no_judge, console=console)
@@ -128,7 +128,7 @@ def run_sim(topology: Topology, source: Path, seeds: list[int], sim_dir: Path, j
     for o in outcomes:
         if o["error"] is not None:
             console.print(f"[yellow]unjudged:[/] seed {o['seed']}: {o['error']}  replay: "
-                          f"{replay_command(source, o['seed'])}", highlight=False)
+                          f"{replay_command(source, o['seed'])}", highlight=False, soft_wrap=True)
     if not judge:
         return EXIT_UNJUDGED if len(ran) < len(outcomes) else EXIT_OK
     from testbed.analysis.pipeline import analyze_runs
@@ -212,4 +212,4 @@ def print_summary(console: Console, topology: Topology, verdicts: list[RunVerdic
             word = "failed" if v.ok is False else "unjudged"
             console.print(f"[{'red' if v.ok is False else 'yellow'}]{word}:[/] seed {seed}: {broken_expectations(v)}"
                           f"  replay: {replay_command(source, seed)}  report: {v.run_dir / 'report.html'}",
-                          highlight=False)
+                          highlight=False, soft_wrap=True)
