@@ -3,7 +3,8 @@ several measurements (min, median, max), compared with its target; a table, or `
 
 Figures are measured and written down (BENCHMARKS.md), never asserted by a test. The groups
 (`--only`): ready, failover, throughput, latency, rss, e2e (the quickstart from the command
-line and a cold `analyze` of its run), pipeline (synthetic histories).
+line and a cold `analyze` of its run), pipeline (synthetic histories), sim (the deterministic
+simulation's speed).
 """
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from rich.table import Table
 
 from testbed.bench import cluster_figures as cf
 from testbed.bench import e2e
+from testbed.bench import sim as sim_bench
 from testbed.bench.figures import Figure, percentile
 
-GROUPS = ("ready", "failover", "throughput", "latency", "rss", "e2e", "pipeline")
+GROUPS = ("ready", "failover", "throughput", "latency", "rss", "e2e", "pipeline", "sim")
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -35,6 +37,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--e2e-repeat", type=int, default=1, help="quickstart runs (about a minute each)")
     ap.add_argument("--pipeline-records", default="1000000",
                     help="history records of the synthetic runs the pipeline judges, comma-separated (0 skips)")
+    ap.add_argument("--sim-seeds", type=int, default=100,
+                    help="quickstart seeds `run.py sim` runs and judges for the sim's figure (default 100)")
     ap.add_argument("--spark-master", default="local[2]")
     args = ap.parse_args(argv)
     unknown = set(args.only.split(",")) - set(GROUPS)
@@ -99,7 +103,20 @@ def measure(args: argparse.Namespace, runs: Path) -> list[Figure]:
                                   [e2e.pipeline(records, args.spark_master)],
                                   f"synthetic clean run, {args.spark_master}, warm session; target: the linear "
                                   f"share of 60 s for 10M", ("<=", 60 * records / 10_000_000)))
+    if "sim" in only:
+        figures += _sim(n, args.sim_seeds)
     return figures
+
+
+def _sim(repeat: int, seeds: int) -> list[Figure]:
+    total = sim_bench.seeds_run_and_judged(seeds)
+    return [Figure("sim_speedup_x", "sim speed-up over real time", "x", sim_bench.speedup(max(repeat, 5)),
+                   "one seed of the quickstart (3 brokers, 1 controller, 6 partitions, 2 producers) in one "
+                   "process: virtual seconds per wall second", (">=", 100)),
+            Figure("sim_seeds_per_min", "sim seeds run and judged", "seeds/min", [60 * seeds / total],
+                   f"python run.py sim topologies/quickstart.yaml --seeds {seeds} --jobs 2, one Spark job"),
+            Figure("sim_1000_seeds_min", "sim, 1,000 seeds run and judged", "min", [1000 / (60 * seeds / total)],
+                   f"extrapolated linearly from {seeds} seeds", ("<=", 10))]
 
 
 def _e2e(runs: Path, repeat: int) -> list[Figure]:

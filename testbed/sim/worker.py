@@ -1,6 +1,7 @@
-"""A simulation worker process: `python -m testbed.sim.worker TOPOLOGY SIM_DIR SEED [SEED ...] [--keep]`.
+"""A simulation worker process:
+`python -m testbed.sim.worker SIM_DIR --run TOPOLOGY SEED [--run TOPOLOGY SEED ...] [--keep]`.
 
-Runs each seed in turn in `SIM_DIR/<name>-seed=<seed>/` and prints one JSON line per seed
+Runs each (topology, seed) in turn in `SIM_DIR/<name>-seed=<seed>/` and prints one JSON line per seed
 (what became of it) for `run.py sim` to follow. Started with PYTHONHASHSEED=0, so that the
 iteration order of every set and dict of strings, and with it every byte of a run, is
 the same in every process (`cli.py` sets it).
@@ -25,18 +26,18 @@ def seed_dir(sim_dir: Path, name: str, seed: int) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m testbed.sim.worker")
-    ap.add_argument("topology", type=Path)
     ap.add_argument("sim_dir", type=Path)
-    ap.add_argument("seeds", type=int, nargs="+")
+    ap.add_argument("--run", nargs=2, action="append", required=True, metavar=("TOPOLOGY", "SEED"))
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args(argv)
-    data = yaml.safe_load(args.topology.read_text(encoding="utf-8"))
-    for seed in args.seeds:
-        topology = parse_topology({**data, "seed": seed}, str(args.topology))  # checked by `run.py sim` first
+    for path, seed_text in args.run:
+        seed = int(seed_text)
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        topology = parse_topology({**data, "seed": seed}, path)  # checked by `run.py sim` first
         run_dir = seed_dir(args.sim_dir, topology.name, seed)
         began = time.perf_counter()  # the worker's own speed, for the summary; never seen by the run
         outcome = run_seed(topology, run_dir, keep_data=args.keep)
-        print(json.dumps({"seed": seed, "run_dir": str(run_dir), "error": outcome.error,
+        print(json.dumps({"topology": topology.name, "seed": seed, "run_dir": str(run_dir), "error": outcome.error,
                           "converged": outcome.converged, "virtual_s": outcome.virtual_seconds,
                           "wall_s": time.perf_counter() - began, "steps": outcome.steps}), flush=True)
     return 0

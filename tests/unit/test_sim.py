@@ -75,7 +75,7 @@ def _ends(run_dir: Path) -> list[dict]:
 
 def _worker(topology: Path, out: Path, seed: int) -> None:
     env = {**os.environ, "PYTHONHASHSEED": "0"}
-    subprocess.run([sys.executable, "-m", "testbed.sim.worker", str(topology), str(out), str(seed)],
+    subprocess.run([sys.executable, "-m", "testbed.sim.worker", str(out), "--run", str(topology), str(seed)],
                    cwd=ROOT, env=env, check=True, capture_output=True, timeout=120)
 
 
