@@ -85,7 +85,7 @@ class SimCluster(ClusterAdmin):
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Every node started, the topics created, every partition led (virtual time)."""
-        self.dir.create()
+        self.dir.create(sockets=False)
         (self.dir.root / "topology.yaml").write_text(yaml.safe_dump(self.topology.to_dict(), sort_keys=False))
         self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults, clock_ns=self.loop.clock_ns)
         for spec in self.nodes():

@@ -61,11 +61,15 @@ class RunDir:
     def data_dir(self, node: str) -> Path:
         return self.data / node
 
-    def create(self) -> None:
+    def create(self, sockets: bool = True) -> None:
+        """The run's directories and record files; `sockets=False` for a run with no socket
+        (the simulation's), which then leaves no short directory under /tmp either."""
         for d in (self.root, self.nodes, self.clients, self.data, self.final):
             d.mkdir(parents=True, exist_ok=True)
         for f in (self.history, self.events, self.faults, self.metrics):
             f.touch()
+        if not sockets:
+            return
         longest = str(self.sock / "controller-99.control.sock")
         if len(longest) <= _MAX_SOCKET_PATH:
             self.sock.mkdir(exist_ok=True)

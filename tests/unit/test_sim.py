@@ -215,4 +215,26 @@ def test_seeds_run_in_parallel_workers_each_into_its_own_run_directory(tmp_path:
         assert yaml.safe_load((sim_dir / name / "topology.yaml").read_text())["seed"] == int(name[-1])
         assert read_jsonl(sim_dir / name / "final" / "replicas.jsonl")
         assert not (sim_dir / name / "data").exists(), "data kept without --keep"
+        assert not (sim_dir / name / "sock").exists(), "a socket directory for a run without sockets"
     assert "3 seeds in" in capsys.readouterr().out
+
+
+def test_producers_pipeline_and_every_acks_setting_records_in_the_sim(tmp_path: Path) -> None:
+    """`in_flight: 5` keeps five batches outstanding (as worker.run_pipelined_producer does),
+    and acks=1 and acks=0 producers record their sends, through a leader kill."""
+    data = {**FAULT_TOUR, "duration": "4s", "workload": {"producers": [
+        {"count": 1, "topic": "orders", "acks": "all", "rate": "2000/s", "batch": 10, "in_flight": 5, "retries": 5},
+        {"count": 1, "topic": "orders", "acks": "1", "rate": "200/s", "batch": 5},
+        {"count": 1, "topic": "orders", "acks": "0", "rate": "200/s", "batch": 5}]},
+        "faults": [{"at": "2s", "do": "kill", "target": "leader-of orders/0"}, {"at": "3s", "do": "restart"}]}
+    run_dir = tmp_path / "run"
+    outcome = run_seed(parse_topology(data, "pipelined"), run_dir)
+    assert outcome.error is None and outcome.converged and outcome.counts is not None
+    assert set(outcome.counts.acknowledged) == {"all", "1", "0"}
+    outstanding: set[str] = set()
+    most = 0
+    for op in read_jsonl(run_dir / "history.jsonl"):
+        if op["process"] == "producer-0" and op["f"] == "send":
+            (outstanding.add if op["type"] == "invoke" else outstanding.discard)(op["value"])
+            most = max(most, len(outstanding))
+    assert most == 5 * 10
