@@ -1,16 +1,24 @@
 """The producer and consumer library that workloads, the final reader and tests use.
 
-Requests are synchronous (`produce`, `fetch`): one in flight, so every history record has
-a clear invoke and completion. A producer that pipelines (`in_flight` > 1, Kafka's
-`max.in.flight.requests.per.connection`) starts produces with `start_produce` and collects
-their outcomes with `completions`; every outcome still belongs to one request.
+A client's requests are written once, as steps (`StepClient`): generators that yield what
+they wait for (`Call`: a request and its answer; `Start` and `Collect`: requests kept in
+flight; `Sleep`) and are resumed with the outcome. `ClusterClient` carries the steps out
+over ZeroMQ on the host's clock and offers them as plain calls (`produce`, `fetch`): one
+request in flight, so every history record has a clear invoke and completion. The
+deterministic simulation (`testbed/sim/`) carries the same steps out on virtual time.
+
+A producer that pipelines (`in_flight` > 1, Kafka's `max.in.flight.requests.per.connection`)
+starts requests with `Start` and collects their outcomes with `Collect`; every outcome
+still belongs to one request.
 """
 from __future__ import annotations
 
 import itertools
 import os
 import time
+from collections.abc import Generator
 from dataclasses import dataclass, field
+from typing import Any
 
 from broker.common.errors import Errors
 from broker.common.record_batch import decode_batches, encode_record_set
@@ -36,18 +44,6 @@ class ProduceResult:
     leader: int = -1
 
 
-@dataclass(eq=False)
-class PendingProduce:
-    """A produce request sent and not yet answered; `completions` hands it back with its outcome."""
-
-    topic: str
-    partition: int
-    values: list[str]
-    leader: int
-    request_id: int
-    tag: object = None  # the caller's own bookkeeping (the attempt number)
-
-
 @dataclass
 class FetchResult:
     error: Errors
@@ -56,10 +52,44 @@ class FetchResult:
     leader: int = -1
 
 
-class ClientState:
-    """What a client knows (the brokers, the leaders it last saw) and how it builds requests
-    and reads answers, without I/O: `ClusterClient` sends over ZeroMQ and waits, the
-    simulation's client (`testbed/sim/clients.py`) sends on virtual time."""
+# ------------------------------------------------------------------ what a client waits for
+@dataclass(frozen=True)
+class Call:
+    """Send `msg` to `endpoint`; resumed with the answer, or None at `timeout`."""
+    endpoint: str
+    msg: Any
+    timeout: float
+
+
+@dataclass(frozen=True)
+class Start:
+    """Send without waiting (a pipelined produce, or acks=0); its answer goes to a `Collect`,
+    none for the tag None (an acks=0 send is never answered)."""
+    endpoint: str
+    msg: Any
+    timeout: float
+    tag: Any
+
+
+@dataclass(frozen=True)
+class Collect:
+    """Resumed with [(tag, answer or None)] of started requests, waiting up to `wait` s for
+    the first; a request not answered in its time completes as None (outcome unknown)."""
+    wait: float
+
+
+@dataclass(frozen=True)
+class Sleep:
+    seconds: float
+
+
+Command = Call | Start | Collect | Sleep
+Steps = Generator[Command, Any, Any]
+
+
+class StepClient:
+    """What a client knows (the brokers, the leaders it last saw), and its requests as steps
+    (`yield from` each one)."""
 
     def __init__(self, brokers: dict[int, str], name: str, request_timeout: float) -> None:
         self.brokers = dict(brokers)
@@ -67,10 +97,18 @@ class ClientState:
         self.request_timeout = request_timeout
         self.leaders: dict[tuple[str, int], PartitionMetadata] = {}
 
-    def take_metadata(self, answers: list[object]) -> MetadataResponse | None:
-        """Keep the answer with the newest metadata of those the brokers gave."""
+    def request(self, broker_id: int, msg: Any, timeout: float | None = None) -> Steps:
+        """The answer; None when it did not come in time or the broker is unknown."""
+        endpoint = self.brokers.get(broker_id)
+        if endpoint is None:
+            return None
+        return (yield Call(endpoint, msg, self.request_timeout if timeout is None else timeout))
+
+    def refresh_metadata(self, topics: list[str] | None = None) -> Steps:
+        """Ask brokers in turn; keep the answer with the newest metadata."""
         best: MetadataResponse | None = None
-        for resp in answers:
+        for broker_id in list(self.brokers):
+            resp = yield from self.request(broker_id, MetadataRequest(topics), min(1.0, self.request_timeout))
             if isinstance(resp, MetadataResponse) and resp.error == Errors.NONE:
                 if best is None or resp.metadata_offset > best.metadata_offset:
                     best = resp
@@ -81,30 +119,36 @@ class ClientState:
                 self.brokers.setdefault(broker_id, endpoint)
         return best
 
-    def known_leader(self, topic: str, partition: int) -> int:
-        """The leader as last seen, -1 when none is known or it cannot be reached."""
+    def leader_of(self, topic: str, partition: int) -> Steps:
+        """The partition's leader as last known, -1 when none is known or it cannot be reached."""
         pm = self.leaders.get((topic, partition))
+        if pm is None or pm.leader < 0:
+            yield from self.refresh_metadata()
+            pm = self.leaders.get((topic, partition))
         return pm.leader if pm is not None and pm.leader in self.brokers else -1
 
-    @staticmethod
-    def _produce_request(topic: str, partition: int, values: list[str], acks: str, timeout: float) -> ProduceRequest:
-        return ProduceRequest(topic, partition, ACKS[str(acks)], int(timeout * 1000),
-                              encode_record_set([v.encode() for v in values]))
+    def produce(self, topic: str, partition: int, values: list[str], acks: str = "all",
+                timeout: float | None = None) -> Steps:
+        """One produce attempt to the current leader (R20); the caller decides on retries."""
+        leader = yield from self.leader_of(topic, partition)
+        if leader < 0:
+            return ProduceResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
+        timeout = self.request_timeout if timeout is None else timeout
+        req = self.produce_request(topic, partition, values, acks, timeout)
+        if not req.expects_response:
+            yield Start(self.brokers[leader], req, timeout, None)
+            return ProduceResult(Errors.NONE, leader=leader, appended=True)
+        return self.produce_result(topic, partition, leader, (yield from self.request(leader, req, timeout + 0.5)))
 
-    def _produce_result(self, topic: str, partition: int, leader: int, resp: object | None) -> ProduceResult:
-        if not isinstance(resp, ProduceResponse):
-            self.leaders.pop((topic, partition), None)
-            return ProduceResult(Errors.REQUEST_TIMED_OUT, appended=True, leader=leader)
-        if resp.error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH):
-            self.leaders.pop((topic, partition), None)
-        return ProduceResult(resp.error, resp.base_offset, resp.appended, leader)
-
-    @staticmethod
-    def _fetch_request(topic: str, partition: int, offset: int, max_wait: float, max_bytes: int) -> FetchRequest:
-        return FetchRequest(replica_id=-1, max_wait_ms=int(max_wait * 1000),
-                            partitions=[FetchPartition(topic, partition, offset, max_bytes=max_bytes)])
-
-    def _fetch_result(self, topic: str, partition: int, offset: int, leader: int, resp: object | None) -> FetchResult:
+    def fetch(self, topic: str, partition: int, offset: int, max_wait: float = 0.1,
+              max_bytes: int = 1 << 20) -> Steps:
+        """Read committed records from the leader (R21): only below its HWM."""
+        leader = yield from self.leader_of(topic, partition)
+        if leader < 0:
+            return FetchResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
+        req = FetchRequest(replica_id=-1, max_wait_ms=int(max_wait * 1000),
+                           partitions=[FetchPartition(topic, partition, offset, max_bytes=max_bytes)])
+        resp = yield from self.request(leader, req, max_wait + self.request_timeout)
         if not isinstance(resp, FetchResponse) or not resp.partitions:
             self.leaders.pop((topic, partition), None)
             return FetchResult(Errors.REQUEST_TIMED_OUT, leader=leader)
@@ -116,27 +160,75 @@ class ClientState:
                    if offset <= o < r.high_watermark]
         return FetchResult(Errors.NONE, records, r.high_watermark, leader)
 
+    @staticmethod
+    def produce_request(topic: str, partition: int, values: list[str], acks: str, timeout: float) -> ProduceRequest:
+        return ProduceRequest(topic, partition, ACKS[str(acks)], int(timeout * 1000),
+                              encode_record_set([v.encode() for v in values]))
 
-class ClusterClient(ClientState):
-    """Talks to the brokers of one run: metadata, produce, consume."""
+    def produce_result(self, topic: str, partition: int, leader: int, resp: object | None) -> ProduceResult:
+        """A produce's outcome from its answer (None: none came in time, outcome unknown)."""
+        if not isinstance(resp, ProduceResponse):
+            self.leaders.pop((topic, partition), None)
+            return ProduceResult(Errors.REQUEST_TIMED_OUT, appended=True, leader=leader)
+        if resp.error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH):
+            self.leaders.pop((topic, partition), None)
+        return ProduceResult(resp.error, resp.base_offset, resp.appended, leader)
+
+
+class ClusterClient:
+    """Talks to the brokers of one run over ZeroMQ: the steps carried out on the host's clock."""
 
     _ids = itertools.count()
 
     def __init__(self, brokers: dict[int, str], name: str = "client", request_timeout: float = 2.0) -> None:
-        super().__init__(brokers, name, request_timeout)
+        self.steps = StepClient(brokers, name, request_timeout)
         # Unique per process and object: a node's ROUTER hands an identity to its newest holder.
         self.transport = Transport(f"{name}-{os.getpid()}-{next(self._ids)}")
-        self._pending: dict[int, PendingProduce] = {}  # request id -> produce started and unanswered
-        self._stash: list[Response | Expired] = []  # outcomes of started produces read by `request`
+        self._started: dict[int, Any] = {}  # request id -> the tag of a request started and unanswered
+        self._stash: list[Response | Expired] = []  # outcomes of started requests read while waiting on a Call
 
-    # ---------------------------------------------------------------- plumbing
-    def request(self, broker_id: int, msg: object, timeout: float | None = None) -> object | None:
-        """Send and wait for the answer; None when it did not come in time."""
-        endpoint = self.brokers.get(broker_id)
-        if endpoint is None:
+    @property
+    def brokers(self) -> dict[int, str]:
+        return self.steps.brokers
+
+    @property
+    def leaders(self) -> dict[tuple[str, int], PartitionMetadata]:
+        return self.steps.leaders
+
+    @property
+    def in_flight(self) -> int:
+        """Started requests not answered yet."""
+        return len(self._started)
+
+    # ---------------------------------------------------------------- the executor of steps
+    def run(self, steps: Steps) -> Any:
+        """Carry `steps` out to the end; what they return."""
+        value = None
+        while True:
+            try:
+                command = steps.send(value)
+            except StopIteration as done:
+                return done.value
+            value = self.perform(command)
+
+    def perform(self, command: Command) -> Any:
+        if isinstance(command, Call):
+            return self._call(command.endpoint, command.msg, command.timeout)
+        if isinstance(command, Start):
+            rid = self.transport.request(command.endpoint, command.msg, command.timeout, time.monotonic())
+            if command.tag is not None:
+                self._started[rid] = command.tag
             return None
-        timeout = self.request_timeout if timeout is None else timeout
-        rid = self.transport.request(endpoint, msg, timeout, time.monotonic(), dest_name=f"broker-{broker_id}")
+        if isinstance(command, Collect):
+            return self._collect(command.wait)
+        if isinstance(command, Sleep):
+            if command.seconds > 0:
+                time.sleep(command.seconds)  # what the steps asked for: pacing, backoff
+            return None
+        raise TypeError(f"not a client step: {command!r}")
+
+    def _call(self, endpoint: str, msg: Any, timeout: float) -> Any:
+        rid = self.transport.request(endpoint, msg, timeout, time.monotonic())
         deadline = time.monotonic() + timeout + 0.05
         while True:
             left = deadline - time.monotonic()
@@ -146,83 +238,39 @@ class ClusterClient(ClientState):
             for item in self.transport.poll(left, time.monotonic):
                 if isinstance(item, Response | Expired) and item.request_id == rid:
                     answer = item
-                elif isinstance(item, Response | Expired) and item.request_id in self._pending:
-                    self._stash.append(item)  # a pipelined produce's outcome: `completions` owns it
+                elif isinstance(item, Response | Expired) and item.request_id in self._started:
+                    self._stash.append(item)  # a started request's outcome: a Collect owns it
             if answer is not None:  # after the whole batch: an outcome behind it must not be lost
                 return answer.msg if isinstance(answer, Response) else None
 
-    def refresh_metadata(self, topics: list[str] | None = None) -> MetadataResponse | None:
-        """Ask brokers in turn; keep the answer with the newest metadata."""
-        return self.take_metadata([self.request(broker_id, MetadataRequest(topics),
-                                                timeout=min(1.0, self.request_timeout))
-                                   for broker_id in list(self.brokers)])
-
-    def leader_of(self, topic: str, partition: int) -> int:
-        """The partition's leader as last known, -1 when none is known or it cannot be reached."""
-        pm = self.leaders.get((topic, partition))
-        if pm is None or pm.leader < 0:
-            self.refresh_metadata()
-        return self.known_leader(topic, partition)
-
-    # ---------------------------------------------------------------- produce / fetch
-    def produce(self, topic: str, partition: int, values: list[str], acks: str = "all",
-                timeout: float | None = None) -> ProduceResult:
-        """One produce attempt to the current leader (R20); the caller decides on retries."""
-        leader = self.leader_of(topic, partition)
-        if leader < 0:
-            return ProduceResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
-        timeout = self.request_timeout if timeout is None else timeout
-        req = self._produce_request(topic, partition, values, acks, timeout)
-        if not req.expects_response:
-            self.transport.request(self.brokers[leader], req, timeout, time.monotonic(), dest_name=f"broker-{leader}")
-            return ProduceResult(Errors.NONE, leader=leader, appended=True)
-        return self._produce_result(topic, partition, leader, self.request(leader, req, timeout + 0.5))
-
-    def start_produce(self, topic: str, partition: int, values: list[str], acks: str = "all",
-                      timeout: float | None = None, tag: object = None) -> PendingProduce | ProduceResult:
-        """Send one produce attempt without waiting (R20): its outcome comes out of
-        `completions`. A result instead when there is nothing to wait for: no known leader,
-        or acks=0."""
-        leader = self.leader_of(topic, partition)
-        if leader < 0:
-            return ProduceResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
-        timeout = self.request_timeout if timeout is None else timeout
-        req = self._produce_request(topic, partition, values, acks, timeout)
-        rid = self.transport.request(self.brokers[leader], req, timeout + 0.5, time.monotonic(),
-                                     dest_name=f"broker-{leader}")
-        if not req.expects_response:
-            return ProduceResult(Errors.NONE, leader=leader, appended=True)
-        pending = PendingProduce(topic, partition, values, leader, rid, tag)
-        self._pending[rid] = pending
-        return pending
-
-    def completions(self, timeout: float) -> list[tuple[PendingProduce, ProduceResult]]:
-        """Outcomes of started produces, waiting up to `timeout` s for the first one; a produce
-        whose answer did not come in time completes as a timeout (outcome unknown)."""
+    def _collect(self, wait: float) -> list[tuple[Any, Any]]:
         items, self._stash = self._stash, []
-        if not items and self._pending:
-            items = self.transport.poll(timeout, time.monotonic)
+        if not items and self._started:
+            items = self.transport.poll(wait, time.monotonic)
         done = []
         for item in items:
-            pending = self._pending.pop(item.request_id, None) if isinstance(item, Response | Expired) else None
-            if pending is not None:
-                resp = item.msg if isinstance(item, Response) else None
-                done.append((pending, self._produce_result(pending.topic, pending.partition, pending.leader, resp)))
+            if isinstance(item, Response | Expired) and item.request_id in self._started:
+                done.append((self._started.pop(item.request_id), item.msg if isinstance(item, Response) else None))
         return done
 
-    @property
-    def produces_in_flight(self) -> int:
-        return len(self._pending)
+    # ---------------------------------------------------------------- the steps as plain calls
+    def request(self, broker_id: int, msg: object, timeout: float | None = None) -> object | None:
+        """Send and wait for the answer; None when it did not come in time."""
+        return self.run(self.steps.request(broker_id, msg, timeout))
+
+    def refresh_metadata(self, topics: list[str] | None = None) -> MetadataResponse | None:
+        return self.run(self.steps.refresh_metadata(topics))
+
+    def leader_of(self, topic: str, partition: int) -> int:
+        return self.run(self.steps.leader_of(topic, partition))
+
+    def produce(self, topic: str, partition: int, values: list[str], acks: str = "all",
+                timeout: float | None = None) -> ProduceResult:
+        return self.run(self.steps.produce(topic, partition, values, acks, timeout))
 
     def fetch(self, topic: str, partition: int, offset: int, max_wait: float = 0.1,
               max_bytes: int = 1 << 20) -> FetchResult:
-        """Read committed records from the leader (R21): only below its HWM."""
-        leader = self.leader_of(topic, partition)
-        if leader < 0:
-            return FetchResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
-        req = self._fetch_request(topic, partition, offset, max_wait, max_bytes)
-        return self._fetch_result(topic, partition, offset, leader,
-                                  self.request(leader, req, max_wait + self.request_timeout))
+        return self.run(self.steps.fetch(topic, partition, offset, max_wait, max_bytes))
 
     def close(self) -> None:
         self.transport.close()

@@ -57,7 +57,7 @@ class FetcherManager:
         """Fetch sessions: leader broker -> the partitions fetched from it."""
         sessions: dict[int, list[PartitionKey]] = {}
         for key, p in sorted(self._partitions.items()):
-            if p.fetch_partition() is not None:
+            if p.fetching:
                 sessions.setdefault(p.leader_id, []).append(key)
         return sessions
 

@@ -650,13 +650,18 @@ class Partition:
         return state.is_caught_up(self._leo, self._leader_epoch, now, self.config.replica_lag_max)
 
     # ------------------------------------------------------------- follower (R7, R10, R12, R13)
+    @property
+    def fetching(self) -> bool:
+        """A follower that knows its leader: it has a part in the next fetch request (R7)."""
+        return self._role == FOLLOWER and self._leader_id != NO_LEADER
+
     def fetch_partition(self) -> FetchPartition | None:
         """R7: this partition's part of the next fetch request, None if not fetching.
 
         With `truncation: high-watermark` the last fetched epoch is -1, so the leader skips
         the divergence check (R13): that is the historic protocol's flaw, kept on purpose.
         """
-        if self._role != FOLLOWER or self._leader_id == NO_LEADER:
+        if not self.fetching:
             return None
         last_epoch = (-1 if self.config.truncation == "high-watermark"
                       else self._epochs.latest_epoch)

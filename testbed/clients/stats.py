@@ -6,10 +6,29 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from typing import Protocol
 
 import zmq
 
 COUNTERS = ("sent", "acked", "failed", "info", "polled")
+
+
+class Counts(Protocol):
+    """What a client loop counts into (`testbed/clients/loops.py`)."""
+
+    counts: dict[str, int]
+
+    def maybe_push(self, force: bool = False) -> None: ...
+
+
+class Tally:
+    """Counters kept and never pushed: a client with no live display (the simulation's)."""
+
+    def __init__(self) -> None:
+        self.counts = {k: 0 for k in COUNTERS}
+
+    def maybe_push(self, force: bool = False) -> None:
+        """Nobody listens."""
 
 
 class Stats:

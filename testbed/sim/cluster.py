@@ -28,14 +28,10 @@ from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.node_configs import build_node_configs
 from testbed.supervisor.run_dir import RunDir
 from testbed.topology import NodeSpec, Topology
-from testbed.sim.clients import (
-    ClientTask,
-    SimClusterClient,
-    Stop,
-    consumer,
-    pipelined_producer,
-    producer,
-)
+from broker.client import StepClient
+from testbed.clients.loops import Clock, Stop, client_loop
+from testbed.clients.stats import Tally
+from testbed.sim.clients import ClientTask
 from testbed.sim.loop import Loop
 from testbed.sim.network import ReplyHandle, SimNetwork
 from testbed.sim.node import SimNode
@@ -80,6 +76,7 @@ class SimCluster(ClusterAdmin):
         self.injector: FaultInjector | None = None
         self.clients: dict[str, ClientTask] = {}
         self._client_stop = Stop()
+        self.clock = Clock(self.loop.clock, self.loop.clock_ns)
         self._histories: list[History] = []
 
     # ------------------------------------------------------------------ lifecycle
@@ -127,18 +124,6 @@ class SimCluster(ClusterAdmin):
             events.close()
 
     # ------------------------------------------------------------------ what ClusterAdmin rests on
-    def scaled(self, seconds: float) -> float:
-        return seconds
-
-    def controllers(self) -> list[NodeSpec]:
-        return list(self.topology.cluster.controllers)
-
-    def nodes(self) -> list[NodeSpec]:
-        return [*self.controllers(), *self.brokers]
-
-    def node_names(self) -> list[str]:
-        return [spec.name for spec in self.nodes()]
-
     def status(self, timeout: float = 0.5) -> ClusterStatus:
         quorum = {spec.name: self.nodes_by_name[spec.name].status() for spec in self.controllers()}
         brokers = {spec.id: self.nodes_by_name[spec.name].status() for spec in self.brokers
@@ -290,15 +275,9 @@ class SimCluster(ClusterAdmin):
     def start_clients(self) -> list[str]:
         configs = build_client_configs(self.topology, self.broker_endpoints(), self.dir.history, None, 1.0)
         for name, cfg in configs.items():
-            client = SimClusterClient(cfg.brokers, name, cfg.request_timeout)
             task = ClientTask(name, self.loop, self.net)
-            history = self.history(name)
-            if cfg.producer is not None and cfg.producer.in_flight > 1:
-                task.run(pipelined_producer(cfg, cfg.producer, client, history, self.loop.clock, self._client_stop))
-            elif cfg.producer is not None:
-                task.run(producer(cfg, cfg.producer, client, history, self.loop.clock, self._client_stop))
-            elif cfg.consumer is not None:
-                task.run(consumer(cfg, cfg.consumer, client, history, self.loop.clock_ns, self._client_stop))
+            task.run(client_loop(cfg, StepClient(cfg.brokers, name, cfg.request_timeout), self.history(name),
+                                 Tally(), self.clock, self._client_stop))
             self.clients[name] = task
         return list(configs)
 

@@ -17,7 +17,9 @@ from pathlib import Path
 from faults.schedule import build_schedule
 from testbed.experiment.counts import Counts, count_operations
 from testbed.experiment.final_state import write_logs, write_replicas
-from testbed.sim.clients import ClientTask, SimClusterClient, final_read
+from broker.client import StepClient
+from testbed.clients.loops import final_read
+from testbed.sim.clients import ClientTask
 from testbed.sim.cluster import SimCluster
 from testbed.supervisor.admin import ClusterError
 from testbed.supervisor.run_dir import RunDir
@@ -68,10 +70,8 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         partitions = sorted((p.topic, p.partition) for p in cluster.status().partitions()) or [
             (tp.name, p) for tp in topology.topics for p in range(tp.partitions)]
         reader = ClientTask("final-reader", loop, cluster.net)
-        client = SimClusterClient(cluster.broker_endpoints(), "final-reader", 2.0)
-        complete: dict = {}
-        reader.run(final_read(client, cluster.history("final-reader"), partitions, loop.now + FINAL_READ,
-                              loop.clock, loop.clock_ns, complete))
+        reader.run(final_read(StepClient(cluster.broker_endpoints(), "final-reader", 2.0),
+                              cluster.history("final-reader"), partitions, loop.now + FINAL_READ, cluster.clock))
         loop.run_until(loop.now + FINAL_READ + 5.0, lambda: reader.done, poll=0.0)
         reader.kill()
         write_replicas(cluster.dir.final / "replicas.jsonl", cluster.status())

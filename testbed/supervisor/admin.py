@@ -4,7 +4,7 @@ virtual time both inherit it, and differ only in the primitives it rests on.
 
 What a subclass provides: `status`, `wait_until` (a condition with a deadline), `retry_while`
 (ask again while an answer says so), `_admin` (one request to the active controller),
-`shutdown_node`, `add_broker`, `scaled`, `controllers`, and the attributes `brokers`,
+`shutdown_node`, `add_broker`, and the attributes `topology`, `time_scale`, `brokers`,
 `removed`, `stopped` and `paused`.
 """
 from __future__ import annotations
@@ -60,6 +60,8 @@ class RebalanceInProgress:
 class ClusterAdmin:
     """Admin requests and the waits that complete them, on top of a subclass's primitives."""
 
+    topology: Topology
+    time_scale: float
     brokers: list[NodeSpec]
     removed: set[str]
     stopped: set[str]
@@ -83,10 +85,17 @@ class ClusterAdmin:
         raise NotImplementedError
 
     def scaled(self, seconds: float) -> float:
-        raise NotImplementedError
+        return seconds * self.time_scale
 
     def controllers(self) -> list[NodeSpec]:
-        raise NotImplementedError
+        """The voters of the controller quorum (R22)."""
+        return list(self.topology.cluster.controllers)
+
+    def nodes(self) -> list[NodeSpec]:
+        return [*self.controllers(), *self.brokers]
+
+    def node_names(self) -> list[str]:
+        return [spec.name for spec in self.nodes()]
 
     def create_topics(self, topics: list[NewTopic]) -> None:
         """The topology's topics at the start: ClusterError unless every one was created."""

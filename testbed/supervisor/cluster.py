@@ -96,19 +96,6 @@ class Cluster(ClusterAdmin):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def scaled(self, seconds: float) -> float:
-        return seconds * self.time_scale
-
-    def controllers(self) -> list[NodeSpec]:
-        """The voters of the controller quorum (R22)."""
-        return list(self.topology.cluster.controllers)
-
-    def nodes(self) -> list[NodeSpec]:
-        return [*self.controllers(), *self.brokers]
-
-    def node_names(self) -> list[str]:
-        return [spec.name for spec in self.nodes()]
-
     def data_dir(self, name: str) -> Path:
         return self.dir.data_dir(name)
 

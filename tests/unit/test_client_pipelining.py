@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.client import ClusterClient
+from broker.client import ClusterClient, Collect, Start
 from broker.common.errors import Errors
 from broker.protocol.messages import MetadataRequest, MetadataResponse, PartitionMetadata, ProduceRequest, ProduceResponse
 from broker.wire.transport import Request, Response, Transport
@@ -45,12 +45,14 @@ def test_a_produce_answered_behind_a_metadata_answer_still_completes(tmp_path: P
         return sorted(got, key=lambda r: isinstance(r.msg, ProduceResponse))
 
     try:
-        pending = client.start_produce("t", 0, ["v"], "all", timeout=5.0)
+        produce = client.steps.produce_request("t", 0, ["v"], "all", timeout=5.0)
+        client.perform(Start(server.endpoint, produce, 5.5, "the produce"))
+        assert client.in_flight == 1
         monkeypatch.setattr(client.transport, "poll", one_batch)
         assert isinstance(client.request(1, MetadataRequest(["t"])), MetadataResponse)
-        [(done, result)] = client.completions(5.0)
-        assert done is pending and result.error == Errors.NONE and result.base_offset == 7
-        assert client.produces_in_flight == 0
+        [(tag, answer)] = client.perform(Collect(5.0))
+        assert tag == "the produce" and isinstance(answer, ProduceResponse) and answer.base_offset == 7
+        assert client.in_flight == 0
     finally:
         client.close()
         server.close()

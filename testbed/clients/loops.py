@@ -1,0 +1,261 @@
+"""The workload's loops, written once for a process and for the simulation: a producer one
+request at a time, a pipelining producer, a consumer, and the final read. Each is a
+generator of client steps (`broker.client`: what it waits for) with its clock handed in,
+so a process carries it out on the host's clock over ZeroMQ (`ClusterClient.run`) and the
+simulation on virtual time (`testbed/sim/clients.py`).
+
+Every operation is recorded in the run's history (DESIGN section 7) and counted for the
+live display; a `Stop` (SIGTERM) lets the operation in flight complete.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from broker.client import Collect, ProduceResult, Sleep, Start, StepClient, Steps
+from broker.common.errors import RETRIABLE, Errors
+from testbed.clients.client_config import ClientConfig, ConsumerSettings, ProducerSettings
+from testbed.clients.history import History
+from testbed.clients.stats import Counts
+
+#: how often a producer that follows its topic's partitions looks at the metadata again
+#: (Kafka's producer has `metadata.max.age.ms` for this)
+METADATA_MAX_AGE = 1.0
+#: how often a client asks whether its topic exists yet
+TOPIC_POLL = 0.1
+#: how long the final read waits before asking again a partition that has no reachable leader
+FINAL_READ_RETRY = 0.05
+
+
+@dataclass
+class Stop:
+    """A client's SIGTERM: the loops ask it at the points where they may end, so the
+    operation in flight completes and is recorded."""
+    requested: bool = False
+
+    def __bool__(self) -> bool:
+        return self.requested
+
+
+@dataclass
+class Clock:
+    """The clock a loop reads: seconds for pacing, nanoseconds for the history."""
+    seconds: Callable[[], float]
+    ns: Callable[[], int]
+
+
+@dataclass
+class PartitionCycle:
+    """The partitions a producer sends to in turn: its own list, or, when it was given none,
+    every partition of the topic as the metadata shows it, so that partitions an
+    `add-partitions` fault adds (R40) take writes too."""
+    cfg: ClientConfig
+    client: StepClient
+    clock: Clock
+    turn: int = 0
+    looked: float = field(default=0.0)
+    partitions: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        self.partitions = self.cfg.partitions
+        self.looked = self.clock.seconds()
+
+    def next(self) -> Steps:
+        if self.cfg.follow_partitions and self.clock.seconds() - self.looked >= METADATA_MAX_AGE:
+            self.looked = self.clock.seconds()
+            yield from self.client.refresh_metadata([self.cfg.topic])
+            seen = tuple(sorted(p for t, p in self.client.leaders if t == self.cfg.topic))
+            self.partitions = seen or self.partitions
+        self.turn += 1
+        return self.partitions[(self.turn - 1) % len(self.partitions)]
+
+
+def wait_for_topic(client: StepClient, topic: str, stop: Stop) -> Steps:
+    """A topic a `create-topic` fault makes later (R40): record nothing until the brokers'
+    metadata has it, as a Kafka client waits for metadata before its first send."""
+    while not stop:
+        yield from client.refresh_metadata([topic])
+        if any(t == topic for t, _ in client.leaders):
+            return
+        yield Sleep(TOPIC_POLL)
+
+
+def _values(process: str, seq: int, p: ProducerSettings) -> list[str]:
+    return [f"{process}:{seq + i}".ljust(p.value_bytes, ".") for i in range(p.batch)]
+
+
+def _complete(history: History, stats: Counts, topic: str, partition: int, values: list[str], acks: str,
+              r: ProduceResult) -> None:
+    kind = history.send_complete(topic, partition, values, acks, r.error, r.base_offset, r.appended)
+    stats.counts["acked" if kind == "ok" else "failed" if kind == "fail" else "info"] += len(values)
+    stats.maybe_push()
+
+
+def producer(cfg: ClientConfig, p: ProducerSettings, client: StepClient, history: History, stats: Counts,
+             clock: Clock, stop: Stop) -> Steps:
+    """One request at a time: each send, with its retries, completes before the next.
+    Retries back off as tenacity's `wait_exponential(multiplier=backoff, max=8 x backoff)`."""
+    yield from wait_for_topic(client, cfg.topic, stop)
+    topic, acks = cfg.topic, p.acks
+    partitions = PartitionCycle(cfg, client, clock)
+    interval = p.batch / p.rate if p.rate else 0.0
+    seq = 0
+    next_at = clock.seconds()
+    while not stop:
+        if interval:
+            delay = next_at - clock.seconds()
+            if delay > 0:
+                yield Sleep(delay)  # pacing the offered load
+            next_at = max(next_at + interval, clock.seconds() - 1.0)
+        partition = yield from partitions.next()
+        values = _values(cfg.process, seq, p)
+        seq += p.batch
+        attempt = 1
+        while True:
+            history.send_invoke(topic, partition, values, acks)
+            stats.counts["sent"] += len(values)
+            r = yield from client.produce(topic, partition, values, acks, cfg.request_timeout)
+            _complete(history, stats, topic, partition, values, acks, r)
+            if r.error != Errors.NONE:
+                yield from client.refresh_metadata([topic])
+            if r.error in RETRIABLE and not stop and attempt <= p.retries:
+                yield Sleep(min(p.retry_backoff * 2 ** (attempt - 1), p.retry_backoff * 8))
+                attempt += 1
+                continue
+            break
+
+
+def pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: StepClient, history: History,
+                       stats: Counts, clock: Clock, stop: Stop) -> Steps:
+    """Up to `in_flight` produce requests outstanding, as Kafka's producer with
+    `max.in.flight.requests.per.connection` > 1 and no idempotence: a retried batch is sent
+    again after the batches that followed it, so it can land behind them (reordering), and a
+    timed-out batch that was appended is appended again (a duplicate). Retries wait as the
+    one-at-a-time producer's do and take the next free slot before any new batch."""
+    yield from wait_for_topic(client, cfg.topic, stop)
+    topic, acks, limit = cfg.topic, p.acks, p.in_flight
+    interval = p.batch / p.rate if p.rate else 0.0
+    retries: list[tuple[float, int, int, list[str], int]] = []  # sorted: due, order, partition, values, attempt
+    in_flight: dict[int, tuple[int, int, list[str], int]] = {}  # tag -> leader, partition, values, attempt
+    partitions = PartitionCycle(cfg, client, clock)
+    counter = {"order": 0, "tag": 0}
+    seq = 0
+    next_at = clock.seconds()
+
+    def finish(partition: int, values: list[str], attempt: int, r: ProduceResult) -> Steps:
+        _complete(history, stats, topic, partition, values, acks, r)
+        if r.error == Errors.NONE:
+            return
+        yield from client.refresh_metadata([topic])
+        if r.error in RETRIABLE and attempt <= p.retries and not stop:
+            backoff = min(p.retry_backoff * 2 ** (attempt - 1), p.retry_backoff * 8)
+            counter["order"] += 1
+            retries.append((clock.seconds() + backoff, counter["order"], partition, values, attempt + 1))
+            retries.sort()
+
+    def start(partition: int, values: list[str], attempt: int) -> Steps:
+        history.send_invoke(topic, partition, values, acks)
+        stats.counts["sent"] += len(values)
+        leader = yield from client.leader_of(topic, partition)
+        if leader < 0:
+            yield from finish(partition, values, attempt, ProduceResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader))
+            return
+        req = client.produce_request(topic, partition, values, acks, cfg.request_timeout)
+        if not req.expects_response:
+            yield Start(client.brokers[leader], req, cfg.request_timeout + 0.5, None)
+            yield from finish(partition, values, attempt, ProduceResult(Errors.NONE, leader=leader, appended=True))
+            return
+        counter["tag"] += 1
+        in_flight[counter["tag"]] = (leader, partition, values, attempt)
+        yield Start(client.brokers[leader], req, cfg.request_timeout + 0.5, counter["tag"])
+
+    while not stop or in_flight:
+        now = clock.seconds()
+        while not stop and len(in_flight) < limit:
+            if retries and retries[0][0] <= now:
+                _, _, partition, values, attempt = retries.pop(0)
+                yield from start(partition, values, attempt)
+            elif not retries and next_at <= now:
+                partition = yield from partitions.next()
+                values = _values(cfg.process, seq, p)
+                seq += p.batch
+                next_at = max(next_at + interval, now - 1.0)
+                yield from start(partition, values, 1)
+            else:
+                break
+            now = clock.seconds()
+        due = retries[0][0] if retries else next_at
+        wait = min(max(0.0, due - now), 0.05) if not stop and len(in_flight) < limit else 0.05
+        if in_flight:
+            for tag, resp in (yield Collect(wait)):
+                if tag in in_flight:
+                    leader, partition, values, attempt = in_flight.pop(tag)
+                    yield from finish(partition, values, attempt, client.produce_result(topic, partition, leader, resp))
+        elif wait > 0:
+            yield Sleep(wait)  # pacing the offered load
+
+
+def consumer(cfg: ClientConfig, c: ConsumerSettings, client: StepClient, history: History, stats: Counts,
+             clock: Clock, stop: Stop) -> Steps:
+    """Each of the consumer's partitions polled in turn from where it left off."""
+    yield from wait_for_topic(client, cfg.topic, stop)
+    topic = cfg.topic
+    offsets: dict[int, int] = {}
+    for p in cfg.partitions:
+        if c.from_ == "latest":
+            r = yield from client.fetch(topic, p, 0, max_wait=0)
+            offsets[p] = max(0, r.high_watermark)
+        else:
+            offsets[p] = 0
+    while not stop:
+        for p in cfg.partitions:
+            invoked = clock.ns()
+            r = yield from client.fetch(topic, p, offsets[p], max_wait=c.max_wait)
+            if r.error == Errors.NONE and r.records:
+                history.poll(topic, p, offsets[p], invoked, r.records)
+                offsets[p] = r.records[-1][0] + 1
+                stats.counts["polled"] += len(r.records)
+            elif r.error == Errors.OFFSET_OUT_OF_RANGE:
+                # The committed log moved below our position (possible only after loss): re-read from 0.
+                offsets[p] = 0
+            stats.maybe_push()
+            if stop:
+                break
+
+
+def final_read(client: StepClient, history: History, partitions: list[tuple[str, int]], deadline: float,
+               clock: Clock) -> Steps:
+    """The final read (DESIGN section 7): every partition read through its leader from offset
+    0 to its HWM, as process `final-reader`. Returns, per partition, whether the read reached
+    the end of the committed log; a partition that could not be read to its end makes
+    missing values `unseen`, not lost."""
+    complete: dict[tuple[str, int], bool] = {}
+    for topic, p in partitions:
+        offset, done = 0, False
+        while clock.seconds() < deadline:
+            invoked = clock.ns()
+            r = yield from client.fetch(topic, p, offset, max_wait=0)
+            if r.error != Errors.NONE:
+                yield Sleep(FINAL_READ_RETRY)  # while the partition has no reachable leader
+                yield from client.refresh_metadata([topic])
+                continue
+            if r.records:
+                history.poll(topic, p, offset, invoked, r.records)
+                offset = r.records[-1][0] + 1
+            if offset >= r.high_watermark:
+                done = True
+                break
+        complete[(topic, p)] = done
+    return complete
+
+
+def client_loop(cfg: ClientConfig, client: StepClient, history: History, stats: Counts, clock: Clock,
+                stop: Stop) -> Steps:
+    """The loop a client's configuration asks for: a producer (pipelining with `in_flight` >
+    1) or a consumer."""
+    if cfg.producer is not None and cfg.producer.in_flight > 1:
+        return pipelined_producer(cfg, cfg.producer, client, history, stats, clock, stop)
+    if cfg.producer is not None:
+        return producer(cfg, cfg.producer, client, history, stats, clock, stop)
+    assert cfg.consumer is not None, f"{cfg.process}: neither a producer nor a consumer"
+    return consumer(cfg, cfg.consumer, client, history, stats, clock, stop)
