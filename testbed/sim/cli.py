@@ -32,7 +32,7 @@ from testbed.analysis.verdict import RunVerdict
 from testbed.config.loader import read_yaml
 from testbed.matrix.results import broken_expectations, check_count
 from testbed.sim import scope
-from testbed.sim.worker import seed_dir
+from testbed.sim.worker import PARENT_ENV, seed_dir
 from testbed.topology import Topology, TopologyError, load_topology, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -181,7 +181,8 @@ def _run_workers(runs: list[tuple[Path, str, int]], sim_dir: Path, jobs: int, ke
     """The runs strided over `jobs` worker processes; each seed's outcome as it comes."""
     outcomes: list[dict] = []
     lock = Lock()
-    env = {**os.environ, "PYTHONHASHSEED": "0"}  # set and dict order of strings: the same in every process
+    # set and dict order of strings: the same in every process; and the worker's parent to die with
+    env = {**os.environ, "PYTHONHASHSEED": "0", PARENT_ENV: str(os.getpid())}
     columns = (TextColumn("seeds"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("seeds", total=len(runs))

@@ -4,20 +4,26 @@
 Runs each (topology, seed) in turn in `SIM_DIR/<name>-seed=<seed>/` and prints one JSON line per seed
 (what became of it) for `run.py sim` to follow. Started with PYTHONHASHSEED=0, so that the
 iteration order of every set and dict of strings, and with it every byte of a run, is
-the same in every process (`cli.py` sets it).
+the same in every process (`cli.py` sets it). It dies with the `run.py sim` that started it.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 import yaml
 
+from broker.common.lifetime import die_with_parent
 from testbed.sim.run import run_seed
 from testbed.topology import parse_topology
+
+
+#: the pid of the `run.py sim` that started the worker, which it dies with
+PARENT_ENV = "ISRLAB_SIM_PID"
 
 
 def seed_dir(sim_dir: Path, name: str, seed: int) -> Path:
@@ -30,6 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run", nargs=2, action="append", required=True, metavar=("TOPOLOGY", "SEED"))
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args(argv)
+    die_with_parent(int(os.environ.get(PARENT_ENV, "0")))  # a killed `run.py sim` leaves no worker running
     for path, seed_text in args.run:
         seed = int(seed_text)
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))

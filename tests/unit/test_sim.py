@@ -238,3 +238,52 @@ def test_producers_pipeline_and_every_acks_setting_records_in_the_sim(tmp_path: 
             (outstanding.add if op["type"] == "invoke" else outstanding.discard)(op["value"])
             most = max(most, len(outstanding))
     assert most == 5 * 10
+
+
+def test_the_summary_names_every_failed_and_unjudged_seed_with_its_replay_command(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A seed whose cluster never converged is judged `ok: None` by the pipeline: it is
+    reported unjudged with its replay command, never counted as passed."""
+    from rich.console import Console
+
+    from testbed.analysis.verdict import RunVerdict
+    from testbed.sim.cli import print_summary
+    lost = {"count": 3, "examples": [], "causes": [], "unattributed": 0}
+    verdicts = [
+        RunVerdict(tmp_path / "x-seed=0", True, {"checks": {"lost_writes": {"count": 0}}, "expect": {}}),
+        RunVerdict(tmp_path / "x-seed=1", None, {"problems": ["the cluster did not converge"]}),
+        RunVerdict(tmp_path / "x-seed=2", False, {"checks": {"lost_writes": lost}, "expect": {
+            "lost_writes": {"expected": "0", "observed": 3, "held": False}}}),
+    ]
+    print_summary(Console(width=200), verdicts, {"x": Path("topologies/x.yaml")})
+    out = " ".join(capsys.readouterr().out.split())
+    assert "│ x │ 3 │ 1 │ 1 │ 3 │" in out
+    assert ("unjudged: x seed 1: the cluster did not converge replay: "
+            "python run.py sim topologies/x.yaml --seed 1 --keep") in out
+    assert "failed: x seed 2: lost_writes 3 (expected 0) replay: python run.py sim topologies/x.yaml --seed 2 --keep" in out
+    assert "seed 0:" not in out
+
+
+def test_a_killed_sim_leaves_no_worker_running(tmp_path: Path) -> None:
+    import signal
+
+    import psutil
+    # seeds of ten virtual minutes, half a minute each here: a worker would outlive its parent
+    # long after the 5 s below (and after its next report would have failed on a closed pipe)
+    long_run = tmp_path / "long.yaml"
+    long_run.write_text(yaml.safe_dump({**yaml.safe_load((ROOT / "topologies" / "quickstart.yaml").read_text()),
+                                        "duration": "10m"}))
+    proc = subprocess.Popen([sys.executable, "run.py", "sim", str(long_run), "--seeds", "2", "--jobs", "2",
+                             "--no-judge", "--runs-dir", str(tmp_path / "runs")],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    parent = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 60
+    workers: list[psutil.Process] = []
+    while len(workers) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None, "the workers did not start"
+        workers = [c for c in parent.children() if "testbed.sim.worker" in " ".join(c.cmdline())]
+        time.sleep(0.05)  # polling the process table, bounded by the deadline
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    _, alive = psutil.wait_procs(workers, timeout=5)
+    assert alive == [], f"workers outlived their run.py sim: {alive}"
