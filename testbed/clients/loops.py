@@ -14,7 +14,11 @@ from dataclasses import dataclass, field
 
 from broker.client import Collect, ProduceResult, Sleep, Start, StepClient, Steps
 from broker.common.errors import RETRIABLE, Errors
-from testbed.clients.client_config import ClientConfig, ConsumerSettings, ProducerSettings
+from testbed.clients.client_config import (
+    ClientConfig,
+    ConsumerSettings,
+    ProducerSettings,
+)
 from testbed.clients.history import History
 from testbed.clients.stats import Counts
 

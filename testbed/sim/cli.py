@@ -24,7 +24,13 @@ from threading import Lock
 
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from testbed.analysis.cli import EXIT_FAILED, EXIT_OK, EXIT_UNJUDGED

@@ -11,30 +11,31 @@ from __future__ import annotations
 import dataclasses
 import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from broker.client import StepClient
+from broker.common.errors import Errors
 from broker.noderuntime.config import NodeConfig
 from broker.noderuntime.eventlog import EventLog
 from broker.protocol.messages import ErrorResponse
-from broker.common.errors import Errors
 from broker.wire.linkfilter import LinkFilter, LinkTable
 from faults.injector import FaultInjector
 from testbed.clients.history import History
-from testbed.supervisor.admin import ClusterAdmin, ClusterError, topology_topics
-from testbed.supervisor.client_configs import build_client_configs
-from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.supervisor.node_configs import build_node_configs
-from testbed.supervisor.run_dir import RunDir
-from testbed.topology import NodeSpec, Topology
-from broker.client import StepClient
 from testbed.clients.loops import Clock, Stop, client_loop
 from testbed.clients.stats import Tally
 from testbed.sim.clients import ClientTask
 from testbed.sim.loop import Loop
 from testbed.sim.network import ReplyHandle, SimNetwork
 from testbed.sim.node import SimNode
+from testbed.supervisor.admin import ClusterAdmin, ClusterError, topology_topics
+from testbed.supervisor.client_configs import build_client_configs
+from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.supervisor.node_configs import build_node_configs
+from testbed.supervisor.run_dir import RunDir
+from testbed.topology import NodeSpec, Topology
 
 #: how often a wait asks its condition again, as the supervisor polls its nodes
 POLL = 0.05
@@ -56,13 +57,12 @@ class _Operator:
 
 
 class SimCluster(ClusterAdmin):
-    def __init__(self, topology: Topology, run_dir: RunDir, seed: int) -> None:
+    def __init__(self, topology: Topology, run_dir: RunDir) -> None:
         self.topology = topology
         self.dir = run_dir
         self.time_scale = 1.0
         self.loop = Loop()
-        self.rng = random.Random(f"isrlab-sim:{seed}")
-        self.net = SimNetwork(self.loop, random.Random(f"isrlab-sim-net:{seed}"))
+        self.net = SimNetwork(self.loop, random.Random(f"isrlab-sim-net:{topology.seed}"))
         self.net.attach(_Operator())
         self.nodes_by_name: dict[str, SimNode] = {}
         self.configs: dict[str, NodeConfig] = {}
@@ -217,7 +217,7 @@ class SimCluster(ClusterAdmin):
         return {spec.name: self.shutdown_node(spec.name) for spec in [*self.brokers, *self.controllers()]
                 if spec.name not in self.stopped and self.nodes_by_name[spec.name].up}
 
-    def data_dir(self, name: str) -> Any:
+    def data_dir(self, name: str) -> Path:
         return self.dir.data_dir(name)
 
     def add_broker(self, broker_id: int, rack: str | None = None) -> str:

@@ -14,11 +14,11 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from broker.client import StepClient
 from faults.schedule import build_schedule
+from testbed.clients.loops import final_read
 from testbed.experiment.counts import Counts, count_operations
 from testbed.experiment.final_state import write_logs, write_replicas
-from broker.client import StepClient
-from testbed.clients.loops import final_read
 from testbed.sim.clients import ClientTask
 from testbed.sim.cluster import SimCluster
 from testbed.supervisor.admin import ClusterError
@@ -44,7 +44,7 @@ class SeedOutcome:
 
 def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> SeedOutcome:
     """Run `topology` (its seed already set) in `run_dir`; never raises for the cluster's sake."""
-    cluster = SimCluster(topology, RunDir(run_dir), topology.seed)
+    cluster = SimCluster(topology, RunDir(run_dir))
     loop = cluster.loop
     begin = loop.now
     converged = False
