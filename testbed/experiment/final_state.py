@@ -7,7 +7,24 @@ from pathlib import Path
 from broker.common.jsonl import JsonlAppender
 from broker.storage.layout import partition_dirs
 from broker.storage.log import read_partition_dir
+from testbed.supervisor.admin import ClusterAdmin
 from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.topology import Topology
+
+
+def partitions_now(status: ClusterStatus, topology: Topology) -> list[tuple[str, int]]:
+    """The partitions the final read reads: those the controller has now (admin faults may
+    have created, grown or deleted topics, R40), else the topology's."""
+    return sorted((p.topic, p.partition) for p in status.partitions()) or [
+        (tp.name, p) for tp in topology.topics for p in range(tp.partitions)]
+
+
+def record_final_state(cluster: ClusterAdmin) -> None:
+    """After the final read: every replica as its broker reports it, then every node shut
+    down under control, then every replica's log as its files hold it (`final/`)."""
+    write_replicas(cluster.dir.final / "replicas.jsonl", cluster.status())
+    cluster.stop_all()
+    write_logs(cluster.dir.final / "logs.jsonl", {s.name: cluster.dir.data_dir(s.name) for s in cluster.brokers})
 
 
 def write_replicas(path: Path, status: ClusterStatus) -> int:

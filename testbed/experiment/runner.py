@@ -25,7 +25,7 @@ from testbed.clients.final_read import final_read
 from testbed.clients.history import History
 from testbed.clients.stats import StatsInbox
 from testbed.experiment.counts import Counts, count_operations
-from testbed.experiment.final_state import write_logs, write_replicas
+from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.experiment.progress import Monitor, describe_fault, print_counts
 from testbed.supervisor.cluster import Cluster, ClusterError
 from testbed.supervisor.cluster_status import ClusterStatus
@@ -140,16 +140,11 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             converged = True
         except ClusterError as e:
             console.print(f"[red]{e}[/]")
-        # The partitions that exist now: admin faults may have created, grown or deleted topics (R40).
-        partitions = sorted((p.topic, p.partition) for p in cluster.status().partitions()) or [
-            (tp.name, p) for tp in topology.topics for p in range(tp.partitions)]
         reader = History(cluster.dir.history, "final-reader")
-        final_read(cluster.client(), reader, partitions, time.monotonic() + cluster.scaled(20), time.monotonic)
+        final_read(cluster.client(), reader, partitions_now(cluster.status(), topology),
+                   time.monotonic() + cluster.scaled(20), time.monotonic)
         reader.close()
-        write_replicas(cluster.dir.final / "replicas.jsonl", cluster.status())
-        cluster.stop_all()
-        write_logs(cluster.dir.final / "logs.jsonl",
-                   {s.name: cluster.dir.data_dir(s.name) for s in cluster.brokers})
+        record_final_state(cluster)
     except ClusterError as e:
         console.print(f"[red]run failed:[/] {e}")
         return Outcome(cluster.dir.root, False, None, EXIT_UNJUDGED)

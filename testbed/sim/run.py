@@ -18,7 +18,7 @@ from broker.client import StepClient
 from faults.schedule import build_schedule
 from testbed.clients.loops import final_read
 from testbed.experiment.counts import Counts, count_operations
-from testbed.experiment.final_state import write_logs, write_replicas
+from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.sim.clients import ClientTask
 from testbed.sim.cluster import SimCluster
 from testbed.supervisor.admin import ClusterError
@@ -67,17 +67,13 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
             converged = True
         except ClusterError:
             pass
-        partitions = sorted((p.topic, p.partition) for p in cluster.status().partitions()) or [
-            (tp.name, p) for tp in topology.topics for p in range(tp.partitions)]
         reader = ClientTask("final-reader", loop, cluster.net)
         reader.run(final_read(StepClient(cluster.broker_endpoints(), "final-reader", 2.0),
-                              cluster.history("final-reader"), partitions, loop.now + FINAL_READ, cluster.clock))
+                              cluster.history("final-reader"), partitions_now(cluster.status(), topology),
+                              loop.now + FINAL_READ, cluster.clock))
         loop.run_until(loop.now + FINAL_READ + 5.0, lambda: reader.done, poll=0.0)
         reader.kill()
-        write_replicas(cluster.dir.final / "replicas.jsonl", cluster.status())
-        cluster.stop_all()
-        write_logs(cluster.dir.final / "logs.jsonl",
-                   {s.name: cluster.dir.data_dir(s.name) for s in cluster.brokers})
+        record_final_state(cluster)
     except ClusterError as e:
         return SeedOutcome(run_dir, topology.seed, False, None, str(e), loop.now - begin, loop.steps)
     finally:

@@ -4,8 +4,8 @@ virtual time both inherit it, and differ only in the primitives it rests on.
 
 What a subclass provides: `status`, `wait_until` (a condition with a deadline), `retry_while`
 (ask again while an answer says so), `_admin` (one request to the active controller),
-`shutdown_node`, `add_broker`, and the attributes `topology`, `time_scale`, `brokers`,
-`removed`, `stopped` and `paused`.
+`shutdown_node`, `stop_all`, `add_broker`, and the attributes `topology`, `time_scale`,
+`dir`, `brokers`, `removed`, `stopped` and `paused`.
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from broker.protocol.rebalance import plan_rebalance
 from faults.targets import ClusterView
 from testbed.config import scalars
 from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.supervisor.run_dir import RunDir
 from testbed.topology import NodeSpec, Topology
 
 
@@ -62,6 +63,7 @@ class ClusterAdmin:
 
     topology: Topology
     time_scale: float
+    dir: RunDir
     brokers: list[NodeSpec]
     removed: set[str]
     stopped: set[str]
@@ -82,6 +84,10 @@ class ClusterAdmin:
         raise NotImplementedError
 
     def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
+        raise NotImplementedError
+
+    def stop_all(self) -> dict[str, bool]:
+        """Controlled shutdown of every broker, then the controllers; whether each exited cleanly."""
         raise NotImplementedError
 
     def scaled(self, seconds: float) -> float:
