@@ -62,9 +62,6 @@ class SimNode:
         """SIGKILL: the role is gone; what it wrote stays in its files."""
         if self.role is not None:
             self.role.close()
-            durability = getattr(self.role, "durability", None)
-            if durability is not None:
-                durability.close()
         self.role = None
         self.paused = False
         self._held.clear()
@@ -146,12 +143,7 @@ class SimNode:
 
     def _exit(self, incarnation: int) -> None:
         if incarnation == self.incarnation and self.role is not None:
-            self.role.close()
-            durability = getattr(self.role, "durability", None)
-            if durability is not None:
-                durability.close()
-            self.role = None
-            self.net.incarnations[self.name] = -self.incarnation
+            self.kill()  # what is left of a process that exited: its files
 
     def status(self) -> dict | None:
         """The control socket's `status` body; None for a node that is down or paused."""
