@@ -84,6 +84,12 @@ def wait_for_topic(client: StepClient, topic: str, stop: Stop) -> Steps:
         yield Sleep(TOPIC_POLL)
 
 
+def _backoff(p: ProducerSettings, attempt: int) -> float:
+    """The wait before retrying after failed attempt `attempt` (1, 2, ...): doubling from
+    `retry_backoff` up to 8 times it, as tenacity's `wait_exponential(multiplier, max)`."""
+    return min(p.retry_backoff * 2 ** (attempt - 1), p.retry_backoff * 8)
+
+
 def _values(process: str, seq: int, p: ProducerSettings) -> list[str]:
     return [f"{process}:{seq + i}".ljust(p.value_bytes, ".") for i in range(p.batch)]
 
@@ -97,8 +103,7 @@ def _complete(history: History, stats: Counts, topic: str, partition: int, value
 
 def producer(cfg: ClientConfig, p: ProducerSettings, client: StepClient, history: History, stats: Counts,
              clock: Clock, stop: Stop) -> Steps:
-    """One request at a time: each send, with its retries, completes before the next.
-    Retries back off as tenacity's `wait_exponential(multiplier=backoff, max=8 x backoff)`."""
+    """One request at a time: each send, with its retries, completes before the next."""
     yield from wait_for_topic(client, cfg.topic, stop)
     topic, acks = cfg.topic, p.acks
     partitions = PartitionCycle(cfg, client, clock)
@@ -123,7 +128,7 @@ def producer(cfg: ClientConfig, p: ProducerSettings, client: StepClient, history
             if r.error != Errors.NONE:
                 yield from client.refresh_metadata([topic])
             if r.error in RETRIABLE and not stop and attempt <= p.retries:
-                yield Sleep(min(p.retry_backoff * 2 ** (attempt - 1), p.retry_backoff * 8))
+                yield Sleep(_backoff(p, attempt))
                 attempt += 1
                 continue
             break
@@ -152,9 +157,8 @@ def pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: StepClien
             return
         yield from client.refresh_metadata([topic])
         if r.error in RETRIABLE and attempt <= p.retries and not stop:
-            backoff = min(p.retry_backoff * 2 ** (attempt - 1), p.retry_backoff * 8)
             counter["order"] += 1
-            retries.append((clock.seconds() + backoff, counter["order"], partition, values, attempt + 1))
+            retries.append((clock.seconds() + _backoff(p, attempt), counter["order"], partition, values, attempt + 1))
             retries.sort()
 
     def start(partition: int, values: list[str], attempt: int) -> Steps:

@@ -217,7 +217,7 @@ def _run_workers(runs: list[tuple[Path, str, int]], sim_dir: Path, jobs: int, ke
                     with lock:
                         outcomes.append({"topology": name, "seed": seed, "run_dir": str(seed_dir(sim_dir, name, seed)),
                                          "error": f"the worker exited {proc.returncode} (see {log})",
-                                         "converged": False, "virtual_s": 0.0, "wall_s": 0.0, "steps": 0})
+                                         "virtual_s": 0.0, "wall_s": 0.0})
         with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="isrlab-sim") as pool:
             list(pool.map(work, range(jobs)))
     return sorted(outcomes, key=lambda o: (o["topology"], o["seed"]))

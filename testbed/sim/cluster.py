@@ -17,10 +17,8 @@ from typing import Any
 import yaml
 
 from broker.client import StepClient
-from broker.common.errors import Errors
 from broker.noderuntime.config import NodeConfig
 from broker.noderuntime.eventlog import EventLog
-from broker.protocol.messages import ErrorResponse
 from broker.wire.linkfilter import LinkFilter, LinkTable
 from faults.injector import FaultInjector
 from testbed.clients.history import History
@@ -150,24 +148,12 @@ class SimCluster(ClusterAdmin):
                 return answer
             self.loop.run_until(min(deadline, self.loop.now + POLL))
 
-    def call(self, destination: str, msg: Any, timeout: float) -> Any:
+    def _request_node(self, node: str, request: object, timeout: float) -> object | None:
         """One request from the operator; the answer, or None at the timeout."""
         got: list[Any] = []
-        self.net.request(SUPERVISOR, destination, msg, timeout, got.append)
+        self.net.request(SUPERVISOR, node, request, timeout, got.append)
         self.loop.run_until(self.loop.now + timeout + POLL, lambda: bool(got), poll=0.0)
         return got[0] if got else None
-
-    def _admin(self, request: object) -> object | None:
-        deadline = self.loop.now + 10
-        while self.loop.now < deadline:
-            active = self.status().controller
-            if active is None:
-                self.loop.run_until(self.loop.now + POLL)
-                continue
-            resp = self.call(active["node"], request, timeout=5)
-            if not (isinstance(resp, ErrorResponse) and resp.error == Errors.NOT_CONTROLLER):
-                return resp
-        return None
 
     # ------------------------------------------------------------------ ClusterControl: processes
     def _pid(self, name: str) -> int:
@@ -212,10 +198,8 @@ class SimCluster(ClusterAdmin):
         self.paused.discard(name)
         return clean
 
-    def stop_all(self) -> dict[str, bool]:
-        """Controlled shutdown of every broker, then the controllers."""
-        return {spec.name: self.shutdown_node(spec.name) for spec in [*self.brokers, *self.controllers()]
-                if spec.name not in self.stopped and self.nodes_by_name[spec.name].up}
+    def _running(self, name: str) -> bool:
+        return name not in self.stopped and self.nodes_by_name[name].up
 
     def data_dir(self, name: str) -> Path:
         return self.dir.data_dir(name)
@@ -234,14 +218,6 @@ class SimCluster(ClusterAdmin):
         return spec.name
 
     # ------------------------------------------------------------------ ClusterControl: the network
-    def next_link_seq(self) -> int:
-        return self.link_table.seq + 1
-
-    def push_links(self, table: LinkTable) -> dict[str, bool]:
-        self.link_table = table
-        self._links_pending = set(self.node_names())
-        return self.sync_links()
-
     def sync_links(self) -> dict[str, bool]:
         """The table reaches every node that can take it now (running and not paused)."""
         acked = {}
@@ -252,16 +228,6 @@ class SimCluster(ClusterAdmin):
             acked[name] = True
             self._links_pending.discard(name)
         return acked
-
-    def link_counters(self) -> dict[str, dict]:
-        out: dict[str, dict] = {}
-        for name in self.node_names():
-            body = self.nodes_by_name[name].status()
-            for link, counts in (body or {}).get("links", {}).items():
-                agg = out.setdefault(link, {})
-                for k, v in counts.items():
-                    agg[k] = agg.get(k, 0) + v
-        return out
 
     # ------------------------------------------------------------------ the workload
     def broker_endpoints(self) -> dict[int, str]:

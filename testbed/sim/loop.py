@@ -21,7 +21,6 @@ class Loop:
         self.now = EPOCH
         self._heap: list[tuple[float, int, Callable[..., Any], tuple]] = []
         self._order = itertools.count()
-        self.steps = 0
 
     def clock(self) -> float:
         return self.now
@@ -44,7 +43,6 @@ class Loop:
             return False
         when, _, fn, args = heapq.heappop(self._heap)
         self.now = when
-        self.steps += 1
         fn(*args)
         return True
 

@@ -8,7 +8,8 @@ nodes' transports (`broker/wire/linkfilter.py`): the sender's filter drops, lose
 (with jitter, which may reorder) and duplicates, the receiver's drops what a partition
 cuts. A message to a node that is down is lost; one to a paused node waits in its socket
 until it resumes. A request unanswered by its deadline completes as a timeout, seen by a
-paused requester only when it resumes, as its transport would.
+paused requester only when it resumes, as its transport would. Which incarnation of a
+node an answer is for is the node's business (`node.py`): the network only delivers.
 """
 from __future__ import annotations
 
@@ -49,8 +50,7 @@ class ReplyHandle:
 @dataclass(slots=True)
 class _Pending:
     requester: str
-    incarnation: int
-    on_answer: Callable[[Any], None]
+    on_answer: Callable[[Any], None]  # the requester's own, which ignores what a later incarnation gets
 
 
 class SimNetwork:
@@ -58,29 +58,23 @@ class SimNetwork:
         self.loop = loop
         self.rng = rng
         self.endpoints: dict[str, Endpoint] = {}
-        #: a node's incarnation: a reply or timeout meant for an earlier one is dropped
-        self.incarnations: dict[str, int] = {}
         #: the link filter of every cluster node (clients have none, as in the real runs)
         self.filters: dict[str, LinkFilter] = {}
         self._pending: dict[int, _Pending] = {}
         self._ids = itertools.count(1)
         self._last: dict[tuple[str, str], float] = {}
-        self.delivered = 0
-        self.lost = 0
 
-    def attach(self, endpoint: Endpoint, incarnation: int = 0) -> None:
+    def attach(self, endpoint: Endpoint) -> None:
         self.endpoints[endpoint.name] = endpoint
-        self.incarnations[endpoint.name] = incarnation
 
     # ------------------------------------------------------------------ sending
     def request(self, source: str, destination: str, msg: Any, timeout: float,
-                on_answer: Callable[[Any], None]) -> int:
+                on_answer: Callable[[Any], None]) -> None:
         """Send `msg`; `on_answer` gets the decoded answer, or None at `timeout`."""
         rid = next(self._ids)
-        self._pending[rid] = _Pending(source, self.incarnations.get(source, 0), on_answer)
+        self._pending[rid] = _Pending(source, on_answer)
         self.loop.after(timeout, self._expire, rid)
         self._transmit(source, destination, encode(msg, rid, source), False)
-        return rid
 
     def reply(self, source: str, handle: ReplyHandle, msg: Any) -> None:
         self._transmit(source, handle.source, encode(msg, handle.request_id, source), True)
@@ -97,30 +91,23 @@ class SimNetwork:
                 when = max(when, self._last.get((src, dst), 0.0))  # one connection keeps its order
                 self._last[(src, dst)] = when
             self.loop.at(when, self._arrive, src, dst, frames, is_reply)
-        if verdict.copies == 0:
-            self.lost += 1
 
     # ------------------------------------------------------------------ arriving
     def _arrive(self, src: str, dst: str, frames: list, is_reply: bool) -> None:
         endpoint = self.endpoints.get(dst)
         if endpoint is None or not endpoint.up:
-            self.lost += 1
-            return
+            return  # lost, as to a dead process
         endpoint.deliver(lambda: self._receive(endpoint, src, dst, frames, is_reply))
 
     def _receive(self, endpoint: Endpoint, src: str, dst: str, frames: list, is_reply: bool) -> None:
         if not endpoint.up:
-            self.lost += 1
-            return
+            return  # it died while the message waited for its resume
         f = self.filters.get(dst)
         if f is not None and not f.admits(src, dst):
-            self.lost += 1
-            return
+            return  # cut by a partition (the filter counts it)
         decoded = decode(frames)
         if not isinstance(decoded, Decoded):  # our own encoding: never expected, never fatal
-            self.lost += 1
             return
-        self.delivered += 1
         if is_reply:
             self._answer(decoded.request_id, decoded.msg)
         else:
@@ -128,16 +115,15 @@ class SimNetwork:
 
     def _answer(self, rid: int, msg: Any) -> None:
         p = self._pending.pop(rid, None)
-        if p is None or self.incarnations.get(p.requester, 0) != p.incarnation:
-            return  # answered already, timed out, or meant for an earlier incarnation
-        p.on_answer(msg)
+        if p is not None:  # else answered already, or timed out
+            p.on_answer(msg)
 
     def _expire(self, rid: int) -> None:
         p = self._pending.get(rid)
         if p is None:
             return
         requester = self.endpoints.get(p.requester)
-        if requester is None or not requester.up or self.incarnations.get(p.requester, 0) != p.incarnation:
+        if requester is None or not requester.up:
             self._pending.pop(rid, None)
             return
 

@@ -50,7 +50,7 @@ class SimNode:
         self.exit_code = None
         self.paused = False
         self._held.clear()
-        self.net.attach(self, self.incarnation)
+        self.net.attach(self)
         if self.cfg.kind == "broker":
             self.role = BrokerRole(self.cfg, clock=self.loop.clock, incarnation_id=f"{self.rng.getrandbits(64):016x}")
         else:
@@ -65,7 +65,6 @@ class SimNode:
         self.role = None
         self.paused = False
         self._held.clear()
-        self.net.incarnations[self.name] = -self.incarnation  # answers to the dead incarnation are dropped
 
     def pause(self) -> None:
         self.paused = True

@@ -33,13 +33,10 @@ FINAL_READ = 20.0
 
 @dataclass
 class SeedOutcome:
-    run_dir: Path
-    seed: int
     converged: bool
     counts: Counts | None
     error: str | None  # why the seed could not run to its end (unjudged)
     virtual_seconds: float
-    steps: int  # events the loop ran
 
 
 def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> SeedOutcome:
@@ -75,11 +72,11 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         reader.kill()
         record_final_state(cluster)
     except ClusterError as e:
-        return SeedOutcome(run_dir, topology.seed, False, None, str(e), loop.now - begin, loop.steps)
+        return SeedOutcome(False, None, str(e), loop.now - begin)
     finally:
         cluster.close()
         if not keep_data:
             shutil.rmtree(cluster.dir.data, ignore_errors=True)
     counts = count_operations(run_dir)
     (run_dir / "summary.json").write_text(json.dumps(counts.to_dict(), indent=1))
-    return SeedOutcome(run_dir, topology.seed, converged, counts, None, loop.now - begin, loop.steps)
+    return SeedOutcome(converged, counts, None, loop.now - begin)

@@ -3,9 +3,10 @@ for every executor: the supervisor's cluster of processes and the simulation's c
 virtual time both inherit it, and differ only in the primitives it rests on.
 
 What a subclass provides: `status`, `wait_until` (a condition with a deadline), `retry_while`
-(ask again while an answer says so), `_admin` (one request to the active controller),
-`shutdown_node`, `stop_all`, `add_broker`, and the attributes `topology`, `time_scale`,
-`dir`, `brokers`, `removed`, `stopped` and `paused`.
+(ask again while an answer says so), `_request_node` (one request to a node), `_running`,
+`shutdown_node`, `sync_links`, `add_broker`, and the attributes `topology`, `time_scale`,
+`dir`, `brokers`, `removed`, `stopped`, `paused`, `link_table` and `_links_pending`. The
+network's link table is pushed and its counters read here too, for the fault injector.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from broker.protocol.messages import (
     DeleteTopicsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
+    ErrorResponse,
     NewTopic,
     PartitionMetadata,
     TopicPartition,
@@ -33,6 +35,7 @@ from broker.protocol.messages import (
     UnregisterBrokerResponse,
 )
 from broker.protocol.rebalance import plan_rebalance
+from broker.wire.linkfilter import LinkTable
 from faults.targets import ClusterView
 from testbed.config import scalars
 from testbed.supervisor.cluster_status import ClusterStatus
@@ -42,6 +45,10 @@ from testbed.topology import NodeSpec, Topology
 
 class ClusterError(RuntimeError):
     pass
+
+
+#: `_admin`'s answer while no controller is active
+_NO_ACTIVE = object()
 
 
 def _split_partition(text: str) -> tuple[str, int]:
@@ -68,6 +75,9 @@ class ClusterAdmin:
     removed: set[str]
     stopped: set[str]
     paused: set[str]
+    #: the network table every node should hold, and the nodes that have not got it yet
+    link_table: LinkTable
+    _links_pending: set[str]
 
     def status(self, timeout: float = 0.5) -> ClusterStatus:
         raise NotImplementedError
@@ -80,15 +90,59 @@ class ClusterAdmin:
         """`ask()` until `again(answer)` is false or `timeout` has passed; the last answer."""
         raise NotImplementedError
 
-    def _admin(self, request: object) -> object | None:
+    def _request_node(self, node: str, request: object, timeout: float) -> object | None:
+        """One request to a node's request endpoint; its answer, or None at the timeout."""
+        raise NotImplementedError
+
+    def _running(self, name: str) -> bool:
+        """The node is up (not stopped, and its process or role alive)."""
         raise NotImplementedError
 
     def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
         raise NotImplementedError
 
+    def sync_links(self) -> dict[str, bool]:
+        """Hand the current link table to the nodes that lack it and can take it now."""
+        raise NotImplementedError
+
+    def _admin(self, request: object) -> object | None:
+        """An admin request to the active controller; None if none answered in time. A
+        controller that lost its leadership meanwhile says NOT_CONTROLLER: ask the next one."""
+        def ask() -> object:
+            active = self.status().controller
+            return _NO_ACTIVE if active is None else self._request_node(active["node"], request, self.scaled(5))
+
+        def again(answer: object) -> bool:
+            return answer is _NO_ACTIVE or (isinstance(answer, ErrorResponse) and answer.error == Errors.NOT_CONTROLLER)
+        answer = self.retry_while(ask, again, timeout=self.scaled(10))
+        return None if again(answer) else answer
+
     def stop_all(self) -> dict[str, bool]:
         """Controlled shutdown of every broker, then the controllers; whether each exited cleanly."""
-        raise NotImplementedError
+        return {spec.name: self.shutdown_node(spec.name) for spec in [*self.brokers, *self.controllers()]
+                if self._running(spec.name)}
+
+    # ------------------------------------------------------------------ the link table (userspace network)
+    def next_link_seq(self) -> int:
+        """Link tables are applied only if newer (linkfilter.py): one sequence per run."""
+        return self.link_table.seq + 1
+
+    def push_links(self, table: LinkTable) -> dict[str, bool]:
+        """Hand the link table to every node; a node that cannot take it now gets it later."""
+        self.link_table = table
+        self._links_pending = set(self.node_names())
+        return self.sync_links()
+
+    def link_counters(self) -> dict[str, dict]:
+        """Messages each running node's filter dropped, delayed or duplicated, per link."""
+        out: dict[str, dict] = {}
+        s = self.status()
+        for body in [s.controller, *s.brokers.values()]:
+            for link, counts in (body or {}).get("links", {}).items():
+                agg = out.setdefault(link, {})
+                for k, v in counts.items():
+                    agg[k] = agg.get(k, 0) + v
+        return out
 
     def scaled(self, seconds: float) -> float:
         return seconds * self.time_scale

@@ -21,16 +21,19 @@ import yaml
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from broker.client import ClusterClient, ProduceResult
-from broker.common.errors import Errors
 from broker.noderuntime.config import NodeConfig
-from broker.protocol.messages import ErrorResponse
 from broker.wire.linkfilter import LinkTable
 from faults.injector import FaultInjector
 from faults.process import sigcont, sigkill, sigstop
 from faults.schedule import ScheduledFault
 from faults.storage import TmpfsMounts
 from testbed.clients.history import History
-from testbed.supervisor.admin import ClusterAdmin, ClusterError, RebalanceInProgress, topology_topics
+from testbed.supervisor.admin import (
+    ClusterAdmin,
+    ClusterError,
+    RebalanceInProgress,
+    topology_topics,
+)
 from testbed.supervisor.client_configs import build_client_configs
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.control_client import ControlClient
@@ -161,20 +164,9 @@ class Cluster(ClusterAdmin):
     def _create_topics(self) -> None:
         self.create_topics(topology_topics(self.topology))
 
-    def _admin(self, request: object) -> object | None:
-        """An admin request to the active controller; None if none answered in time. A
-        controller that lost its leadership meanwhile says NOT_CONTROLLER: ask the next one."""
+    def _request_node(self, node: str, request: object, timeout: float) -> object | None:
         assert self.control is not None
-        deadline = time.monotonic() + self.scaled(10)
-        while time.monotonic() < deadline:
-            active = self.status().controller
-            if active is None:
-                time.sleep(0.05)  # no active controller yet: poll again, bounded by the deadline
-                continue
-            resp = self.control.request(self.configs[active["node"]].endpoint, request, timeout=self.scaled(5))
-            if not (isinstance(resp, ErrorResponse) and resp.error == Errors.NOT_CONTROLLER):
-                return resp
-        return None
+        return self.control.request(self.configs[node].endpoint, request, timeout=timeout)
 
     # ------------------------------------------------------------------ admin (R32, R35, R36, R38)
     def add_broker(self, broker_id: int, rack: str | None = None) -> str:
@@ -339,16 +331,6 @@ class Cluster(ClusterAdmin):
         return self.injector.fire(ScheduledFault(0.0, do, target, dict(params), origin))
 
     # ------------------------------------------------------------------ network (userspace backend)
-    def next_link_seq(self) -> int:
-        """Link tables are applied only if newer (linkfilter.py): one sequence per run."""
-        return self.link_table.seq + 1
-
-    def push_links(self, table: LinkTable) -> dict[str, bool]:
-        """Send the link table to every node; a node that cannot take it now gets it later."""
-        self.link_table = table
-        self._links_pending = {s.name for s in self.nodes()}
-        return self.sync_links()
-
     def sync_links(self) -> dict[str, bool]:
         """Push the current table to the nodes that lack it and can answer now."""
         assert self.control is not None
@@ -362,18 +344,6 @@ class Cluster(ClusterAdmin):
             if body is not None:
                 self._links_pending.discard(name)
         return acked
-
-    def link_counters(self) -> dict[str, dict]:
-        """Messages each running node's filter dropped, delayed or duplicated, per link."""
-        out: dict[str, dict] = {}
-        s = self.status()
-        bodies = [s.controller, *s.brokers.values()]
-        for body in bodies:
-            for link, counts in (body or {}).get("links", {}).items():
-                agg = out.setdefault(link, {})
-                for k, v in counts.items():
-                    agg[k] = agg.get(k, 0) + v
-        return out
 
     def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
         """Controlled shutdown (R37); True if the node exited by itself in time."""
@@ -390,13 +360,8 @@ class Cluster(ClusterAdmin):
         self.stopped.add(name)
         return clean
 
-    def stop_all(self) -> dict[str, bool]:
-        """Controlled shutdown of every broker, then the controllers."""
-        clean: dict[str, bool] = {}
-        for spec in [*self.brokers, *self.controllers()]:
-            if spec.name not in self.stopped and self.procs[spec.name].poll() is None:
-                clean[spec.name] = self.shutdown_node(spec.name)
-        return clean
+    def _running(self, name: str) -> bool:
+        return name not in self.stopped and self.procs[name].poll() is None
 
     def close(self) -> None:
         """Kill whatever still runs, unmount, remove sockets; idempotent, never raises."""

@@ -20,7 +20,6 @@ from testbed.sim.run import run_seed
 from testbed.topology import load_topology, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
-SCENARIOS = ROOT / "topologies" / "scenarios"
 #: the record files of a run (DESIGN section 7): what "identical run files" means
 RECORD_FILES = ("topology.yaml", "history.jsonl", "events.jsonl", "faults.jsonl", "final/logs.jsonl",
                 "final/replicas.jsonl", "summary.json")
@@ -111,12 +110,11 @@ def test_every_fault_action_acts_in_the_sim(tmp_path: Path) -> None:
     """The tour and the scenarios that take the remaining actions: each fault recorded with
     an effect and no error, the cluster converged afterwards, nothing acknowledged lost
     from the final logs (the Spark checks judge it in the integration test)."""
-    runs = {"tour": (parse_topology(FAULT_TOUR, "tour"), None)}
-    for name in ("manual-recovery", "grow-and-shrink", "topic-admin", "matrix/fault-mix"):
-        path = SCENARIOS / f"{name}.yaml" if "/" not in name else ROOT / "topologies" / f"{name}.yaml"
-        runs[name] = (load_topology(path), None)
+    runs = {"tour": parse_topology(FAULT_TOUR, "tour")}
+    for name in ("scenarios/manual-recovery", "scenarios/grow-and-shrink", "scenarios/topic-admin", "matrix/fault-mix"):
+        runs[name] = load_topology(ROOT / "topologies" / f"{name}.yaml")
     taken: set[str] = set()
-    for name, (topology, _) in runs.items():
+    for name, topology in runs.items():
         run_dir = tmp_path / name.replace("/", "-")
         outcome = run_seed(topology, run_dir)
         assert outcome.error is None and outcome.converged, (name, outcome.error)
