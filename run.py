@@ -51,6 +51,9 @@ def cmd_run(argv: list[str]) -> int:
         from testbed.experiment.dry_run import describe
         print(describe(topology))
         return 0
+    if topology.network.backend == "netns" and (refused := _netns_refusal(topology)) is not None:
+        print(refused, file=sys.stderr)
+        return 2
     from testbed.analysis.session import stop_spark
     from testbed.experiment.runner import run_experiment
     try:
@@ -69,12 +72,23 @@ def cmd_validate(argv: list[str]) -> int:
     code = 0
     for f in args.files:
         try:
-            load_topology(f)
-            print(f"{f}: ok")
+            topology = load_topology(f)
         except TopologyError as e:
             print(e, file=sys.stderr)
             code = 1
+            continue
+        if topology.network.backend == "netns" and (refused := _netns_refusal(topology)) is not None:
+            print(refused, file=sys.stderr)
+            code = 1
+            continue
+        print(f"{f}: ok")
     return code
+
+
+def _netns_refusal(topology) -> str | None:  # noqa: ANN001 (a Topology; imported late to keep --help fast)
+    """DESIGN section 5: the netns backend needs root, ip and nft; say which is missing."""
+    from testbed.supervisor.netns import refusal
+    return refusal(topology.source)
 
 
 def cmd_status(argv: list[str]) -> int:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.common.errors import Errors
+from broker.common import netns
 from broker.common.lifetime import die_with_parent
 from broker.noderuntime.broker_role import BrokerRole
 from broker.noderuntime.config import NodeConfig
@@ -49,7 +50,8 @@ class Node:
         self.cfg = cfg
         self.events = EventLog(cfg.run_dir / "events.jsonl", cfg.name)
         self.link_filter = LinkFilter()
-        self.transport = Transport(cfg.name, bind=cfg.endpoint, link_filter=self.link_filter)
+        self.transport = Transport(cfg.name, bind=cfg.endpoint, link_filter=self.link_filter,
+                                   also_bind=cfg.local_endpoint)
         self.control = Transport(f"{cfg.name}/control", bind=cfg.control_endpoint)
         self.role: Role = BrokerRole(cfg) if cfg.kind == "broker" else ControllerRole(cfg)
         #: request id -> the correlation the role gave its Send
@@ -169,6 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr,
         format=f"%(asctime)s {cfg.name} %(levelname)s %(message)s")
+    if cfg.netns is not None:
+        try:
+            netns.enter(cfg.netns)
+        except OSError as e:
+            log.error("cannot join network namespace %s: %s", cfg.netns, e)
+            return 71
     node = Node(cfg)
     signal.signal(signal.SIGTERM, lambda *_: node.finish(0))
     try:

@@ -48,6 +48,7 @@ class ClusterControl(Protocol):
     def next_link_seq(self) -> int: ...
     def push_links(self, table: LinkTable) -> dict[str, bool]: ...
     def link_counters(self) -> dict[str, dict]: ...
+    def network_rules(self) -> list[str] | None: ...
     def reassign(self, partition: str, replicas: list[int]) -> dict: ...
     def elect_preferred(self, partition: str | None = None) -> dict: ...
     def elect(self, partition: str, broker: int) -> dict: ...
@@ -234,7 +235,15 @@ class FaultInjector:
             return {"error": f"{f.do}: {e}"}
 
     def _network(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:
-        """Partition and slow add a layer; heal removes the layer it undoes, or all of them."""
+        """Partition and slow add a layer; heal removes the layer it undoes, or all of them.
+        On the netns backend the effect also lists the kernel rules in force after it."""
+        effect = self._network_layers(f, nodes, view)
+        rules = self.cluster.network_rules()
+        if rules is not None and "skipped" not in effect:
+            effect["kernel_rules"] = rules
+        return effect
+
+    def _network_layers(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:
         c = self.cluster
         all_nodes = c.node_names()
         p = f.params

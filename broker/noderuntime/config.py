@@ -47,6 +47,10 @@ class NodeConfig:
     placement_seed: int = 0
     #: a controller snapshots its metadata log every this many applied records
     metadata_snapshot_records: int = 1000
+    #: `backend: netns`: the network namespace the node joins before opening a socket, and
+    #: the ipc endpoint its ROUTER also binds, for the supervisor outside the namespaces
+    netns: str | None = None
+    local_endpoint: str | None = None
 
     def peer_name(self, destination: Any) -> str | None:
         """Protocol destinations are broker ids or node names."""

@@ -83,10 +83,13 @@ class Transport:
     """One ROUTER (when `bind` is given) plus one DEALER per peer endpoint."""
 
     def __init__(self, name: str, bind: str | None = None, link_filter: LinkFilter | None = None,
-                 context: zmq.Context | None = None) -> None:
+                 context: zmq.Context | None = None, also_bind: str | None = None) -> None:
         self.name = name
         self.link_filter = link_filter
         self.endpoint: str | None = None
+        #: a second endpoint of the same ROUTER (the supervisor's ipc way in, when the node
+        #: talks TCP inside a network namespace): one socket, one identity table, one loop
+        self.also_endpoint: str | None = None
         self._identity = name.encode()
         self._ctx = context if context is not None else zmq.Context.instance()
         #: Seeded from the name: a node's loss/jitter draws repeat from run to run.
@@ -106,6 +109,13 @@ class Transport:
         if bind is not None:
             self._router = self._bind(bind)
             self._poller.register(self._router, _POLLIN)
+            if also_bind is not None:
+                try:
+                    self._router.bind(also_bind)
+                except zmq.ZMQError:
+                    self._router.close(linger=0)
+                    raise
+                self.also_endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
 
     def _bind(self, bind: str) -> zmq.Socket:
         router = self._ctx.socket(zmq.ROUTER)
@@ -354,7 +364,7 @@ class Transport:
         return dict(self._counts)
 
     def close(self) -> None:
-        """Close every socket at once (linger 0) and remove the ipc socket file bound here."""
+        """Close every socket at once (linger 0) and remove the ipc socket files bound here."""
         for dealer in self._dealers.values():
             dealer.close(linger=0)
         self._dealers.clear()
@@ -363,12 +373,12 @@ class Transport:
         if self._router is not None:
             self._router.close(linger=0)
             self._router = None
-            if self.endpoint is not None and self.endpoint.startswith(_IPC):
-                path = self.endpoint[len(_IPC):]
-                try:
-                    os.unlink(path)
-                except FileNotFoundError:
-                    pass  # libzmq removed it itself when the listener closed
+            for endpoint in (self.endpoint, self.also_endpoint):
+                if endpoint is not None and endpoint.startswith(_IPC):
+                    try:
+                        os.unlink(endpoint[len(_IPC):])
+                    except FileNotFoundError:
+                        pass  # libzmq removed it itself when the listener closed
 
 
 def _recv(sock: zmq.Socket, copied: int) -> list | None:

@@ -4,12 +4,14 @@ several measurements (min, median, max), compared with its target; a table, or `
 Figures are measured and written down (BENCHMARKS.md), never asserted by a test. The groups
 (`--only`): ready, failover, throughput, latency, rss, e2e (the quickstart from the command
 line and a cold `analyze` of its run), pipeline (synthetic histories), sim (the deterministic
-simulation's speed).
+simulation's speed), netns (the netns backend against userspace; root, ip and nft, else
+skipped with the reason).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 from pathlib import Path
 
@@ -20,8 +22,9 @@ from testbed.bench import cluster_figures as cf
 from testbed.bench import e2e
 from testbed.bench import sim as sim_bench
 from testbed.bench.figures import Figure, percentile
+from testbed.supervisor.netns import requirements_missing
 
-GROUPS = ("ready", "failover", "throughput", "latency", "rss", "e2e", "pipeline", "sim")
+GROUPS = ("ready", "failover", "throughput", "latency", "rss", "e2e", "pipeline", "sim", "netns")
 
 
 def _args(argv: list[str]) -> argparse.Namespace:
@@ -105,6 +108,29 @@ def measure(args: argparse.Namespace, runs: Path) -> list[Figure]:
                                   f"share of 60 s for 10M", ("<=", 60 * records / 10_000_000)))
     if "sim" in only:
         figures += _sim(n, args.sim_seeds)
+    if "netns" in only:
+        figures += _netns(runs, n, args.window)
+    return figures
+
+
+def _netns(runs: Path, repeat: int, window: float) -> list[Figure]:
+    missing = requirements_missing()
+    if missing:
+        print(f"bench: netns group skipped: it needs {' and '.join(missing)}", file=sys.stderr)
+        return []
+    figures = [Figure("netns_setup_s", "netns setup, 1 controller + 6 brokers", "s", cf.netns_setup(runs, repeat),
+                      "namespaces, veth pairs on one bridge and addresses for 7 nodes and the clients")]
+    for backend in ("netns", "userspace"):
+        figures.append(Figure(f"throughput_in_flight5_{backend}_records_per_s", f"acks=all throughput, {backend}",
+                              "records/s", cf.throughput(runs, repeat, window, 2, 10, in_flight=5, backend=backend),
+                              "RF 3, batch 10, 2 producers with 5 requests in flight each"))
+    for backend in ("netns", "userspace"):
+        rounds = [cf.workload_latency(runs, window, backend) for _ in range(repeat)]
+        setup = "one workload producer, acks=all RF 3, batch 1, one request in flight, from its history"
+        figures.append(Figure(f"workload_latency_p50_{backend}_ms", f"workload produce latency p50, {backend}", "ms",
+                              [1000 * percentile(r, 0.5) for r in rounds], setup))
+        figures.append(Figure(f"workload_latency_p99_{backend}_ms", f"workload produce latency p99, {backend}", "ms",
+                              [1000 * percentile(r, 0.99) for r in rounds], setup))
     return figures
 
 

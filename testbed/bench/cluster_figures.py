@@ -11,8 +11,11 @@ import psutil
 
 from broker.client import ClusterClient
 from broker.common.errors import Errors
+from broker.common.jsonl import read_jsonl
 from testbed.clients.stats import StatsInbox
 from testbed.supervisor.cluster import Cluster
+from testbed.supervisor.netns import NetnsNetwork
+from testbed.supervisor.processes import Registry
 from testbed.topology import Topology, parse_topology
 
 RECORD_BYTES = 100
@@ -21,9 +24,9 @@ TOPIC, PARTITION = "bench", 0
 
 
 def topology(partitions: int = 6, producers: int = 1, batch: int = 1, controllers: int = 1, brokers: int = 3,
-             in_flight: int = 1) -> Topology:
+             in_flight: int = 1, backend: str = "userspace") -> Topology:
     return parse_topology({
-        "name": "bench", "seed": 1, "duration": "10s",
+        "name": "bench", "seed": 1, "duration": "10s", "network": {"backend": backend},
         "cluster": {"controllers": controllers, "brokers": {"count": brokers, "racks": ["a", "b", "c"]}},
         "topics": [{"name": TOPIC, "partitions": partitions, "replication_factor": 3,
                     "min_insync_replicas": 2, "flush": {"messages": 10000, "interval": "1s"}}],
@@ -103,10 +106,11 @@ def _first_write_elsewhere(writer: ClusterClient, old: int, value: str, t0: floa
     raise RuntimeError(f"no leader other than broker {old} acknowledged a write within 60 s")
 
 
-def throughput(runs: Path, repeat: int, window: float, producers: int, batch: int, in_flight: int = 1) -> list[float]:
+def throughput(runs: Path, repeat: int, window: float, producers: int, batch: int, in_flight: int = 1,
+               backend: str = "userspace") -> list[float]:
     """Acknowledged records/s of acks=all producers at full speed, over `repeat` windows."""
     rates = []
-    with Cluster(topology(6, producers, batch, in_flight=in_flight), runs_dir=runs) as c:
+    with Cluster(topology(6, producers, batch, in_flight=in_flight, backend=backend), runs_dir=runs) as c:
         inbox = StatsInbox(f"ipc://{c.dir.socket_dir()}/stats.sock")
         try:
             c.start_clients(inbox.endpoint, value_bytes=RECORD_BYTES)
@@ -156,3 +160,43 @@ def idle_broker_rss(runs: Path, settle: float = 3.0) -> list[float]:
     with Cluster(topology(24), runs_dir=runs) as c:
         time.sleep(settle)  # idle on purpose: what a broker holds when nothing happens
         return [psutil.Process(c.pid(f"broker-{b.id}")).memory_info().rss / 1e6 for b in c.topology.cluster.brokers]
+
+
+def netns_setup(runs: Path, repeat: int, brokers: int = 6) -> list[float]:
+    """Seconds to make the namespaces, veth pairs, bridge and addresses of 1 controller,
+    `brokers` brokers and the clients (DESIGN section 5), over `repeat` setups."""
+    out = []
+    names = ["controller-1", *(f"broker-{i}" for i in range(1, brokers + 1)), "clients"]
+    for i in range(repeat):
+        registry = Registry(runs, f"netns-setup-{i}", runs / "sock")
+        network = NetnsNetwork(runs / f"netns-setup-{i}", registry.add_netns)
+        try:
+            t0 = time.monotonic()
+            network.create(names)
+            out.append(time.monotonic() - t0)
+        finally:
+            network.remove()
+            registry.remove()
+    return out
+
+
+def workload_latency(runs: Path, window: float, backend: str) -> list[float]:
+    """Seconds from invoke to acknowledgement of every acks=all send of one workload producer
+    (its own process: in the clients' namespace on netns), batch 1, one request in flight,
+    over `window` s after a second's warm-up, read from the run's history."""
+    with Cluster(topology(6, producers=1, batch=1, backend=backend), runs_dir=runs) as c:
+        c.start_clients(None)
+        time.sleep(1.0 + window)  # the workload runs on its own; its history is the measurement
+        c.stop_clients(timeout=5)
+        invoked: dict[str, int] = {}
+        out = []
+        start = None
+        for rec in read_jsonl(c.dir.history):
+            if rec.get("f") != "send":
+                continue
+            start = rec["time_ns"] if start is None else start
+            if rec["type"] == "invoke":
+                invoked[rec["value"]] = rec["time_ns"]
+            elif rec["type"] == "ok" and rec["time_ns"] - start > 1e9 and rec["value"] in invoked:
+                out.append((rec["time_ns"] - invoked[rec["value"]]) / 1e9)
+        return out

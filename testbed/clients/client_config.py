@@ -38,6 +38,8 @@ class ClientConfig:
     consumer: ConsumerSettings | None = None
     #: a producer given no partitions of its own: it follows the topic's as they grow (R40)
     follow_partitions: bool = False
+    #: `backend: netns`: the clients' network namespace, joined before any socket opens
+    netns: str | None = None
 
     def to_json(self) -> str:
         d = asdict(self)

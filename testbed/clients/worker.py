@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from broker.client import ClusterClient
+from broker.common import netns
 from broker.common.lifetime import die_with_parent
 from testbed.clients.client_config import ClientConfig
 from testbed.clients.history import History
@@ -29,6 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cfg = ClientConfig.load(args.config)
     die_with_parent(cfg.supervisor_pid)
+    if cfg.netns is not None:
+        try:
+            netns.enter(cfg.netns)
+        except OSError as e:
+            print(f"{cfg.process}: cannot join network namespace {cfg.netns}: {e}", file=sys.stderr)
+            return 71
     stop = Stop()
     signal.signal(signal.SIGTERM, lambda *_: setattr(stop, "requested", True))
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -29,6 +29,7 @@ from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.experiment.progress import Monitor, describe_fault, print_counts
 from testbed.supervisor.cluster import Cluster, ClusterError
 from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.supervisor.netns import refusal as netns_refusal
 from testbed.supervisor.run_dir import new_run_id
 from testbed.topology import Topology, not_yet_acted_on
 
@@ -38,6 +39,7 @@ SUPPORTED: frozenset[str] = frozenset({
     "truncation:high-watermark", "fencing:zookeeper", "unclean-leader-election",  # tests/integration/test_protocol_modes.py
     "unclean-recovery:none", "unclean-recovery:proactive", "unclean-recovery:manual",
     "controller-quorum",  # tests/integration/test_controller_quorum.py
+    "network:netns",  # tests/integration/test_netns.py
 })
 
 
@@ -85,6 +87,9 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
     console = console or Console()
     for note in not_yet_acted_on(topology, SUPPORTED):
         console.print(f"[yellow]not yet acted on:[/] {note}")
+    if topology.network.backend == "netns" and (refused := netns_refusal(topology.source)) is not None:
+        console.print(f"[red]refused:[/] {refused}")
+        return Outcome(run_dir or runs_dir / new_run_id(topology.name, topology.seed), False, None, EXIT_UNJUDGED)
     cluster = Cluster(topology, run_dir=run_dir, runs_dir=runs_dir, time_scale=time_scale)
     converged = False
     try:
@@ -94,7 +99,9 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                       f"{sum(tp.partitions for tp in topology.topics)} partitions led  "
                       f"[dim]({cluster.dir.root})[/]")
         sock = cluster.dir.socket_dir()
-        inbox = StatsInbox(f"ipc://{sock}/stats.sock" if topology.network.transport != "tcp"
+        # ipc reaches the clients inside their namespace on the netns backend; loopback would not
+        inbox = StatsInbox(f"ipc://{sock}/stats.sock"
+                           if topology.network.transport != "tcp" or topology.network.backend == "netns"
                            else "tcp://127.0.0.1:0")
         for w in cluster.warnings:
             console.print(f"[yellow]warning:[/] {w}")

@@ -133,6 +133,10 @@ class ClusterAdmin:
         self._links_pending = set(self.node_names())
         return self.sync_links()
 
+    def network_rules(self) -> list[str] | None:
+        """The kernel rules in force (netns backend); None where the network is userspace only."""
+        return None
+
     def link_counters(self) -> dict[str, dict]:
         """Messages each running node's filter dropped, delayed or duplicated, per link."""
         out: dict[str, dict] = {}

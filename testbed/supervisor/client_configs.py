@@ -20,11 +20,14 @@ CONSUMER_MAX_WAIT = 0.1
 
 
 def build_client_configs(t: Topology, brokers: dict[int, str], history: Path, stats_endpoint: str | None,
-                         time_scale: float, value_bytes: int = 0) -> dict[str, ClientConfig]:
+                         time_scale: float, value_bytes: int = 0, netns: str | None = None
+                         ) -> dict[str, ClientConfig]:
     """producer-0, producer-1, ... over the topic's partitions (or those named); consumers
-    split a topic's partitions among themselves (partition p to consumer p mod count)."""
+    split a topic's partitions among themselves (partition p to consumer p mod count).
+    `netns`: the clients' namespace on the netns backend."""
     common = {"brokers": dict(brokers), "history": history, "supervisor_pid": os.getpid(),
-              "stats_endpoint": stats_endpoint, "request_timeout": CLIENT_REQUEST_TIMEOUT * time_scale}
+              "stats_endpoint": stats_endpoint, "request_timeout": CLIENT_REQUEST_TIMEOUT * time_scale,
+              "netns": netns}
     out: dict[str, ClientConfig] = {}
     for spec in t.workload.producers:
         parts = tuple(spec.partitions) if spec.partitions else tuple(range(t.first_partitions(spec.topic)))

@@ -22,7 +22,8 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 
 from broker.client import ClusterClient, ProduceResult
 from broker.noderuntime.config import NodeConfig
-from broker.wire.linkfilter import LinkTable
+from broker.wire.linkfilter import CLIENTS, LinkTable
+from faults import kernel_rules
 from faults.injector import FaultInjector
 from faults.process import sigcont, sigkill, sigstop
 from faults.schedule import ScheduledFault
@@ -37,6 +38,7 @@ from testbed.supervisor.admin import (
 from testbed.supervisor.client_configs import build_client_configs
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.control_client import ControlClient
+from testbed.supervisor.netns import NetnsError, NetnsNetwork, refusal
 from testbed.supervisor.node_configs import build_node_configs
 from testbed.supervisor.process_metrics import MetricsSampler
 from testbed.supervisor.processes import Registry, kill_tree, reap_leftovers, spawn
@@ -67,6 +69,9 @@ class Cluster(ClusterAdmin):
         self.link_table: LinkTable = LinkTable(0, {})
         self._links_pending: set[str] = set()
         self.mounts = TmpfsMounts()
+        #: `backend: netns`: the run's namespaces, addresses and kernel rules
+        self.network: NetnsNetwork | None = None
+        self._kernel_rules: list[str] = []
         self.warnings: list[str] = []
         self.registry: Registry | None = None
         self.control: ControlClient | None = None
@@ -111,6 +116,8 @@ class Cluster(ClusterAdmin):
         self.registry.data["run_dir"] = str(self.dir.root.resolve())
         self.control = ControlClient(self.token)
         self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults)
+        if self.topology.network.backend == "netns":
+            self._make_namespaces()
         self._write_configs()
         if self.topology.storage.medium == "tmpfs":
             self._mount_tmpfs()
@@ -124,8 +131,21 @@ class Cluster(ClusterAdmin):
         self._create_topics()
         self.wait_until(lambda s: s.all_led(), timeout=self.scaled(15), what="every partition led")
 
+    def _make_namespaces(self) -> None:
+        """DESIGN section 5: a namespace per node and one for the clients, on one bridge."""
+        assert self.registry is not None
+        refused = refusal(self.topology.source)
+        if refused is not None:
+            raise ClusterError(refused)
+        self.network = NetnsNetwork(self.dir.root, self.registry.add_netns)
+        try:
+            self.network.create([*self.node_names(), CLIENTS])
+        except NetnsError as e:
+            raise ClusterError(f"setting up the network namespaces: {e}") from None
+
     def _write_configs(self) -> None:
-        self.configs = build_node_configs(self.topology, self.nodes(), self.dir, self.token, self.time_scale)
+        self.configs = build_node_configs(self.topology, self.nodes(), self.dir, self.token, self.time_scale,
+                                          self.network)
         for name, cfg in self.configs.items():
             (self.dir.nodes / f"{name}.json").write_text(cfg.to_json())
 
@@ -166,7 +186,8 @@ class Cluster(ClusterAdmin):
 
     def _request_node(self, node: str, request: object, timeout: float) -> object | None:
         assert self.control is not None
-        return self.control.request(self.configs[node].endpoint, request, timeout=timeout)
+        cfg = self.configs[node]
+        return self.control.request(cfg.local_endpoint or cfg.endpoint, request, timeout=timeout)
 
     # ------------------------------------------------------------------ admin (R32, R35, R36, R38)
     def add_broker(self, broker_id: int, rack: str | None = None) -> str:
@@ -176,7 +197,13 @@ class Cluster(ClusterAdmin):
         spec = NodeSpec("broker", broker_id, rack)
         if spec.name in {n.name for n in self.nodes()}:
             raise ClusterError(f"broker id {broker_id} is in use")
-        [made] = build_node_configs(self.topology, [spec], self.dir, self.token, self.time_scale).values()
+        if self.network is not None:
+            try:
+                self.network.add([spec.name])
+            except NetnsError as e:
+                raise ClusterError(f"a namespace for {spec.name}: {e}") from None
+        [made] = build_node_configs(self.topology, [spec], self.dir, self.token, self.time_scale,
+                                    self.network).values()
         peers = {name: cfg.endpoint for name, cfg in self.configs.items()} | {spec.name: made.endpoint}
         cfg = dataclasses.replace(made, peers=peers)
         self.configs[spec.name] = cfg
@@ -184,6 +211,8 @@ class Cluster(ClusterAdmin):
         if self.topology.storage.medium == "tmpfs":
             self._mount_data_dir(spec)
         self.brokers.append(spec)
+        if self._client is not None:  # not the address it would learn from metadata (netns)
+            self._client.brokers[broker_id] = cfg.local_endpoint or cfg.endpoint
         self._spawn(spec.name)
         self._links_pending.add(spec.name)
         self.sync_links()
@@ -244,11 +273,16 @@ class Cluster(ClusterAdmin):
 
     # ------------------------------------------------------------------ clients
     def client(self) -> ClusterClient:
+        """The supervisor's own client (the `api` process; the final read): over ipc on the
+        netns backend, where the supervisor stays outside the namespaces."""
         if self._client is None:
-            self._client = ClusterClient(self.broker_endpoints(), "api", request_timeout=self.scaled(2))
+            endpoints = {s.id: self.configs[s.name].local_endpoint or self.configs[s.name].endpoint
+                         for s in self.brokers}
+            self._client = ClusterClient(endpoints, "api", request_timeout=self.scaled(2))
         return self._client
 
     def broker_endpoints(self) -> dict[int, str]:
+        """Where the workload's clients reach each broker."""
         return {s.id: self.configs[s.name].endpoint for s in self.brokers}
 
     def produce(self, topic: str, partition: int, values: list[str], acks: str = "all") -> ProduceResult:
@@ -265,7 +299,8 @@ class Cluster(ClusterAdmin):
         """Start the workload's producer and consumer processes; returns their names."""
         assert self.registry is not None
         configs = build_client_configs(self.topology, self.broker_endpoints(), self.dir.history.resolve(),
-                                       stats_endpoint, self.time_scale, value_bytes)
+                                       stats_endpoint, self.time_scale, value_bytes,
+                                       self.network.namespace(CLIENTS) if self.network is not None else None)
         for name, cfg in configs.items():
             path = self.dir.clients / f"{name}.json"
             path.write_text(cfg.to_json())
@@ -330,7 +365,29 @@ class Cluster(ClusterAdmin):
         self._api_faults += 1
         return self.injector.fire(ScheduledFault(0.0, do, target, dict(params), origin))
 
-    # ------------------------------------------------------------------ network (userspace backend)
+    # ------------------------------------------------------------------ network
+    def push_links(self, table: LinkTable) -> dict[str, bool]:
+        """On the netns backend the cuts go to the kernel (nftables in the bridge's namespace)
+        and the rest (delay, jitter, loss, duplication) to the nodes' userspace filters."""
+        if self.network is None:
+            return super().push_links(table)
+        drops, rest = kernel_rules.split(table, [*self.node_names(), CLIENTS])
+        try:
+            self._kernel_rules = self.network.apply(drops)
+        except NetnsError as e:
+            raise ClusterError(f"applying the network's kernel rules: {e}") from None
+        return super().push_links(rest)
+
+    def link_counters(self) -> dict[str, dict]:
+        counters = super().link_counters()
+        if self.network is not None:
+            for link, counts in self.network.counters().items():
+                counters.setdefault(link, {}).update(counts)
+        return counters
+
+    def network_rules(self) -> list[str] | None:
+        return None if self.network is None else list(self._kernel_rules)
+
     def sync_links(self) -> dict[str, bool]:
         """Push the current table to the nodes that lack it and can answer now."""
         assert self.control is not None
@@ -387,6 +444,9 @@ class Cluster(ClusterAdmin):
             self._api_history.close()
             self._api_history = None
         self.dir.remove_sockets()
+        if self.network is not None:
+            self.network.remove()
+            self.network = None
         if self.registry is not None:
             self.registry.remove()
             self.registry = None

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from broker.noderuntime.config import NodeConfig, StorageSettings
 from broker.protocol.settings import Timeouts
+from testbed.supervisor.netns import NetnsNetwork
 from testbed.supervisor.run_dir import RunDir
 from testbed.topology import NodeSpec, Timing, Topology
 
@@ -24,18 +25,25 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _endpoints(nodes: list[NodeSpec], run_dir: RunDir, tcp: bool) -> dict[str, tuple[str, str]]:
-    """Each node's (request, control) endpoint: ipc sockets in the run, or loopback ports."""
+def _endpoints(nodes: list[NodeSpec], run_dir: RunDir, tcp: bool,
+               network: NetnsNetwork | None) -> dict[str, tuple[str, str]]:
+    """Each node's (request, control) endpoint: ipc sockets in the run, loopback ports, or
+    (netns) its address in its namespace and an ipc control socket."""
     sockdir: Path = run_dir.socket_dir()
+    if network is not None:
+        return {n.name: (network.endpoint(n.name), f"ipc://{sockdir}/{n.name}.control.sock") for n in nodes}
     if tcp:
         return {n.name: (f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}") for n in nodes}
     return {n.name: (f"ipc://{sockdir}/{n.name}.sock", f"ipc://{sockdir}/{n.name}.control.sock") for n in nodes}
 
 
 def build_node_configs(topology: Topology, nodes: list[NodeSpec], run_dir: RunDir, token: str,
-                       time_scale: float) -> dict[str, NodeConfig]:
+                       time_scale: float, network: NetnsNetwork | None = None) -> dict[str, NodeConfig]:
+    """`network`: the run's namespaces on the netns backend, where each node joins its own and
+    also binds an ipc endpoint for the supervisor, which stays outside them."""
     t = topology
-    endpoints = _endpoints(nodes, run_dir, t.network.transport == "tcp")
+    endpoints = _endpoints(nodes, run_dir, t.network.transport == "tcp", network)
+    sockdir = run_dir.socket_dir()
     peers = {name: ep[0] for name, ep in endpoints.items()}
     timeouts = node_timeouts(t.timing).scaled(time_scale)
     storage = StorageSettings(fsync=t.storage.fsync, writeback=t.storage.writeback * time_scale,
@@ -47,4 +55,6 @@ def build_node_configs(topology: Topology, nodes: list[NodeSpec], run_dir: RunDi
         data_dir=run_dir.data_dir(spec.name).resolve(), endpoint=endpoints[spec.name][0],
         control_endpoint=endpoints[spec.name][1], token=token, supervisor_pid=os.getpid(), peers=peers,
         controller_ids=controller_ids, timeouts=timeouts, protocol=t.protocol, storage=storage, flush=flush,
-        placement_seed=t.seed, metadata_snapshot_records=t.cluster.metadata_snapshot_records) for spec in nodes}
+        placement_seed=t.seed, metadata_snapshot_records=t.cluster.metadata_snapshot_records,
+        netns=network.namespace(spec.name) if network is not None else None,
+        local_endpoint=f"ipc://{sockdir}/{spec.name}.sock" if network is not None else None) for spec in nodes}

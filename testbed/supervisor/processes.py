@@ -4,8 +4,8 @@ Three layers: every child asks the kernel for SIGKILL when the supervisor dies
 (`broker.node.die_with_parent`, the first thing both child entry points do; it then checks
 its parent pid, which closes the race of a supervisor dying before the prctl); every node
 also watches its parent pid in its loop; and every run registers its processes and socket
-directory under `<runs>/.live/` so the next invocation reaps whatever a SIGKILLed
-supervisor left behind. No `preexec_fn`: it is unsafe in a process with threads, and the
+directory (and, on the netns backend, its network namespaces) under `<runs>/.live/` so the
+next invocation reaps whatever a SIGKILLed supervisor left behind. No `preexec_fn`: it is unsafe in a process with threads, and the
 supervisor samples metrics in one.
 """
 from __future__ import annotations
@@ -18,6 +18,8 @@ import sys
 from pathlib import Path
 
 import psutil
+
+from testbed.supervisor.netns import delete_namespaces
 
 
 def spawn(args: list[str], log_path: Path, cwd: Path | None = None) -> subprocess.Popen:
@@ -47,7 +49,7 @@ class Registry:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         me = os.getpid()
         self.data = {"supervisor_pid": me, "supervisor_create_time": _create_time(me),
-                     "sock_dir": str(sock_dir), "processes": [], "mounts": []}
+                     "sock_dir": str(sock_dir), "processes": [], "mounts": [], "netns": []}
         self._save()
 
     def add_process(self, pid: int) -> None:
@@ -56,6 +58,12 @@ class Registry:
 
     def add_mount(self, path: Path) -> None:
         self.data["mounts"].append(str(path))
+        self._save()
+
+    def add_netns(self, names: list[str]) -> None:
+        """Called before the namespaces are made: a crash between the two leaves a name to
+        delete, never a namespace nobody knows of."""
+        self.data["netns"].extend(names)
         self._save()
 
     def _save(self) -> None:
@@ -85,7 +93,8 @@ def kill_tree(pid: int, create_time: float | None) -> None:
 
 
 def reap_leftovers(runs_dir: Path) -> list[str]:
-    """Kill the processes, remove the sockets and mounts of runs whose supervisor died."""
+    """Kill the processes, remove the sockets, mounts and network namespaces of runs whose
+    supervisor died."""
     live = runs_dir / ".live"
     reaped: list[str] = []
     if not live.is_dir():
@@ -102,6 +111,7 @@ def reap_leftovers(runs_dir: Path) -> list[str]:
             kill_tree(proc["pid"], proc.get("create_time"))
         for mount in data.get("mounts", []):
             subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+        delete_namespaces(data.get("netns", []))
         sock = data.get("sock_dir")
         if sock and Path(sock).exists():
             shutil.rmtree(sock, ignore_errors=True)
