@@ -8,14 +8,16 @@ retransmits (a drop on the sender's own output hook would fail its send at once,
 no real partition does). One ruleset for the whole run, replaced in one nft transaction, so
 a partition and its heal change every link at the same instant.
 
-Only `drop` goes to the kernel. The rest of a rule (delay, jitter, loss, duplication) stays
-with the nodes' userspace filter: the kernels this was built on lack `netem`
-(CONFIG_NET_SCH_NETEM), and a `slow` fault done half in the kernel and half in userspace
-would be harder to read than one done whole in userspace.
+The rest of a rule (delay, jitter, loss, duplication) is a `tc netem` qdisc where the kernel
+has one (`tc_script`): on the bridge's port towards the destination, an htb class per slowed
+source, picked by a u32 filter on the source address, with netem under it, so each ordered
+pair gets its own delay. Where the kernel lacks netem (CONFIG_NET_SCH_NETEM, as on the
+machines this was first built on), that rest stays with the nodes' userspace filters, whole.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from math import ceil
 
 from broker.wire.linkfilter import LinkFilter, LinkRule, LinkTable
 
@@ -88,3 +90,48 @@ def counters(listing: Mapping) -> dict[str, dict[str, int]]:
             if isinstance(counter, dict) and counter.get("packets"):
                 out[rule["comment"]] = {"dropped_packets": int(counter["packets"])}
     return out
+
+
+#: netem's queue, in packets: its default (1,000) would drop at full speed under a delay
+NETEM_LIMIT = 100_000
+#: every htb class's rate: shaping is not the point, only the classification
+HTB_RATE = "10gbit"
+
+
+def tc_script(slow: Mapping[tuple[str, str], LinkRule], addresses: Mapping[str, str],
+              ports: Mapping[str, str]) -> str:
+    """A `tc -force -batch` script for the bridge's namespace that replaces every port's egress
+    qdisc: netem for each slowed (source, destination) pair, on the port towards the
+    destination; nothing on a port that no slowed link ends at (the kernel's default)."""
+    lines = []
+    for dst, port in ports.items():
+        lines.append(f"qdisc del dev {port} root")
+        incoming = sorted((src, rule) for (src, d), rule in slow.items() if d == dst)
+        if not incoming:
+            continue
+        lines += [f"qdisc add dev {port} root handle 1: htb default 1",
+                  f"class add dev {port} parent 1: classid 1:1 htb rate {HTB_RATE}"]
+        for k, (src, rule) in enumerate(incoming, start=10):
+            lines += [f"class add dev {port} parent 1: classid 1:{k} htb rate {HTB_RATE}",
+                      f"qdisc add dev {port} parent 1:{k} handle {k}: {netem(rule)}",
+                      f"filter add dev {port} parent 1: protocol ip prio 1 u32 match ip src "
+                      f"{addresses[src]}/32 flowid 1:{k}"]
+    return "\n".join(lines) + "\n"
+
+
+def netem(rule: LinkRule) -> str:
+    """netem's arguments for a link rule: delay and jitter in microseconds, percentages."""
+    words = [f"netem limit {NETEM_LIMIT}", f"delay {ceil(rule.delay * 1e6)}us"]
+    if rule.jitter:
+        words.append(f"{ceil(rule.jitter * 1e6)}us")
+    if rule.loss:
+        words.append(f"loss {rule.loss * 100:g}%")
+    if rule.duplicate:
+        words.append(f"duplicate {rule.duplicate * 100:g}%")
+    return " ".join(words)
+
+
+def slow_rules_text(slow: Mapping[tuple[str, str], LinkRule], addresses: Mapping[str, str]) -> list[str]:
+    """The netem of `tc_script`, one line per link, for faults.jsonl."""
+    return [f"ip src {addresses[a]} -> {addresses[b]}: {netem(rule)}  # {link_name(a, b)}"
+            for (a, b), rule in sorted(slow.items())]

@@ -367,16 +367,18 @@ class Cluster(ClusterAdmin):
 
     # ------------------------------------------------------------------ network
     def push_links(self, table: LinkTable) -> dict[str, bool]:
-        """On the netns backend the cuts go to the kernel (nftables in the bridge's namespace)
-        and the rest (delay, jitter, loss, duplication) to the nodes' userspace filters."""
+        """On the netns backend the cuts go to the kernel (nftables in the bridge's namespace),
+        and the rest (delay, jitter, loss, duplication) to netem where the kernel has it, else
+        to the nodes' userspace filters."""
         if self.network is None:
             return super().push_links(table)
         drops, rest = kernel_rules.split(table, [*self.node_names(), CLIENTS])
+        slow = rest.rules if self.network.netem else {}
         try:
-            self._kernel_rules = self.network.apply(drops)
+            self._kernel_rules = self.network.apply(drops, slow)
         except NetnsError as e:
             raise ClusterError(f"applying the network's kernel rules: {e}") from None
-        return super().push_links(rest)
+        return super().push_links(LinkTable(rest.seq) if slow else rest)
 
     def link_counters(self) -> dict[str, dict]:
         counters = super().link_counters()

@@ -12,7 +12,8 @@ before it is made, so a supervisor killed halfway through the setup still leaves
 next invocation removes (`delete_namespaces`, called by `reap_leftovers`). Deleting a
 namespace deletes its interfaces and the veth peers in the bridge's namespace with them.
 
-The network faults' cuts are nftables rules in the bridge's namespace (`faults.kernel_rules`).
+The network faults' cuts are nftables rules in the bridge's namespace, and slow links netem
+qdiscs on its ports where the kernel has netem (`faults.kernel_rules`).
 """
 from __future__ import annotations
 
@@ -22,9 +23,10 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from broker.wire.linkfilter import LinkRule
 from faults import kernel_rules
 
 #: the run's own subnet, inside its namespaces only
@@ -66,6 +68,16 @@ def _run(args: list[str], stdin: str | None = None) -> str:
     return done.stdout
 
 
+def _has_netem(namespace: str) -> bool:
+    """Whether the kernel has the netem qdisc, tried on the bridge of a fresh namespace."""
+    tried = subprocess.run(["tc", "-n", namespace, "qdisc", "add", "dev", "br0", "root", "netem", "delay", "1ms"],
+                           capture_output=True, text=True, check=False)
+    if tried.returncode != 0:
+        return False
+    subprocess.run(["tc", "-n", namespace, "qdisc", "del", "dev", "br0", "root"], capture_output=True, check=False)
+    return True
+
+
 def delete_namespaces(names: Sequence[str]) -> None:
     """Remove these namespaces, those that exist (a leftover list may name some never made)."""
     if names:
@@ -93,6 +105,10 @@ class NetnsNetwork:
         self._register = register
         #: node name (or "clients") -> its address; the order of creation numbers the ports
         self.addresses: dict[str, str] = {}
+        #: node name -> its veth peer, a port of the bridge (egress: packets towards the node)
+        self.ports: dict[str, str] = {}
+        #: whether the kernel has netem: then `slow` is carried out here too, else by the nodes
+        self.netem = False
         self.drops: list[tuple[str, str]] = []
         #: packets dropped under rulesets already replaced (a replaced table's counters are gone)
         self._dropped_before: dict[str, int] = {}
@@ -110,6 +126,7 @@ class NetnsNetwork:
         self._made.append(self.bridge)
         _run(["ip", "netns", "add", self.bridge])
         _run(["ip", "-n", self.bridge, "-batch", "-"], "link add br0 type bridge\nlink set br0 up\nlink set lo up\n")
+        self.netem = _has_netem(self.bridge)
         self.add(names)
 
     def add(self, names: Sequence[str]) -> None:
@@ -124,6 +141,7 @@ class NetnsNetwork:
             self.addresses[name] = f"{SUBNET_PREFIX}.{host // 250}.{host % 250}"
         self._made += [self.namespace(n) for n in fresh]
         ports = {name: f"p{i}" for i, name in enumerate(fresh, start=first)}
+        self.ports.update(ports)
         _run(["ip", "-batch", "-"], "".join(
             f"netns add {self.namespace(n)}\n"
             f"link add {ports[n]} netns {self.bridge} type veth peer name eth0 netns {self.namespace(n)}\n"
@@ -134,14 +152,22 @@ class NetnsNetwork:
             _run(["ip", "-n", self.namespace(n), "-batch", "-"],
                  f"addr add {self.addresses[n]}/{PREFIX_LEN} dev eth0\nlink set eth0 up\nlink set lo up\n")
 
-    def apply(self, drops: Sequence[tuple[str, str]]) -> list[str]:
-        """Make these links (and only these) drop every packet; the rules, one line each."""
+    def apply(self, drops: Sequence[tuple[str, str]],
+              slow: Mapping[tuple[str, str], LinkRule] | None = None) -> list[str]:
+        """Make these links (and only these) drop every packet and, where the kernel has netem,
+        these be slow (delay, jitter, loss, duplication); the rules, one line each."""
+        if slow and not self.netem:
+            raise NetnsError("this kernel has no netem qdisc: slow links stay with the nodes' filters")
         script = kernel_rules.nft_script(drops, self.addresses)
         for link, counts in self._current().items():
             self._dropped_before[link] = self._dropped_before.get(link, 0) + counts["dropped_packets"]
         _run(["ip", "netns", "exec", self.bridge, "nft", "-f", "-"], script)
         self.drops = list(drops)
-        return kernel_rules.rules_text(drops, self.addresses)
+        if self.netem:
+            _run(["tc", "-n", self.bridge, "-force", "-batch", "-"],
+                 kernel_rules.tc_script(slow or {}, self.addresses, self.ports))
+        return [*kernel_rules.rules_text(drops, self.addresses),
+                *kernel_rules.slow_rules_text(slow or {}, self.addresses)]
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Packets the kernel dropped per link during the run (as the nodes' filters count)."""

@@ -23,13 +23,14 @@ import yaml
 
 from broker.common import netns
 from broker.common.jsonl import read_jsonl
-from broker.wire.linkfilter import CLIENTS, LinkTable
+from broker.wire.linkfilter import CLIENTS, LinkRule, LinkTable
 from faults import kernel_rules, network
 from testbed.analysis import analyze_runs
 from testbed.experiment.runner import run_cluster
-from testbed.supervisor.netns import NetnsNetwork, existing_namespaces, requirements_missing
+from testbed.supervisor.netns import NetnsError, NetnsNetwork, existing_namespaces, requirements_missing
 from testbed.supervisor.processes import Registry, reap_leftovers
-from testbed.topology import load_topology
+from testbed.supervisor.cluster import Cluster
+from testbed.topology import load_topology, parse_topology
 from tests.integration.conftest import TIME_SCALE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -241,8 +242,13 @@ def test_a_killed_supervisor_leaves_namespaces_that_the_next_invocation_removes(
         if sup.poll() is None:
             sup.kill()
     assert set(names) <= set(existing_namespaces()), "the namespaces went before anyone removed them"
-    assert reap_leftovers(runs) == [reg.stem]  # what the next run.py invocation does first
-    assert not set(names) & set(existing_namespaces())
+    data.update(name="next", duration="1s", faults=[])
+    with Cluster(parse_topology(data, "next"), runs_dir=runs, time_scale=TIME_SCALE) as following:
+        assert not set(names) & set(existing_namespaces()), "the next run left the dead run's namespaces"
+        assert not reg.exists() and following.network is not None
+        prefix = following.network.prefix
+        assert len(existing_namespaces(prefix)) == 6
+    assert not existing_namespaces(prefix)
 
 
 def test_a_supervisor_killed_in_the_middle_of_the_setup_leaves_nothing_after_the_next_invocation(
@@ -296,3 +302,33 @@ def test_r38_a_broker_added_online_gets_its_namespace_and_takes_writes(make_clus
     prefix = c.network.prefix
     c.close()
     assert not existing_namespaces(prefix)
+
+
+def test_slow_links_are_netem_delays_where_the_kernel_has_netem(bare_network: NetnsNetwork) -> None:
+    """DESIGN 5: degradation by tc netem, per ordered pair. Where the kernel lacks netem the
+    network says so, refuses kernel slow rules, and `slow` stays with the nodes' filters
+    (the process tests of `slow` cover that path)."""
+    slow = {("broker-1", "broker-2"): LinkRule(delay=0.05)}
+    if not bare_network.netem:
+        with pytest.raises(NetnsError, match="no netem"):
+            bare_network.apply([], slow)
+        pytest.skip("this kernel has no netem qdisc (CONFIG_NET_SCH_NETEM): slow stays in userspace")
+    rules = bare_network.apply([], slow)
+    assert rules == kernel_rules.slow_rules_text(slow, bare_network.addresses)
+    rx = {n: _socket_in(bare_network.namespace(n)) for n in ("broker-1", "broker-2")}
+    tx = {n: _socket_in(bare_network.namespace(n)) for n in ("broker-1", "broker-2")}
+    try:
+        for n, s in rx.items():
+            s.bind((bare_network.addresses[n], PROBE_PORT))
+        took = {}
+        for a, b in (("broker-1", "broker-2"), ("broker-2", "broker-1")):
+            t0 = time.monotonic()
+            tx[a].sendto(b"x", (bare_network.addresses[b], PROBE_PORT))
+            rx[b].settimeout(5)
+            rx[b].recv(10)
+            took[(a, b)] = time.monotonic() - t0
+        assert took[("broker-1", "broker-2")] >= 0.045 and took[("broker-2", "broker-1")] < 0.045, took
+    finally:
+        for s in [*rx.values(), *tx.values()]:
+            s.close()
+    bare_network.apply([], {})

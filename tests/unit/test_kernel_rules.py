@@ -76,3 +76,24 @@ def test_counters_are_read_back_by_each_rule_s_link() -> None:
         {"rule": {"expr": [{"counter": {"packets": 3}}]}},  # not ours: no comment
     ]}
     assert kernel_rules.counters(listing) == {"broker-1->broker-2": {"dropped_packets": 7}}
+
+
+def test_slow_links_become_one_netem_class_per_source_on_the_port_towards_the_destination() -> None:
+    """Where the kernel has netem: each ordered pair gets its own delay, on the bridge port
+    towards its destination, picked by its source address; other ports get their default."""
+    slow = {("broker-1", "broker-2"): LinkRule(delay=0.02, jitter=0.005),
+            ("broker-3", "broker-2"): LinkRule(loss=0.1, duplicate=0.05),
+            ("broker-2", "broker-1"): LinkRule(delay=0.0015)}
+    ports = {n: f"p{i}" for i, n in enumerate(NAMES)}
+    lines = kernel_rules.tc_script(slow, ADDRESSES, ports).splitlines()
+    assert [line for line in lines if line.startswith("qdisc del")] == [f"qdisc del dev {p} root" for p in ports.values()]
+    p2 = [line for line in lines if " p2 " in line]
+    assert p2[1:3] == ["qdisc add dev p2 root handle 1: htb default 1", "class add dev p2 parent 1: classid 1:1 htb rate 10gbit"]
+    assert "qdisc add dev p2 parent 1:10 handle 10: netem limit 100000 delay 20000us 5000us" in p2
+    assert "filter add dev p2 parent 1: protocol ip prio 1 u32 match ip src 10.200.0.11/32 flowid 1:10" in p2
+    assert "qdisc add dev p2 parent 1:11 handle 11: netem limit 100000 delay 0us loss 10% duplicate 5%" in p2
+    assert "filter add dev p2 parent 1: protocol ip prio 1 u32 match ip src 10.200.0.13/32 flowid 1:11" in p2
+    assert "qdisc add dev p1 parent 1:10 handle 10: netem limit 100000 delay 1500us" in lines
+    assert not [line for line in lines if " p3 " in line and not line.startswith("qdisc del")]
+    assert kernel_rules.slow_rules_text(slow, ADDRESSES)[0] == (
+        "ip src 10.200.0.11 -> 10.200.0.12: netem limit 100000 delay 20000us 5000us  # broker-1->broker-2")
