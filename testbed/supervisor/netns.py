@@ -57,8 +57,8 @@ def refusal(source: str) -> str | None:
     missing = requirements_missing()
     if not missing:
         return None
-    return (f"{source}: network.backend: netns needs {' and '.join(missing)}, which this machine lacks "
-            f"(backend: userspace, the default, needs none of them)")
+    return (f"{source}: network.backend: netns cannot run here: it needs {' and '.join(missing)} "
+            f"(backend: userspace, the default, needs none of these)")
 
 
 def _run(args: list[str], stdin: str | None = None) -> str:
@@ -69,7 +69,10 @@ def _run(args: list[str], stdin: str | None = None) -> str:
 
 
 def _has_netem(namespace: str) -> bool:
-    """Whether the kernel has the netem qdisc, tried on the bridge of a fresh namespace."""
+    """Whether the kernel has the netem qdisc (and `tc` is here), tried on the bridge of a
+    fresh namespace."""
+    if shutil.which("tc") is None:
+        return False
     tried = subprocess.run(["tc", "-n", namespace, "qdisc", "add", "dev", "br0", "root", "netem", "delay", "1ms"],
                            capture_output=True, text=True, check=False)
     if tried.returncode != 0:

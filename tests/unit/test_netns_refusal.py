@@ -23,7 +23,7 @@ def test_what_is_missing_is_named(bare_machine: None) -> None:
     missing = netns.requirements_missing()
     assert len(missing) == 2 and missing[0].startswith("root") and "`nft`" in missing[1] and "nftables" in missing[1]
     message = netns.refusal("x.yaml")
-    assert message is not None and message.startswith("x.yaml: network.backend: netns needs root")
+    assert message is not None and message.startswith("x.yaml: network.backend: netns cannot run here: it needs root")
     assert "backend: userspace" in message
 
 
@@ -32,9 +32,9 @@ def test_validate_and_the_run_refuse_it_and_start_nothing(bare_machine: None, tm
     runs = tmp_path / "runs"
     assert run.main(["validate", str(TOPOLOGY)]) == 1
     err = capsys.readouterr().err
-    assert f"{TOPOLOGY}: network.backend: netns needs root" in err and "`nft`" in err
+    assert f"{TOPOLOGY}: network.backend: netns cannot run here: it needs root" in err and "`nft`" in err
     assert run.main([str(TOPOLOGY), "--runs-dir", str(runs)]) == 2
-    assert f"{TOPOLOGY}: network.backend: netns needs root" in capsys.readouterr().err
+    assert f"{TOPOLOGY}: network.backend: netns cannot run here: it needs root" in capsys.readouterr().err
     assert not runs.exists()
 
 
