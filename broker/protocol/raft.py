@@ -285,12 +285,16 @@ class RaftNode:
     def _on_append(self, msg: AppendEntriesRequest, now: float, out: Outputs) -> None:
         if msg.prev_log_index < -1:
             return  # malformed: no leader sends it, and acting on it would index from the end
-        if not self._accept_leader(msg.term, msg.leader_id, True, now, out):
+        if not self._accept_leader(msg.term, msg.leader_id, _entries_well_formed(msg), now, out):
             return
         prev, new = msg.prev_log_index, list(msg.entries)
         match_end = prev + 1 + len(new)
         if prev < self.log_start - 1:
-            # entries below log_start are in our snapshot, so committed, so the leader's own
+            # entries below log_start are in our snapshot, so committed, so the leader's own;
+            # the one at log_start - 1 is the snapshot's last, whose term we know
+            inside = new[:self.log_start - 1 - prev]
+            if len(inside) == self.log_start - 1 - prev and inside[-1].term != self.term_at(self.log_start - 1):
+                return  # it contradicts our snapshot: no correct leader sends it
             del new[:self.log_start - 1 - prev]
             prev = self.log_start - 1
             if not new:
@@ -320,9 +324,11 @@ class RaftNode:
 
     def _accept_leader(self, term: int, leader_id: int, well_formed: bool, now: float, out: Outputs) -> bool:
         """Whether a message from a leader is to be acted on: refused (with our term) when it is
-        from an old term, a non-voter or malformed; otherwise we follow that leader, and its
-        contact holds off our election."""
-        if term < self.term or leader_id not in self.config.voters or not well_formed:
+        from an old term, a non-voter or malformed, or when no correct node can have sent it:
+        ourselves, or another leader of the term we lead (one leader per term, Raft 5.2);
+        otherwise we follow that leader, and its contact holds off our election."""
+        impossible = leader_id == self.config.node_id or (self.role == LEADER and term == self.term)
+        if term < self.term or leader_id not in self.config.voters or not well_formed or impossible:
             out.messages.append(self._send(leader_id, AppendEntriesResponse(
                 self.term, self.config.node_id, False, self.log_end)))
             return False
@@ -336,7 +342,9 @@ class RaftNode:
         """Raft section 7: the leader no longer holds the entries we need. A snapshot that
         ends inside what we have committed changes nothing; otherwise our log gives way to it,
         keeping the entries after it only when they follow on from its last entry."""
-        if not self._accept_leader(msg.term, msg.leader_id, msg.end >= 1 and msg.last_term >= 0, now, out):
+        well_formed = msg.end >= 1 and 0 <= msg.last_term <= msg.term and (
+            msg.end <= self.commit_end or msg.last_term >= self._last_committed_term())
+        if not self._accept_leader(msg.term, msg.leader_id, well_formed, now, out):
             return
         if msg.end > self.commit_end:
             keep = (self.log_start <= msg.end - 1 < self.log_end and self.term_at(msg.end - 1) == msg.last_term)
@@ -348,6 +356,11 @@ class RaftNode:
                       leader=msg.leader_id)
         out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
             self.term, self.config.node_id, True, msg.end)))
+
+    def _last_committed_term(self) -> int:
+        """The term of our last committed entry (terms never decrease along a log, so a
+        snapshot that reaches past it ends in this term or a later one)."""
+        return self.term_at(self.commit_end - 1)
 
     def _on_append_response(self, msg: AppendEntriesResponse, now: float, out: Outputs) -> None:
         if msg.term > self.term:
@@ -470,3 +483,14 @@ class RaftNode:
     def _send(self, peer: int, msg: object) -> Send:
         return Send(node_name("controller", peer), msg, correlation=("raft", peer),
                     timeout_ms=max(1, int(self.config.request_timeout * 1000)))
+
+
+def _entries_well_formed(msg: AppendEntriesRequest) -> bool:
+    """What every correct leader's AppendEntries satisfies: the terms of its entries never
+    decrease, start no lower than the term before them and end no later than its own."""
+    last = max(msg.prev_log_term, 0) if msg.prev_log_index >= 0 else 0
+    for entry in msg.entries:
+        if entry.term < last or entry.term > msg.term:
+            return False
+        last = entry.term
+    return True

@@ -308,3 +308,44 @@ def test_hostile_stale_or_foreign_raft_messages_never_crash_a_voter_or_break_its
         start = n.log_start
         assert n.entries(start, len(committed)) == committed[start:], "a committed entry was rewritten"
         term, commit, committed = n.term, n.commit_end, committed[:start] + n.entries(start, n.commit_end)
+
+
+def _leader_of_term_1() -> RaftNode:
+    n = node(1)
+    elect({i: node(i) for i in VOTERS} | {1: n}, 1)
+    assert n.role == LEADER and n.term == 1 and n.commit_end == 1 and n.log[0].term == 1
+    return n
+
+
+def test_messages_no_correct_leader_sends_are_refused_and_change_nothing() -> None:
+    """Found by the hostile-messages property: messages that contradict what a voter has
+    committed (Raft 5.4: a leader holds every committed entry, and terms never decrease along
+    a log) are refused instead of rewriting its log: a snapshot ending past our commit in an
+    older term than our last committed entry, entries whose terms go down or pass the
+    sender's term, a "leader" that is ourselves or a second leader of the term we lead."""
+    hostile = [
+        InstallSnapshotRequest(5, 3, 2, 0, {"upto": "?"}),  # last term 0 < 1, the term we committed in
+        AppendEntriesRequest(6, 3, 0, 1, [RaftEntry(0, {"type": "x"})], 9),  # term 0 after term 1
+        AppendEntriesRequest(2, 3, 0, 1, [RaftEntry(3, {"type": "x"})], 9),  # an entry past its term
+        AppendEntriesRequest(2, 1, 0, 1, [RaftEntry(2, {"type": "x"})], 9),  # from ourselves
+        AppendEntriesRequest(1, 2, 0, 1, [RaftEntry(1, {"type": "x"})], 9),  # a second leader of term 1
+    ]
+    for msg in hostile:
+        n = _leader_of_term_1()
+        before = (n.term, n.role, list(n.log), n.commit_end, n.snapshot)
+        out = n.step(msg, 2.0)
+        assert (n.term, n.role, list(n.log), n.commit_end, n.snapshot) == before, msg
+        assert [m.message.success for m in out.messages] == [False], msg
+
+
+def test_entries_that_contradict_our_snapshot_s_last_term_are_dropped() -> None:
+    """A snapshot [0, 2) ending in term 1: entries sent from index 1 must start with a term-1
+    entry there; a term-0 one there is from no correct leader and changes nothing."""
+    n = _leader_of_term_1()
+    n.step(InstallSnapshotRequest(2, 2, 2, 1, {"upto": 2}), 2.0)
+    assert (n.log_start, n.commit_end, n.term) == (2, 2, 2)
+    n.step(AppendEntriesRequest(2, 2, 0, 0, [RaftEntry(0, {"type": "x"}), RaftEntry(0, {"type": "x"}),
+                                             RaftEntry(1, {"type": "x"})], 4), 2.1)
+    assert n.log == [] and n.commit_end == 2
+    n.step(AppendEntriesRequest(2, 2, 0, 1, [RaftEntry(1, {"type": "x"}), RaftEntry(2, {"type": "y"})], 4), 2.2)
+    assert [e.term for e in n.log] == [2] and n.log_end == 3 and n.commit_end == 3
