@@ -516,7 +516,8 @@ class BrokerState:
         return results, reads, interesting
 
     def _complete_parked(self, now: float) -> Outputs:
-        """Answer parked fetches that now have data, a new HWM, an error, or timed out."""
+        """Answer parked fetches that now have something for their fetcher (see `_changed_since`),
+        an error, or timed out."""
         out = Outputs()
         if not self.parked:
             return out
@@ -531,13 +532,18 @@ class BrokerState:
         return out
 
     def _changed_since(self, parked: _Parked) -> bool:
+        """Kafka's delayed fetch: a follower's fetch is worth answering once the leader's LEO
+        moved (records to copy), a consumer's once the HWM moved (records it may read). A
+        follower learns a new HWM with its next records or at its long poll's end (R12); an
+        answer for the HWM alone would double the fetches every acks=all write costs."""
         for fp, (hwm, leo) in zip(parked.request.partitions, parked.seen):
             p = self.partitions.get((fp.topic, fp.partition))
             if p is None or p.role != "leader":
                 return True
-            if p.high_watermark != hwm:
-                return True
-            if parked.request.replica_id >= 0 and p.log_end_offset != leo:
+            if parked.request.replica_id >= 0:
+                if p.log_end_offset != leo:
+                    return True
+            elif p.high_watermark != hwm:
                 return True
         return False
 

@@ -403,3 +403,30 @@ def test_r40_a_broker_leads_and_follows_the_partitions_added_to_its_topic():
     assert b.fetchers.leaders() == {leaders[p]: [("t", p)] for p in (1, 2, 3) if leaders[p] != 1}
     mine = next(p for p in (1, 2, 3) if leaders[p] == 1)
     assert replies(produce(b, "new", 1.1, partition=mine, acks=1))["new"].error == Errors.NONE
+
+
+def _fetch(b: BrokerState, ctx: str, replica: int, epoch: int, offset: int, now: float) -> dict:
+    req = FetchRequest(replica, epoch, 10_000, 1, [FetchPartition("t", 0, offset)])
+    return replies(b.on_request(ctx, req, now))
+
+
+def test_r11_r12_a_parked_follower_fetch_waits_for_data_and_a_consumer_s_for_the_hwm():
+    """Kafka's delayed fetch: a follower's parked fetch completes when the leader's LEO passes
+    its fetch offset (new records to copy), a consumer's when the HWM does (new records it may
+    read); a follower learns a new HWM with its next records or at its long poll's end (R12),
+    not in a response of its own, which would double the fetches of every acks=all write."""
+    h = two_partitions()
+    b = broker_1(h)
+    assert replies(produce(b, "p0", 1.0, acks=1))["p0"].error == Errors.NONE
+    for follower in (2, 3):  # both copy offset 0 at once
+        got = _fetch(b, f"copy{follower}", follower, h.epoch(follower), 0, 1.1)[f"copy{follower}"]
+        assert [r.error for r in got.response.partitions] == [Errors.NONE] and got.reads[0] is not None
+    assert not _fetch(b, "f3", 3, h.epoch(3), 1, 1.2)  # nothing new for 3: parked
+    assert not _fetch(b, "consumer", -1, -1, 0, 1.2)  # HWM 0: nothing readable yet
+    answered = _fetch(b, "f2", 2, h.epoch(2), 1, 1.3)  # 2 reports LEO 1: HWM 0 -> 1
+    assert b.partitions[("t", 0)].high_watermark == 1
+    assert set(answered) == {"consumer"}, answered  # the follower's fetches stay parked
+    assert answered["consumer"].reads[0] is not None
+    out = replies(produce(b, "p1", 1.4, acks=1))  # LEO 1 -> 2: both followers have data to copy
+    assert {"f2", "f3"} <= set(out)
+    assert [r.high_watermark for r in out["f3"].response.partitions] == [1]
