@@ -131,6 +131,7 @@ class NetnsNetwork:
         _run(["ip", "-n", self.bridge, "-batch", "-"], "link add br0 type bridge\nlink set br0 up\nlink set lo up\n")
         self.netem = _has_netem(self.bridge)
         self.add(names)
+        self.apply([])  # the empty ruleset: a kernel without nftables' bridge family fails here, not mid-run
 
     def add(self, names: Sequence[str]) -> None:
         """Namespaces for more names (a broker added online, R38)."""
