@@ -7,10 +7,11 @@ never in the host's, and the addresses (10.200.0.0/16) exist only on those inter
 route leads from them to the host's interfaces, so no packet of a run leaves its namespaces.
 Every run can use the same addresses because no two runs share a bridge.
 
-Names start with `isrlab-<run id>-<digest of the run directory's path>`. Each is written to the run's registry (`runs/.live/`)
-before it is made, so a supervisor killed halfway through the setup still leaves a list the
-next invocation removes (`delete_namespaces`, called by `reap_leftovers`). Deleting a
-namespace deletes its interfaces and the veth peers in the bridge's namespace with them.
+Names start with `isrlab-<run id>-<digest of the run directory's path>`. Each is written to
+the run's registry (`runs/.live/`) before it is made, so a supervisor killed halfway through
+the setup still leaves a list the next run removes (`delete_namespaces`, called by
+`reap_leftovers`). Deleting a namespace deletes its interfaces and the veth peers in the
+bridge's namespace with them.
 
 The network faults' cuts are nftables rules in the bridge's namespace, and slow links netem
 qdiscs on its ports where the kernel has netem (`faults.kernel_rules`).
