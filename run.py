@@ -51,7 +51,8 @@ def cmd_run(argv: list[str]) -> int:
         from testbed.experiment.dry_run import describe
         print(describe(topology))
         return 0
-    if topology.network.backend == "netns" and (refused := _netns_refusal(topology)) is not None:
+    from testbed.supervisor.netns import refusal
+    if (refused := refusal(topology)) is not None:
         print(refused, file=sys.stderr)
         return 2
     from testbed.analysis.session import stop_spark
@@ -65,6 +66,7 @@ def cmd_run(argv: list[str]) -> int:
 
 
 def cmd_validate(argv: list[str]) -> int:
+    from testbed.supervisor.netns import refusal
     from testbed.topology import TopologyError, load_topology
     ap = argparse.ArgumentParser(prog="python run.py validate", description="Check topologies against schema v1.")
     ap.add_argument("files", nargs="+", type=Path)
@@ -77,18 +79,12 @@ def cmd_validate(argv: list[str]) -> int:
             print(e, file=sys.stderr)
             code = 1
             continue
-        if topology.network.backend == "netns" and (refused := _netns_refusal(topology)) is not None:
+        if (refused := refusal(topology)) is not None:
             print(refused, file=sys.stderr)
             code = 1
             continue
         print(f"{f}: ok")
     return code
-
-
-def _netns_refusal(topology) -> str | None:  # noqa: ANN001 (a Topology; imported late to keep --help fast)
-    """DESIGN section 5: the netns backend needs root, ip and nft; say which is missing."""
-    from testbed.supervisor.netns import refusal
-    return refusal(topology.source)
 
 
 def cmd_status(argv: list[str]) -> int:

@@ -25,8 +25,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from broker.common.errors import Errors
 from broker.common import netns
+from broker.common.errors import Errors
 from broker.common.lifetime import die_with_parent
 from broker.noderuntime.broker_role import BrokerRole
 from broker.noderuntime.config import NodeConfig

@@ -342,8 +342,10 @@ class RaftNode:
         """Raft section 7: the leader no longer holds the entries we need. A snapshot that
         ends inside what we have committed changes nothing; otherwise our log gives way to it,
         keeping the entries after it only when they follow on from its last entry."""
+        # Terms never decrease along a log, so a snapshot reaching past our commit ends in the
+        # term of our last committed entry or a later one.
         well_formed = msg.end >= 1 and 0 <= msg.last_term <= msg.term and (
-            msg.end <= self.commit_end or msg.last_term >= self._last_committed_term())
+            msg.end <= self.commit_end or msg.last_term >= self.term_at(self.commit_end - 1))
         if not self._accept_leader(msg.term, msg.leader_id, well_formed, now, out):
             return
         if msg.end > self.commit_end:
@@ -356,11 +358,6 @@ class RaftNode:
                       leader=msg.leader_id)
         out.messages.append(self._send(msg.leader_id, AppendEntriesResponse(
             self.term, self.config.node_id, True, msg.end)))
-
-    def _last_committed_term(self) -> int:
-        """The term of our last committed entry (terms never decrease along a log, so a
-        snapshot that reaches past it ends in this term or a later one)."""
-        return self.term_at(self.commit_end - 1)
 
     def _on_append_response(self, msg: AppendEntriesResponse, now: float, out: Outputs) -> None:
         if msg.term > self.term:

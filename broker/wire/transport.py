@@ -107,17 +107,10 @@ class Transport:
         self._poller = zmq.Poller()
         self._router: zmq.Socket | None = None
         if bind is not None:
-            self._router = self._bind(bind)
+            self._router = self._bind(bind, also_bind)
             self._poller.register(self._router, _POLLIN)
-            if also_bind is not None:
-                try:
-                    self._router.bind(also_bind)
-                except zmq.ZMQError:
-                    self._router.close(linger=0)
-                    raise
-                self.also_endpoint = self._router.getsockopt_string(zmq.LAST_ENDPOINT)
 
-    def _bind(self, bind: str) -> zmq.Socket:
+    def _bind(self, bind: str, also_bind: str | None) -> zmq.Socket:
         router = self._ctx.socket(zmq.ROUTER)
         router.setsockopt(zmq.LINGER, 0)
         router.setsockopt(zmq.SNDHWM, HWM)
@@ -128,10 +121,13 @@ class Transport:
         router.setsockopt(zmq.ROUTER_HANDOVER, 1)
         try:
             router.bind(bind)
+            self.endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
+            if also_bind is not None:
+                router.bind(also_bind)
+                self.also_endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
         except zmq.ZMQError:
             router.close(linger=0)
             raise
-        self.endpoint = router.getsockopt_string(zmq.LAST_ENDPOINT)
         return router
 
     # ------------------------------------------------------------------ sending

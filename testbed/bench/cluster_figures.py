@@ -12,6 +12,7 @@ import psutil
 from broker.client import ClusterClient
 from broker.common.errors import Errors
 from broker.common.jsonl import read_jsonl
+from broker.wire.linkfilter import CLIENTS
 from testbed.clients.stats import StatsInbox
 from testbed.supervisor.cluster import Cluster
 from testbed.supervisor.netns import NetnsNetwork
@@ -166,7 +167,7 @@ def netns_setup(runs: Path, repeat: int, brokers: int = 6) -> list[float]:
     """Seconds to make the namespaces, veth pairs, bridge and addresses of 1 controller,
     `brokers` brokers and the clients (DESIGN section 5), over `repeat` setups."""
     out = []
-    names = ["controller-1", *(f"broker-{i}" for i in range(1, brokers + 1)), "clients"]
+    names = ["controller-1", *(f"broker-{i}" for i in range(1, brokers + 1)), CLIENTS]
     for i in range(repeat):
         registry = Registry(runs, f"netns-setup-{i}", runs / "sock")
         network = NetnsNetwork(runs / f"netns-setup-{i}", registry.add_netns)

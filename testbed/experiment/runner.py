@@ -87,7 +87,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
     console = console or Console()
     for note in not_yet_acted_on(topology, SUPPORTED):
         console.print(f"[yellow]not yet acted on:[/] {note}")
-    if topology.network.backend == "netns" and (refused := netns_refusal(topology.source)) is not None:
+    if (refused := netns_refusal(topology)) is not None:
         console.print(f"[red]refused:[/] {refused}")
         return Outcome(run_dir or runs_dir / new_run_id(topology.name, topology.seed), False, None, EXIT_UNJUDGED)
     cluster = Cluster(topology, run_dir=run_dir, runs_dir=runs_dir, time_scale=time_scale)

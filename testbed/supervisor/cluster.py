@@ -71,7 +71,6 @@ class Cluster(ClusterAdmin):
         self.mounts = TmpfsMounts()
         #: `backend: netns`: the run's namespaces, addresses and kernel rules
         self.network: NetnsNetwork | None = None
-        self._kernel_rules: list[str] = []
         self.warnings: list[str] = []
         self.registry: Registry | None = None
         self.control: ControlClient | None = None
@@ -134,7 +133,7 @@ class Cluster(ClusterAdmin):
     def _make_namespaces(self) -> None:
         """DESIGN section 5: a namespace per node and one for the clients, on one bridge."""
         assert self.registry is not None
-        refused = refusal(self.topology.source)
+        refused = refusal(self.topology)
         if refused is not None:
             raise ClusterError(refused)
         self.network = NetnsNetwork(self.dir.root, self.registry.add_netns)
@@ -186,8 +185,13 @@ class Cluster(ClusterAdmin):
 
     def _request_node(self, node: str, request: object, timeout: float) -> object | None:
         assert self.control is not None
+        return self.control.request(self._supervisor_endpoint(node), request, timeout=timeout)
+
+    def _supervisor_endpoint(self, node: str) -> str:
+        """Where the supervisor reaches a node's requests: over ipc on the netns backend, where
+        it stays outside the namespaces; else where everyone does."""
         cfg = self.configs[node]
-        return self.control.request(cfg.local_endpoint or cfg.endpoint, request, timeout=timeout)
+        return cfg.local_endpoint or cfg.endpoint
 
     # ------------------------------------------------------------------ admin (R32, R35, R36, R38)
     def add_broker(self, broker_id: int, rack: str | None = None) -> str:
@@ -212,7 +216,7 @@ class Cluster(ClusterAdmin):
             self._mount_data_dir(spec)
         self.brokers.append(spec)
         if self._client is not None:  # not the address it would learn from metadata (netns)
-            self._client.brokers[broker_id] = cfg.local_endpoint or cfg.endpoint
+            self._client.brokers[broker_id] = self._supervisor_endpoint(spec.name)
         self._spawn(spec.name)
         self._links_pending.add(spec.name)
         self.sync_links()
@@ -276,8 +280,7 @@ class Cluster(ClusterAdmin):
         """The supervisor's own client (the `api` process; the final read): over ipc on the
         netns backend, where the supervisor stays outside the namespaces."""
         if self._client is None:
-            endpoints = {s.id: self.configs[s.name].local_endpoint or self.configs[s.name].endpoint
-                         for s in self.brokers}
+            endpoints = {s.id: self._supervisor_endpoint(s.name) for s in self.brokers}
             self._client = ClusterClient(endpoints, "api", request_timeout=self.scaled(2))
         return self._client
 
@@ -375,7 +378,7 @@ class Cluster(ClusterAdmin):
         drops, rest = kernel_rules.split(table, [*self.node_names(), CLIENTS])
         slow = rest.rules if self.network.netem else {}
         try:
-            self._kernel_rules = self.network.apply(drops, slow)
+            self.network.apply(drops, slow)
         except NetnsError as e:
             raise ClusterError(f"applying the network's kernel rules: {e}") from None
         return super().push_links(LinkTable(rest.seq) if slow else rest)
@@ -388,7 +391,7 @@ class Cluster(ClusterAdmin):
         return counters
 
     def network_rules(self) -> list[str] | None:
-        return None if self.network is None else list(self._kernel_rules)
+        return None if self.network is None else list(self.network.rules)
 
     def sync_links(self) -> dict[str, bool]:
         """Push the current table to the nodes that lack it and can answer now."""

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from broker.wire.linkfilter import LinkRule
 from faults import kernel_rules
+from testbed.topology import Topology
 
 #: the run's own subnet, inside its namespaces only
 SUBNET_PREFIX = "10.200"
@@ -53,12 +54,13 @@ def requirements_missing() -> list[str]:
     return missing
 
 
-def refusal(source: str) -> str | None:
-    """The error for a topology asking for `backend: netns` here, or None if the machine can."""
-    missing = requirements_missing()
+def refusal(topology: Topology) -> str | None:
+    """The error for a topology asking for `backend: netns` on a machine that cannot make
+    namespaces; None for any other topology, or where the machine can."""
+    missing = requirements_missing() if topology.network.backend == "netns" else []
     if not missing:
         return None
-    return (f"{source}: network.backend: netns cannot run here: it needs {' and '.join(missing)} "
+    return (f"{topology.source}: network.backend: netns cannot run here: it needs {' and '.join(missing)} "
             f"(backend: userspace, the default, needs none of these)")
 
 
@@ -114,6 +116,8 @@ class NetnsNetwork:
         #: whether the kernel has netem: then `slow` is carried out here too, else by the nodes
         self.netem = False
         self.drops: list[tuple[str, str]] = []
+        #: the rules in force, one line each (faults.jsonl's `kernel_rules`)
+        self.rules: list[str] = []
         #: packets dropped under rulesets already replaced (a replaced table's counters are gone)
         self._dropped_before: dict[str, int] = {}
         self._made: list[str] = []
@@ -158,9 +162,9 @@ class NetnsNetwork:
                  f"addr add {self.addresses[n]}/{PREFIX_LEN} dev eth0\nlink set eth0 up\nlink set lo up\n")
 
     def apply(self, drops: Sequence[tuple[str, str]],
-              slow: Mapping[tuple[str, str], LinkRule] | None = None) -> list[str]:
+              slow: Mapping[tuple[str, str], LinkRule] | None = None) -> None:
         """Make these links (and only these) drop every packet and, where the kernel has netem,
-        these be slow (delay, jitter, loss, duplication); the rules, one line each."""
+        these be slow (delay, jitter, loss, duplication)."""
         if slow and not self.netem:
             raise NetnsError("this kernel has no netem qdisc: slow links stay with the nodes' filters")
         script = kernel_rules.nft_script(drops, self.addresses)
@@ -171,8 +175,8 @@ class NetnsNetwork:
         if self.netem:
             _run(["tc", "-n", self.bridge, "-force", "-batch", "-"],
                  kernel_rules.tc_script(slow or {}, self.addresses, self.ports))
-        return [*kernel_rules.rules_text(drops, self.addresses),
-                *kernel_rules.slow_rules_text(slow or {}, self.addresses)]
+        self.rules = [*kernel_rules.rules_text(drops, self.addresses),
+                      *kernel_rules.slow_rules_text(slow or {}, self.addresses)]
 
     def counters(self) -> dict[str, dict[str, int]]:
         """Packets the kernel dropped per link during the run (as the nodes' filters count)."""

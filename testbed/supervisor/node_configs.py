@@ -26,15 +26,18 @@ def _free_port() -> int:
 
 
 def _endpoints(nodes: list[NodeSpec], run_dir: RunDir, tcp: bool,
-               network: NetnsNetwork | None) -> dict[str, tuple[str, str]]:
-    """Each node's (request, control) endpoint: ipc sockets in the run, loopback ports, or
-    (netns) its address in its namespace and an ipc control socket."""
+               network: NetnsNetwork | None) -> dict[str, tuple[str, str, str | None]]:
+    """Each node's (request, control, local) endpoints: ipc sockets in the run, or loopback
+    ports; on netns its address in its namespace, with the ipc sockets kept for the
+    supervisor (control, and `local`, a second endpoint of the request socket)."""
     sockdir: Path = run_dir.socket_dir()
-    if network is not None:
-        return {n.name: (network.endpoint(n.name), f"ipc://{sockdir}/{n.name}.control.sock") for n in nodes}
-    if tcp:
-        return {n.name: (f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}") for n in nodes}
-    return {n.name: (f"ipc://{sockdir}/{n.name}.sock", f"ipc://{sockdir}/{n.name}.control.sock") for n in nodes}
+    if tcp and network is None:
+        return {n.name: (f"tcp://127.0.0.1:{_free_port()}", f"tcp://127.0.0.1:{_free_port()}", None) for n in nodes}
+    out: dict[str, tuple[str, str, str | None]] = {}
+    for n in nodes:
+        ipc, control = f"ipc://{sockdir}/{n.name}.sock", f"ipc://{sockdir}/{n.name}.control.sock"
+        out[n.name] = (ipc, control, None) if network is None else (network.endpoint(n.name), control, ipc)
+    return out
 
 
 def build_node_configs(topology: Topology, nodes: list[NodeSpec], run_dir: RunDir, token: str,
@@ -43,7 +46,6 @@ def build_node_configs(topology: Topology, nodes: list[NodeSpec], run_dir: RunDi
     also binds an ipc endpoint for the supervisor, which stays outside them."""
     t = topology
     endpoints = _endpoints(nodes, run_dir, t.network.transport == "tcp", network)
-    sockdir = run_dir.socket_dir()
     peers = {name: ep[0] for name, ep in endpoints.items()}
     timeouts = node_timeouts(t.timing).scaled(time_scale)
     storage = StorageSettings(fsync=t.storage.fsync, writeback=t.storage.writeback * time_scale,
@@ -57,4 +59,4 @@ def build_node_configs(topology: Topology, nodes: list[NodeSpec], run_dir: RunDi
         controller_ids=controller_ids, timeouts=timeouts, protocol=t.protocol, storage=storage, flush=flush,
         placement_seed=t.seed, metadata_snapshot_records=t.cluster.metadata_snapshot_records,
         netns=network.namespace(spec.name) if network is not None else None,
-        local_endpoint=f"ipc://{sockdir}/{spec.name}.sock" if network is not None else None) for spec in nodes}
+        local_endpoint=endpoints[spec.name][2]) for spec in nodes}

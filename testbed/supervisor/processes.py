@@ -3,10 +3,10 @@
 Three layers: every child asks the kernel for SIGKILL when the supervisor dies
 (`broker.node.die_with_parent`, the first thing both child entry points do; it then checks
 its parent pid, which closes the race of a supervisor dying before the prctl); every node
-also watches its parent pid in its loop; and every run registers its processes and socket
-directory (and, on the netns backend, its network namespaces) under `<runs>/.live/` so the
-next invocation reaps whatever a SIGKILLed supervisor left behind. No `preexec_fn`: it is unsafe in a process with threads, and the
-supervisor samples metrics in one.
+also watches its parent pid in its loop; and every run registers its processes, socket
+directory, mounts and (netns backend) network namespaces under `<runs>/.live/` so the next
+run reaps whatever a SIGKILLed supervisor left behind. No `preexec_fn`: it is unsafe in a
+process with threads, and the supervisor samples metrics in one.
 """
 from __future__ import annotations
 

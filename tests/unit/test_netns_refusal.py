@@ -2,6 +2,7 @@
 by `validate` and by the run, naming the file, the key and what is missing; nothing starts."""
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import yaml
 
 import run
 from testbed.supervisor import netns
+from testbed.topology import load_topology
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "netns.yaml"
 
@@ -22,9 +24,12 @@ def bare_machine(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_what_is_missing_is_named(bare_machine: None) -> None:
     missing = netns.requirements_missing()
     assert len(missing) == 2 and missing[0].startswith("root") and "`nft`" in missing[1] and "nftables" in missing[1]
-    message = netns.refusal("x.yaml")
-    assert message is not None and message.startswith("x.yaml: network.backend: netns cannot run here: it needs root")
+    topology = load_topology(TOPOLOGY)
+    message = netns.refusal(topology)
+    assert message is not None and message.startswith(f"{TOPOLOGY}: network.backend: netns cannot run here: it needs root")
     assert "backend: userspace" in message
+    assert netns.refusal(dataclasses.replace(topology, network=dataclasses.replace(topology.network,
+                                                                                   backend="userspace"))) is None
 
 
 def test_validate_and_the_run_refuse_it_and_start_nothing(bare_machine: None, tmp_path: Path,
