@@ -1,6 +1,6 @@
 """Checks over what clients observed (DESIGN section 8, Jepsen's meanings): lost writes,
 unseen values, duplicates, inconsistent offsets, nonmonotonic polls, poll skips, committed
-regressions, aborted reads, nonmonotonic sends and internal poll skips. Each returns one row per anomaly, with `run_id` and the fields of
+regressions, aborted reads and internal poll skips (nonmonotonic sends are in `values`). Each returns one row per anomaly, with `run_id` and the fields of
 its example; the count of a check is its number of rows."""
 from __future__ import annotations
 
@@ -70,24 +70,29 @@ def _step(prev: Column, offset: Column, within_poll: bool) -> Column:
 def poll_steps(history: DataFrame) -> DataFrame:
     """Each step from one record to the next that a process saw on a partition, in the order
     it saw them, where the next offset was not the previous one plus one. Offsets are
-    dense, so only such a step can go backwards or skip. The steps inside one poll are
-    compared with array functions where the poll lies; only the step between consecutive
-    polls needs their order, so the window sorts polls, not records."""
-    offsets = F.transform("records", lambda r: r[0].cast("long"))
+    dense, so only such a step can go backwards or skip. Only the step between consecutive
+    polls needs their order, so the window sorts polls, not records. Inside a poll, nearly
+    every poll returns consecutive offsets: a record-by-record comparison with the poll's
+    first offset (plain arithmetic) finds the few that do not, and only those are compared
+    step by step with array functions (which Spark interprets, record by record)."""
+    key = [*PART, "process", "seq"]
     polls = (history.where((F.col("f") == "poll") & (F.col("type") == "ok") & (F.size("records") > 0))
-             .select(*PART, "process", "time_ns", "seq", offsets.alias("o"))
-             .select(*PART, "process", "time_ns", "seq", F.col("o")[0].alias("first"),
-                     F.element_at("o", -1).alias("last"),
-                     F.zip_with(F.slice("o", 1, F.size("o") - 1), F.slice("o", 2, F.size("o") - 1),
-                                lambda a, b: _step(a, b, True))
-                     .alias("inside")))
+             .select(*key, "time_ns", "records", F.col("records")[0][0].cast("long").alias("first"),
+                     F.element_at("records", -1)[0].cast("long").alias("last")))
+    uneven = (polls.select(*key, "first", F.posexplode("records").alias("pos", "rec"))
+              .where(~F.col("rec")[0].cast("long").eqNullSafe(F.col("first") + F.col("pos")))
+              .select(*key).distinct())
+    offsets = F.transform("records", lambda r: r[0].cast("long"))
+    inside = (polls.join(F.broadcast(uneven), key).select(*PART, "process", "time_ns", offsets.alias("o"))
+              .select(*PART, "process", "time_ns", F.explode(F.filter(
+                  F.zip_with(F.slice("o", 1, F.size("o") - 1), F.slice("o", 2, F.size("o") - 1),
+                             lambda a, b: _step(a, b, True)),
+                  lambda s: s["offset"] != s["prev_offset"] + 1)).alias("s")))
     order = Window.partitionBy("run_id", "process", "topic", "partition").orderBy("seq")
-    between = F.col("before")
-    steps = F.when(between.isNull(), F.col("inside")).otherwise(
-        F.concat(F.array(_step(between, F.col("first"), False)), F.col("inside")))
-    odd = F.filter(steps, lambda s: s["offset"] != s["prev_offset"] + 1)
-    return (polls.withColumn("before", F.lag("last").over(order))
-            .select(*PART, "process", "time_ns", F.explode(odd).alias("s"))
+    between = (polls.select(*PART, "process", "time_ns", "first", F.lag("last").over(order).alias("before"))
+               .where(F.col("first") != F.col("before") + 1)
+               .select(*PART, "process", "time_ns", _step(F.col("before"), F.col("first"), False).alias("s")))
+    return (inside.unionByName(between)
             .select(*PART, "process", "time_ns", "s.prev_offset", "s.offset", "s.within_poll"))
 
 
@@ -110,39 +115,26 @@ def internal_poll_skips(steps: DataFrame) -> DataFrame:
             .withColumn("skipped", F.col("offset") - F.col("prev_offset") - 1).drop("within_poll"))
 
 
-def aborted_reads(history: DataFrame, polls: DataFrame, committed: DataFrame) -> DataFrame:
+def aborted_reads(history: DataFrame, polls: DataFrame, committed: DataFrame, failed: DataFrame) -> DataFrame:
     """Jepsen's G1a: a value whose every send attempt failed (`fail`: certainly not appended)
     that a consumer read or the final committed log holds. A value retried after a `fail` and
-    then acknowledged, or left `info`, may be present by right, so only all-`fail` values count."""
-    sends = history.where((F.col("f") == "send") & F.col("type").isin("ok", "fail", "info"))
-    failed = (sends.groupBy("run_id", "value")
-              .agg(F.min(F.when(F.col("type") == "fail", 1).otherwise(0)).alias("all_failed"),
-                   F.first("process").alias("process"), F.min("time_ns").alias("failed_ns"))
-              .where(F.col("all_failed") == 1).drop("all_failed"))
-    seen = (polls.select(*PART, "offset", "value", F.col("process").alias("seen_by"))
-            .unionByName(committed.select(*PART, "offset", "value", F.lit("final committed log").alias("seen_by"))))
-    return (seen.join(failed, ["run_id", "value"])
+    then acknowledged, or left `info`, may be present by right, so only all-`fail` values count.
+    `failed` (run_id, value) are the values with a failed attempt (`values.failed_values`):
+    few, so every frame is cut to them before it is grouped or joined."""
+    few = F.broadcast(failed)
+    sends = (history.where((F.col("f") == "send") & F.col("type").isin("ok", "fail", "info"))
+             .join(few, ["run_id", "value"]))
+    every_failed = (sends.groupBy("run_id", "value")
+                    .agg(F.min(F.when(F.col("type") == "fail", 1).otherwise(0)).alias("all_failed"),
+                         F.first("process").alias("process"), F.min("time_ns").alias("failed_ns"))
+                    .where(F.col("all_failed") == 1).drop("all_failed"))
+    seen = (polls.join(few, ["run_id", "value"]).select(*PART, "offset", "value", F.col("process").alias("seen_by"))
+            .unionByName(committed.join(few, ["run_id", "value"])
+                         .select(*PART, "offset", "value", F.lit("final committed log").alias("seen_by"))))
+    return (seen.join(every_failed, ["run_id", "value"])
             .groupBy(*PART, "value", "process")
             .agg(F.min("offset").alias("offset"), F.min("failed_ns").alias("time_ns"),
                  F.sort_array(F.collect_set("seen_by")).alias("seen_by")))
-
-
-def nonmonotonic_sends(acked: DataFrame, history: DataFrame) -> DataFrame:
-    """One producer's acknowledged offsets on one partition going backwards, in the order it
-    first sent the values: a retried batch that landed behind batches sent after it (Kafka's
-    reordering with more than one request in flight and no idempotence), or a leader that lost
-    what it acknowledged. With one request in flight the send order is the acknowledgement
-    order, and a retry keeps the place of its first attempt."""
-    key = ["run_id", "process", "topic", "partition", "value"]
-    first_sent = (history.where((F.col("f") == "send") & (F.col("type") == "invoke"))
-                  .groupBy(*key).agg(F.min("time_ns").alias("sent_ns")))
-    order = Window.partitionBy("run_id", "process", "topic", "partition").orderBy("sent_ns", "offset")
-    return (acked.join(first_sent, key, "left")
-            .withColumn("sent_ns", F.coalesce("sent_ns", "time_ns"))
-            .withColumn("prev_offset", F.lag("offset").over(order))
-            .withColumn("prev_value", F.lag("value").over(order))
-            .where(F.col("offset") <= F.col("prev_offset"))
-            .select(*PART, "process", "value", "offset", "prev_value", "prev_offset", "time_ns"))
 
 
 def committed_regressions(polls: DataFrame, committed: DataFrame) -> DataFrame:

@@ -5,18 +5,13 @@ from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis.ingest import Tables
-from testbed.analysis.observations import (
-    FINAL_READER,
-    PART,
-    acknowledged,
-    partition_changes,
-    seconds,
-)
+from testbed.analysis.observations import FINAL_READER, PART, partition_changes, seconds
 from testbed.analysis.runinfo import ConfigTables
+from testbed.analysis.values import send_latencies
 
 
 #: Windows of one partition and kind closer than this are one window: an ISR that flaps (a
@@ -64,19 +59,20 @@ def _merge_close(windows: DataFrame) -> DataFrame:
             .agg(F.min("start_ns").alias("start_ns"), F.max("end_ns").alias("end_ns")))
 
 
-def fault_recovery(t: Tables, spans: DataFrame, bounds: DataFrame) -> DataFrame:
+def fault_recovery(t: Tables, acks: DataFrame, spans: DataFrame, bounds: DataFrame) -> DataFrame:
     """For each applied fault (`faultspans.fault_spans`): the time until every partition took
     an acknowledged acks=all write again, and until every partition's ISR was full again
-    (0 when no ISR shrank before the next fault; null when one had not recovered by then)."""
+    (0 when no ISR shrank before the next fault; null when one had not recovered by then).
+    `acks` are `values.acknowledgements`."""
     starts = (spans.join(bounds, "run_id")
               .select("run_id", "do", "target", "resolved", F.col("start_ns").alias("fault_ns"),
                       F.col("end_ns").alias("undo_ns"), "t0", "t_end"))
     nxt = Window.partitionBy("run_id").orderBy("fault_ns")
     starts = starts.withColumn("next_ns", F.coalesce(F.lead("fault_ns").over(nxt), F.col("t_end")))
-    acks = acknowledged(t).where(F.col("acks") == "all").select(*PART, F.col("time_ns").alias("ack_ns"))
+    acks = acks.where(F.col("acks") == "all").select("run_id", "pp", "ack_ns")
     first_ack = (acks.join(F.broadcast(starts.select("run_id", "fault_ns")), "run_id")
                  .where(F.col("ack_ns") > F.col("fault_ns"))
-                 .groupBy("run_id", "fault_ns", "topic", "partition").agg(F.min("ack_ns").alias("ack_ns"))
+                 .groupBy("run_id", "fault_ns", "pp").agg(F.min("ack_ns").alias("ack_ns"))
                  .groupBy("run_id", "fault_ns").agg(F.max("ack_ns").alias("all_acked_ns")))
     changes = (partition_changes(t)
                .select(*PART, F.col("time_ns").alias("change_ns"), (F.size("isr") == F.size("replicas")).alias("full")))
@@ -99,41 +95,11 @@ def fault_recovery(t: Tables, spans: DataFrame, bounds: DataFrame) -> DataFrame:
                                                   F.lit(0)) / 1e9, 3)).alias("to_full_isr_s")))
 
 
-def _pair(a: Column, b: Column) -> Column:
-    """An operation and the next one of the same process and value."""
-    return F.struct(a["type"].alias("prev_type"), a["time_ns"].alias("invoked"), b["type"].alias("type"),
-                    b["time_ns"].alias("time_ns"))
-
-
-def _send_latencies(h: DataFrame) -> DataFrame:
-    """Each completed send paired with the invoke just before it of the same process and
-    value. Nearly every value is one invoke and one completion: fixed-size aggregates pair
-    those, combined before the shuffle. Only the few values sent more than once (retries
-    reuse values) are gathered whole and paired in order."""
-    sends = h.where(F.col("f") == "send")
-    key = ["run_id", "process", "value"]
-    invoke, done = F.col("type") == "invoke", F.col("type") != "invoke"
-    simple = (sends.groupBy(*key)
-              .agg(F.count("*").alias("ops"), F.min(F.when(invoke, F.col("seq"))).alias("invoke_seq"),
-                   F.min(F.when(invoke, F.col("time_ns"))).alias("invoked"),
-                   F.max(F.when(done, F.struct("seq", "time_ns", "type"))).alias("done")))
-    single = (simple.where((F.col("ops") == 2) & (F.col("done.seq") > F.col("invoke_seq")))
-              .select("run_id", F.col("done.type").alias("type"), F.col("done.time_ns").alias("time_ns"), "invoked"))
-    retried = simple.where(F.col("ops") > 2).select(*key)
-    ordered = F.array_sort(F.collect_list(F.struct("seq", "type", "time_ns"))).alias("o")
-    several = (sends.join(F.broadcast(retried), key).groupBy(*key).agg(ordered)
-               .select("run_id", F.explode(F.filter(
-                   F.zip_with(F.slice("o", 1, F.size("o") - 1), F.slice("o", 2, F.size("o") - 1), _pair),
-                   lambda p: (p["prev_type"] == "invoke") & (p["type"] != "invoke"))).alias("p"))
-               .select("run_id", "p.type", "p.time_ns", "p.invoked"))
-    return single.unionByName(several).select("run_id", F.lit("send").alias("f"), "type", "time_ns", "invoked",
-                                              F.lit(1).alias("n"))
-
-
-def _latencies(t: Tables) -> DataFrame:
+def _latencies(t: Tables, v: DataFrame, eager: bool) -> DataFrame:
     """Each completed operation with its latency: a completion paired with the invoke just
-    before it of the same process (and, for sends, the same value). Polls are few (one per
-    batch of records), so a window over them is cheap."""
+    before it of the same process (and, for sends, the same value: `values.send_latencies`
+    over the values `v`). Polls are few (one per batch of records), so a window over them
+    is cheap."""
     h = (t.history.where(F.col("process") != FINAL_READER)  # the final read is not workload
          .select("run_id", "process", "f", "type", "value", "time_ns", "seq", "records"))
     poll_order = Window.partitionBy("run_id", "process").orderBy("seq")
@@ -142,18 +108,20 @@ def _latencies(t: Tables) -> DataFrame:
              .withColumn("invoked", F.lag("time_ns").over(poll_order))
              .where((F.col("type") == "ok") & (F.col("prev_type") == "invoke"))
              .select("run_id", "f", "type", "time_ns", "invoked", F.size("records").alias("n")))
-    return _send_latencies(h).unionByName(polls)
+    return send_latencies(v, t.history, eager).unionByName(polls)
 
 
-def throughput_latency(t: Tables, bounds: DataFrame) -> DataFrame:
+def throughput_latency(t: Tables, v: DataFrame, bounds: DataFrame, eager: bool = False) -> DataFrame:
     """Per run, operation kind and second: records acknowledged (sends) or returned (polls)
-    per second, failed or indeterminate sends, and p50/p99 latency in milliseconds."""
-    ops = _latencies(t).join(bounds, "run_id")
+    per second, failed or indeterminate sends, and p50/p99 latency in milliseconds. `v` is
+    `values.by_value`, `eager` as for `values.send_latencies`."""
+    ops = _latencies(t, v, eager).join(bounds, "run_id")
     latency_ms = (F.col("time_ns") - F.col("invoked")) / 1e6
     ok = F.col("type") == "ok"
     return (ops.withColumn("second", F.floor((F.col("time_ns") - F.col("t0")) / 1e9).cast("int"))
             .groupBy("run_id", "f", "second")
             .agg(F.sum(F.when(ok, F.col("n")).otherwise(0)).alias("records"),
                  F.sum(F.when(~ok, 1).otherwise(0)).alias("not_ok"),
-                 F.percentile_approx(F.when(ok, latency_ms), 0.5).alias("p50_ms"),
-                 F.percentile_approx(F.when(ok, latency_ms), 0.99).alias("p99_ms")))
+                 F.percentile_approx(F.when(ok, latency_ms), [0.5, 0.99]).alias("p"))
+            .select("run_id", "f", "second", "records", "not_ok", F.col("p")[0].alias("p50_ms"),
+                    F.col("p")[1].alias("p99_ms")))

@@ -4,7 +4,8 @@ convergence of each run and the figures; returns plain per-run data for the verd
 Each Spark action has a fixed cost (planning, scheduling, a scan of its inputs), so the job
 makes few: one aggregation finds the offsets worth a closer look (`offsets.suspects`), one
 job counts every check and gathers its examples, and checks that the first pass proved
-empty (no lost write, no disagreement...) are neither planned nor attributed.
+empty (no lost write, no disagreement...) are neither planned nor attributed. A large input
+is first narrowed to its suspect records (`scope`): rows, not actions, are its cost.
 """
 from __future__ import annotations
 
@@ -22,22 +23,12 @@ from testbed.analysis import figures
 from testbed.analysis.attribution import attribute
 from testbed.analysis.faultspans import fault_spans
 from testbed.analysis.ingest import Tables
-from testbed.analysis.observations import (
-    PART,
-    acknowledged,
-    committed_log,
-    partitions,
-    poll_records,
-    read_coverage,
-    replica_logs,
-    replica_prefixes,
-    run_bounds,
-    seconds,
-    without_deleted,
-)
+from testbed.analysis.observations import PART, committed_log, partitions, replica_prefixes, run_bounds, seconds
 from testbed.analysis.offsets import FLAGS, only, suspects
 from testbed.analysis.runinfo import ConfigTables
+from testbed.analysis.scope import Observed, Scope, narrowed, observe, whole
 from testbed.analysis.session import submit
+from testbed.analysis.values import VALUE, acknowledgements, nonmonotonic_sends, sends_backwards
 from testbed.topology import CHECK_NAMES
 
 MAX_EXAMPLES = 20
@@ -57,56 +48,68 @@ class RunData:
     timeline: dict = field(default_factory=dict)  # what the report plots
 
 
-def check_frames(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataFrame) -> dict[str, DataFrame]:
+def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, bounds: DataFrame,
+                 spans: DataFrame) -> dict[str, DataFrame]:
     """The checks of DESIGN section 8 that may find something, as frames of anomalies, losses
-    with their causes. A check left out found nothing: `offsets.suspects` proved that no
-    offset could hold one of its anomalies."""
-    acked, polls = acknowledged(t), poll_records(t)
-    if config.deletes_topics:
-        acked, polls = without_deleted(acked, t), without_deleted(polls, t)
-    logs = replica_logs(t)
-    found = suspects(t, acked, polls, logs).persist()
+    with their causes, reading the rows `scope` names. A check left out found nothing:
+    `offsets.suspects` proved that no offset could hold one of its anomalies, or the
+    narrowing of a large input (`scope`) that no value could."""
+    found = suspects(t, scope.acked, scope.polls, scope.logs).persist()
     flagged = found.agg(*[F.sum(F.col(f).cast("int")).alias(f) for f in FLAGS]).first()
     any_ = {f: bool(flagged[f]) for f in FLAGS}
-    committed = committed_log(t, polls, logs)
+    near = committed_log(t, scope.polls, scope.logs)  # the committed log at every offset `found` names
     starts = bounds.select("run_id", "t0")
     steps = H.poll_steps(t.history)
-    resolve(acked, polls, logs, committed, steps, starts, spans, config.topics)
+    resolve(scope.acked, scope.polls, scope.logs, o.committed, steps, starts, spans, config.topics)
     frames = {
-        "duplicates": H.duplicates(committed),
         "nonmonotonic_polls": H.nonmonotonic_polls(steps),
         "poll_skips": H.poll_skips(steps),
         "internal_poll_skips": H.internal_poll_skips(steps),
-        "aborted_reads": H.aborted_reads(t.history, polls, committed),
-        "nonmonotonic_sends": H.nonmonotonic_sends(acked, t.history),
         "leader_conflicts": P.leader_conflicts(t),
         "unclean_exclusion": P.unclean_exclusion(t, config),
         "placement_violations": P.placement_violations(t, config),
         "elr_violations": P.elr_violations(t, config),
         "metadata_divergence": P.metadata_divergence(t),
     }
+    back = sends_backwards(acknowledgements(scope.values, t.history, o.deleted, eager=scope.narrow))
+    if scope.narrow:  # a large input: the window's few rows now, and no name lookup for none
+        back = back.localCheckpoint()
+    if not scope.narrow or not back.isEmpty():
+        frames["nonmonotonic_sends"] = nonmonotonic_sends(back, t.history)
+    if scope.may_duplicate:
+        frames["duplicates"] = H.duplicates(of_values(o.committed, scope.duplicated))
+    if scope.may_fail:
+        frames["aborted_reads"] = H.aborted_reads(t.history, o.polls, o.committed, scope.failed)
     # The frames attribution starts from are checkpointed (computed now, held by the session):
     # `attribute` joins its rows four times, and Spark Connect sends and analyses a plan as a
     # tree, so each use would carry the whole lineage of acked, polls, logs and committed
     # again (see `_run_checks`).
     if any_["unsure_ack"]:
-        missing = H.missing_acknowledged(only(acked, found, "unsure_ack"), committed,
-                                         read_coverage(t, config, polls, logs)).localCheckpoint()
+        unsure = only(scope.acked, found, "unsure_ack")
+        missing = H.missing_acknowledged(unsure, of_values(o.committed, unsure), scope.coverage).localCheckpoint()
         frames["lost_writes"] = attribute(H.lost(missing, "all"), t, spans, starts, "lost")
         frames["lost_writes_acks1"] = attribute(H.lost(missing, "1"), t, spans, starts, "lost")
         frames["unseen"] = H.unseen(missing)
     if any_["disagree"]:
-        obs = H.observations(only(acked, found, "disagree"), only(polls, found, "disagree"),
-                             replica_prefixes(only(logs, found, "disagree")))
+        obs = H.observations(only(scope.acked, found, "disagree"), only(scope.polls, found, "disagree"),
+                             replica_prefixes(only(scope.logs, found, "disagree")))
         frames["inconsistent_offsets"] = attribute(H.inconsistent_offsets(obs).localCheckpoint(), t, spans, starts,
                                                    "overwritten")
     if any_["replaced"]:
-        frames["committed_regressions"] = H.committed_regressions(only(polls, found, "replaced"),
-                                                                  only(committed, found, "replaced"))
+        frames["committed_regressions"] = H.committed_regressions(only(scope.polls, found, "replaced"),
+                                                                  only(near, found, "replaced"))
     if any_["diverges"]:
-        frames["log_divergence"] = P.log_divergence(t, only(logs, found, "diverges"))
+        frames["log_divergence"] = P.log_divergence(t, only(scope.logs, found, "diverges"))
     assert set(frames) <= set(CHECK_NAMES), "every frame is a check of the topology schema"
     return frames
+
+
+def of_values(rows: DataFrame, values: DataFrame | None) -> DataFrame:
+    """The rows of `rows` whose (run_id, value) is one of `values` (few, broadcast); all of them
+    for None."""
+    if values is None:
+        return rows
+    return rows.join(F.broadcast(values.select(*VALUE).distinct()), VALUE)
 
 
 def resolve(*frames: DataFrame) -> None:
@@ -169,12 +172,15 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
             .groupBy("run_id").agg(F.min(F.coalesce(ok, F.lit(False)).cast("int")).alias("converged")))
 
 
-def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = False) -> dict[str, RunData]:
+def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = False,
+            narrow: bool | None = None) -> dict[str, RunData]:
     """Every check, the convergence and the figures of `run_ids`. The small tables that every
     check reads are cached for the job, and the cache is dropped at its end. A `small` input
     is cached whole, each table in one partition: its plans then scan memory in one task
     per table instead of a task per few Parquet files (a tree of 21 small runs ran 465 tasks
-    in the checks' one action)."""
+    in the checks' one action). A large one is first narrowed to its suspect records
+    (`scope.narrowed`; `narrow` chooses whatever the size, for the tests that hold both
+    ways to one verdict)."""
     out = {rid: RunData() for rid in run_ids}
     if small:
         t = replace(t, **{f.name: getattr(t, f.name).coalesce(1).persist() for f in fields(t)})
@@ -185,11 +191,13 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = F
     try:
         bounds = run_bounds(t).persist()
         spans = fault_spans(t, bounds).persist()
+        o = observe(t, config)
+        scope = narrowed(t, o) if (not small if narrow is None else narrow) else whole(t, config, o)
         # The figures and the checks fill different fields of `out`; the figures' action runs
         # while the checks' are planned, so the driver's share of each overlaps the other's.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="isrlab-figures") as pool:
-            figures_done = submit(pool, spark, _collect_figures, t, config, bounds, spans, out)
-            _run_checks(t, config, bounds, spans, out)
+            figures_done = submit(pool, spark, _collect_figures, t, config, scope, bounds, spans, out)
+            _run_checks(t, config, o, scope, bounds, spans, out)
             for row in convergence(t, config).collect():
                 out[row["run_id"]].converged = bool(row["converged"])
             figures_done.result()
@@ -198,10 +206,10 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = F
     return out
 
 
-def _run_checks(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataFrame,
-                out: dict[str, RunData]) -> None:
+def _run_checks(t: Tables, config: ConfigTables, o: Observed, scope: Scope, bounds: DataFrame,
+                spans: DataFrame, out: dict[str, RunData]) -> None:
     starts = bounds.select("run_id", "t0")
-    checks = check_frames(t, config, bounds, spans)
+    checks = check_frames(t, config, o, scope, bounds, spans)
     # An attributed check is read twice (its examples, its cause groups) and its plan is the
     # largest of all: analysing it took 1.5-4 s per use on a run with losses. Checkpointed,
     # each use reads a small computed table (a run of 835 lost writes judged in 22-25 s warm
@@ -229,7 +237,7 @@ def _run_checks(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataF
                 data.checks[name].setdefault("causes", [])
 
 
-def _collect_figures(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataFrame,
+def _collect_figures(t: Tables, config: ConfigTables, scope: Scope, bounds: DataFrame, spans: DataFrame,
                      out: dict[str, RunData]) -> None:
     """Every figure and timeline of every run in one action: each frame's rows as JSON, in
     one union (a collect per frame cost about as much again in planning and scheduling),
@@ -246,8 +254,10 @@ def _collect_figures(t: Tables, config: ConfigTables, bounds: DataFrame, spans: 
              .select("run_id", "seq", "do", "target", seconds("time_ns").alias("t"), "params", "effect"))
     parts = {("figures", "availability"): (figures.availability_windows(t, config, bounds),
                                            ("topic", "partition", "start_s")),
-             ("figures", "faults"): (figures.fault_recovery(t, spans, bounds), ("at_s",)),
-             ("figures", "series"): (figures.throughput_latency(t, bounds), ("f", "second")),
+             ("figures", "faults"): (figures.fault_recovery(
+                 t, acknowledgements(scope.values, t.history, eager=scope.narrow), spans, bounds), ("at_s",)),
+             ("figures", "series"): (figures.throughput_latency(t, scope.values, bounds, scope.narrow),
+                                     ("f", "second")),
              ("timeline", "events"): (states, ("t",)),
              ("timeline", "faults"): (bands, ("start",)),
              ("timeline", "admin"): (admin, ("seq",))}  # in the order they were written

@@ -29,18 +29,23 @@ def acknowledged(t: Tables) -> DataFrame:
             .select(*PART, "process", "value", "acks", "offset", "time_ns"))
 
 
+def deletions(t: Tables) -> DataFrame:
+    """(run_id, topic, deleted_ns): the last time a `delete-topic` fault deleted each topic a
+    run deleted (R40); everything of that topic recorded until then is gone with it."""
+    return (t.faults.where((F.col("do") == "delete-topic") & (F.col("phase") == "end"))
+            .select("run_id", F.get_json_object("effect", "$.deleted").alias("topic"), "time_ns")
+            .where(F.col("topic").isNotNull())
+            .groupBy("run_id", "topic").agg(F.max("time_ns").alias("deleted_ns")))
+
+
 def without_deleted(rows: DataFrame, t: Tables) -> DataFrame:
     """`rows` (acknowledgements, polled records: PART and time_ns) less those of a topic that
     a `delete-topic` fault deleted after them (R40): deleting a topic deletes its data, so
     those values are not owed at the end, and a topic made again under that name starts its
     offsets over (what was read of the old one says nothing about the new one)."""
-    deleted = (t.faults.where((F.col("do") == "delete-topic") & (F.col("phase") == "end"))
-               .select(F.col("run_id").alias("deleted_run"), F.get_json_object("effect", "$.deleted").alias("deleted"),
-                       F.col("time_ns").alias("deleted_ns"))
-               .where(F.col("deleted").isNotNull()))
-    return rows.join(F.broadcast(deleted), (rows["run_id"] == deleted["deleted_run"])
-                     & (rows["topic"] == deleted["deleted"]) & (rows["time_ns"] <= deleted["deleted_ns"]),
-                     "left_anti")
+    d = deletions(t)
+    return (rows.join(F.broadcast(d), ["run_id", "topic"], "left")
+            .where(F.col("deleted_ns").isNull() | (F.col("time_ns") > F.col("deleted_ns"))).drop("deleted_ns"))
 
 
 def poll_records(t: Tables) -> DataFrame:

@@ -4,13 +4,16 @@ judged in one Spark job, as a tree, which also exercises the summary."""
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import pickle
 from pathlib import Path
 
 import pytest
 
-from testbed.analysis import RunVerdict, analyze_runs
+from testbed.analysis import RunVerdict, analyze_runs, pipeline
+from testbed.analysis.blocks import BLOCK
+from testbed.analysis.job import run_job
 from testbed.topology import CHECK_NAMES
 from tests.unit.analysis_fixtures import T0, RunBuilder, S, spark  # noqa: F401  (the fixture)
 
@@ -396,3 +399,43 @@ def test_judging_a_run_twice_gives_the_same_results(tmp_path: Path, spark) -> No
     first = (run / "results.json").read_bytes()
     analyze_runs([run])
     assert (run / "results.json").read_bytes() == first
+
+
+def _far(root: Path) -> None:
+    """Three blocks of offsets (`blocks.BLOCK` each), clean but for the last: the value
+    acknowledged at 9000, and read there by the consumer, is not in the log, which holds
+    there the value of offset 100 again (a duplicate across blocks) on every replica and in
+    the final read."""
+    n = 3 * BLOCK
+    r = RunBuilder(root, "far", values=n)
+    for node in r.logs:
+        r.logs[node][9000] = (9000, "v100")
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.poll("final-reader", r.logs["broker-1"], at=T0 + 4 * S)
+    r.write()
+
+
+def _verdicts(root: Path, monkeypatch: pytest.MonkeyPatch, narrow: bool) -> dict[str, dict]:
+    monkeypatch.setattr(pipeline, "run_job", functools.partial(run_job, narrow=narrow))
+    return {v.run_dir.name: v.results for v in analyze_runs([root])}
+
+
+def test_a_large_input_narrowed_to_its_suspect_blocks_is_judged_alike(
+        tmp_path: Path, judged: dict[str, RunVerdict], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large input's offset and value checks read only the blocks and values the narrowing
+    pass names (testbed/analysis/scope.py, blocks.py). Through it, the hand-made tree (every
+    anomaly of every check) and a run of three blocks with a loss and a duplicate in the
+    last must be judged exactly as the whole-input path judges them: same checks, same
+    examples, same figures."""
+    for build in BUILDERS:
+        build(tmp_path / "tree")
+    narrowed = _verdicts(tmp_path / "tree", monkeypatch, narrow=True)
+    assert narrowed.keys() == judged.keys()
+    for run, results in narrowed.items():
+        assert results["checks"] == judged[run].results["checks"], run
+        assert results["figures"] == judged[run].results["figures"], run
+    _far(tmp_path / "far")
+    whole, narrow = (_verdicts(tmp_path / "far", monkeypatch, narrow=n)["far"] for n in (False, True))
+    assert {k: c["count"] for k, c in whole["checks"].items() if c["count"]} == {
+        "lost_writes": 1, "inconsistent_offsets": 1, "duplicates": 1, "committed_regressions": 1}
+    assert narrow["checks"] == whole["checks"] and narrow["figures"] == whole["figures"]
