@@ -8,6 +8,7 @@ carries them out. The loop hands every disk operation to `persist`, and every re
 """
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -37,9 +38,6 @@ from broker.storage.durability import Durability
 from broker.storage.flush import DEFAULT_FLUSH, FlushPolicy
 from broker.storage.layout import METADATA_COPY_FILE, METADATA_SNAPSHOT_FILE, journal_path, partition_dirs
 from broker.storage.log import PartitionLog
-
-#: how often the logs and the durability model look at the clock (flush.ms, writeback)
-STORAGE_TICK = 0.05
 
 
 def _metadata_copy(lines: list[Any]) -> list[tuple[int, dict]]:
@@ -88,7 +86,9 @@ class BrokerRole:
             local, previous if previous is not None else -1, records,
             _metadata_snapshot(cfg.data_dir / METADATA_SNAPSHOT_FILE))
         self._started.event("broker-started", clean_shutdown_epoch=previous, partitions=len(local))
-        self.next_storage_tick = now
+        #: when a log's interval flush or the OS writeback is next due; None: to be computed
+        #: again (after a disk operation)
+        self._storage_due: float | None = None
 
     # ---------------------------------------------------------------- startup
     def _flush_policy(self, topic: str) -> FlushPolicy:
@@ -98,6 +98,7 @@ class BrokerRole:
         plog, report = PartitionLog.open(self.cfg.data_dir, topic, partition, self.cfg.storage.segment_bytes,
                                          self._flush_policy(topic), self.durability, now)
         self.logs[(topic, partition)] = plog
+        self._storage_due = None
         return plog, report
 
     def _recover_logs(self, now: float) -> dict[tuple[str, int], LocalReplica]:
@@ -121,12 +122,20 @@ class BrokerRole:
         return started
 
     def tick(self, now: float) -> Outputs:
-        if now >= self.next_storage_tick:
-            self.next_storage_tick = now + STORAGE_TICK
+        if now >= self.storage_due():
             for plog in self.logs.values():
                 plog.tick(now)
             self.durability.tick(now)
+            self._storage_due = None
         return self.state.tick(now)
+
+    def storage_due(self) -> float:
+        """When the storage next has work of its own (flush.ms, writeback): the first tick
+        from then on does it, so the logs are not polled on every tick."""
+        if self._storage_due is None:
+            self._storage_due = min(self.durability.writeback_due(),
+                                    min((plog.flush_due() for plog in self.logs.values()), default=math.inf))
+        return self._storage_due
 
     def on_request(self, handle: Any, msg: Any, now: float) -> Outputs:
         return self.state.on_request(handle, msg, now)
@@ -140,6 +149,7 @@ class BrokerRole:
     # ---------------------------------------------------------------- outputs, carried out for the loop
     def persist(self, op: Any, now: float) -> Outputs:
         """Carry out one disk operation; a broker's never triggers further outputs."""
+        self._storage_due = None
         if isinstance(op, AppendRecords):
             self.log_for(op.topic, op.partition).append_record_set(op.base_offset, op.leader_epoch, op.record_set, now)
         elif isinstance(op, AppendBatches):

@@ -37,7 +37,7 @@ class BrokerHeartbeatManager:
     def is_live(self, broker_id: int, now: float) -> bool:
         """R23: whether the broker's current session still holds its registration."""
         session = self._sessions.get(broker_id)
-        return session is not None and now - session.last_contact < self.session_timeout
+        return session is not None and now < session.last_contact + self.session_timeout
 
     def expired(self, now: float) -> list[int]:
         """R24: brokers with no heartbeat for session_timeout, in id order."""

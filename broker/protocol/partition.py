@@ -616,7 +616,7 @@ class Partition:
                 self._maybe_change_isr(now, out)
         if (self._hwm != self._checkpointed_hwm
                 and (self._last_checkpoint is None
-                     or now - self._last_checkpoint >= self.config.hwm_checkpoint_interval)):
+                     or now >= self._last_checkpoint + self.config.hwm_checkpoint_interval)):
             out.disk.append(CheckpointHighWatermark(self.topic, self.partition, self._hwm))
             self._checkpointed_hwm = self._hwm
             self._last_checkpoint = now

@@ -457,8 +457,8 @@ class RaftNode:
             self.commit_end = candidate
 
     def _quorum_alive(self, now: float) -> bool:
-        horizon = now - self.config.election_timeout[1]
-        heard = 1 + sum(1 for p in self._progress.values() if p.last_heard >= horizon)
+        longest = self.config.election_timeout[1]
+        heard = 1 + sum(1 for p in self._progress.values() if p.last_heard + longest >= now)
         return heard >= self.config.majority
 
     # ------------------------------------------------------------------ helpers
