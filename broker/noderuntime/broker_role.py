@@ -129,6 +129,10 @@ class BrokerRole:
             self._storage_due = None
         return self.state.tick(now)
 
+    def next_tick_at(self, now: float) -> float:
+        """When `tick` next has something to do: the protocol's or the storage's."""
+        return min(self.state.next_tick_at(now), self.storage_due())
+
     def storage_due(self) -> float:
         """When the storage next has work of its own (flush.ms, writeback): the first tick
         from then on does it, so the logs are not polled on every tick."""

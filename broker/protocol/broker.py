@@ -9,6 +9,7 @@ timeouts and ticks and carries out the `Outputs` it returns. It owns
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,7 +139,6 @@ class BrokerState:
             self._apply_record(offset, rec)
             self._metadata_digest = chain_digest(self._metadata_digest, rec)
 
-    # ------------------------------------------------------------------ time
     # ------------------------------------------------------------------ the active controller
     @property
     def controller_id(self) -> int:
@@ -200,6 +200,26 @@ class BrokerState:
         out.messages.extend(self.fetchers.build_requests(now, self._ms(t.fetch_max_wait)))
         out.extend(self._complete_parked(now))
         return out
+
+    def next_tick_at(self, now: float) -> float:
+        """When `tick` next has something to do; a tick before then changes nothing, so a
+        runtime need not tick earlier (-inf: at the next tick, inf: not until an input).
+        What it waits for: a registration to retry or a heartbeat to send (R23, R24), a
+        metadata fetch to send once the last one is answered (R3), and the partitions', the
+        fetchers' and the parked fetches' own times."""
+        if self.state == "stopped":
+            return math.inf
+        if self.broker_epoch < 0:
+            return math.inf if self._registration_in_flight else self._next_registration
+        if not self._metadata_fetch_in_flight:
+            return -math.inf
+        due = math.inf if self._heartbeat_in_flight else self._next_heartbeat
+        for p in self.partitions.values():
+            due = min(due, p.next_tick_at(now))
+        due = min(due, self.fetchers.next_tick_at())
+        for parked in self.parked:  # what changes a parked fetch's answer completes it at once
+            due = min(due, parked.deadline)
+        return due
 
     # ------------------------------------------------------------------ responses to our requests
     def on_response(self, correlation: tuple, msg: Any, now: float) -> Outputs:

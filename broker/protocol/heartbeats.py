@@ -9,6 +9,7 @@ shutdown go only once every active broker has applied the metadata that moved it
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -42,6 +43,10 @@ class BrokerHeartbeatManager:
     def expired(self, now: float) -> list[int]:
         """R24: brokers with no heartbeat for session_timeout, in id order."""
         return sorted(b for b in self._sessions if not self.is_live(b, now))
+
+    def next_expiry(self) -> float:
+        """When the first live session expires (R24); inf when there is none."""
+        return min((s.last_contact + self.session_timeout for s in self._sessions.values()), default=math.inf)
 
     def end_session(self, broker_id: int) -> None:
         """The broker was fenced or replaced: a new registration starts a new session."""

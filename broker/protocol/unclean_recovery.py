@@ -91,6 +91,11 @@ class UncleanRecovery:
     def searching(self) -> list[PartitionKey]:
         return sorted(self._searches)
 
+    def idle(self, image: MetadataImage) -> bool:
+        """Whether `tick` has nothing to do: no search under way, no partition without a
+        leader (the only ones `candidates` may name)."""
+        return not self._searches and all(p.leader != NO_LEADER for p in image.partitions.values())
+
     def forget(self, topic: str) -> None:
         """The topic was deleted (R40): its searches end now, so that answers about its old logs
         never count for a topic created again under the same name."""

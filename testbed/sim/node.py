@@ -2,13 +2,20 @@
 
 It is to the simulation what `broker/node.py` is to a process: the role's single executor,
 carrying out every `Outputs` in the one order of `broker/noderuntime/executor.py`, ticking
-every `Node.TICK`, failing a request to a peer it cannot name on the next turn. What a
+on a `Node.TICK` grid, failing a request to a peer it cannot name on the next turn. What a
 signal does to a process is done to this object: a kill drops the role where it stands
 (its files keep what was written, as the page cache would), a pause holds every delivery
 and tick until the resume, a restart builds a new role from the files.
+
+Ticks fall where a process's would: every `Node.TICK` from the start, and from a resume
+(a process woken by SIGCONT ticks at once, then every TICK on). Only the ticks the role
+says would change nothing (before its `next_tick_at`) are left out: after each input and
+each tick the node asks the role when it next needs one and schedules the first grid
+point from then, so an idle cluster costs events only when something is due.
 """
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from typing import Any
@@ -37,7 +44,10 @@ class SimNode:
         self.paused = False
         self.exit_code: int | None = None
         self._held: list[Callable[[], None]] = []
-        self._tick_due = False  # a tick came while paused
+        self._next_grid = 0.0  # the first point of the tick grid not passed yet
+        self._tick_at = math.inf  # when the scheduled tick falls (inf: none)
+        self._tick_token = 0  # tells the scheduled tick from ones scheduled before it
+        self._paused_at = 0.0
 
     @property
     def up(self) -> bool:
@@ -55,8 +65,9 @@ class SimNode:
             self.role = BrokerRole(self.cfg, clock=self.loop.clock, incarnation_id=f"{self.rng.getrandbits(64):016x}")
         else:
             self.role = ControllerRole(self.cfg)
+        self._next_grid = self.loop.now + Node.TICK
+        self._cancel_tick()
         self.execute(self.role.start(self.loop.now))
-        self.loop.after(Node.TICK, self._tick, self.incarnation)
 
     def kill(self) -> None:
         """SIGKILL: the role is gone; what it wrote stays in its files."""
@@ -65,21 +76,32 @@ class SimNode:
         self.role = None
         self.paused = False
         self._held.clear()
+        self._cancel_tick()
 
     def pause(self) -> None:
-        self.paused = True
+        if not self.paused:
+            self.paused = True
+            self._paused_at = self.loop.now
 
     def resume(self) -> None:
-        """SIGCONT: what arrived meanwhile is handled in order, then the loop ticks again."""
+        """SIGCONT: what arrived meanwhile is handled in order, then the loop ticks again:
+        at once if a tick fell due during the pause, as a process's loop finds its next
+        tick overdue, and every TICK from there."""
         self.paused = False
+        grid = self._next_grid
+        while grid <= self._paused_at:
+            grid += Node.TICK
+        missed = grid <= self.loop.now
         held, self._held = self._held, []
         for fn in held:
             if self.role is None or self.paused:
-                break
+                return
             fn()
-        if self._tick_due and self.role is not None:
-            self._tick_due = False
-            self._tick(self.incarnation)
+        if missed and self.role is not None and not self.paused:
+            self._cancel_tick()  # the grid starts again from here
+            self._run_tick(self.loop.now)
+        else:
+            self._schedule_tick()
 
     def begin_shutdown(self) -> None:
         if self.role is not None:
@@ -92,15 +114,46 @@ class SimNode:
         else:
             fn()
 
-    def _tick(self, incarnation: int) -> None:
-        if incarnation != self.incarnation or self.role is None:
+    def _schedule_tick(self) -> None:
+        """Schedule the first grid point at or after the role's `next_tick_at`, unless a
+        tick is scheduled earlier already (one that falls too early finds nothing due and
+        schedules again)."""
+        if self.role is None or self.paused:
+            return  # a paused node is scheduled again by its resume
+        now = self.loop.now
+        due = self.role.next_tick_at(now)
+        if due == math.inf:
             return
-        if self.paused:
-            self._tick_due = True
-            return
-        self.execute(self.role.tick(self.loop.now))
-        if self.role is not None and incarnation == self.incarnation:
-            self.loop.after(Node.TICK, self._tick, incarnation)
+        grid = self._next_grid
+        while grid < now:  # points passed without a tick: nothing was due at them
+            grid += Node.TICK
+        self._next_grid = grid
+        while grid < due:
+            grid += Node.TICK
+        if grid < self._tick_at:
+            self._tick_at = grid
+            self._tick_token += 1
+            self.loop.at(grid, self._tick, self._tick_token)
+
+    def _cancel_tick(self) -> None:
+        self._tick_at = math.inf
+        self._tick_token += 1
+
+    def _tick(self, token: int) -> None:
+        if token != self._tick_token:
+            return  # rescheduled or cancelled
+        self._tick_at = math.inf
+        if not self.paused:  # else the resume ticks
+            self._run_tick(self.loop.now)
+
+    def _run_tick(self, now: float) -> None:
+        """A tick of the grid at `now`: the role's, if anything is due; the next from here."""
+        assert self.role is not None
+        self._next_grid = now + Node.TICK
+        if self.role.next_tick_at(now) <= now:
+            self.execute(self.role.tick(now))
+        else:
+            self._schedule_tick()
 
     def on_request(self, handle: ReplyHandle, msg: Any) -> None:
         if self.role is not None:
@@ -112,8 +165,10 @@ class SimNode:
 
     # ------------------------------------------------------------------ the executor's effects
     def execute(self, out: Outputs) -> None:
+        """Carry out `out`, then schedule the tick the role's new state needs."""
         if self.role is not None:
             carry_out(out, self.role, self.loop.clock, self)
+            self._schedule_tick()
 
     def send(self, m: Send) -> None:
         assert self.role is not None
