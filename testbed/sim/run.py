@@ -16,7 +16,7 @@ from pathlib import Path
 from broker.client import StepClient
 from faults.schedule import build_schedule
 from testbed.clients.loops import final_read
-from testbed.experiment.counts import Counts, count_operations
+from testbed.experiment.counts import Counts
 from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.sim.clients import ClientTask
 from testbed.sim.cluster import SimCluster
@@ -77,6 +77,6 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
     finally:
         cluster.close()
         release_data(cluster.dir.data, keep_data)
-    counts = count_operations(run_dir)
+    counts = cluster.counts
     (run_dir / "summary.json").write_text(json.dumps(counts.to_dict(), indent=1))
     return SeedOutcome(converged, counts, None, loop.now - begin)
