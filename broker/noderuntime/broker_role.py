@@ -131,7 +131,9 @@ class BrokerRole:
 
     def next_tick_at(self, now: float) -> float:
         """When `tick` next has something to do: the protocol's or the storage's."""
-        return min(self.state.next_tick_at(now), self.storage_due())
+        due = self.state.next_tick_at(now)
+        storage = self.storage_due()
+        return storage if storage < due else due
 
     def storage_due(self) -> float:
         """When the storage next has work of its own (flush.ms, writeback): the first tick

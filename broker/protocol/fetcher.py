@@ -9,6 +9,7 @@ back each response, or None on a timeout or transport error.
 from __future__ import annotations
 
 import math
+from bisect import insort
 
 from broker.common.errors import Errors
 from broker.protocol.messages import FetchRequest, FetchResponse
@@ -37,40 +38,40 @@ class FetcherManager:
         self._in_flight: dict[int, dict[PartitionKey, int]] = {}
         self._leader_backoff_until: dict[int, float] = {}
         self._partition_backoff_until: dict[PartitionKey, float] = {}
-        #: `next_tick_at`, kept until an input changes the sessions (None: to be worked out)
-        self._next_tick_at: float | None = None
+        #: the keys of `_partitions` in order, for sessions that list their partitions sorted
+        self._order: list[PartitionKey] = []
 
     def set_broker_epoch(self, epoch: int) -> None:
         """R7: every fetch carries the broker epoch; none is sent before registration."""
-        self._next_tick_at = None
         self._broker_epoch = epoch
 
     def assign(self, partition: Partition) -> None:
         """Fetch for `partition` (after it became a follower). Its leader is read at each
         request, so a follower-to-follower move needs no second call."""
-        self._next_tick_at = None
         key = (partition.topic, partition.partition)
+        if key not in self._partitions:
+            insort(self._order, key)
         self._partitions[key] = partition
         self._partition_backoff_until.pop(key, None)
 
     def remove(self, topic: str, partition: int) -> None:
         """Stop fetching (the replica became leader or left the replica set, 002 2.2.3)."""
-        self._next_tick_at = None
         key = (topic, partition)
-        self._partitions.pop(key, None)
+        if self._partitions.pop(key, None) is not None:
+            self._order.remove(key)
         self._partition_backoff_until.pop(key, None)
 
     def leaders(self) -> dict[int, list[PartitionKey]]:
         """Fetch sessions: leader broker -> the partitions fetched from it."""
         sessions: dict[int, list[PartitionKey]] = {}
-        for key, p in sorted(self._partitions.items()):
+        for key in self._order:
+            p = self._partitions[key]
             if p.fetching:
                 sessions.setdefault(p.leader_id, []).append(key)
         return sessions
 
     def build_requests(self, now: float, max_wait_ms: int) -> list[Send]:
         """One FetchRequest per leader broker with nothing in flight and no backoff."""
-        self._next_tick_at = None
         if self._broker_epoch < 0:
             return []
         sends = []
@@ -98,19 +99,19 @@ class FetcherManager:
 
     def next_tick_at(self) -> float:
         """When `build_requests` next has a request to send: the end of the backoffs of the
-        first session with nothing in flight (-inf: at once, inf: not until an input). The
-        partitions' roles and leaders change only with `assign` and `remove`, so this is kept
-        until the next of those or of a request or response."""
-        if self._next_tick_at is None:
-            due = math.inf
-            if self._broker_epoch >= 0:
-                for key, partition in self._partitions.items():
-                    leader_id = partition.leader_id
-                    if partition.fetching and leader_id not in self._in_flight:
-                        due = min(due, max(self._leader_backoff_until.get(leader_id, -math.inf),
-                                           self._partition_backoff_until.get(key, -math.inf)))
-            self._next_tick_at = due
-        return self._next_tick_at
+        first session with nothing in flight (-inf: at once, inf: not until an input). Read
+        from the partitions as they are now, since their leaders may move without a call here."""
+        due = math.inf
+        if self._broker_epoch < 0:
+            return due
+        in_flight = self._in_flight
+        for key, partition in self._partitions.items():
+            if partition.fetching and partition.leader_id not in in_flight:
+                at = max(self._leader_backoff_until.get(partition.leader_id, -math.inf),
+                         self._partition_backoff_until.get(key, -math.inf))
+                if at < due:
+                    due = at
+        return due
 
     def in_flight(self, leader_id: int) -> bool:
         return leader_id in self._in_flight
@@ -121,7 +122,6 @@ class FetcherManager:
 
         A result for a partition that moved to another leader, or to another leader epoch,
         since the request left is stale and ignored."""
-        self._next_tick_at = None
         out = Outputs()
         sent = self._in_flight.pop(leader_id, None)
         if sent is None:
