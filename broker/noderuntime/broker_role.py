@@ -136,8 +136,9 @@ class BrokerRole:
         return storage if storage < due else due
 
     def storage_due(self) -> float:
-        """When the storage next has work of its own (flush.ms, writeback): the first tick
-        from then on does it, so the logs are not polled on every tick."""
+        """When the storage may next have work of its own (flush.ms, writeback), never later
+        than it does: the first tick from then on looks, so the logs are not polled on every
+        tick."""
         if self._storage_due is None:
             self._storage_due = min(self.durability.writeback_due(),
                                     min((plog.flush_due() for plog in self.logs.values()), default=math.inf))
@@ -155,12 +156,18 @@ class BrokerRole:
     # ---------------------------------------------------------------- outputs, carried out for the loop
     def persist(self, op: Any, now: float) -> Outputs:
         """Carry out one disk operation; a broker's never triggers further outputs."""
-        self._storage_due = None
         if isinstance(op, AppendRecords):
-            self.log_for(op.topic, op.partition).append_record_set(op.base_offset, op.leader_epoch, op.record_set, now)
-        elif isinstance(op, AppendBatches):
-            self.log_for(op.topic, op.partition).append_batches(op.batches, now)
-        elif isinstance(op, Truncate):
+            plog = self.log_for(op.topic, op.partition)
+            plog.append_record_set(op.base_offset, op.leader_epoch, op.record_set, now)
+            self._appended(plog, now)
+            return Outputs()
+        if isinstance(op, AppendBatches):
+            plog = self.log_for(op.topic, op.partition)
+            plog.append_batches(op.batches, now)
+            self._appended(plog, now)
+            return Outputs()
+        self._storage_due = None
+        if isinstance(op, Truncate):
             self.log_for(op.topic, op.partition).truncate_to(op.offset, now)
         elif isinstance(op, AssignEpoch):
             self.log_for(op.topic, op.partition).assign_epoch(op.epoch, op.start_offset, now)
@@ -179,6 +186,15 @@ class BrokerRole:
         else:
             raise TypeError(f"unknown disk op {op!r}")
         return Outputs()
+
+    def _appended(self, plog: PartitionLog, now: float) -> None:
+        """An append can bring the storage's work closer only by the log's interval flush, or
+        by bytes dirty from now on (no earlier than what was dirty already): the time known
+        stays, or comes down to those, without looking at every file again."""
+        due = self._storage_due
+        if due is not None:
+            due = min(due, plog.flush_due(), now + self.durability.writeback)
+            self._storage_due = due
 
     def _persist_metadata_snapshot(self, snapshot: dict) -> None:
         """The snapshot replaces the copy: written whole (atomically), then the copy emptied.

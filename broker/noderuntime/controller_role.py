@@ -127,7 +127,10 @@ class ControllerRole:
         due = self.raft.next_tick_at()
         if self.active:
             due = min(due, self.controller.next_tick_at())
-        return min(due, min((p.deadline for p in self.parked), default=math.inf))
+        for p in self.parked:
+            if p.deadline < due:
+                due = p.deadline
+        return due
 
     def on_request(self, handle: Any, msg: Any, now: float) -> Outputs:
         if isinstance(msg, RAFT_MESSAGES):

@@ -203,8 +203,9 @@ class Controller:
         session to give, and while a partition has no leader, every tick (unclean recovery,
         R32, and the manual mode's wait for an operator look at it each time). A tick before
         then changes nothing."""
-        if any(not b.fenced and not self.heartbeats.has_session(b.broker_id) for b in self.image.brokers.values()):
-            return -math.inf
+        for b in self.image.brokers.values():
+            if not b.fenced and not self.heartbeats.has_session(b.broker_id):
+                return -math.inf
         if self.config.unclean_recovery != "none" and not self.recovery.idle(self.image):
             return -math.inf
         return self.heartbeats.next_expiry()

@@ -46,7 +46,11 @@ class BrokerHeartbeatManager:
 
     def next_expiry(self) -> float:
         """When the first live session expires (R24); inf when there is none."""
-        return min((s.last_contact + self.session_timeout for s in self._sessions.values()), default=math.inf)
+        first = math.inf
+        for s in self._sessions.values():
+            if s.last_contact < first:
+                first = s.last_contact
+        return first + self.session_timeout
 
     def end_session(self, broker_id: int) -> None:
         """The broker was fenced or replaced: a new registration starts a new session."""

@@ -645,15 +645,19 @@ class Partition:
         one that caught up (R18), or a proposal whose answer was lost. Being caught up only
         ends with time and never begins with it, so a judgement made `now` stays true or
         errs early, which costs a tick that does nothing."""
-        if self._next_tick_at is None:
-            due = min((p.deadline for p in self._pending_produces), default=math.inf)
+        due = self._next_tick_at
+        if due is None:
+            due = math.inf
+            for p in self._pending_produces:
+                if p.deadline < due:
+                    due = p.deadline
             if self._hwm != self._checkpointed_hwm:
                 due = min(due, -math.inf if self._last_checkpoint is None
                           else self._last_checkpoint + self.config.hwm_checkpoint_interval)
             if self._role == LEADER and not self._alter_in_flight and not self._awaiting_metadata:
                 due = min(due, max(self._alter_retry_at, self._isr_change_due(now)))
             self._next_tick_at = due
-        return self._next_tick_at
+        return due
 
     def _isr_change_due(self, now: float) -> float:
         """When `_maybe_change_isr` first finds something to propose, as of `now`."""
@@ -669,9 +673,9 @@ class Partition:
             if state.last_caught_up_time is None:
                 return -math.inf
             due = min(due, state.last_caught_up_time + self.config.replica_lag_max)  # R17
-        if any(b not in self._isr and self._meets_isr_conditions(b, now, fetched_now=False)
-               for b in self._replicas):
-            return -math.inf  # R18
+        for b in self._replicas:
+            if b not in self._isr and self._meets_isr_conditions(b, now, fetched_now=False):
+                return -math.inf  # R18
         return due
 
     def _expire_produces(self, now: float, out: Outputs) -> None:

@@ -94,7 +94,12 @@ class UncleanRecovery:
     def idle(self, image: MetadataImage) -> bool:
         """Whether `tick` has nothing to do: no search under way, no partition without a
         leader (the only ones `candidates` may name)."""
-        return not self._searches and all(p.leader != NO_LEADER for p in image.partitions.values())
+        if self._searches:
+            return False
+        for p in image.partitions.values():
+            if p.leader == NO_LEADER:
+                return False
+        return True
 
     def forget(self, topic: str) -> None:
         """The topic was deleted (R40): its searches end now, so that answers about its old logs

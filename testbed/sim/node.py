@@ -47,6 +47,7 @@ class SimNode:
         self._next_grid = 0.0  # the first point of the tick grid not passed yet
         self._tick_at = math.inf  # when the scheduled tick falls (inf: none)
         self._tick_token = 0  # tells the scheduled tick from ones scheduled before it
+        self._grid_memo = (math.nan, math.nan, math.nan)  # (first point, due, point for it) last worked out
         self._paused_at = 0.0
 
     @property
@@ -128,8 +129,13 @@ class SimNode:
         while grid < now:  # points passed without a tick: nothing was due at them
             grid += Node.TICK
         self._next_grid = grid
-        while grid < due:
-            grid += Node.TICK
+        first, memo_due, memo_grid = self._grid_memo
+        if first == grid and memo_due == due:
+            grid = memo_grid
+        else:
+            while grid < due:
+                grid += Node.TICK
+            self._grid_memo = (self._next_grid, due, grid)
         if grid < self._tick_at:
             self._tick_at = grid
             self._tick_token += 1

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from broker.protocol.broker import BrokerState
 from broker.protocol.controller import Controller
+from broker.protocol.partition import Partition
 from broker.protocol.raft import RaftNode
 from broker.storage.durability import Durability
 from broker.storage.flush import FlushPolicy
@@ -53,6 +54,11 @@ def _broker_state(b: BrokerState) -> Any:
             b._metadata_fetch_in_flight, len(b.parked))
 
 
+def _partition_state(p: Partition) -> Any:
+    return (p.describe(), p._checkpointed_hwm, p._last_checkpoint, p._alter_retry_at, p._proposed_isr,
+            [vars(h) for h in p._pending_produces])
+
+
 def _controller_state(c: Controller) -> Any:
     return (c.describe(), {b: vars(s) for b, s in c.heartbeats._sessions.items()}, c.recovery.searching(),
             len(c._held))
@@ -72,6 +78,8 @@ class _CheckedLeader(LeaderDriver):
     def check(self) -> None:
         super().check()
         assert_idle_before_deadline(self.b, self.now, _broker_state, self.b.next_tick_at(self.now))
+        for p in self.b.partitions.values():  # the broker ticks only the partitions that are due
+            assert_idle_before_deadline(p, self.now, _partition_state, p.next_tick_at(self.now))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
