@@ -16,7 +16,9 @@ node an answer is for is the node's business (`node.py`): the network only deliv
 """
 from __future__ import annotations
 
+import heapq
 import itertools
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -85,6 +87,10 @@ class SimNetwork:
         #: the link filter of every cluster node (clients have none, as in the real runs)
         self.filters: dict[str, LinkFilter] = {}
         self._pending: dict[int, _Pending] = {}
+        #: (deadline, request id) of every request sent, the answered ones among them until a
+        #: sweep passes: one loop event per sweep, not one per request
+        self._deadlines: list[tuple[float, int]] = []
+        self._sweep_at = math.inf
         self._ids = itertools.count(1)
         self._last: dict[tuple[str, str], float] = {}
 
@@ -97,7 +103,11 @@ class SimNetwork:
         """Send `msg`; `on_answer` gets the decoded answer, or None at `timeout`."""
         rid = next(self._ids)
         self._pending[rid] = _Pending(source, on_answer)
-        self.loop.after(timeout, self._expire, rid)
+        deadline = self.loop.now + timeout
+        heapq.heappush(self._deadlines, (deadline, rid))
+        if deadline < self._sweep_at:
+            self._sweep_at = deadline
+            self.loop.at(deadline, self._sweep, deadline)
         self._transmit(source, destination, rid, msg, False)
 
     def reply(self, source: str, handle: ReplyHandle, msg: Any) -> None:
@@ -148,6 +158,19 @@ class SimNetwork:
         p = self._pending.pop(rid, None)
         if p is not None:  # else answered already, or timed out
             p.on_answer(msg)
+
+    def _sweep(self, at: float) -> None:
+        """Time out the requests whose deadline has come, in the order they were sent, and
+        wake again at the next deadline of one still unanswered."""
+        if at != self._sweep_at:
+            return  # an earlier sweep was scheduled after this one
+        deadlines, pending, now = self._deadlines, self._pending, self.loop.now
+        while deadlines and (deadlines[0][0] <= now or deadlines[0][1] not in pending):
+            _, rid = heapq.heappop(deadlines)
+            self._expire(rid)
+        self._sweep_at = deadlines[0][0] if deadlines else math.inf
+        if deadlines:
+            self.loop.at(self._sweep_at, self._sweep, self._sweep_at)
 
     def _expire(self, rid: int) -> None:
         p = self._pending.get(rid)
