@@ -48,8 +48,8 @@ class _Operator:
     name = SUPERVISOR
     up = True
 
-    def deliver(self, fn: Callable[[], None]) -> None:
-        fn()
+    def deliver(self, fn: Callable[..., None], *args: Any) -> None:
+        fn(*args)
 
     def on_request(self, handle: ReplyHandle, msg: Any) -> None:
         """Serves nothing."""

@@ -61,8 +61,8 @@ class Endpoint(Protocol):
     @property
     def up(self) -> bool: ...
 
-    def deliver(self, fn: Callable[[], None]) -> None:
-        """Run `fn` now, or when the endpoint can (a paused node holds it)."""
+    def deliver(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run `fn(*args)` now, or when the endpoint can (a paused node holds it)."""
 
     def on_request(self, handle: "ReplyHandle", msg: Any) -> None: ...
 
@@ -76,7 +76,10 @@ class ReplyHandle:
 @dataclass(slots=True)
 class _Pending:
     requester: str
-    on_answer: Callable[[Any], None]  # the requester's own, which ignores what a later incarnation gets
+    #: the requester's own, called as on_answer(*context, answer); it ignores what a later
+    #: incarnation of its node gets
+    on_answer: Callable[..., None]
+    context: tuple
 
 
 class SimNetwork:
@@ -99,10 +102,10 @@ class SimNetwork:
 
     # ------------------------------------------------------------------ sending
     def request(self, source: str, destination: str, msg: Any, timeout: float,
-                on_answer: Callable[[Any], None]) -> None:
-        """Send `msg`; `on_answer` gets the decoded answer, or None at `timeout`."""
+                on_answer: Callable[..., None], *context: Any) -> None:
+        """Send `msg`; `on_answer(*context, answer)` gets the answer, or None at `timeout`."""
         rid = next(self._ids)
-        self._pending[rid] = _Pending(source, on_answer)
+        self._pending[rid] = _Pending(source, on_answer, context)
         deadline = self.loop.now + timeout
         heapq.heappush(self._deadlines, (deadline, rid))
         if deadline < self._sweep_at:
@@ -121,7 +124,7 @@ class SimNetwork:
         else:
             payload = [bytes(fr) for fr in encode(msg, rid, src)]
         for _ in range(verdict.copies):
-            when = self.loop.now + self.rng.uniform(*LATENCY)
+            when = self.loop.now + self.rng.uniform(LATENCY[0], LATENCY[1])
             if verdict.delay:
                 when += verdict.delay  # a slowed link: held apart, may overtake or be overtaken
             else:
@@ -134,7 +137,7 @@ class SimNetwork:
         endpoint = self.endpoints.get(dst)
         if endpoint is None or not endpoint.up:
             return  # lost, as to a dead process
-        endpoint.deliver(lambda: self._receive(endpoint, src, dst, rid, payload, is_reply))
+        endpoint.deliver(self._receive, endpoint, src, dst, rid, payload, is_reply)
 
     def _receive(self, endpoint: Endpoint, src: str, dst: str, rid: int, payload: Any, is_reply: bool) -> None:
         """`payload`: the message handed over, or its frames (a list) to decode."""
@@ -157,7 +160,7 @@ class SimNetwork:
     def _answer(self, rid: int, msg: Any) -> None:
         p = self._pending.pop(rid, None)
         if p is not None:  # else answered already, or timed out
-            p.on_answer(msg)
+            p.on_answer(*p.context, msg)
 
     def _sweep(self, at: float) -> None:
         """Time out the requests whose deadline has come, in the order they were sent, and
@@ -180,8 +183,9 @@ class SimNetwork:
         if requester is None or not requester.up:
             self._pending.pop(rid, None)
             return
+        requester.deliver(self._time_out, rid, p)
 
-        def expire() -> None:
-            if self._pending.get(rid) is p:
-                self._answer(rid, None)
-        requester.deliver(expire)
+    def _time_out(self, rid: int, p: _Pending) -> None:
+        """The requester sees its request time out (at once, or when it resumes)."""
+        if self._pending.get(rid) is p:
+            self._answer(rid, None)

@@ -43,7 +43,7 @@ class SimNode:
         self.incarnation = 0
         self.paused = False
         self.exit_code: int | None = None
-        self._held: list[Callable[[], None]] = []
+        self._held: list[tuple[Callable[..., None], tuple]] = []
         self._next_grid = 0.0  # the first point of the tick grid not passed yet
         self._tick_at = math.inf  # when the scheduled tick falls (inf: none)
         self._tick_token = 0  # tells the scheduled tick from ones scheduled before it
@@ -94,10 +94,10 @@ class SimNode:
             grid += Node.TICK
         missed = grid <= self.loop.now
         held, self._held = self._held, []
-        for fn in held:
+        for fn, args in held:
             if self.role is None or self.paused:
                 return
-            fn()
+            fn(*args)
         if missed and self.role is not None and not self.paused:
             self._cancel_tick()  # the grid starts again from here
             self._run_tick(self.loop.now)
@@ -109,11 +109,11 @@ class SimNode:
             self.execute(self.role.begin_shutdown(self.loop.now))
 
     # ------------------------------------------------------------------ inputs
-    def deliver(self, fn: Callable[[], None]) -> None:
+    def deliver(self, fn: Callable[..., None], *args: Any) -> None:
         if self.paused:
-            self._held.append(fn)
+            self._held.append((fn, args))
         else:
-            fn()
+            fn(*args)
 
     def _schedule_tick(self) -> None:
         """Schedule the first grid point at or after the role's `next_tick_at`, unless a
@@ -183,11 +183,10 @@ class SimNode:
             name = self.role.endpoint_of(m.destination)
         incarnation = self.incarnation
         if name is None:  # nowhere to go: fails on the next turn, as in a node process
-            self.loop.after(0.0, lambda: self.deliver(lambda: self._on_answer(incarnation, m.correlation, None)))
+            self.loop.after(0.0, self.deliver, self._on_answer, incarnation, m.correlation, None)
             return
         timeout = (m.timeout_ms / 1000.0) if m.timeout_ms else DEFAULT_REQUEST_TIMEOUT
-        self.net.request(self.name, name, m.message, timeout,
-                         lambda msg: self._on_answer(incarnation, m.correlation, msg))
+        self.net.request(self.name, name, m.message, timeout, self._on_answer, incarnation, m.correlation)
 
     def reply(self, ctx: Any, body: Any) -> None:
         self.net.reply(self.name, ctx, body)

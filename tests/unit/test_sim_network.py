@@ -59,8 +59,8 @@ class _Receiver:
     def __init__(self) -> None:
         self.got: list[Any] = []
 
-    def deliver(self, fn: Any) -> None:
-        fn()
+    def deliver(self, fn: Any, *args: Any) -> None:
+        fn(*args)
 
     def on_request(self, handle: ReplyHandle, msg: Any) -> None:
         self.got.append(msg)
