@@ -7,11 +7,10 @@ signal does to a process is done to this object: a kill drops the role where it 
 (its files keep what was written, as the page cache would), a pause holds every delivery
 and tick until the resume, a restart builds a new role from the files.
 
-Ticks fall where a process's would: every `Node.TICK` from the start, and from a resume
-(a process woken by SIGCONT ticks at once, then every TICK on). Only the ticks the role
-says would change nothing (before its `next_tick_at`) are left out: after each input and
-each tick the node asks the role when it next needs one and schedules the first grid
-point from then, so an idle cluster costs events only when something is due.
+Ticks fall where a process's would (`tickgrid.py`). Only the ticks the role says would
+change nothing (before its `next_tick_at`) are left out: after each input and each tick the
+node asks the role when it next needs one and schedules the first grid point from then, so
+an idle cluster costs events only when something is due.
 """
 from __future__ import annotations
 
@@ -29,6 +28,7 @@ from broker.noderuntime.executor import Role, carry_out
 from broker.protocol.outputs import Outputs, Send
 from testbed.sim.loop import Loop
 from testbed.sim.network import ReplyHandle, SimNetwork
+from testbed.sim.tickgrid import TickGrid
 
 
 class SimNode:
@@ -44,10 +44,9 @@ class SimNode:
         self.paused = False
         self.exit_code: int | None = None
         self._held: list[tuple[Callable[..., None], tuple]] = []
-        self._next_grid = 0.0  # the first point of the tick grid not passed yet
+        self._grid = TickGrid(0.0, Node.TICK)
         self._tick_at = math.inf  # when the scheduled tick falls (inf: none)
         self._tick_token = 0  # tells the scheduled tick from ones scheduled before it
-        self._grid_memo = (math.nan, math.nan, math.nan)  # (first point, due, point for it) last worked out
         self._paused_at = 0.0
 
     @property
@@ -66,7 +65,7 @@ class SimNode:
             self.role = BrokerRole(self.cfg, clock=self.loop.clock, incarnation_id=f"{self.rng.getrandbits(64):016x}")
         else:
             self.role = ControllerRole(self.cfg)
-        self._next_grid = self.loop.now + Node.TICK
+        self._grid = TickGrid(self.loop.now, Node.TICK)
         self._cancel_tick()
         self.execute(self.role.start(self.loop.now))
 
@@ -89,10 +88,7 @@ class SimNode:
         at once if a tick fell due during the pause, as a process's loop finds its next
         tick overdue, and every TICK from there."""
         self.paused = False
-        grid = self._next_grid
-        while grid <= self._paused_at:
-            grid += Node.TICK
-        missed = grid <= self.loop.now
+        missed = self._grid.has_point_in(self._paused_at, self.loop.now)
         held, self._held = self._held, []
         for fn, args in held:
             if self.role is None or self.paused:
@@ -125,21 +121,11 @@ class SimNode:
         due = self.role.next_tick_at(now)
         if due == math.inf:
             return
-        grid = self._next_grid
-        while grid < now:  # points passed without a tick: nothing was due at them
-            grid += Node.TICK
-        self._next_grid = grid
-        first, memo_due, memo_grid = self._grid_memo
-        if first == grid and memo_due == due:
-            grid = memo_grid
-        else:
-            while grid < due:
-                grid += Node.TICK
-            self._grid_memo = (self._next_grid, due, grid)
-        if grid < self._tick_at:
-            self._tick_at = grid
+        at = self._grid.point_from(due, now)
+        if at < self._tick_at:
+            self._tick_at = at
             self._tick_token += 1
-            self.loop.at(grid, self._tick, self._tick_token)
+            self.loop.at(at, self._tick, self._tick_token)
 
     def _cancel_tick(self) -> None:
         self._tick_at = math.inf
@@ -155,7 +141,7 @@ class SimNode:
     def _run_tick(self, now: float) -> None:
         """A tick of the grid at `now`: the role's, if anything is due; the next from here."""
         assert self.role is not None
-        self._next_grid = now + Node.TICK
+        self._grid.ticked(now)
         if self.role.next_tick_at(now) <= now:
             self.execute(self.role.tick(now))
         else:
