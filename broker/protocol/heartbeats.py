@@ -45,7 +45,7 @@ class BrokerHeartbeatManager:
         return sorted(b for b in self._sessions if not self.is_live(b, now))
 
     def next_expiry(self) -> float:
-        """When the first live session expires (R24); inf when there is none."""
+        """When the first session expires (R24), which may have passed; inf when there is none."""
         first = math.inf
         for s in self._sessions.values():
             if s.last_contact < first:
