@@ -74,14 +74,9 @@ class FetcherManager:
         """One FetchRequest per leader broker with nothing in flight and no backoff."""
         if self._broker_epoch < 0:
             return []
-        idle: dict[int, list[PartitionKey]] = {}  # the sessions with nothing in flight, in `leaders` order
-        for key in self._order:
-            p = self._partitions[key]
-            if p.fetching and p.leader_id not in self._in_flight:
-                idle.setdefault(p.leader_id, []).append(key)
         sends = []
-        for leader_id, keys in idle.items():
-            if now < self._leader_backoff_until.get(leader_id, 0.0):
+        for leader_id, keys in self.leaders().items():
+            if leader_id in self._in_flight or now < self._leader_backoff_until.get(leader_id, 0.0):
                 continue
             fetches = []
             sent: dict[PartitionKey, int] = {}
