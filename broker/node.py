@@ -4,7 +4,9 @@
 
 The loop is the node's single executor. It feeds the role (a pure state machine behind a
 thin adapter, `broker/noderuntime/`) its inputs: ticks, requests, responses, timeouts and
-the supervisor's control requests. Every `Outputs` that comes back is carried out here and
+the supervisor's control requests. It wakes every `TICK` (the control socket is read then)
+and ticks the role when the role's `next_tick_at` has come, so a tick with nothing to do
+costs the node no work. Every `Outputs` that comes back is carried out here and
 nowhere else, in the order `broker/noderuntime/executor.py` keeps for every executor (the
 simulation's too): make durable, then send, then record, then stop. A request to a peer
 that has no address fails on the next turn of the loop, as a timeout would.
@@ -97,7 +99,8 @@ class Node:
                 for correlation in failed:
                     self.execute(self.role.on_response(correlation, None, now))
             if now >= next_tick:
-                self.execute(self.role.tick(now))
+                if self.role.next_tick_at(now) <= now:  # else the tick would have nothing to do
+                    self.execute(self.role.tick(now))
                 next_tick = now + self.TICK
             deadline = now if self.undeliverable else next_tick
             nd = self.transport.next_deadline()

@@ -8,6 +8,7 @@ carries them out. The loop hands every disk operation to `persist`, and every re
 """
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Callable
@@ -37,9 +38,6 @@ from broker.storage.durability import Durability
 from broker.storage.flush import DEFAULT_FLUSH, FlushPolicy
 from broker.storage.layout import METADATA_COPY_FILE, METADATA_SNAPSHOT_FILE, journal_path, partition_dirs
 from broker.storage.log import PartitionLog
-
-#: how often the logs and the durability model look at the clock (flush.ms, writeback)
-STORAGE_TICK = 0.05
 
 
 def _metadata_copy(lines: list[Any]) -> list[tuple[int, dict]]:
@@ -88,7 +86,9 @@ class BrokerRole:
             local, previous if previous is not None else -1, records,
             _metadata_snapshot(cfg.data_dir / METADATA_SNAPSHOT_FILE))
         self._started.event("broker-started", clean_shutdown_epoch=previous, partitions=len(local))
-        self.next_storage_tick = now
+        #: when a log's interval flush or the OS writeback is next due; None: to be computed
+        #: again (after a disk operation)
+        self._storage_due: float | None = None
 
     # ---------------------------------------------------------------- startup
     def _flush_policy(self, topic: str) -> FlushPolicy:
@@ -98,6 +98,7 @@ class BrokerRole:
         plog, report = PartitionLog.open(self.cfg.data_dir, topic, partition, self.cfg.storage.segment_bytes,
                                          self._flush_policy(topic), self.durability, now)
         self.logs[(topic, partition)] = plog
+        self._storage_due = None
         return plog, report
 
     def _recover_logs(self, now: float) -> dict[tuple[str, int], LocalReplica]:
@@ -121,12 +122,27 @@ class BrokerRole:
         return started
 
     def tick(self, now: float) -> Outputs:
-        if now >= self.next_storage_tick:
-            self.next_storage_tick = now + STORAGE_TICK
+        if now >= self.storage_due():
             for plog in self.logs.values():
                 plog.tick(now)
             self.durability.tick(now)
+            self._storage_due = None
         return self.state.tick(now)
+
+    def next_tick_at(self, now: float) -> float:
+        """When `tick` next has something to do: the protocol's or the storage's."""
+        due = self.state.next_tick_at(now)
+        storage = self.storage_due()
+        return storage if storage < due else due
+
+    def storage_due(self) -> float:
+        """When the storage may next have work of its own (flush.ms, writeback), never later
+        than it does: the first tick from then on looks, so the logs are not polled on every
+        tick."""
+        if self._storage_due is None:
+            self._storage_due = min(self.durability.writeback_due(),
+                                    min((plog.flush_due() for plog in self.logs.values()), default=math.inf))
+        return self._storage_due
 
     def on_request(self, handle: Any, msg: Any, now: float) -> Outputs:
         return self.state.on_request(handle, msg, now)
@@ -141,10 +157,17 @@ class BrokerRole:
     def persist(self, op: Any, now: float) -> Outputs:
         """Carry out one disk operation; a broker's never triggers further outputs."""
         if isinstance(op, AppendRecords):
-            self.log_for(op.topic, op.partition).append_record_set(op.base_offset, op.leader_epoch, op.record_set, now)
-        elif isinstance(op, AppendBatches):
-            self.log_for(op.topic, op.partition).append_batches(op.batches, now)
-        elif isinstance(op, Truncate):
+            plog = self.log_for(op.topic, op.partition)
+            plog.append_record_set(op.base_offset, op.leader_epoch, op.record_set, now)
+            self._appended(plog, now)
+            return Outputs()
+        if isinstance(op, AppendBatches):
+            plog = self.log_for(op.topic, op.partition)
+            plog.append_batches(op.batches, now)
+            self._appended(plog, now)
+            return Outputs()
+        self._storage_due = None
+        if isinstance(op, Truncate):
             self.log_for(op.topic, op.partition).truncate_to(op.offset, now)
         elif isinstance(op, AssignEpoch):
             self.log_for(op.topic, op.partition).assign_epoch(op.epoch, op.start_offset, now)
@@ -163,6 +186,15 @@ class BrokerRole:
         else:
             raise TypeError(f"unknown disk op {op!r}")
         return Outputs()
+
+    def _appended(self, plog: PartitionLog, now: float) -> None:
+        """An append can bring the storage's work closer only by the log's interval flush, or
+        by bytes dirty from now on (no earlier than what was dirty already): the time known
+        stays, or comes down to those, without looking at every file again."""
+        due = self._storage_due
+        if due is not None:
+            due = min(due, plog.flush_due(), now + self.durability.writeback)
+            self._storage_due = due
 
     def _persist_metadata_snapshot(self, snapshot: dict) -> None:
         """The snapshot replaces the copy: written whole (atomically), then the copy emptied.

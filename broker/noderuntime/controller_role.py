@@ -22,6 +22,7 @@ snapshot with the records after it.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -118,6 +119,18 @@ class ControllerRole:
         if self.active:
             out.extend(self._propose(self.controller.tick(now), now))
         return self._settle(out, now)
+
+    def next_tick_at(self, now: float) -> float:
+        """When `tick` next has something to do: Raft's timers, the active controller's, and
+        the parked metadata fetches' deadlines (what else completes them, a commit, is an
+        input that serves them at once)."""
+        due = self.raft.next_tick_at()
+        if self.active:
+            due = min(due, self.controller.next_tick_at())
+        for p in self.parked:
+            if p.deadline < due:
+                due = p.deadline
+        return due
 
     def on_request(self, handle: Any, msg: Any, now: float) -> Outputs:
         if isinstance(msg, RAFT_MESSAGES):

@@ -9,6 +9,7 @@ timeouts and ticks and carries out the `Outputs` it returns. It owns
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,8 +95,9 @@ class _Parked:
     ctx: Any
     request: FetchRequest
     deadline: float
-    #: per partition: (high watermark, log end offset) told when parked
-    seen: list[tuple[int, int]] = field(default_factory=list)
+    #: per partition: its key, and the offset whose move completes the fetch as told when
+    #: parked (the log end offset for a follower, the high watermark for a consumer)
+    seen: list[tuple[tuple[str, int], int]] = field(default_factory=list)
 
 
 class BrokerState:
@@ -138,7 +140,6 @@ class BrokerState:
             self._apply_record(offset, rec)
             self._metadata_digest = chain_digest(self._metadata_digest, rec)
 
-    # ------------------------------------------------------------------ time
     # ------------------------------------------------------------------ the active controller
     @property
     def controller_id(self) -> int:
@@ -195,11 +196,44 @@ class BrokerState:
             out.messages.append(Send(CONTROLLER, MetadataFetchRequest(
                 self.broker_id, self.image.offset + 1, max_wait_ms=self._ms(wait)),
                 correlation=("metadata",), timeout_ms=self._ms(wait + t.controller_request_timeout)))
+        # only what is due: a partition, the fetchers or a parked fetch ticked before its
+        # `next_tick_at` has nothing to do (and what changes a parked fetch's answer is an
+        # input, which completes it at once)
         for p in self.partitions.values():
-            out.extend(p.tick(now))
-        out.messages.extend(self.fetchers.build_requests(now, self._ms(t.fetch_max_wait)))
-        out.extend(self._complete_parked(now))
+            if p.next_tick_at(now) <= now:
+                out.extend(p.tick(now))
+        if self.fetchers.next_tick_at() <= now:
+            out.messages.extend(self.fetchers.build_requests(now, self._ms(t.fetch_max_wait)))
+        for parked in self.parked:
+            if parked.deadline <= now:
+                out.extend(self._complete_parked(now))
+                break
         return out
+
+    def next_tick_at(self, now: float) -> float:
+        """When `tick` next has something to do; a tick before then changes nothing, so a
+        runtime need not tick earlier (-inf: at the next tick, inf: not until an input).
+        What it waits for: a registration to retry or a heartbeat to send (R23, R24), a
+        metadata fetch to send once the last one is answered (R3), and the partitions', the
+        fetchers' and the parked fetches' own times."""
+        if self.state == "stopped":
+            return math.inf
+        if self.broker_epoch < 0:
+            return math.inf if self._registration_in_flight else self._next_registration
+        if not self._metadata_fetch_in_flight:
+            return -math.inf
+        due = math.inf if self._heartbeat_in_flight else self._next_heartbeat
+        for p in self.partitions.values():  # (comparisons, not min(): this runs after every input)
+            at = p.next_tick_at(now)
+            if at < due:
+                due = at
+        at = self.fetchers.next_tick_at()
+        if at < due:
+            due = at
+        for parked in self.parked:  # what changes a parked fetch's answer completes it at once
+            if parked.deadline < due:
+                due = parked.deadline
+        return due
 
     # ------------------------------------------------------------------ responses to our requests
     def on_response(self, correlation: tuple, msg: Any, now: float) -> Outputs:
@@ -486,7 +520,8 @@ class BrokerState:
             out.messages.append(Reply(ctx, PendingFetch(FetchResponse(Errors.NONE, results), reads)))
             # A follower fetch can advance the HWM: other parked fetches may now complete.
             return out.extend(self._complete_parked(now))
-        seen = [(r.high_watermark, r.log_end_offset) for r in results]
+        follower = req.replica_id >= 0
+        seen = [((r.topic, r.partition), r.log_end_offset if follower else r.high_watermark) for r in results]
         self.parked.append(_Parked(ctx, req, now + req.max_wait_ms / 1000.0, seen))
         return out.extend(self._complete_parked(now))
 
@@ -536,14 +571,10 @@ class BrokerState:
         moved (records to copy), a consumer's once the HWM moved (records it may read). A
         follower learns a new HWM with its next records or at its long poll's end (R12); an
         answer for the HWM alone would double the fetches every acks=all write costs."""
-        for fp, (hwm, leo) in zip(parked.request.partitions, parked.seen):
-            p = self.partitions.get((fp.topic, fp.partition))
-            if p is None or p.role != "leader":
-                return True
-            if parked.request.replica_id >= 0:
-                if p.log_end_offset != leo:
-                    return True
-            elif p.high_watermark != hwm:
+        follower = parked.request.replica_id >= 0
+        for key, offset in parked.seen:
+            p = self.partitions.get(key)
+            if p is None or p.role != "leader" or offset != (p.log_end_offset if follower else p.high_watermark):
                 return True
         return False
 

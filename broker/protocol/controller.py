@@ -13,6 +13,7 @@ produce PartitionRecords through `partition_change`, like the handlers here.
 """
 from __future__ import annotations
 
+import math
 import typing
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -196,6 +197,18 @@ class Controller:
         out = self._finish(batch, [])
         out.messages.extend(sends)
         return out
+
+    def next_tick_at(self) -> float:
+        """When `tick` next has something to do: the first broker session to expire (R24), a
+        session to give, and while a partition has no leader, every tick (unclean recovery,
+        R32, and the manual mode's wait for an operator look at it each time). A tick before
+        then changes nothing."""
+        for b in self.image.brokers.values():
+            if not b.fenced and not self.heartbeats.has_session(b.broker_id):
+                return -math.inf
+        if self.config.unclean_recovery != "none" and not self.recovery.idle(self.image):
+            return -math.inf
+        return self.heartbeats.next_expiry()
 
     def on_response(self, correlation: tuple, msg: object, now: float) -> Outputs:
         """The answer to a request of the controller's own (`msg` None: it timed out)."""

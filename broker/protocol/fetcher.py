@@ -8,6 +8,9 @@ back each response, or None on a timeout or transport error.
 """
 from __future__ import annotations
 
+import math
+from bisect import insort
+
 from broker.common.errors import Errors
 from broker.protocol.messages import FetchRequest, FetchResponse
 from broker.protocol.outputs import Outputs, Send
@@ -35,6 +38,8 @@ class FetcherManager:
         self._in_flight: dict[int, dict[PartitionKey, int]] = {}
         self._leader_backoff_until: dict[int, float] = {}
         self._partition_backoff_until: dict[PartitionKey, float] = {}
+        #: the keys of `_partitions` in order, for sessions that list their partitions sorted
+        self._order: list[PartitionKey] = []
 
     def set_broker_epoch(self, epoch: int) -> None:
         """R7: every fetch carries the broker epoch; none is sent before registration."""
@@ -44,19 +49,23 @@ class FetcherManager:
         """Fetch for `partition` (after it became a follower). Its leader is read at each
         request, so a follower-to-follower move needs no second call."""
         key = (partition.topic, partition.partition)
+        if key not in self._partitions:
+            insort(self._order, key)
         self._partitions[key] = partition
         self._partition_backoff_until.pop(key, None)
 
     def remove(self, topic: str, partition: int) -> None:
         """Stop fetching (the replica became leader or left the replica set, 002 2.2.3)."""
         key = (topic, partition)
-        self._partitions.pop(key, None)
+        if self._partitions.pop(key, None) is not None:
+            self._order.remove(key)
         self._partition_backoff_until.pop(key, None)
 
     def leaders(self) -> dict[int, list[PartitionKey]]:
         """Fetch sessions: leader broker -> the partitions fetched from it."""
         sessions: dict[int, list[PartitionKey]] = {}
-        for key, p in sorted(self._partitions.items()):
+        for key in self._order:
+            p = self._partitions[key]
             if p.fetching:
                 sessions.setdefault(p.leader_id, []).append(key)
         return sessions
@@ -87,6 +96,22 @@ class FetcherManager:
             sends.append(Send(leader_id, request, correlation=("fetch", leader_id),
                               timeout_ms=max_wait_ms + self.request_timeout_ms))
         return sends
+
+    def next_tick_at(self) -> float:
+        """When `build_requests` next has a request to send: the end of the backoffs of the
+        first session with nothing in flight (-inf: at once, inf: not until an input). Read
+        from the partitions as they are now, since their leaders may move without a call here."""
+        due = math.inf
+        if self._broker_epoch < 0:
+            return due
+        in_flight = self._in_flight
+        for key, partition in self._partitions.items():
+            if partition.fetching and partition.leader_id not in in_flight:
+                at = max(self._leader_backoff_until.get(partition.leader_id, -math.inf),
+                         self._partition_backoff_until.get(key, -math.inf))
+                if at < due:
+                    due = at
+        return due
 
     def in_flight(self, leader_id: int) -> bool:
         return leader_id in self._in_flight

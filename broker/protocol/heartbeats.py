@@ -9,6 +9,7 @@ shutdown go only once every active broker has applied the metadata that moved it
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -37,11 +38,19 @@ class BrokerHeartbeatManager:
     def is_live(self, broker_id: int, now: float) -> bool:
         """R23: whether the broker's current session still holds its registration."""
         session = self._sessions.get(broker_id)
-        return session is not None and now - session.last_contact < self.session_timeout
+        return session is not None and now < session.last_contact + self.session_timeout
 
     def expired(self, now: float) -> list[int]:
         """R24: brokers with no heartbeat for session_timeout, in id order."""
         return sorted(b for b in self._sessions if not self.is_live(b, now))
+
+    def next_expiry(self) -> float:
+        """When the first session expires (R24), which may have passed; inf when there is none."""
+        first = math.inf
+        for s in self._sessions.values():
+            if s.last_contact < first:
+                first = s.last_contact
+        return first + self.session_timeout
 
     def end_session(self, broker_id: int) -> None:
         """The broker was fenced or replaced: a new registration starts a new session."""

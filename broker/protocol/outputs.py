@@ -122,7 +122,7 @@ class Event:
     fields: dict = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class Outputs:
     disk: list[DiskOp] = field(default_factory=list)
     messages: list[Union[Send, Reply]] = field(default_factory=list)
@@ -132,9 +132,12 @@ class Outputs:
     stop: int | None = None
 
     def extend(self, other: "Outputs") -> "Outputs":
-        self.disk.extend(other.disk)
-        self.messages.extend(other.messages)
-        self.events.extend(other.events)
+        if other.disk:
+            self.disk.extend(other.disk)
+        if other.messages:
+            self.messages.extend(other.messages)
+        if other.events:
+            self.events.extend(other.events)
         if self.stop is None:
             self.stop = other.stop
         return self

@@ -11,6 +11,7 @@ what the leader knows of each follower lives in `broker/protocol/replica_state.p
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from broker.common.errors import Errors
@@ -157,6 +158,8 @@ class Partition:
 
         self._checkpointed_hwm = self._hwm
         self._last_checkpoint: float | None = None
+        #: `next_tick_at`, kept until an input changes the replica (None: to be worked out)
+        self._next_tick_at: float | None = None
 
     # ------------------------------------------------------------------ properties
     @property
@@ -224,6 +227,7 @@ class Partition:
 
     def set_local_broker_epoch(self, epoch: int) -> None:
         """The broker epoch this broker registered with (R23); sent in AlterPartition (R19)."""
+        self._next_tick_at = None
         self._local_broker_epoch = epoch
 
     def update_brokers(self, broker_epochs: dict[int, int], eligible: set[int]) -> None:
@@ -232,6 +236,7 @@ class Partition:
         Fencing or registration of a follower that is outside the ISR produces no
         PartitionRecord for this partition, yet it decides whether that follower may join.
         """
+        self._next_tick_at = None
         self._broker_epochs = dict(broker_epochs)
         self._eligible = set(eligible)
 
@@ -265,6 +270,7 @@ class Partition:
         is an ISR or replica-set change, applied only if newer than what is known (R16).
         A record older in either epoch is ignored (R2).
         """
+        self._next_tick_at = None
         out = Outputs()
         if rec.leader_epoch < self._leader_epoch or rec.partition_epoch < self._partition_epoch:
             return out
@@ -343,6 +349,7 @@ class Partition:
     def close(self) -> Outputs:
         """The replica is deleted with its topic (R40): held produces fail as on a step-down (R20),
         with an unknown outcome, and the replica holds no role any more."""
+        self._next_tick_at = None
         out = Outputs()
         self._step_down(out)
         self._role = NO_ROLE
@@ -374,6 +381,7 @@ class Partition:
     # ------------------------------------------------------------------ produce (R20)
     def on_produce(self, req: ProduceRequest, ctx: object, now: float) -> Outputs:
         """R20: append on the leader; answer per acks (acks=all waits for the HWM)."""
+        self._next_tick_at = None
         out = Outputs()
         if self._role != LEADER:
             return self._refuse(req, ctx, Errors.NOT_LEADER_OR_FOLLOWER, out)
@@ -429,6 +437,7 @@ class Partition:
     def on_follower_fetch(self, replica_id: int, broker_epoch: int, fp: FetchPartition,
                           now: float) -> tuple[FetchPartitionResult, ReadSpec | None, Outputs]:
         """A follower's fetch of this partition (R8, R9, R11), then R15 and R18."""
+        self._next_tick_at = None
         out = Outputs()
         result = FetchPartitionResult(self.topic, self.partition, leader_epoch=self._leader_epoch)
         error = self._check_epoch(fp.current_leader_epoch)
@@ -530,8 +539,10 @@ class Partition:
         one that stopped fetching still reports the LEO of its last fetch, which equals an HWM
         that stopped with it. So there it must also be caught up as R17 judges it, or it would
         rejoin on that stale word and be shrunk out again on the next tick, forever."""
-        if not self._may_propose(now):
-            return False
+        return self._may_propose(now) and self._meets_isr_conditions(broker_id, now, fetched_now)
+
+    def _meets_isr_conditions(self, broker_id: int, now: float, fetched_now: bool) -> bool:
+        """R18's five conditions, with the caught-up judgement `_may_join_isr` describes."""
         state = self._followers.get(broker_id)
         if state is None:
             return False
@@ -583,6 +594,7 @@ class Partition:
         the maximal ISR stays until the metadata record says what it decided. Rolling back
         in either case would let the HWM advance on a smaller ISR than the controller's and
         lose an acknowledged write when the controller elects from its own."""
+        self._next_tick_at = None
         out = Outputs()
         if not self._alter_in_flight:
             return out
@@ -607,6 +619,7 @@ class Partition:
     def tick(self, now: float) -> Outputs:
         """Time passes: produce timeouts (R20), ISR shrink (R17) or expand (R18), and the
         periodic HWM checkpoint."""
+        self._next_tick_at = None
         out = Outputs()
         self._expire_produces(now, out)
         if self._role == LEADER and self._may_propose(now):
@@ -616,11 +629,54 @@ class Partition:
                 self._maybe_change_isr(now, out)
         if (self._hwm != self._checkpointed_hwm
                 and (self._last_checkpoint is None
-                     or now - self._last_checkpoint >= self.config.hwm_checkpoint_interval)):
+                     or now >= self._last_checkpoint + self.config.hwm_checkpoint_interval)):
             out.disk.append(CheckpointHighWatermark(self.topic, self.partition, self._hwm))
             self._checkpointed_hwm = self._hwm
             self._last_checkpoint = now
         return out
+
+    def next_tick_at(self, now: float) -> float:
+        """When `tick` next has something to do; a tick before then changes nothing, so a
+        runtime need not tick earlier (-inf: at the next tick, inf: not until an input).
+
+        Worked out from the state alone and kept until an input changes it. What it waits
+        for: the first held produce's timeout (R20), the HWM checkpoint's interval, and on the
+        leader the first ISR change (R16-R18) it may propose: a follower out of sync (R17) or
+        one that caught up (R18), or a proposal whose answer was lost. Being caught up only
+        ends with time and never begins with it, so a judgement made `now` stays true or
+        errs early, which costs a tick that does nothing."""
+        due = self._next_tick_at
+        if due is None:
+            due = math.inf
+            for p in self._pending_produces:
+                if p.deadline < due:
+                    due = p.deadline
+            if self._hwm != self._checkpointed_hwm:
+                due = min(due, -math.inf if self._last_checkpoint is None
+                          else self._last_checkpoint + self.config.hwm_checkpoint_interval)
+            if self._role == LEADER and not self._alter_in_flight and not self._awaiting_metadata:
+                due = min(due, max(self._alter_retry_at, self._isr_change_due(now)))
+            self._next_tick_at = due
+        return due
+
+    def _isr_change_due(self, now: float) -> float:
+        """When `_maybe_change_isr` first finds something to propose, as of `now`."""
+        if self._proposed_isr is not None:
+            return -math.inf
+        due = math.inf
+        for b in self._isr:
+            state = self._followers.get(b)
+            if b == self.local_broker_id or state is None:
+                continue
+            if state.known_log_end_offset(self._leader_epoch) == self._leo:
+                continue  # caught up for as long as the LEO stays
+            if state.last_caught_up_time is None:
+                return -math.inf
+            due = min(due, state.last_caught_up_time + self.config.replica_lag_max)  # R17
+        for b in self._replicas:
+            if b not in self._isr and self._meets_isr_conditions(b, now, fetched_now=False):
+                return -math.inf  # R18
+        return due
 
     def _expire_produces(self, now: float, out: Outputs) -> None:
         still_held = []
@@ -673,6 +729,7 @@ class Partition:
         """The leader's answer for this partition: truncate (R10), or append and take the
         HWM (R12). Errors set `needs_backoff`; a result from another leader epoch is stale
         and ignored (a successful answer always carries the epoch the fetch was sent in)."""
+        self._next_tick_at = None
         out = Outputs()
         self._needs_backoff = False
         if self._role != FOLLOWER:

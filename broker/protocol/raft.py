@@ -28,6 +28,7 @@ module adds to the textbook algorithm:
 """
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Any
@@ -183,7 +184,7 @@ class RaftNode:
             if not self._quorum_alive(now):
                 self._become_follower(self.term, NO_LEADER, now, out)  # check-quorum
                 return out
-            if now >= self._next_heartbeat:
+            if self.peers and now >= self._next_heartbeat:
                 self._next_heartbeat = now + self.config.heartbeat_interval
                 for peer in self.peers:
                     self._replicate(peer, now, out, force=True)
@@ -191,6 +192,21 @@ class RaftNode:
         if now >= self._election_deadline:
             self._start_election(now, out, pre_vote=True)
         return out
+
+    def next_tick_at(self) -> float:
+        """When `tick` next has something to do: the election timeout, or on the leader its
+        next heartbeat or the moment check-quorum would find the majority silent (-inf: at
+        the next tick). A tick before then changes nothing."""
+        if self._election_deadline is None:
+            return -math.inf
+        if self.role != LEADER:
+            return self._election_deadline if self.peers else -math.inf
+        if not self.peers:
+            return math.inf  # a quorum of one has no one to send heartbeats to or hear from
+        needed = self.config.majority - 1  # peers that must have been heard, besides ourselves
+        longest = self.config.election_timeout[1]
+        heard_until = sorted((p.last_heard + longest for p in self._progress.values()), reverse=True)
+        return min(self._next_heartbeat, heard_until[needed - 1])
 
     # ------------------------------------------------------------------ proposals
     def propose(self, records: list[dict], now: float) -> tuple[int, Outputs] | None:
@@ -457,8 +473,8 @@ class RaftNode:
             self.commit_end = candidate
 
     def _quorum_alive(self, now: float) -> bool:
-        horizon = now - self.config.election_timeout[1]
-        heard = 1 + sum(1 for p in self._progress.values() if p.last_heard >= horizon)
+        longest = self.config.election_timeout[1]
+        heard = 1 + sum(1 for p in self._progress.values() if p.last_heard + longest >= now)
         return heard >= self.config.majority
 
     # ------------------------------------------------------------------ helpers

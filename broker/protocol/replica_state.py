@@ -64,7 +64,7 @@ class FollowerState:
         if self.known_log_end_offset(leader_epoch) == leader_log_end_offset:
             return True
         return (self.last_caught_up_time is not None
-                and now - self.last_caught_up_time <= replica_lag_max)
+                and now <= self.last_caught_up_time + replica_lag_max)
 
     def start_term(self, in_isr: bool, leader_log_end_offset: int, now: float) -> "FollowerState":
         """R14: the state a new leader term starts from.

@@ -91,6 +91,16 @@ class UncleanRecovery:
     def searching(self) -> list[PartitionKey]:
         return sorted(self._searches)
 
+    def idle(self, image: MetadataImage) -> bool:
+        """Whether `tick` has nothing to do: no search under way, no partition without a
+        leader (the only ones `candidates` may name)."""
+        if self._searches:
+            return False
+        for p in image.partitions.values():
+            if p.leader == NO_LEADER:
+                return False
+        return True
+
     def forget(self, topic: str) -> None:
         """The topic was deleted (R40): its searches end now, so that answers about its old logs
         never count for a topic created again under the same name."""

@@ -24,6 +24,7 @@ keeps the hot path free of JSON.
 """
 from __future__ import annotations
 
+import math
 import os
 import random
 from collections import deque
@@ -207,13 +208,17 @@ class Durability:
             f.durable = f.length
             self._log("flush", f, now)
 
+    def writeback_due(self) -> float:
+        """When `tick` will next make bytes durable (inf: nothing is dirty)."""
+        return min((f.pending[0][0] + self.writeback for f in self._dirty if f.pending), default=math.inf)
+
     def tick(self, now: float) -> None:
         """The OS writeback: bytes dirty for at least `writeback` seconds become durable."""
-        cutoff = now - self.writeback
+        writeback = self.writeback
         for f in list(self._dirty):
             pending = f.pending
             written = None
-            while pending and pending[0][0] <= cutoff:
+            while pending and pending[0][0] + writeback <= now:
                 written = pending.popleft()[1]
             if not pending:
                 self._dirty.pop(f, None)

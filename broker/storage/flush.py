@@ -10,6 +10,7 @@ Kafka's defaults correspond to `FlushPolicy(on_roll=True)`.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,15 +58,16 @@ class FlushPolicy:
         Nothing unflushed means nothing to do, except that a roll asks for the rolled
         segment to be made durable under `on_roll`.
         """
-        if rolled and self.on_roll:
-            return True
+        return (rolled and self.on_roll) or now >= self.due(unflushed_messages, last_flush)
+
+    def due(self, unflushed_messages: int, last_flush: float) -> float:
+        """When a timer tick must flush a log in this state (-inf: at once, inf: never), so
+        that a runtime ticks the log when it is due rather than polling it."""
         if unflushed_messages <= 0:
-            return False
-        if self.always:
-            return True
-        if self.messages is not None and unflushed_messages >= self.messages:
-            return True
-        return self.interval is not None and now - last_flush >= self.interval
+            return math.inf
+        if self.always or (self.messages is not None and unflushed_messages >= self.messages):
+            return -math.inf
+        return last_flush + self.interval if self.interval is not None else math.inf
 
 
 #: the policy of a topic that names none: the DESIGN example's

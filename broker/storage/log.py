@@ -268,6 +268,10 @@ class PartitionLog:
             self._rp = self._leo
             checkpoint.write_recovery_point(self._dir, self._rp, self._durability, now)
 
+    def flush_due(self) -> float:
+        """When `tick` will flush (the interval policy), -inf for at once, inf for never."""
+        return self._policy.due(self._leo - self._rp, self._last_flush)
+
     def tick(self, now: float) -> None:
         """Time passes: the interval flush policy may fire."""
         self._apply_flush_policy(False, now)

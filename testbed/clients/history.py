@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from broker.common.errors import DEFINITE_PRODUCE_FAILURES, Errors
 from broker.common.jsonl import JsonlAppender
@@ -25,14 +26,23 @@ def completion_type(error: Errors, appended: bool) -> str:
 
 
 class History:
-    def __init__(self, path: Path, process: str, clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
+    def __init__(self, path: Path, process: str, clock_ns: Callable[[], int] = time.monotonic_ns,
+                 observe: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
+        """`observe` sees every record as it is written: the simulation, whose clients all
+        write from one process, counts them there instead of reading the file back."""
         self.out = JsonlAppender(path)
         self.process = process
         self.clock_ns = clock_ns  # the host's one clock; the simulation's virtual one
+        self.observe = observe
+
+    def _write(self, records: list[dict[str, Any]]) -> None:
+        self.out.write_many(records)
+        if self.observe is not None:
+            self.observe(records)
 
     def send_invoke(self, topic: str, partition: int, values: list[str], acks: str) -> int:
         t = self.clock_ns()
-        self.out.write_many([
+        self._write([
             {"process": self.process, "type": "invoke", "f": "send", "topic": topic,
              "partition": partition, "value": v, "acks": acks, "time_ns": t} for v in values])
         return t
@@ -51,13 +61,13 @@ class History:
                 line["error"] = error.value
             line["time_ns"] = t
             lines.append(line)
-        self.out.write_many(lines)
+        self._write(lines)
         return kind
 
     def poll(self, topic: str, partition: int, offset: int, invoked_ns: int,
              records: list[tuple[int, str]]) -> None:
         t = self.clock_ns()
-        self.out.write_many([
+        self._write([
             {"process": self.process, "type": "invoke", "f": "poll", "topic": topic,
              "partition": partition, "offset": offset, "time_ns": invoked_ns},
             {"process": self.process, "type": "ok", "f": "poll", "topic": topic,

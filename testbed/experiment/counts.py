@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from broker.common.jsonl import read_jsonl
 
@@ -21,12 +22,17 @@ class Counts:
             "acknowledged": self.acknowledged,
         }
 
+    def add(self, ops: list[dict[str, Any]]) -> None:
+        """Count history records, in the order they were written."""
+        for op in ops:
+            self.operations[(op.get("f"), op.get("type"))] += 1
+            if op.get("f") == "send" and op.get("type") == "ok":
+                acks = str(op.get("acks"))
+                self.acknowledged[acks] = self.acknowledged.get(acks, 0) + 1
+
 
 def count_operations(run_dir: Path) -> Counts:
+    """The counts of a run's history file (written by many processes)."""
     c = Counts()
-    for op in read_jsonl(run_dir / "history.jsonl"):
-        c.operations[(op.get("f"), op.get("type"))] += 1
-        if op.get("f") == "send" and op.get("type") == "ok":
-            acks = str(op.get("acks"))
-            c.acknowledged[acks] = c.acknowledged.get(acks, 0) + 1
+    c.add(read_jsonl(run_dir / "history.jsonl"))
     return c

@@ -31,8 +31,8 @@ class ClientTask:
     def up(self) -> bool:
         return not self.done
 
-    def deliver(self, fn: Callable[[], None]) -> None:
-        fn()
+    def deliver(self, fn: Callable[..., None], *args: Any) -> None:
+        fn(*args)
 
     def on_request(self, handle: ReplyHandle, msg: Any) -> None:
         """Clients serve nothing."""
@@ -60,8 +60,7 @@ class ClientTask:
         elif isinstance(cmd, Sleep):
             self.loop.after(cmd.seconds, self._resume, None)
         elif isinstance(cmd, Start):
-            tag = cmd.tag
-            self.net.request(self.name, cmd.endpoint, cmd.msg, cmd.timeout, lambda m: self._completed(tag, m))
+            self.net.request(self.name, cmd.endpoint, cmd.msg, cmd.timeout, self._completed, cmd.tag)
             self.loop.after(0.0, self._resume, None)
         elif isinstance(cmd, Collect):
             if self._started:

@@ -24,6 +24,7 @@ from faults.injector import FaultInjector
 from testbed.clients.history import History
 from testbed.clients.loops import Clock, Stop, client_loop
 from testbed.clients.stats import Tally
+from testbed.experiment.counts import Counts
 from testbed.sim.clients import ClientTask
 from testbed.sim.loop import Loop
 from testbed.sim.network import ReplyHandle, SimNetwork
@@ -47,8 +48,8 @@ class _Operator:
     name = SUPERVISOR
     up = True
 
-    def deliver(self, fn: Callable[[], None]) -> None:
-        fn()
+    def deliver(self, fn: Callable[..., None], *args: Any) -> None:
+        fn(*args)
 
     def on_request(self, handle: ReplyHandle, msg: Any) -> None:
         """Serves nothing."""
@@ -76,6 +77,9 @@ class SimCluster(ClusterAdmin):
         self._client_stop = Stop()
         self.clock = Clock(self.loop.clock, self.loop.clock_ns)
         self._histories: list[History] = []
+        #: what the clients' history records count, as they are written (every client of a
+        #: seed writes from this process, in one order)
+        self.counts = Counts()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -234,7 +238,7 @@ class SimCluster(ClusterAdmin):
         return {s.id: s.name for s in self.brokers}
 
     def history(self, process: str) -> History:
-        h = History(self.dir.history, process, clock_ns=self.loop.clock_ns)
+        h = History(self.dir.history, process, clock_ns=self.loop.clock_ns, observe=self.counts.add)
         self._histories.append(h)
         return h
 

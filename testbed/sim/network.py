@@ -1,7 +1,10 @@
 """The simulated network: requests and replies as events on virtual time.
 
-Each message is encoded by the wire codec when it is sent and decoded when it arrives, as
-between processes, so a receiver never shares an object with its sender. A message takes
+A receiver never shares an object with its sender: a message is encoded by the wire codec
+when it is sent and decoded when it arrives, as between processes, except the message types
+of `HANDED_OVER`, which are built afresh for one request or answer and never touched by their
+sender again, and which the codec would only copy: those arrive as the object sent. A
+message takes
 a latency drawn from the seed (a loopback hop), and messages on one link arrive in the
 order they were sent, as on one ZeroMQ connection; the link table's rules act as in the
 nodes' transports (`broker/wire/linkfilter.py`): the sender's filter drops, loses, delays
@@ -13,18 +16,41 @@ node an answer is for is the node's business (`node.py`): the network only deliv
 """
 from __future__ import annotations
 
+import heapq
 import itertools
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from broker.protocol.messages import (
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    FetchRequest,
+    FetchResponse,
+    MetadataFetchRequest,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 from broker.wire.codec import Decoded, decode, encode
 from broker.wire.linkfilter import DELIVER, LinkFilter
 from testbed.sim.loop import Loop
 
 #: one hop on loopback, seconds (uniform); a ZeroMQ round trip here is about 0.1 ms
 LATENCY = (0.00004, 0.00012)
+#: The messages of the replication path and of the brokers' sessions, which are nine in ten
+#: of a run's: each is built for one request or answer (by a client, the follower fetcher, a
+#: partition, the broker, the controller's heartbeat handling) and its sender keeps no part of
+#: it that it changes later, so the object sent is the one the codec would rebuild (same
+#: fields, same types; tests/unit/test_sim_network.py). Not here: what carries state its
+#: sender keeps, the controller's metadata records (MetadataFetchResponse) and Raft's entries
+#: and snapshots, and the rarer admin requests. A duplicated message is always encoded, so
+#: that each copy is its own object.
+HANDED_OVER = frozenset({ProduceRequest, ProduceResponse, FetchRequest, FetchResponse, BrokerHeartbeatRequest,
+                         BrokerHeartbeatResponse, MetadataFetchRequest, MetadataRequest, MetadataResponse})
 
 
 class Endpoint(Protocol):
@@ -35,8 +61,8 @@ class Endpoint(Protocol):
     @property
     def up(self) -> bool: ...
 
-    def deliver(self, fn: Callable[[], None]) -> None:
-        """Run `fn` now, or when the endpoint can (a paused node holds it)."""
+    def deliver(self, fn: Callable[..., None], *args: Any) -> None:
+        """Run `fn(*args)` now, or when the endpoint can (a paused node holds it)."""
 
     def on_request(self, handle: "ReplyHandle", msg: Any) -> None: ...
 
@@ -50,7 +76,10 @@ class ReplyHandle:
 @dataclass(slots=True)
 class _Pending:
     requester: str
-    on_answer: Callable[[Any], None]  # the requester's own, which ignores what a later incarnation gets
+    #: the requester's own, called as on_answer(*context, answer); it ignores what a later
+    #: incarnation of its node gets
+    on_answer: Callable[..., None]
+    context: tuple
 
 
 class SimNetwork:
@@ -61,6 +90,10 @@ class SimNetwork:
         #: the link filter of every cluster node (clients have none, as in the real runs)
         self.filters: dict[str, LinkFilter] = {}
         self._pending: dict[int, _Pending] = {}
+        #: (deadline, request id) of every request sent, the answered ones among them until a
+        #: sweep passes: one loop event per sweep, not one per request
+        self._deadlines: list[tuple[float, int]] = []
+        self._sweep_at = math.inf
         self._ids = itertools.count(1)
         self._last: dict[tuple[str, str], float] = {}
 
@@ -69,54 +102,78 @@ class SimNetwork:
 
     # ------------------------------------------------------------------ sending
     def request(self, source: str, destination: str, msg: Any, timeout: float,
-                on_answer: Callable[[Any], None]) -> None:
-        """Send `msg`; `on_answer` gets the decoded answer, or None at `timeout`."""
+                on_answer: Callable[..., None], *context: Any) -> None:
+        """Send `msg`; `on_answer(*context, answer)` gets the answer, or None at `timeout`."""
         rid = next(self._ids)
-        self._pending[rid] = _Pending(source, on_answer)
-        self.loop.after(timeout, self._expire, rid)
-        self._transmit(source, destination, encode(msg, rid, source), False)
+        self._pending[rid] = _Pending(source, on_answer, context)
+        deadline = self.loop.now + timeout
+        heapq.heappush(self._deadlines, (deadline, rid))
+        if deadline < self._sweep_at:
+            self._sweep_at = deadline
+            self.loop.at(deadline, self._sweep, deadline)
+        self._transmit(source, destination, rid, msg, False)
 
     def reply(self, source: str, handle: ReplyHandle, msg: Any) -> None:
-        self._transmit(source, handle.source, encode(msg, handle.request_id, source), True)
+        self._transmit(source, handle.source, handle.request_id, msg, True)
 
-    def _transmit(self, src: str, dst: str, frames: list, is_reply: bool) -> None:
+    def _transmit(self, src: str, dst: str, rid: int, msg: Any, is_reply: bool) -> None:
         f = self.filters.get(src)
         verdict = f.decide(src, dst, self.rng) if f is not None else DELIVER
-        frames = [bytes(fr) for fr in frames]
+        if verdict.copies == 1 and type(msg) in HANDED_OVER:
+            payload: Any = msg
+        else:
+            payload = [bytes(fr) for fr in encode(msg, rid, src)]
         for _ in range(verdict.copies):
-            when = self.loop.now + self.rng.uniform(*LATENCY)
+            when = self.loop.now + self.rng.uniform(LATENCY[0], LATENCY[1])
             if verdict.delay:
                 when += verdict.delay  # a slowed link: held apart, may overtake or be overtaken
             else:
                 when = max(when, self._last.get((src, dst), 0.0))  # one connection keeps its order
                 self._last[(src, dst)] = when
-            self.loop.at(when, self._arrive, src, dst, frames, is_reply)
+            self.loop.at(when, self._arrive, src, dst, rid, payload, is_reply)
 
     # ------------------------------------------------------------------ arriving
-    def _arrive(self, src: str, dst: str, frames: list, is_reply: bool) -> None:
+    def _arrive(self, src: str, dst: str, rid: int, payload: Any, is_reply: bool) -> None:
         endpoint = self.endpoints.get(dst)
         if endpoint is None or not endpoint.up:
             return  # lost, as to a dead process
-        endpoint.deliver(lambda: self._receive(endpoint, src, dst, frames, is_reply))
+        endpoint.deliver(self._receive, endpoint, src, dst, rid, payload, is_reply)
 
-    def _receive(self, endpoint: Endpoint, src: str, dst: str, frames: list, is_reply: bool) -> None:
+    def _receive(self, endpoint: Endpoint, src: str, dst: str, rid: int, payload: Any, is_reply: bool) -> None:
+        """`payload`: the message handed over, or its frames (a list) to decode."""
         if not endpoint.up:
             return  # it died while the message waited for its resume
         f = self.filters.get(dst)
         if f is not None and not f.admits(src, dst):
             return  # cut by a partition (the filter counts it)
-        decoded = decode(frames)
-        if not isinstance(decoded, Decoded):  # our own encoding: never expected, never fatal
-            return
+        msg = payload
+        if type(payload) is list:
+            decoded = decode(payload)
+            if not isinstance(decoded, Decoded):  # our own encoding: never expected, never fatal
+                return
+            msg = decoded.msg
         if is_reply:
-            self._answer(decoded.request_id, decoded.msg)
+            self._answer(rid, msg)
         else:
-            endpoint.on_request(ReplyHandle(decoded.request_id, src), decoded.msg)
+            endpoint.on_request(ReplyHandle(rid, src), msg)
 
     def _answer(self, rid: int, msg: Any) -> None:
         p = self._pending.pop(rid, None)
         if p is not None:  # else answered already, or timed out
-            p.on_answer(msg)
+            p.on_answer(*p.context, msg)
+
+    def _sweep(self, at: float) -> None:
+        """Time out the requests whose deadline has come, in the order they were sent, and
+        wake again at the next deadline of one still unanswered."""
+        if at != self._sweep_at:
+            return  # an earlier sweep was scheduled after this one
+        deadlines, pending, now = self._deadlines, self._pending, self.loop.now
+        while deadlines and (deadlines[0][0] <= now or deadlines[0][1] not in pending):
+            _, rid = heapq.heappop(deadlines)
+            self._expire(rid)
+        self._sweep_at = deadlines[0][0] if deadlines else math.inf
+        if deadlines:
+            self.loop.at(self._sweep_at, self._sweep, self._sweep_at)
 
     def _expire(self, rid: int) -> None:
         p = self._pending.get(rid)
@@ -126,8 +183,9 @@ class SimNetwork:
         if requester is None or not requester.up:
             self._pending.pop(rid, None)
             return
+        requester.deliver(self._time_out, rid, p)
 
-        def expire() -> None:
-            if self._pending.get(rid) is p:
-                self._answer(rid, None)
-        requester.deliver(expire)
+    def _time_out(self, rid: int, p: _Pending) -> None:
+        """The requester sees its request time out (at once, or when it resumes)."""
+        if self._pending.get(rid) is p:
+            self._answer(rid, None)

@@ -2,13 +2,19 @@
 
 It is to the simulation what `broker/node.py` is to a process: the role's single executor,
 carrying out every `Outputs` in the one order of `broker/noderuntime/executor.py`, ticking
-every `Node.TICK`, failing a request to a peer it cannot name on the next turn. What a
+on a `Node.TICK` grid, failing a request to a peer it cannot name on the next turn. What a
 signal does to a process is done to this object: a kill drops the role where it stands
 (its files keep what was written, as the page cache would), a pause holds every delivery
 and tick until the resume, a restart builds a new role from the files.
+
+Ticks fall where a process's would (`tickgrid.py`). Only the ticks the role says would
+change nothing (before its `next_tick_at`) are left out: after each input and each tick the
+node asks the role when it next needs one and schedules the first grid point from then, so
+an idle cluster costs events only when something is due.
 """
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +28,7 @@ from broker.noderuntime.executor import Role, carry_out
 from broker.protocol.outputs import Outputs, Send
 from testbed.sim.loop import Loop
 from testbed.sim.network import ReplyHandle, SimNetwork
+from testbed.sim.tickgrid import TickGrid
 
 
 class SimNode:
@@ -36,8 +43,11 @@ class SimNode:
         self.incarnation = 0
         self.paused = False
         self.exit_code: int | None = None
-        self._held: list[Callable[[], None]] = []
-        self._tick_due = False  # a tick came while paused
+        self._held: list[tuple[Callable[..., None], tuple]] = []
+        self._grid = TickGrid(0.0, Node.TICK)
+        self._tick_at = math.inf  # when the scheduled tick falls (inf: none)
+        self._tick_token = 0  # tells the scheduled tick from ones scheduled before it
+        self._paused_at = 0.0
 
     @property
     def up(self) -> bool:
@@ -55,8 +65,9 @@ class SimNode:
             self.role = BrokerRole(self.cfg, clock=self.loop.clock, incarnation_id=f"{self.rng.getrandbits(64):016x}")
         else:
             self.role = ControllerRole(self.cfg)
+        self._grid = TickGrid(self.loop.now, Node.TICK)
+        self._cancel_tick()
         self.execute(self.role.start(self.loop.now))
-        self.loop.after(Node.TICK, self._tick, self.incarnation)
 
     def kill(self) -> None:
         """SIGKILL: the role is gone; what it wrote stays in its files."""
@@ -65,42 +76,76 @@ class SimNode:
         self.role = None
         self.paused = False
         self._held.clear()
+        self._cancel_tick()
 
     def pause(self) -> None:
-        self.paused = True
+        if not self.paused:
+            self.paused = True
+            self._paused_at = self.loop.now
 
     def resume(self) -> None:
-        """SIGCONT: what arrived meanwhile is handled in order, then the loop ticks again."""
+        """SIGCONT: what arrived meanwhile is handled in order, then the loop ticks again:
+        at once if a tick fell due during the pause, as a process's loop finds its next
+        tick overdue, and every TICK from there."""
         self.paused = False
+        missed = self._grid.has_point_in(self._paused_at, self.loop.now)
         held, self._held = self._held, []
-        for fn in held:
+        for fn, args in held:
             if self.role is None or self.paused:
-                break
-            fn()
-        if self._tick_due and self.role is not None:
-            self._tick_due = False
-            self._tick(self.incarnation)
+                return
+            fn(*args)
+        if missed and self.role is not None and not self.paused:
+            self._cancel_tick()  # the grid starts again from here
+            self._run_tick(self.loop.now)
+        else:
+            self._schedule_tick()
 
     def begin_shutdown(self) -> None:
         if self.role is not None:
             self.execute(self.role.begin_shutdown(self.loop.now))
 
     # ------------------------------------------------------------------ inputs
-    def deliver(self, fn: Callable[[], None]) -> None:
+    def deliver(self, fn: Callable[..., None], *args: Any) -> None:
         if self.paused:
-            self._held.append(fn)
+            self._held.append((fn, args))
         else:
-            fn()
+            fn(*args)
 
-    def _tick(self, incarnation: int) -> None:
-        if incarnation != self.incarnation or self.role is None:
+    def _schedule_tick(self) -> None:
+        """Schedule the first grid point at or after the role's `next_tick_at`, unless a
+        tick is scheduled earlier already (one that falls too early finds nothing due and
+        schedules again)."""
+        if self.role is None or self.paused:
+            return  # a paused node is scheduled again by its resume
+        now = self.loop.now
+        due = self.role.next_tick_at(now)
+        if due == math.inf:
             return
-        if self.paused:
-            self._tick_due = True
-            return
-        self.execute(self.role.tick(self.loop.now))
-        if self.role is not None and incarnation == self.incarnation:
-            self.loop.after(Node.TICK, self._tick, incarnation)
+        at = self._grid.point_from(due, now)
+        if at < self._tick_at:
+            self._tick_at = at
+            self._tick_token += 1
+            self.loop.at(at, self._tick, self._tick_token)
+
+    def _cancel_tick(self) -> None:
+        self._tick_at = math.inf
+        self._tick_token += 1
+
+    def _tick(self, token: int) -> None:
+        if token != self._tick_token:
+            return  # rescheduled or cancelled
+        self._tick_at = math.inf
+        if not self.paused:  # else the resume ticks
+            self._run_tick(self.loop.now)
+
+    def _run_tick(self, now: float) -> None:
+        """A tick of the grid at `now`: the role's, if anything is due; the next from here."""
+        assert self.role is not None
+        self._grid.ticked(now)
+        if self.role.next_tick_at(now) <= now:
+            self.execute(self.role.tick(now))
+        else:
+            self._schedule_tick()
 
     def on_request(self, handle: ReplyHandle, msg: Any) -> None:
         if self.role is not None:
@@ -112,8 +157,10 @@ class SimNode:
 
     # ------------------------------------------------------------------ the executor's effects
     def execute(self, out: Outputs) -> None:
+        """Carry out `out`, then schedule the tick the role's new state needs."""
         if self.role is not None:
             carry_out(out, self.role, self.loop.clock, self)
+            self._schedule_tick()
 
     def send(self, m: Send) -> None:
         assert self.role is not None
@@ -122,11 +169,10 @@ class SimNode:
             name = self.role.endpoint_of(m.destination)
         incarnation = self.incarnation
         if name is None:  # nowhere to go: fails on the next turn, as in a node process
-            self.loop.after(0.0, lambda: self.deliver(lambda: self._on_answer(incarnation, m.correlation, None)))
+            self.loop.after(0.0, self.deliver, self._on_answer, incarnation, m.correlation, None)
             return
         timeout = (m.timeout_ms / 1000.0) if m.timeout_ms else DEFAULT_REQUEST_TIMEOUT
-        self.net.request(self.name, name, m.message, timeout,
-                         lambda msg: self._on_answer(incarnation, m.correlation, msg))
+        self.net.request(self.name, name, m.message, timeout, self._on_answer, incarnation, m.correlation)
 
     def reply(self, ctx: Any, body: Any) -> None:
         self.net.reply(self.name, ctx, body)

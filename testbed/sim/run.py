@@ -10,17 +10,17 @@ leaves is a run directory in the format the pipeline judges (DESIGN section 7), 
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from broker.client import StepClient
 from faults.schedule import build_schedule
 from testbed.clients.loops import final_read
-from testbed.experiment.counts import Counts, count_operations
+from testbed.experiment.counts import Counts
 from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.sim.clients import ClientTask
 from testbed.sim.cluster import SimCluster
+from testbed.sim.scratch import place_data, release_data
 from testbed.supervisor.admin import ClusterError
 from testbed.supervisor.run_dir import RunDir
 from testbed.topology import Topology
@@ -41,6 +41,7 @@ class SeedOutcome:
 
 def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> SeedOutcome:
     """Run `topology` (its seed already set) in `run_dir`; never raises for the cluster's sake."""
+    place_data(RunDir(run_dir).data)
     cluster = SimCluster(topology, RunDir(run_dir))
     loop = cluster.loop
     begin = loop.now
@@ -75,8 +76,7 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         return SeedOutcome(False, None, str(e), loop.now - begin)
     finally:
         cluster.close()
-        if not keep_data:
-            shutil.rmtree(cluster.dir.data, ignore_errors=True)
-    counts = count_operations(run_dir)
+        release_data(cluster.dir.data, keep_data)
+    counts = cluster.counts
     (run_dir / "summary.json").write_text(json.dumps(counts.to_dict(), indent=1))
     return SeedOutcome(converged, counts, None, loop.now - begin)

@@ -19,6 +19,7 @@ import yaml
 
 from broker.common.lifetime import die_with_parent
 from testbed.sim.run import run_seed
+from testbed.sim.scratch import reap_orphans
 from testbed.topology import parse_topology
 
 #: the pid of the `run.py sim` that started the worker, which it dies with
@@ -36,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true")
     args = ap.parse_args(argv)
     die_with_parent(int(os.environ.get(PARENT_ENV, "0")))  # a killed `run.py sim` leaves no worker running
+    reap_orphans()  # the data of a worker killed mid-seed
     for path, seed_text in args.run:
         seed = int(seed_text)
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))

@@ -16,6 +16,7 @@ import yaml
 import run
 from broker.common.jsonl import read_jsonl
 from faults.fault_spec import FAULT_ACTIONS
+from testbed.experiment.counts import count_operations
 from testbed.sim.run import run_seed
 from testbed.topology import load_topology, parse_topology
 
@@ -229,6 +230,8 @@ def test_producers_pipeline_and_every_acks_setting_records_in_the_sim(tmp_path: 
     outcome = run_seed(parse_topology(data, "pipelined"), run_dir)
     assert outcome.error is None and outcome.converged and outcome.counts is not None
     assert set(outcome.counts.acknowledged) == {"all", "1", "0"}
+    # counted as the records were written: what the history file holds
+    assert outcome.counts.to_dict() == count_operations(run_dir).to_dict()
     outstanding: set[str] = set()
     most = 0
     for op in read_jsonl(run_dir / "history.jsonl"):

@@ -1,0 +1,72 @@
+"""Where a seed's data directories live: in memory (tmpfs) when the host has room there.
+
+A simulated node's disk is the storage code's own files (segments, checkpoints, the
+durability journal), and a seed writes, renames and removes hundreds of them. On a disk
+filesystem each checkpoint's rename waits on the device (ext4 starts writing back a file
+that replaces another by rename), which cost a quickstart seed more wall time than its
+protocol. On tmpfs the same system calls touch only memory, and the files mean what they
+meant: what a power loss keeps is decided by the durability journal, never by the medium
+(DESIGN section 4), which is why the sim already ignores `storage.medium`.
+
+The run directory's `data` is a symbolic link to the seed's scratch directory, so every
+path the nodes, the fault injector and the final read use is the one a run of processes
+uses. `--keep` moves the files into the run directory at the end; without it they go.
+A worker killed mid-seed leaves its scratch directory behind: the next worker reaps it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import psutil
+
+#: the memory filesystem every Linux host mounts
+MEMORY = Path("/dev/shm")
+#: below this much free memory filesystem a seed keeps its data in the run directory (a
+#: container's /dev/shm may be 64 MiB, which a long seed could fill)
+ROOM = 512 * 1024 * 1024
+_PREFIX = "isrlab-sim-"
+_OWNED = re.compile(rf"{_PREFIX}(\d+)-")
+
+
+def memory_has_room() -> bool:
+    try:
+        return MEMORY.is_dir() and os.access(MEMORY, os.W_OK) and shutil.disk_usage(MEMORY).free >= ROOM
+    except OSError:
+        return False
+
+
+def place_data(data: Path) -> None:
+    """Make `data` (a run directory's `data`, not yet created) a link to a fresh scratch
+    directory in memory; leave it to be created as a plain directory when there is no room,
+    or as it is when it exists already."""
+    if data.exists() or data.is_symlink() or not memory_has_room():
+        return
+    scratch = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=MEMORY)
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.symlink_to(scratch, target_is_directory=True)
+
+
+def release_data(data: Path, keep: bool) -> None:
+    """At the seed's end: its data moved into the run directory (`keep`), or removed."""
+    if not data.is_symlink():
+        if not keep:
+            shutil.rmtree(data, ignore_errors=True)
+        return
+    scratch = data.readlink()
+    data.unlink()
+    if keep:
+        shutil.move(scratch, data)
+    else:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def reap_orphans() -> None:
+    """Remove the scratch directories of workers that are gone (killed mid-seed)."""
+    for d in MEMORY.glob(f"{_PREFIX}*") if MEMORY.is_dir() else []:
+        owner = _OWNED.match(d.name)
+        if owner is not None and not psutil.pid_exists(int(owner.group(1))):
+            shutil.rmtree(d, ignore_errors=True)
