@@ -7,7 +7,7 @@ records by offset to compare them cost most of a judgment's time (ten million hi
 records: about a minute of CPU for that grouping alone). Instead, each source's records
 are summed per block of `BLOCK` offsets into a multiset fingerprint (count, first and last
 offset, and the wrapping sums of two hashes of each (offset, value) record), an aggregation
-to a few thousand keys that Spark combines before its shuffle. Two sources hold the same
+to a key per few dozen records that Spark combines before its shuffle. Two sources hold the same
 records in a block exactly when their fingerprints agree, but for a collision of both
 hashes (about one chance in 2^96); a block where every source agrees with the leader's file
 can hold no anomaly of the offset checks (DESIGN section 8), and the checks read only the
@@ -21,8 +21,10 @@ from pyspark.sql import functions as F
 from testbed.analysis.ingest import Tables
 from testbed.analysis.observations import FINAL_READER, PART, final_leaders, leader_files
 
-#: offsets per block: small enough that a consumer's partial last block costs the checks little
-BLOCK = 4096
+#: offsets per block: a consumer that stopped reading in the middle of a block makes it
+#: suspect, so blocks are small enough for that to cost the checks little (a run of a few
+#: thousand records per partition is only a few blocks)
+BLOCK = 64
 _PRINT = ["n", "lo", "hi", "s1", "s2"]  # a block's fingerprint
 
 

@@ -7,13 +7,14 @@ import os
 import tempfile
 import threading
 from pathlib import Path
+from typing import Literal
 
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
 
 from testbed.analysis.ingest import IngestError, find_runs, ingest
 from testbed.analysis.job import run_job
-from testbed.analysis.report import write_report
+from testbed.analysis.report import write_reports
 from testbed.analysis.runinfo import config_tables, load_run_info
 from testbed.analysis.schemas import RECORD_FILES
 from testbed.analysis.session import SMALL_INPUT_BYTES, get_spark, is_remote, jvm_alive, stop_spark, tune_for
@@ -72,22 +73,29 @@ def rehearse(spark_master: str | None = None) -> None:
             _rehearsing.clear()
 
 
-def analyze_runs(paths: list[Path], spark_master: str | None = None,
-                 summary_dir: Path | None = None) -> list[RunVerdict]:
+#: which runs get a `report.html`: every one, or those that did not pass (a sweep of seeds)
+Reports = Literal["all", "not-ok"]
+
+
+def analyze_runs(paths: list[Path], spark_master: str | None = None, summary_dir: Path | None = None,
+                 reports: Reports = "all") -> list[RunVerdict]:
     """Judge every run under `paths` in one Spark job (see `_analyze`)."""
     while not _judging.acquire(timeout=0.1):
         if _rehearsing.is_set():
             get_spark(spark_master).interruptTag(REHEARSAL_TAG)
     try:
-        return _analyze(paths, spark_master, summary_dir)
+        return _analyze(paths, spark_master, summary_dir, reports)
     finally:
         _judging.release()
 
 
-def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | None) -> list[RunVerdict]:
-    """Judge every run under `paths` in one Spark job; write `results.json` and `report.html`
-    into each run directory, and for more than one run a summary into `summary_dir`
-    (default: `<common parent>/summary`). Raises IngestError when no run can be found.
+def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | None,
+             reports: Reports = "all") -> list[RunVerdict]:
+    """Judge every run under `paths` in one Spark job; write `results.json` into each run
+    directory, `report.html` into each (`reports` "all") or only into those that did not
+    pass ("not-ok": a sweep of a thousand seeds reads those), and for more than one run a
+    summary into `summary_dir` (default: `<common parent>/summary`). Raises IngestError
+    when no run can be found.
 
     A Spark failure (a job that fails, a JVM that dies) leaves every run unjudged with the
     reason in its results.json, never a partial verdict. When the JVM itself is gone the
@@ -114,8 +122,9 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     for rid, info in infos.items():
         verdict = judge(info, data.get(rid), rejected.get(rid))
         (info.run_dir / "results.json").write_text(json.dumps(verdict.results, indent=1, default=str))
-        write_report(info, verdict, data.get(rid))
         verdicts.append(verdict)
+    write_reports([(info, verdict, data.get(rid)) for (rid, info), verdict in zip(infos.items(), verdicts)
+                   if reports == "all" or verdict.ok is not True])
     if len(verdicts) > 1 and failed is None:
         target = summary_dir or default_summary_dir(runs)
         write_summary(spark, infos, verdicts, target)

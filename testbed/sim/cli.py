@@ -168,8 +168,11 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     if ran:
         console.print(f"judging {len(ran)} seeds in one Spark job ...")
         try:
+            # A sweep's reader opens the reports of the seeds it names (failed, unjudged):
+            # a thousand reports of passing seeds cost minutes of plotting for nobody.
             verdicts = analyze_runs([Path(o["run_dir"]) for o in ran], spark_master,
-                                    summary_dir=sim_dir / "summary" if len(ran) > 1 else None)
+                                    summary_dir=sim_dir / "summary" if len(ran) > 1 else None,
+                                    reports="all" if len(ran) == 1 else "not-ok")
         finally:
             stop_spark()
     if len(outcomes) == 1 and verdicts:
@@ -177,6 +180,10 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
         console.print(f"run directory: {verdicts[0].run_dir}", highlight=False, soft_wrap=True)
     else:
         print_summary(console, verdicts, sources)
+        if verdicts:
+            console.print(f"results.json in every seed's directory; report.html in those named above "
+                          f"(python run.py analyze <seed directory> writes any other's); summary: "
+                          f"{sim_dir / 'summary' / 'summary.html'}", highlight=False, soft_wrap=True)
     if len(ran) < len(outcomes) or any(v.ok is None for v in verdicts):
         return EXIT_UNJUDGED
     return EXIT_OK if all(v.ok for v in verdicts) else EXIT_FAILED

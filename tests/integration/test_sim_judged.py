@@ -36,6 +36,8 @@ def test_unsafe_settings_lose_acknowledged_writes_over_many_seeds_and_their_fixe
         results.setdefault(name, []).append(json.loads((run / "results.json").read_text()))
         if not results[name][-1]["ok"]:
             failing.append((name, int(seed)))
+        # a sweep plots only the seeds its reader is sent to: those that did not pass
+        assert (run / "report.html").exists() == (not results[name][-1]["ok"]), run.name
     for unsafe, fix in PAIRS:
         assert len(results[unsafe]) == len(results[fix]) == SEEDS, (unsafe, fix, proc.stdout[-2000:])
         assert all(r["ok"] is not None for r in results[unsafe] + results[fix]), "a seed was not judged"

@@ -403,13 +403,13 @@ def test_judging_a_run_twice_gives_the_same_results(tmp_path: Path, spark) -> No
 
 def _far(root: Path) -> None:
     """Three blocks of offsets (`blocks.BLOCK` each), clean but for the last: the value
-    acknowledged at 9000, and read there by the consumer, is not in the log, which holds
-    there the value of offset 100 again (a duplicate across blocks) on every replica and in
-    the final read."""
-    n = 3 * BLOCK
-    r = RunBuilder(root, "far", values=n)
+    acknowledged in the middle of the last block, and read there by the consumer, is not in
+    the log, which holds there the value of offset 10 again (a duplicate across blocks) on
+    every replica and in the final read."""
+    r = RunBuilder(root, "far", values=3 * BLOCK)
+    far = 2 * BLOCK + BLOCK // 2
     for node in r.logs:
-        r.logs[node][9000] = (9000, "v100")
+        r.logs[node][far] = (far, "v10")
     r.history = [h for h in r.history if h["process"] != "final-reader"]
     r.poll("final-reader", r.logs["broker-1"], at=T0 + 4 * S)
     r.write()
