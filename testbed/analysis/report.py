@@ -142,8 +142,8 @@ def write_reports(reports: list[tuple[RunInfo, RunVerdict, RunData | None]]) -> 
     of matplotlib, one core's work, and by now the Spark job is over: a thousand runs'
     reports took four minutes one at a time. The workers are new interpreters running this
     module (`python -m`: a multiprocessing pool would import the caller's main module again
-    in every worker), each given its share on stdin, so nothing is left on disk, and dying
-    with the caller."""
+    in every worker), each given its share on stdin, so nothing is left on disk; a worker
+    stops when its caller is gone."""
     if len(reports) < POOL_FROM:
         for args in reports:
             write_report(*args)
@@ -165,8 +165,8 @@ def write_reports(reports: list[tuple[RunInfo, RunVerdict, RunData | None]]) -> 
 
 
 if __name__ == "__main__":  # a worker of `write_reports`: its share of the reports, on stdin
-    from broker.common.lifetime import die_with_parent
-
-    die_with_parent(int(sys.argv[1]))
+    caller = int(sys.argv[1])
     for job in pickle.load(sys.stdin.buffer):  # written by write_reports: trusted
+        if os.getppid() != caller:
+            sys.exit(3)  # the caller is gone (killed): no report outlives it by more than one
         write_report(*job)

@@ -24,7 +24,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
 from testbed.analysis import spark_server
-from testbed.analysis.spark_settings import CONNECT_SETTINGS, SETTINGS, SMALL_INPUT_JIT, SPARK_CONF_DIR
+from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
+from testbed.analysis.spark_settings import (CONNECT_SETTINGS, SETTINGS, SMALL_INPUT_JIT, SPARK_CONF_DIR,
+                                             USER_CONF_DIR)
 
 T = TypeVar("T")
 DEFAULT_MASTER = "local[*]"
@@ -35,6 +37,7 @@ APP_NAME = "isrlab-analysis"
 _session: RemoteSession | None = None  # the pipeline's session: a Spark Connect client
 _driver: SparkSession | None = None  # the classic session of this process's own JVM, if it has one
 _master: str | None = None
+_archive: ClassArchive | None = None  # the class archive of this process's JVM (see `class_archive`)
 _lock = threading.Lock()  # the session may be started by `warm_up`'s thread and a caller at once
 
 
@@ -85,7 +88,6 @@ def _get_spark(master: str | None, log: Path | None, small_input: bool) -> Remot
     wanted = master or _server_url() or DEFAULT_MASTER
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    os.environ.setdefault("SPARK_CONF_DIR", str(SPARK_CONF_DIR))
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # nodes listen on loopback only (DESIGN 11)
     url = wanted if wanted.startswith("sc://") else _embedded(wanted, log, small_input)
     os.environ[CONNECT_MODE] = "1"  # pyspark.sql.functions builds Spark Connect columns from now on
@@ -103,8 +105,20 @@ def _embedded(master: str, log: Path | None, small_input: bool) -> str:
     the classic API makes several py4j round trips for every column expression (about 25
     for `col("x") + lit(1)`, half a millisecond each on the reference machine); building the
     checks' plans took 5 s of a 20 s judgment that way."""
-    global _driver
-    settings = (*SETTINGS, *CONNECT_SETTINGS, *(SMALL_INPUT_JIT if small_input else ()))
+    global _driver, _archive
+    java_options = SMALL_INPUT_JIT if small_input else ""
+    if SparkContext._gateway is None:  # this start makes the JVM (after a stop, the JVM stays)
+        _archive = None
+        if USER_CONF_DIR is None:
+            try:
+                os.environ["SPARK_CONF_DIR"] = str(empty_conf_dir())
+                _archive = ClassArchive()
+            except OSError:  # no cache directory: Spark's settings from their own directory
+                os.environ["SPARK_CONF_DIR"] = str(SPARK_CONF_DIR)
+    if _archive is not None:
+        java_options = f"{java_options} {_archive.java_options()}"
+    settings = (*SETTINGS, *CONNECT_SETTINGS, *((("spark.driver.extraJavaOptions", java_options.strip()),)
+                                                if java_options.strip() else ()))
     if log is not None and SparkContext._gateway is None:
         _launch_jvm(master, log, settings)
     os.environ.pop(CONNECT_MODE, None)  # else the builder would make a client, not a driver
@@ -245,3 +259,6 @@ def stop_spark() -> None:
                 each.stop()
             except (Py4JError, ConnectionError, PySparkException):
                 pass  # the JVM died with the failure: there is nothing left to stop
+        proc = getattr(SparkContext._gateway, "proc", None) if driver is not None else None
+        if _archive is not None and proc is not None and proc.poll() is None:
+            _archive.save(proc.pid)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import psutil
 
-from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR
+from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT = 120.0
@@ -81,7 +81,7 @@ def up(master: str = "local[*]") -> tuple[ServerInfo, bool]:
              ("spark.connect.grpc.binding.port", str(port))]
     cmd = ["bash", str(submit), "--class", SERVER_CLASS, "--name", "isrlab Spark Connect server",
            "--master", master, *[arg for k, v in confs for arg in ("--conf", f"{k}={v}")]]
-    env = {**os.environ, "SPARK_CONF_DIR": os.environ.get("SPARK_CONF_DIR", str(SPARK_CONF_DIR)),
+    env = {**os.environ, "SPARK_CONF_DIR": USER_CONF_DIR or str(SPARK_CONF_DIR),
            "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_CONNECT_MODE": "0"}
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,

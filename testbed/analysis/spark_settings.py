@@ -8,11 +8,16 @@ worker, a matrix, a long-lived server) ran out of heap on that history alone.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 #: Spark's configuration directory unless the user has one: its log4j2.properties keeps the
 #: JVM to errors, so the user's terminal shows the verdict, not Spark's notices
 SPARK_CONF_DIR = Path(__file__).with_name("spark_conf")
+LOG4J2_PROPERTIES = SPARK_CONF_DIR / "log4j2.properties"
+#: The user's own Spark configuration directory, if any, as this process found it (isrlab's
+#: own JVM then reads it, and starts without a class archive: see `class_archive`)
+USER_CONF_DIR = os.environ.get("SPARK_CONF_DIR")
 
 SETTINGS: tuple[tuple[str, str], ...] = (
     ("spark.ui.enabled", "false"),
@@ -42,9 +47,7 @@ SETTINGS: tuple[tuple[str, str], ...] = (
 #: filled and its sweeper then ate the gain) a cold judgment went from 58-62 s to 36-40 s and
 #: a warm one stayed at 11-14 s. Millions of records want C2's faster code, so a JVM started
 #: for a large input keeps the full tiered JIT.
-SMALL_INPUT_JIT: tuple[tuple[str, str], ...] = (
-    ("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"),
-)
+SMALL_INPUT_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
 
 #: What makes a JVM isrlab starts for itself serve Spark Connect too (see `session._embedded`):
 #: the plugin starts the server with the driver, on a loopback port the system picks.

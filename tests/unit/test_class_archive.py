@@ -1,0 +1,87 @@
+"""The analysis JVM's class archive (testbed/analysis/class_archive.py): one process records
+it, the others start without one meanwhile, every later start maps it, and nothing a failed
+or killed recorder leaves behind stops the next one."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testbed.analysis import class_archive
+from testbed.analysis.class_archive import ClassArchive
+
+pytestmark = pytest.mark.skipif(class_archive._java() is None, reason="no java here")
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    return tmp_path / "isrlab" / "cds"
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_the_first_start_records_the_others_wait_and_then_every_start_maps_the_archive(cache: Path) -> None:
+    first = ClassArchive()
+    assert first.recording is not None and first.archive is None
+    assert "-XX:+RecordDynamicDumpInfo" in first.java_options()
+    assert first.recording.read_text() == str(os.getpid())  # the lock names its holder
+    second = ClassArchive()  # the recorder is alive: no second recording, no archive yet
+    assert second.recording is None and second.archive is None
+    assert "RecordDynamicDumpInfo" not in second.java_options() and "SharedArchive" not in second.java_options()
+    first.recording.with_suffix(".jsa").write_bytes(b"classes")  # what a dump leaves
+    third = ClassArchive()
+    assert third.archive == first.recording.with_suffix(".jsa") and third.recording is None
+    assert f"-XX:SharedArchiveFile={third.archive}" in third.java_options()
+    assert "-Xshare:auto" in third.java_options()  # a refused archive is a start without it
+
+
+def test_every_start_takes_its_log_settings_from_a_property_and_its_conf_dir_is_empty(cache: Path) -> None:
+    """CDS refuses a non-empty directory on the class path, where Spark puts its
+    configuration directory."""
+    options = ClassArchive().java_options()
+    assert f"-Dlog4j2.configurationFile={class_archive.LOG4J2_PROPERTIES}" in options
+    assert class_archive.LOG4J2_PROPERTIES.is_file()
+    conf = class_archive.empty_conf_dir()
+    assert conf.is_dir() and not any(conf.iterdir())
+
+
+def test_a_killed_recorders_lock_and_partial_dump_are_taken_over(cache: Path) -> None:
+    first = ClassArchive()
+    assert first.recording is not None
+    key = first.recording.stem
+    first.recording.write_text(str(_dead_pid()))
+    partial = cache / f"{key}.12345.partial"
+    partial.write_bytes(b"half a dump")
+    again = ClassArchive()
+    assert again.recording == first.recording and again.recording.read_text() == str(os.getpid())
+    assert not partial.exists()
+
+
+def test_a_failed_dump_leaves_no_archive_and_frees_the_next_start_to_record(cache: Path) -> None:
+    recorder = ClassArchive()
+    assert recorder.recording is not None
+    lock = recorder.recording
+    recorder._jcmd = Path("/bin/false")  # a dump that fails
+    recorder.save(os.getpid())
+    assert not lock.exists() and not lock.with_suffix(".jsa").exists()
+    assert not list(cache.glob("*.partial"))
+    assert ClassArchive().recording == lock
+    recorder.save(os.getpid())  # saving twice, or without recording, does nothing
+    assert not lock.with_suffix(".jsa").exists()
+
+
+def test_an_unwritable_cache_means_starts_without_an_archive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    archive = ClassArchive()
+    assert archive.archive is None and archive.recording is None
+    assert archive.java_options() == f"-Dlog4j2.configurationFile={class_archive.LOG4J2_PROPERTIES}"
