@@ -25,6 +25,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psutil
+
 from testbed.analysis.spark_settings import LOG4J2_PROPERTIES
 
 #: How long a dump may take before the archive is given up for this time (it takes 10-15 s)
@@ -70,11 +72,17 @@ def _key(java: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def _archive_path(java: Path) -> Path:
+    """This software's archive (it may not exist yet); its recording lock and partial dumps
+    are named after it."""
+    return cache_dir() / f"{_key(java)}.jsa"
+
+
 def recorded() -> bool:
     """Whether this machine's JVM starts with an archive already."""
     java = _java()
     try:
-        return java is not None and (cache_dir() / f"{_key(java)}.jsa").exists()
+        return java is not None and _archive_path(java).exists()
     except OSError:
         return False
 
@@ -90,19 +98,17 @@ class ClassArchive:
         if java is None:
             return
         try:
-            directory = cache_dir()
-            directory.mkdir(parents=True, exist_ok=True)
-            key = _key(java)
+            cache_dir().mkdir(parents=True, exist_ok=True)
+            final = _archive_path(java)
         except OSError:
             return  # no cache to keep an archive in: start as before
-        final = directory / f"{key}.jsa"
         if final.exists():
             self.archive = final
             return
         jcmd = java.parent / "jcmd"
-        if jcmd.exists() and _lock(directory / f"{key}.recording"):
-            self.recording, self._jcmd = directory / f"{key}.recording", jcmd
-            for left in directory.glob(f"{key}.*.partial"):  # of a recorder killed while it dumped
+        if jcmd.exists() and _lock(final.with_suffix(".recording")):
+            self.recording, self._jcmd = final.with_suffix(".recording"), jcmd
+            for left in final.parent.glob(f"{final.stem}.*.partial"):  # of a recorder killed while it dumped
                 left.unlink(missing_ok=True)
 
     def java_options(self) -> str:
@@ -149,7 +155,7 @@ def _lock(path: Path) -> bool:
                 holder = int(path.read_text() or "0")
             except (OSError, ValueError):
                 holder = 0
-            if holder and _alive(holder):
+            if holder and psutil.pid_exists(holder):
                 return False
             path.unlink(missing_ok=True)
             continue
@@ -159,13 +165,3 @@ def _lock(path: Path) -> bool:
             f.write(str(os.getpid()))
         return True
     return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

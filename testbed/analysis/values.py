@@ -18,7 +18,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from testbed.analysis.observations import FINAL_READER, PART
+from testbed.analysis.observations import PART
 
 VALUE = ["run_id", "value"]
 #: how a send ended, as a number (a string would not aggregate in a hash table)
@@ -190,6 +190,3 @@ def failed_values(v: DataFrame) -> DataFrame:
     aborted read can be of."""
     return v.where(F.col("fails") > 0).select(*VALUE)
 
-
-__all__ = ["FINAL_READER", "VALUE", "acknowledgements", "by_value", "failed_values", "nonmonotonic_sends",
-           "send_latencies", "sends_backwards"]

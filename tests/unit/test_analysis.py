@@ -439,3 +439,24 @@ def test_a_large_input_narrowed_to_its_suspect_blocks_is_judged_alike(
     assert {k: c["count"] for k, c in whole["checks"].items() if c["count"]} == {
         "lost_writes": 1, "inconsistent_offsets": 1, "duplicates": 1, "committed_regressions": 1}
     assert narrow["checks"] == whole["checks"] and narrow["figures"] == whole["figures"]
+
+
+def test_the_judging_jvm_starts_with_the_class_archive_options(spark) -> None:  # noqa: F811
+    """The JVM the session started carries what `class_archive` decided for it (the archive
+    mapped, or recorded on a machine's first start, and the log settings by property), with
+    Spark's configuration directory the empty one CDS accepts on the class path."""
+    import os
+
+    import psutil
+    from pyspark import SparkContext
+
+    from testbed.analysis import session, spark_settings
+    from testbed.analysis.class_archive import empty_conf_dir
+    if spark_settings.USER_CONF_DIR is not None:
+        pytest.skip("a SPARK_CONF_DIR of the user's own: no archive")
+    assert session._archive is not None
+    options = session._archive.java_options().split()
+    assert any(o.startswith("-Dlog4j2.configurationFile=") for o in options)
+    command = psutil.Process(SparkContext._gateway.proc.pid).cmdline()
+    assert set(options) <= set(command), (options, command)
+    assert os.environ["SPARK_CONF_DIR"] == str(empty_conf_dir()) and not any(empty_conf_dir().iterdir())

@@ -156,3 +156,35 @@ def test_the_writeback_is_due_when_the_oldest_dirty_bytes_are_writeback_old(tmp_
         d.tick(due)
         assert due == math.inf or d.writeback_due() > due
     d.close()
+
+
+@pytest.mark.parametrize("flush", [None, {"messages": 1_000_000}])
+def test_a_brokers_storage_due_time_kept_across_appends_is_never_later_than_worked_out_again(
+        tmp_path, monkeypatch: pytest.MonkeyPatch, flush: dict | None) -> None:
+    """`BrokerRole` lowers its storage's due time on each append (`_appended`) instead of
+    asking every log and file again: over a simulated run of appends, lossy crashes and
+    restarts (the sim's fault tour), with flushes by count and by interval or with the OS
+    writeback alone making data durable, the time it keeps is never later than the one
+    worked out from scratch, so no flush.ms or writeback is missed."""
+    from broker.noderuntime.broker_role import BrokerRole
+    from testbed.sim.run import run_seed
+    from testbed.topology import parse_topology
+    from tests.unit.test_sim import FAULT_TOUR
+
+    checked = {"any": 0, "due": 0}
+    next_tick_at = BrokerRole.next_tick_at
+
+    def kept_no_later(self: BrokerRole, now: float) -> float:
+        kept = self.storage_due()
+        fresh = min(self.durability.writeback_due(), min((p.flush_due() for p in self.logs.values()), default=math.inf))
+        assert kept <= fresh, f"kept {kept}, worked out again {fresh}"
+        checked["any"] += 1
+        checked["due"] += fresh < math.inf
+        return next_tick_at(self, now)
+    monkeypatch.setattr(BrokerRole, "next_tick_at", kept_no_later)
+    tour = copy.deepcopy(FAULT_TOUR)
+    if flush is not None:
+        tour["topics"][0]["flush"] = flush
+    outcome = run_seed(parse_topology(tour, "tour"), tmp_path / "run")
+    assert outcome.error is None and outcome.converged
+    assert checked["due"] > 100, checked  # the storage had work pending, many times

@@ -35,21 +35,40 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
+def _frames(msg: Any, rid: int, src: str) -> list[bytes]:
+    return [bytes(fr) for fr in encode(msg, rid, src)]
+
+
 def test_every_message_handed_over_is_what_the_codec_would_deliver(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """At its send, the codec would deliver an equal object; at its arrival, it is still what
+    was sent (no sender changed it in between: it owns no part of it once sent)."""
     seen: dict[str, int] = {}
-    transmit = SimNetwork._transmit
+    sent: dict[int, tuple[Any, list[bytes]]] = {}  # id -> (the object, kept alive; its encoding at the send)
+    arrived = 0
+    transmit, receive = SimNetwork._transmit, SimNetwork._receive
 
     def checked(self: SimNetwork, src: str, dst: str, rid: int, msg: Any, is_reply: bool) -> None:
         if type(msg) in HANDED_OVER:
             decoded = decode(encode(msg, rid, src))
             assert _same(decoded.msg, msg), f"{src} -> {dst}: the codec would deliver {decoded.msg}, not {msg}"
             seen[type(msg).__name__] = seen.get(type(msg).__name__, 0) + 1
+            sent[id(msg)] = (msg, _frames(msg, rid, src))
         transmit(self, src, dst, rid, msg, is_reply)
+
+    def unchanged(self: SimNetwork, endpoint: Any, src: str, dst: str, rid: int, payload: Any,
+                  is_reply: bool) -> None:
+        nonlocal arrived
+        if type(payload) in HANDED_OVER:
+            assert _frames(payload, rid, src) == sent[id(payload)][1], f"{src} -> {dst}: changed in flight: {payload}"
+            arrived += 1
+        receive(self, endpoint, src, dst, rid, payload, is_reply)
     monkeypatch.setattr(SimNetwork, "_transmit", checked)
+    monkeypatch.setattr(SimNetwork, "_receive", unchanged)
     outcome = run_seed(parse_topology(FAULT_TOUR, "tour"), tmp_path / "run")
     assert outcome.error is None and outcome.converged
     assert set(seen) == {t.__name__ for t in HANDED_OVER}, f"not every type was sent: {seen}"
+    assert arrived > len(HANDED_OVER), "the handed-over messages were checked on arrival"
 
 
 class _Receiver:
