@@ -19,7 +19,6 @@ from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 from testbed.analysis.schemas import CORRUPT, RECORD_FILES, RecordFile
-from testbed.analysis.session import submit
 
 RUN_ID = "run_id"
 SEQ = "seq"  # position of a line in its file (increasing with the line number, not dense)
@@ -84,7 +83,7 @@ def ingest(spark: SparkSession, runs: list[Path], warehouse: Path) -> tuple[Tabl
         for spec in RECORD_FILES:
             files = [run / spec.path for run in runs if (run / spec.path).is_file()]
             if files:  # the five writes are small jobs: together, their fixed costs overlap
-                writes.append(submit(pool, spark, _to_parquet, spark, spec, files, warehouse / spec.table))
+                writes.append(pool.submit(_to_parquet, spark, spec, files, warehouse / spec.table))
                 frames[spec.table] = (spark.read.schema(_stored_schema(spec)).parquet(str(warehouse / spec.table))
                                       .where(F.col(RUN_ID).isin(ids)))
             else:

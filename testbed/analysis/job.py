@@ -10,6 +10,7 @@ is first narrowed to its suspect records (`scope`): rows, not actions, are its c
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from functools import reduce
@@ -27,7 +28,6 @@ from testbed.analysis.observations import PART, committed_log, partitions, repli
 from testbed.analysis.offsets import FLAGS, only, suspects
 from testbed.analysis.runinfo import ConfigTables
 from testbed.analysis.scope import Observed, Scope, narrowed, observe, whole
-from testbed.analysis.session import submit
 from testbed.analysis.values import VALUE, acknowledgements, nonmonotonic_sends, sends_backwards
 from testbed.topology import CHECK_NAMES
 
@@ -55,33 +55,14 @@ def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, bou
     `offsets.suspects` proved that no offset could hold one of its anomalies, or the
     narrowing of a large input (`scope`) that no value could."""
     found = suspects(t, scope.acked, scope.polls, scope.logs).persist()
-    flagged = found.agg(*[F.sum(F.col(f).cast("int")).alias(f) for f in FLAGS]).first()
-    any_ = {f: bool(flagged[f]) for f in FLAGS}
+    # The flags are counted while the checks every run gets are planned: neither waits for the other.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="isrlab-flags") as pool:
+        counted = pool.submit(lambda: found.agg(*[F.sum(F.col(f).cast("int")).alias(f) for f in FLAGS]).first())
+        frames = _unflagged_frames(t, config, o, scope, bounds, spans)
+        columns_of(frames.values())  # each frame keeps its schema: `_run_checks` asks again for nothing
+        any_ = {f: bool(counted.result()[f]) for f in FLAGS}
     near = committed_log(t, scope.polls, scope.logs)  # the committed log at every offset `found` names
     starts = bounds.select("run_id", "t0")
-    steps = H.poll_steps(t.history)
-    if scope.narrow:  # three checks read the steps: a large input's few, computed once
-        steps = steps.localCheckpoint()
-    resolve(scope.acked, scope.polls, scope.logs, o.committed, steps, starts, spans, config.topics)
-    frames = {
-        "nonmonotonic_polls": H.nonmonotonic_polls(steps),
-        "poll_skips": H.poll_skips(steps),
-        "internal_poll_skips": H.internal_poll_skips(steps),
-        "leader_conflicts": P.leader_conflicts(t),
-        "unclean_exclusion": P.unclean_exclusion(t, config),
-        "placement_violations": P.placement_violations(t, config),
-        "elr_violations": P.elr_violations(t, config),
-        "metadata_divergence": P.metadata_divergence(t),
-    }
-    back = sends_backwards(acknowledgements(scope.values, t.history, o.deleted, eager=scope.narrow))
-    if scope.narrow:  # a large input: the window's few rows now, and no name lookup for none
-        back = back.localCheckpoint()
-    if not scope.narrow or not back.isEmpty():
-        frames["nonmonotonic_sends"] = nonmonotonic_sends(back, t.history)
-    if scope.may_duplicate:
-        frames["duplicates"] = H.duplicates(of_values(o.committed, scope.duplicated))
-    if scope.may_fail:
-        frames["aborted_reads"] = H.aborted_reads(t.history, o.polls, o.committed, scope.failed)
     # The frames attribution starts from are checkpointed (computed now, held by the session):
     # `attribute` joins its rows four times, and Spark Connect sends and analyses a plan as a
     # tree, so each use would carry the whole lineage of acked, polls, logs and committed
@@ -106,6 +87,36 @@ def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, bou
     return frames
 
 
+def _unflagged_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, bounds: DataFrame,
+                      spans: DataFrame) -> dict[str, DataFrame]:
+    """The checks that `offsets.suspects` does not gate, as frames (see `check_frames`)."""
+    starts = bounds.select("run_id", "t0")
+    steps = H.poll_steps(t.history)
+    if scope.narrow:  # three checks read the steps: a large input's few, computed once
+        steps = steps.localCheckpoint()
+    resolve(scope.acked, scope.polls, scope.logs, o.committed, steps, starts, spans, config.topics)
+    frames = {
+        "nonmonotonic_polls": H.nonmonotonic_polls(steps),
+        "poll_skips": H.poll_skips(steps),
+        "internal_poll_skips": H.internal_poll_skips(steps),
+        "leader_conflicts": P.leader_conflicts(t),
+        "unclean_exclusion": P.unclean_exclusion(t, config),
+        "placement_violations": P.placement_violations(t, config),
+        "elr_violations": P.elr_violations(t, config),
+        "metadata_divergence": P.metadata_divergence(t),
+    }
+    back = sends_backwards(acknowledgements(scope.values, t.history, o.deleted, eager=scope.narrow))
+    if scope.narrow:  # a large input: the window's few rows now, and no name lookup for none
+        back = back.localCheckpoint()
+    if not scope.narrow or not back.isEmpty():
+        frames["nonmonotonic_sends"] = nonmonotonic_sends(back, t.history)
+    if scope.may_duplicate:
+        frames["duplicates"] = H.duplicates(of_values(o.committed, scope.duplicated))
+    if scope.may_fail:
+        frames["aborted_reads"] = H.aborted_reads(t.history, o.polls, o.committed, scope.failed)
+    return frames
+
+
 def of_values(rows: DataFrame, values: DataFrame | None) -> DataFrame:
     """The rows of `rows` whose (run_id, value) is one of `values` (few, broadcast); all of them
     for None."""
@@ -119,19 +130,30 @@ def resolve(*frames: DataFrame) -> None:
     plan of every frame a client asked about (`spark.connect.session.planCache.maxSize`),
     and every check built on these frames then finds them resolved instead of resolving the
     shared part of its plan again (about 2 s of a small run's checks)."""
-    for frame in frames:
-        frame.schema  # noqa: B018 - the request is the point
+    columns_of(frames)
 
 
-def _examples(name: str, frame: DataFrame, starts: DataFrame) -> DataFrame:
+#: How many plans the server is asked to resolve at once (`columns_of`)
+RESOLVERS = 4
+
+
+def columns_of(frames: Iterable[DataFrame]) -> list[list[str]]:
+    """Each frame's columns. Each is a round trip in which the server resolves the frame's
+    whole plan (20-300 ms for a check's); asked one after another, the checks' took 1.5 s
+    of a small run's judgment, several at once a third of that."""
+    with ThreadPoolExecutor(max_workers=RESOLVERS, thread_name_prefix="isrlab-resolve") as pool:
+        return list(pool.map(lambda frame: frame.columns, frames))
+
+
+def _examples(name: str, frame: DataFrame, columns: list[str], starts: DataFrame) -> DataFrame:
     """(check, run_id, count, unattributed, examples as JSON) of one check, to be unioned
-    with the others' into one job."""
-    cols = [c for c in frame.columns if c not in ("run_id", "attributed", "why")]
-    if "time_ns" in frame.columns:
+    with the others' into one job; `columns` are the frame's (`columns_of`)."""
+    cols = [c for c in columns if c not in ("run_id", "attributed", "why")]
+    if "time_ns" in columns:
         frame = frame.join(starts, "run_id", "left").withColumn("time_s", seconds("time_ns")).drop("t0")
         cols = [c for c in cols if c != "time_ns"] + ["time_s"]
-    unattributed = (~F.col("attributed")).cast("int") if "attributed" in frame.columns else F.lit(0)
-    order = [F.col(c) for c in ("topic", "partition", "offset", "time_s") if c in frame.columns]
+    unattributed = (~F.col("attributed")).cast("int") if "attributed" in columns else F.lit(0)
+    order = [F.col(c) for c in ("topic", "partition", "offset", "time_s") if c in cols]
     rank = Window.partitionBy("run_id").orderBy(*order, *[F.col(c).cast("string") for c in cols])
     return (frame.withColumn("n", F.row_number().over(rank))
             .groupBy("run_id")
@@ -198,7 +220,7 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = F
         # The figures and the checks fill different fields of `out`; the figures' action runs
         # while the checks' are planned, so the driver's share of each overlaps the other's.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="isrlab-figures") as pool:
-            figures_done = submit(pool, spark, _collect_figures, t, config, scope, bounds, spans, out)
+            figures_done = pool.submit(_collect_figures, t, config, scope, bounds, spans, out)
             _run_checks(t, config, o, scope, bounds, spans, out)
             for row in convergence(t, config).collect():
                 out[row["run_id"]].converged = bool(row["converged"])
@@ -217,7 +239,9 @@ def _run_checks(t: Tables, config: ConfigTables, o: Observed, scope: Scope, boun
     # each use reads a small computed table (a run of 835 lost writes judged in 22-25 s warm
     # instead of 33-58 s, with `check_frames`' checkpoints).
     attributed = {name: checks[name].localCheckpoint() for name in ATTRIBUTED if name in checks}
-    frames = [_examples(name, attributed.get(name, frame), starts) for name, frame in checks.items()]
+    inputs = {name: attributed.get(name, frame) for name, frame in checks.items()}
+    frames = [_examples(name, frame, columns, starts)
+              for (name, frame), columns in zip(inputs.items(), columns_of(inputs.values()))]
     for row in reduce(DataFrame.unionByName, frames).collect():
         name = row["check"]
         examples = [json.loads(e["example"]) for e in sorted(row["examples"], key=lambda e: e["n"])]

@@ -11,13 +11,15 @@ from typing import Literal
 
 from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
+from pyspark.sql.connect.session import SparkSession as RemoteSession
 
 from testbed.analysis.ingest import IngestError, find_runs, ingest
-from testbed.analysis.job import run_job
+from testbed.analysis.job import RunData, run_job
 from testbed.analysis.report import write_reports
-from testbed.analysis.runinfo import config_tables, load_run_info
+from testbed.analysis.runinfo import RunInfo, config_tables, load_run_info
 from testbed.analysis.schemas import RECORD_FILES
-from testbed.analysis.session import SMALL_INPUT_BYTES, get_spark, is_remote, jvm_alive, stop_spark, tune_for
+from testbed.analysis.session import (SMALL_INPUT_BYTES, get_spark, is_remote, jvm_alive, new_session, stop_spark,
+                                      tune_for)
 from testbed.analysis.summary import write_summary
 from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
@@ -46,31 +48,43 @@ def jvm_log_for(warehouse: Path) -> Path:
 
 #: One judgment at a time per process: jobs share the session's cache, which each clears at its end.
 _judging = threading.Lock()
-_rehearsed = threading.Event()
-_rehearsing = threading.Event()
 REHEARSAL_RECORDS = 2000
-REHEARSAL_TAG = "isrlab-rehearsal"
+_rehearsal_lock = threading.Lock()
+_rehearsal: RemoteSession | None = None  # the session of the rehearsal under way
+_rehearsed = False  # this process has begun a rehearsal, or a judgment made one pointless
 
 
 def rehearse(spark_master: str | None = None) -> None:
     """Judge a small synthetic run, once per process, so that the JVM has loaded and compiled
-    the pipeline's code before a real run needs it (see `session.warm_up`). A real judgment
-    that arrives meanwhile cancels the rehearsal's Spark jobs instead of waiting for them. A
-    Spark Connect server needs none: it stays warm between commands."""
-    if _rehearsed.is_set():
-        return
-    _rehearsed.set()
-    if is_remote():
-        return
-    spark = get_spark(spark_master)
-    with _judging, tempfile.TemporaryDirectory(prefix="isrlab-rehearsal-") as tmp:
-        _rehearsing.set()
-        spark.addTag(REHEARSAL_TAG)  # this thread's operations only
+    the pipeline's code before a real run needs it (see `session.warm_up`). The rehearsal has
+    a session of its own, which a real judgment stops (`end_rehearsal`) instead of waiting
+    for it. A Spark Connect server needs none: it stays warm between commands."""
+    global _rehearsal, _rehearsed
+    get_spark(spark_master)
+    with _rehearsal_lock:
+        if _rehearsed or is_remote():
+            return
+        _rehearsed = True
+        _rehearsal = spark = new_session()
+    try:
+        with tempfile.TemporaryDirectory(prefix="isrlab-rehearsal-") as tmp:
+            run = write_synthetic_run(Path(tmp), REHEARSAL_RECORDS)
+            _judge(spark, [run], {run.name: load_run_info(run)}, warehouse_for([run], None))
+    finally:
+        end_rehearsal()
+
+
+def end_rehearsal() -> None:
+    """Stop the rehearsal if one is under way, at once: its session ends on the server with
+    its queries, and its thread's next call fails. A rehearsal not begun yet never begins."""
+    global _rehearsal, _rehearsed
+    with _rehearsal_lock:
+        spark, _rehearsal, _rehearsed = _rehearsal, None, True
+    if spark is not None:
         try:
-            _analyze([write_synthetic_run(Path(tmp), REHEARSAL_RECORDS)], spark_master, None)
-        finally:
-            spark.removeTag(REHEARSAL_TAG)
-            _rehearsing.clear()
+            spark.stop()
+        except Exception:  # noqa: BLE001, S110 - a session that cannot be stopped is stopped
+            pass
 
 
 #: which runs get a `report.html`: every one, or those that did not pass (a sweep of seeds)
@@ -80,13 +94,9 @@ Reports = Literal["all", "not-ok"]
 def analyze_runs(paths: list[Path], spark_master: str | None = None, summary_dir: Path | None = None,
                  reports: Reports = "all") -> list[RunVerdict]:
     """Judge every run under `paths` in one Spark job (see `_analyze`)."""
-    while not _judging.acquire(timeout=0.1):
-        if _rehearsing.is_set():
-            get_spark(spark_master).interruptTag(REHEARSAL_TAG)
-    try:
+    end_rehearsal()
+    with _judging:
         return _analyze(paths, spark_master, summary_dir, reports)
-    finally:
-        _judging.release()
 
 
 def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | None,
@@ -105,14 +115,9 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     failed = None
     try:
         warehouse = warehouse_for(runs, summary_dir)
-        size = sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES
-                   if (run / spec.path).is_file())
+        size = _input_bytes(runs)
         spark = get_spark(spark_master, log=jvm_log_for(warehouse), small_input=size < SMALL_INPUT_BYTES)
-        small = tune_for(spark, size)
-        tables, rejected = ingest(spark, runs, warehouse)
-        judged = [rid for rid in infos if rid not in rejected]
-        data = (run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged, small)
-                if judged else {})
+        data, rejected = _judge(spark, runs, infos, warehouse, size)
     except (PySparkException, Py4JError) as exc:
         failed = f"the Spark job failed, so the run was not judged: {spark_failure(exc)}"
         data, rejected = {}, dict.fromkeys(infos, failed)
@@ -129,6 +134,20 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
         target = summary_dir or default_summary_dir(runs)
         write_summary(spark, infos, verdicts, target)
     return verdicts
+
+
+def _input_bytes(runs: list[Path]) -> int:
+    return sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES if (run / spec.path).is_file())
+
+
+def _judge(spark: RemoteSession, runs: list[Path], infos: dict[str, RunInfo], warehouse: Path,
+           size: int | None = None) -> tuple[dict[str, RunData], dict[str, str]]:
+    """The Spark part of a judgment: each judged run's data, and why each other run was not."""
+    small = tune_for(spark, _input_bytes(runs) if size is None else size)
+    tables, rejected = ingest(spark, runs, warehouse)
+    judged = [rid for rid in infos if rid not in rejected]
+    data = run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged, small) if judged else {}
+    return data, rejected
 
 
 def spark_failure(exc: BaseException) -> str:

@@ -11,9 +11,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
 from pathlib import Path
-from typing import Any, TypeVar
 
 import psutil
 from py4j.protocol import Py4JError
@@ -28,7 +26,6 @@ from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
 from testbed.analysis.spark_settings import (CONNECT_SETTINGS, SETTINGS, SMALL_INPUT_JIT, SPARK_CONF_DIR,
                                              USER_CONF_DIR)
 
-T = TypeVar("T")
 DEFAULT_MASTER = "local[*]"
 #: The environment variable by which PySpark's functions choose between Connect and classic columns
 CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
@@ -37,6 +34,7 @@ APP_NAME = "isrlab-analysis"
 _session: RemoteSession | None = None  # the pipeline's session: a Spark Connect client
 _driver: SparkSession | None = None  # the classic session of this process's own JVM, if it has one
 _master: str | None = None
+_url: str | None = None  # the Spark Connect server of `_session`
 _archive: ClassArchive | None = None  # the class archive of this process's JVM (see `class_archive`)
 _lock = threading.Lock()  # the session may be started by `warm_up`'s thread and a caller at once
 
@@ -62,6 +60,16 @@ def get_spark(master: str | None = None, log: Path | None = None, small_input: b
         return _get_spark(master, log, small_input)
 
 
+def new_session() -> RemoteSession:
+    """Another Spark Connect session on the process's server (the same JVM, as warm), with a
+    lifetime of its own: stopping it ends its operations on the server at once, where an
+    interrupted query still finishes its planning (up to 2 s of a rehearsal's, measured)."""
+    with _lock:
+        if _session is None or _url is None:
+            raise RuntimeError("no Spark session to share a server with: call get_spark first")
+        return RemoteSession.builder.remote(_url).create()
+
+
 def is_remote() -> bool:
     """The session is on a server this process did not start (`run.py spark up`, `sc://`):
     a warm JVM that other commands share."""
@@ -79,7 +87,7 @@ def jvm_alive() -> bool:
 
 
 def _get_spark(master: str | None, log: Path | None, small_input: bool) -> RemoteSession:
-    global _session, _master
+    global _session, _master, _url
     if _session is not None:
         if master is not None and master != _master:
             raise RuntimeError(f"a Spark session on {_master} is already running in this process; "
@@ -92,7 +100,7 @@ def _get_spark(master: str | None, log: Path | None, small_input: bool) -> Remot
     url = wanted if wanted.startswith("sc://") else _embedded(wanted, log, small_input)
     os.environ[CONNECT_MODE] = "1"  # pyspark.sql.functions builds Spark Connect columns from now on
     _session = RemoteSession.builder.remote(url).getOrCreate()
-    _master = wanted
+    _master, _url = wanted, url
     return _session
 
 
@@ -169,21 +177,6 @@ _LARGE = {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode
           "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "65536"}
 
 
-def submit(pool: Executor, spark: RemoteSession, fn: Callable[..., T], *args: Any) -> Future[T]:
-    """`fn(*args)` on `pool`, its Spark operations tagged as the caller's are (a tag belongs to
-    the thread that added it): a rehearsal interrupted by its tag stops in every thread."""
-    tags = spark.getTags()
-
-    def tagged() -> T:
-        for tag in tags:
-            spark.addTag(tag)
-        try:
-            return fn(*args)
-        finally:
-            spark.clearTags()
-    return pool.submit(tagged)
-
-
 def tune_for(spark: RemoteSession, input_bytes: int) -> bool:
     """Fit the session's SQL settings to the size of what it is about to judge.
 
@@ -206,8 +199,7 @@ def tune_for(spark: RemoteSession, input_bytes: int) -> bool:
 WARM_UP_NICE = 10
 
 
-def warm_up(master: str | None = None, rehearse: Callable[[], None] | None = None,
-            log: Path | None = None) -> threading.Thread:
+def warm_up(rehearse: Callable[[], None], master: str | None = None, log: Path | None = None) -> threading.Thread:
     """Start the session in a background thread, then `rehearse` (judge a small run), so that
     when a run's workload ends the JVM is up and has compiled the pipeline's code: a cold JVM
     judges a small run in about twice the time a warm one does. The thread and the JVM it
@@ -216,9 +208,8 @@ def warm_up(master: str | None = None, rehearse: Callable[[], None] | None = Non
     def start() -> None:
         try:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICE)  # inherited by the JVM
-            get_spark(master, log).range(1).count()
-            if rehearse is not None:
-                rehearse()
+            get_spark(master, log)
+            rehearse()
         except Exception:  # noqa: BLE001, S110 - the verdict's own get_spark reports the failure
             pass
     thread = threading.Thread(target=start, name="spark-warm-up", daemon=True)
@@ -228,30 +219,39 @@ def warm_up(master: str | None = None, rehearse: Callable[[], None] | None = Non
 
 def full_priority() -> None:
     """Give the JVM the caller's CPU priority again (once the workload is over, nothing needs
-    protecting from it). Raising a priority needs CAP_SYS_NICE: without it the JVM stays
-    nice, which costs nothing on an otherwise idle machine."""
+    protecting from it). A nice value is a thread's, so each of the JVM's hundreds of threads
+    gets it. Raising a priority needs CAP_SYS_NICE: without it the JVM stays nice, which
+    costs nothing on an otherwise idle machine."""
     with _lock:
         if _driver is None:
             return
         proc = getattr(SparkContext._gateway, "proc", None)
     if proc is None:
         return
-    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    renice(proc.pid, os.getpriority(os.PRIO_PROCESS, 0))
+
+
+def renice(pid: int, nice: int) -> None:
+    """Set the nice value of every thread of `pid` and of its descendants, where allowed."""
     try:
-        launcher = psutil.Process(proc.pid)
-        for p in [launcher, *launcher.children(recursive=True)]:
-            p.nice(nice)
-    except (psutil.Error, PermissionError):
-        pass
+        launcher = psutil.Process(pid)
+        threads = [t.id for p in [launcher, *launcher.children(recursive=True)] for t in p.threads()]
+    except psutil.Error:
+        return
+    for tid in threads:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+        except (ProcessLookupError, PermissionError):
+            pass  # a thread that ended, or no right to raise a priority
 
 
 def stop_spark() -> None:
     """Stop the session and its JVM, so that no process outlives the caller. After a failure
     the JVM may be gone already: the session is forgotten all the same, so the next
     `get_spark` starts a new one."""
-    global _session, _driver, _master
+    global _session, _driver, _master, _url
     with _lock:
-        session, driver, _session, _driver, _master = _session, _driver, None, None, None
+        session, driver, _session, _driver, _master, _url = _session, _driver, None, None, None, None
         for each in (session, driver):
             if each is None:
                 continue

@@ -67,7 +67,7 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     run_dir = run_dir or runs_dir / new_run_id(topology.name, topology.seed)
     # The JVM starts, and rehearses the pipeline, while the cluster runs (at a low priority);
     # what it prints goes to the run's analysis/spark.log.
-    warm_up(spark_master, rehearse=lambda: rehearse(spark_master), log=jvm_log_for(warehouse_for([run_dir], None)))
+    warm_up(lambda: rehearse(spark_master), spark_master, log=jvm_log_for(warehouse_for([run_dir], None)))
     outcome = run_cluster(topology, runs_dir, time_scale, keep_data, console, run_dir, before_fault)
     full_priority()
     if outcome.counts is None:

@@ -460,3 +460,43 @@ def test_the_judging_jvm_starts_with_the_class_archive_options(spark) -> None:  
     command = psutil.Process(SparkContext._gateway.proc.pid).cmdline()
     assert set(options) <= set(command), (options, command)
     assert os.environ["SPARK_CONF_DIR"] == str(empty_conf_dir()) and not any(empty_conf_dir().iterdir())
+
+
+def test_a_judgment_stops_a_rehearsal_under_way_at_once_and_judges_alike(
+        tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """The rehearsal of `run.py x.yaml` (a synthetic run judged while the cluster runs) has a
+    session of its own: a real judgment ends it, its thread stops within seconds instead of
+    planning its queries to the end, and the verdict is what a judgment alone gives."""
+    import threading
+
+    _lost(tmp_path)
+    run = tmp_path / "lost"
+    analyze_runs([run])
+    alone = (run / "results.json").read_bytes()
+
+    judging = threading.Event()
+    real_run_job = pipeline.run_job
+
+    def run_job_(tables, *args, **kwargs):  # noqa: ANN001, ANN202
+        if tables.events.sparkSession is not spark:
+            judging.set()  # the rehearsal's own session has begun its checks (seconds of them)
+        return real_run_job(tables, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "run_job", run_job_)
+    monkeypatch.setattr(pipeline, "_rehearsed", False)
+    failure: list[BaseException] = []
+
+    def rehearse() -> None:
+        try:
+            pipeline.rehearse()
+        except Exception as exc:  # noqa: BLE001 - its session ended under it
+            failure.append(exc)
+    rehearsal = threading.Thread(target=rehearse, daemon=True)
+    rehearsal.start()
+    assert judging.wait(120)
+    analyze_runs([run])
+    rehearsal.join(timeout=10)
+    assert not rehearsal.is_alive() and failure, "the rehearsal ended with its session"
+    assert pipeline._rehearsal is None
+    assert (run / "results.json").read_bytes() == alone
+    assert spark.range(3).count() == 3  # the process's own session is untouched
