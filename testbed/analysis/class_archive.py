@@ -11,7 +11,9 @@ when its session stops (`save`), dumps the classes it loaded with `jcmd VM.cds
 dynamic_dump` while the caller waits (about 10 s, once). It is dumped on demand rather than
 at the JVM's exit (`-XX:ArchiveClassesAtExit`) so that a JVM never outlives the process
 that started it to write one. One process records at a time (a lock file naming its pid);
-the others start without an archive meanwhile.
+the others start without an archive meanwhile. Each venv, JDK or PySpark has its own key,
+so a machine that makes many (a CI clone per run) would gather archives of 160 MB each:
+saving one keeps the `KEEP` most recently used (a start that maps one marks it used).
 
 The class path must hold no non-empty directory for CDS, so Spark's configuration
 directory is an empty one and the log settings are a system property (`java_options`).
@@ -31,6 +33,8 @@ from testbed.analysis.spark_settings import LOG4J2_PROPERTIES
 
 #: How long a dump may take before the archive is given up for this time (it takes 10-15 s)
 DUMP_TIMEOUT_S = 120
+#: How many archives a cache keeps: those most recently used
+KEEP = 3
 
 
 def cache_dir() -> Path:
@@ -104,6 +108,7 @@ class ClassArchive:
             return  # no cache to keep an archive in: start as before
         if final.exists():
             self.archive = final
+            _mark_used(final)
             return
         jcmd = java.parent / "jcmd"
         if jcmd.exists() and _lock(final.with_suffix(".recording")):
@@ -137,11 +142,33 @@ class ClassArchive:
                                   stdin=subprocess.DEVNULL, capture_output=True, timeout=DUMP_TIMEOUT_S)
             if done.returncode == 0 and partial.exists() and partial.stat().st_size > 0:
                 os.replace(partial, final)
+                _prune(final.parent)
         except (OSError, subprocess.SubprocessError):
             pass  # no archive this time
         finally:
             partial.unlink(missing_ok=True)
             lock.unlink(missing_ok=True)
+
+
+def _mark_used(archive: Path) -> None:
+    """Make the archive the most recently used (its modification time)."""
+    try:
+        os.utime(archive)
+    except OSError:
+        pass  # a cache of another user's: used all the same, just not marked
+
+
+def _prune(cache: Path) -> None:
+    """Remove all but the `KEEP` most recently used archives. A JVM that maps a removed one
+    keeps its mapping; the next start of that software records it again."""
+    archives = []
+    for path in cache.glob("*.jsa"):
+        try:
+            archives.append((path.stat().st_mtime, path))
+        except OSError:
+            continue  # removed meanwhile
+    for _, path in sorted(archives, reverse=True)[KEEP:]:
+        path.unlink(missing_ok=True)
 
 
 def _lock(path: Path) -> bool:

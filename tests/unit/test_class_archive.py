@@ -85,3 +85,31 @@ def test_an_unwritable_cache_means_starts_without_an_archive(tmp_path: Path, mon
     archive = ClassArchive()
     assert archive.archive is None and archive.recording is None
     assert archive.java_options() == f"-Dlog4j2.configurationFile={class_archive.LOG4J2_PROPERTIES}"
+
+
+def test_saving_an_archive_keeps_only_the_most_recently_used_ones(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cache of archives for other venvs, JDKs or PySparks (160 MB each) keeps the `KEEP`
+    most recently used: mapping one marks it used, and saving a new one removes the rest."""
+    cache.mkdir(parents=True)
+    others = [cache / f"{i:016x}.jsa" for i in range(class_archive.KEEP + 1)]
+    for age, path in enumerate(others):
+        path.write_bytes(b"classes")
+        os.utime(path, (1_000_000 + age, 1_000_000 + age))  # others[0] the least recently used
+    os.utime(others[0])  # a start of that software mapped it just now
+    recorder = ClassArchive()
+    assert recorder.recording is not None
+    archive = recorder.recording.with_suffix(".jsa")
+    run = subprocess.run
+
+    def dump(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+        """jcmd <pid> VM.cds dynamic_dump <file>: writes the file."""
+        assert command[2:4] == ["VM.cds", "dynamic_dump"]
+        return run([sys.executable, "-c", f"open({command[4]!r}, 'wb').write(b'new classes')"], **kwargs)
+    monkeypatch.setattr(class_archive.subprocess, "run", dump)
+    recorder.save(os.getpid())
+    assert archive.read_bytes() == b"new classes"
+    # kept: the new one, the one used just now, then the newest of the rest
+    assert set(cache.glob("*.jsa")) == {archive, others[0], *others[:0:-1][:class_archive.KEEP - 2]}
+    os.utime(archive, (1_000_000, 1_000_000))
+    assert ClassArchive().archive == archive  # a start that maps an archive marks it used
+    assert archive.stat().st_mtime > 1_000_000
