@@ -69,7 +69,7 @@ def rehearse(spark_master: str | None = None) -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="isrlab-rehearsal-") as tmp:
             run = write_synthetic_run(Path(tmp), REHEARSAL_RECORDS)
-            _judge(spark, [run], {run.name: load_run_info(run)}, warehouse_for([run], None))
+            _judge(spark, [run], {run.name: load_run_info(run)}, warehouse_for([run], None), _input_bytes([run]))
     finally:
         end_rehearsal()
 
@@ -137,13 +137,14 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
 
 
 def _input_bytes(runs: list[Path]) -> int:
+    """The size of the runs' record files (what `tune_for` and the JIT choice go by)."""
     return sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES if (run / spec.path).is_file())
 
 
 def _judge(spark: RemoteSession, runs: list[Path], infos: dict[str, RunInfo], warehouse: Path,
-           size: int | None = None) -> tuple[dict[str, RunData], dict[str, str]]:
+           size: int) -> tuple[dict[str, RunData], dict[str, str]]:
     """The Spark part of a judgment: each judged run's data, and why each other run was not."""
-    small = tune_for(spark, _input_bytes(runs) if size is None else size)
+    small = tune_for(spark, size)
     tables, rejected = ingest(spark, runs, warehouse)
     judged = [rid for rid in infos if rid not in rejected]
     data = run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged, small) if judged else {}
