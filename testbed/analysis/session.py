@@ -35,6 +35,7 @@ _session: RemoteSession | None = None  # the pipeline's session: a Spark Connect
 _driver: SparkSession | None = None  # the classic session of this process's own JVM, if it has one
 _master: str | None = None
 _url: str | None = None  # the Spark Connect server of `_session`
+_others: list[RemoteSession] = []  # the sessions `new_session` made, stopped with `_session`
 _archive: ClassArchive | None = None  # the class archive of this process's JVM (see `class_archive`)
 _lock = threading.Lock()  # the session may be started by `warm_up`'s thread and a caller at once
 
@@ -67,7 +68,9 @@ def new_session() -> RemoteSession:
     with _lock:
         if _session is None or _url is None:
             raise RuntimeError("no Spark session to share a server with: call get_spark first")
-        return RemoteSession.builder.remote(_url).create()
+        other = RemoteSession.builder.remote(_url).create()
+        _others.append(other)
+        return other
 
 
 def is_remote() -> bool:
@@ -252,7 +255,12 @@ def stop_spark() -> None:
     global _session, _driver, _master, _url
     with _lock:
         session, driver, _session, _driver, _master, _url = _session, _driver, None, None, None, None
-        for each in (session, driver):
+        # A session `new_session` made is stopped first (a no-op if stopped already): a thread
+        # still using it would otherwise retry its requests against a gone server for minutes,
+        # and keep the process from exiting.
+        others = _others[:]
+        _others.clear()
+        for each in (*others, session, driver):
             if each is None:
                 continue
             try:
