@@ -48,7 +48,7 @@ class RunData:
     timeline: dict = field(default_factory=dict)  # what the report plots
 
 
-def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, bounds: DataFrame,
+def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, starts: DataFrame,
                  spans: DataFrame) -> dict[str, DataFrame]:
     """The checks of DESIGN section 8 that may find something, as frames of anomalies, losses
     with their causes, reading the rows `scope` names. A check left out found nothing:
@@ -58,11 +58,10 @@ def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, bou
     # The flags are counted while the checks every run gets are planned: neither waits for the other.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="isrlab-flags") as pool:
         counted = pool.submit(lambda: found.agg(*[F.sum(F.col(f).cast("int")).alias(f) for f in FLAGS]).first())
-        frames = _unflagged_frames(t, config, o, scope, bounds, spans)
+        frames = _unflagged_frames(t, config, o, scope, starts, spans)
         columns_of(frames.values())  # each frame keeps its schema: `_run_checks` asks again for nothing
         any_ = {f: bool(counted.result()[f]) for f in FLAGS}
     near = committed_log(t, scope.polls, scope.logs)  # the committed log at every offset `found` names
-    starts = bounds.select("run_id", "t0")
     # The frames attribution starts from are checkpointed (computed now, held by the session):
     # `attribute` joins its rows four times, and Spark Connect sends and analyses a plan as a
     # tree, so each use would carry the whole lineage of acked, polls, logs and committed
@@ -87,10 +86,9 @@ def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, bou
     return frames
 
 
-def _unflagged_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, bounds: DataFrame,
+def _unflagged_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, starts: DataFrame,
                       spans: DataFrame) -> dict[str, DataFrame]:
     """The checks that `offsets.suspects` does not gate, as frames (see `check_frames`)."""
-    starts = bounds.select("run_id", "t0")
     steps = H.poll_steps(t.history)
     if scope.narrow:  # three checks read the steps: a large input's few, computed once
         steps = steps.localCheckpoint()
@@ -233,7 +231,7 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = F
 def _run_checks(t: Tables, config: ConfigTables, o: Observed, scope: Scope, bounds: DataFrame,
                 spans: DataFrame, out: dict[str, RunData]) -> None:
     starts = bounds.select("run_id", "t0")
-    checks = check_frames(t, config, o, scope, bounds, spans)
+    checks = check_frames(t, config, o, scope, starts, spans)
     # An attributed check is read twice (its examples, its cause groups) and its plan is the
     # largest of all: analysing it took 1.5-4 s per use on a run with losses. Checkpointed,
     # each use reads a small computed table (a run of 835 lost writes judged in 22-25 s warm
