@@ -113,3 +113,22 @@ def test_saving_an_archive_keeps_only_the_most_recently_used_ones(cache: Path, m
     os.utime(archive, (1_000_000, 1_000_000))
     assert ClassArchive().archive == archive  # a start that maps an archive marks it used
     assert archive.stat().st_mtime > 1_000_000
+
+
+def test_jars_written_again_are_another_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JVM checks an archive's jars by size and modification time and silently starts
+    without an archive whose jars changed: a venv made again at the same path (same jars,
+    same sizes, new files) must record its own archive, not keep a refused one."""
+    import pyspark
+
+    jars = tmp_path / "pyspark" / "jars"
+    jars.mkdir(parents=True)
+    jar = jars / "spark-core.jar"
+    jar.write_bytes(b"classes")
+    monkeypatch.setattr(pyspark, "__file__", str(tmp_path / "pyspark" / "__init__.py"))
+    java = class_archive._java()
+    assert java is not None
+    before = class_archive._key(java)
+    assert class_archive._key(java) == before  # nothing changed: the same archive
+    os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 1_000_000_000))
+    assert class_archive._key(java) != before
