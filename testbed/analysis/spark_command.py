@@ -1,6 +1,8 @@
 """`python run.py spark up | down | status [--master M]`: the shared Spark Connect server
-(`spark_server`). `up` when one is up says so and exits 0; `down` when none is up says so
-and exits 0; `status` exits 0 when a server answers, 1 otherwise."""
+(`spark_server`). `up` starts one and judges a small synthetic run on it `--warm-up` times
+(default 3, about 30 s) so that the first real judgment finds it compiled; when one is up it
+says so and exits 0. `down` when none is up says so and exits 0; `status` exits 0 when a
+server answers, 1 otherwise."""
 from __future__ import annotations
 
 import argparse
@@ -8,13 +10,21 @@ import time
 
 from testbed.analysis import spark_server
 
+#: Judgments of a synthetic run a new server makes before `up` returns (see `pipeline.warm_server`)
+WARM_UP_ROUNDS = 3
+
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python run.py spark", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("action", choices=("up", "down", "status"))
     ap.add_argument("--master", default="local[*]", help="the server's Spark master (default local[*])")
+    ap.add_argument("--warm-up", type=int, default=WARM_UP_ROUNDS, metavar="N",
+                    help=f"judgments of a small synthetic run on a server `up` starts (default {WARM_UP_ROUNDS}, "
+                         f"0 for none)")
     args = ap.parse_args(argv)
+    if args.warm_up < 0:
+        ap.error(f"--warm-up: {args.warm_up} is negative (expected an integer >= 0)")
     if args.action == "up":
         try:
             info, started = spark_server.up(args.master)
@@ -23,8 +33,8 @@ def main(argv: list[str]) -> int:
             return 1
         what = "started" if started else "already up"
         print(f"Spark Connect server {what}: {info.url} (pid {info.pid}, {info.master}, log {info.log}); "
-              f"runs and `analyze` use it until `python run.py spark down`")
-        return 0
+              f"runs and `analyze` use it until `python run.py spark down`", flush=True)
+        return _warm_up(info, args.warm_up) if started and args.warm_up else 0
     if args.action == "down":
         info = spark_server.down()
         print("no Spark server is up" if info is None else f"Spark Connect server {info.url} (pid {info.pid}) stopped")
@@ -39,4 +49,23 @@ def main(argv: list[str]) -> int:
         return 1
     print(f"Spark Connect server up: {info.url} (pid {info.pid}, {info.master}, "
           f"up {time.time() - info.started:.0f} s, log {info.log})")
+    return 0
+
+
+def _warm_up(info: spark_server.ServerInfo, rounds: int) -> int:
+    """Judge the synthetic run on the server `up` started; 1 when it cannot (the server stays up)."""
+    from pyspark.errors import PySparkException  # the pipeline's imports: not for `status` or `down`
+
+    from testbed.analysis.pipeline import warm_server
+    from testbed.analysis.session import stop_spark
+    print(f"warming it up: a small synthetic run judged {rounds} time{'s' if rounds > 1 else ''} ...", flush=True)
+    try:
+        times = warm_server(info.url, rounds)
+    except PySparkException as exc:
+        print(f"the server is up but could not judge the synthetic run (see {info.log}): "
+              f"{str(exc).strip().splitlines()[0][:300]}")
+        return 1
+    finally:
+        stop_spark()
+    print(f"warmed up: {', '.join(f'{t:.1f} s' for t in times)}")
     return 0

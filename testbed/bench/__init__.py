@@ -3,9 +3,9 @@ several measurements (min, median, max), compared with its target; a table, or `
 
 Figures are measured and written down (BENCHMARKS.md), never asserted by a test. The groups
 (`--only`): ready, failover, throughput, latency, rss, e2e (the quickstart from the command
-line and a cold `analyze` of its run), pipeline (synthetic histories), sim (the deterministic
-simulation's speed), netns (the netns backend against userspace; root, ip and nft, else
-skipped with the reason).
+line, a cold `analyze` of its run, and the same on a `run.py spark up` server), pipeline
+(synthetic histories), sim (the deterministic simulation's speed), netns (the netns backend
+against userspace; root, ip and nft, else skipped with the reason).
 """
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--producers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=500)
     ap.add_argument("--latency-sends", type=int, default=1000, help="acks=all sends timed one at a time, per round")
-    ap.add_argument("--e2e-repeat", type=int, default=1, help="quickstart runs (about a minute each)")
+    ap.add_argument("--e2e-repeat", type=int, default=1, help="quickstart runs (about 40 s each with their analyses)")
     ap.add_argument("--pipeline-records", default="1000000",
                     help="history records of the synthetic runs the pipeline judges, comma-separated (0 skips)")
     ap.add_argument("--sim-seeds", type=int, default=1000,
@@ -156,13 +156,19 @@ def _e2e(runs: Path, repeat: int) -> list[Figure]:
         e2e.quickstart(runs)
     quick = [e2e.quickstart(runs) for _ in range(repeat)]
     cold = [e2e.analyze_cold(q.run_dir) for q in quick]
+    up, served = e2e.analyze_on_server([q.run_dir for q in quick])
     return [Figure("quickstart_wall_s", "quickstart end to end", "s", [q.wall_s for q in quick],
                    "python run.py topologies/quickstart.yaml (10 s workload)", ("<=", 22.0)),
             Figure("verdict_after_workload_s", "verdict after the workload", "s",
                    [q.verdict_after_workload_s for q in quick],
                    "the quickstart's last workload operation to its verdict, JVM start included", ("<=", 8.0)),
             Figure("analyze_cold_s", "analyze of a small run, cold", "s", cold,
-                   "python run.py analyze <the quickstart's run>", ("<=", 10.0))]
+                   "python run.py analyze <the quickstart's run>", ("<=", 10.0)),
+            Figure("spark_up_s", "spark up, warm-up included", "s", [up],
+                   "python run.py spark up: the server's start and its 3 judgments of a synthetic run"),
+            Figure("analyze_server_s", "analyze of a small run, server up", "s", served,
+                   "python run.py analyze <the quickstart's run>, a new process, on the server just started",
+                   ("<=", 10.0))]
 
 
 def _table(figures: list[Figure]) -> Table:

@@ -50,13 +50,31 @@ def quickstart(runs: Path) -> QuickstartRun:
     return QuickstartRun(wall, (verdict_ns - workload_end) / 1e9, run_dir)
 
 
-def analyze_cold(run_dir: Path) -> float:
-    """Seconds of `python run.py analyze <run>` from a new process (a JVM started for it)."""
+def analyze_cold(run_dir: Path, env: dict[str, str] | None = None) -> float:
+    """Seconds of `python run.py analyze <run>` from a new process (a JVM started for it, or
+    the server the `env`'s `ISRLAB_SPARK_SERVER_FILE` records)."""
+    return _command_s(["analyze", str(run_dir)], env)
+
+
+def analyze_on_server(run_dirs: list[Path]) -> tuple[float, list[float]]:
+    """`python run.py spark up` with its warm-up (seconds), then `analyze` of each run from a
+    new process on that server (seconds each); the server is the bench's own, and goes."""
+    with tempfile.TemporaryDirectory(prefix="isrlab-bench-server-") as tmp:
+        env = {**os.environ, "ISRLAB_SPARK_SERVER_FILE": str(Path(tmp) / "server.json")}
+        try:
+            up = _command_s(["spark", "up"], env)
+            return up, [analyze_cold(run, env) for run in run_dirs]
+        finally:
+            _command_s(["spark", "down"], env)
+
+
+def _command_s(args: list[str], env: dict[str, str] | None) -> float:
+    """Seconds of `python run.py ARGS`, which must exit 0."""
     t0 = time.monotonic()
-    r = subprocess.run([sys.executable, str(ROOT / "run.py"), "analyze", str(run_dir)], cwd=ROOT,
+    r = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], cwd=ROOT, env=env,
                        capture_output=True, text=True, check=False)
     if r.returncode != 0:
-        raise RuntimeError(f"analyze exited {r.returncode}: {r.stdout[-2000:]}{r.stderr[-2000:]}")
+        raise RuntimeError(f"run.py {' '.join(args)} exited {r.returncode}: {r.stdout[-2000:]}{r.stderr[-2000:]}")
     return time.monotonic() - t0
 
 

@@ -31,15 +31,18 @@ def test_a_shared_server_judges_like_an_embedded_session_and_its_loss_falls_back
 
     r = cli("spark", "status")
     assert r.returncode == 1 and "no Spark server is up" in r.stdout
+    r = cli("spark", "up", "--warm-up", "-2")
+    assert r.returncode == 2 and "--warm-up: -2 is negative" in r.stderr and not state.exists()
     _lost(tmp_path / "remote")
     run = tmp_path / "remote" / "lost"
     pid = None
     try:
-        r = cli("spark", "up", "--master", "local[2]")
+        r = cli("spark", "up", "--master", "local[2]", "--warm-up", "1")
         assert r.returncode == 0 and "started: sc://127.0.0.1:" in r.stdout, r.stdout + r.stderr
+        assert r.stdout.splitlines()[-1].startswith("warmed up: ")  # one judgment of a synthetic run, on it
         pid = json.loads(state.read_text())["pid"]
         r = cli("spark", "up")
-        assert r.returncode == 0 and "already up" in r.stdout
+        assert r.returncode == 0 and "already up" in r.stdout and "warm" not in r.stdout  # it is warm already
         r = cli("spark", "status")
         assert r.returncode == 0 and "Spark Connect server up" in r.stdout
         r = cli("analyze", str(run))
