@@ -24,11 +24,12 @@ class QuickstartRun:
     run_dir: Path
 
 
-def quickstart(runs: Path) -> QuickstartRun:
-    """`python run.py topologies/quickstart.yaml` as a user types it. Its output is read line
-    by line: the moment the report's path is printed is compared with the last operation of
-    its workload in history.jsonl (both CLOCK_MONOTONIC, shared by every process)."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+def quickstart(runs: Path, env: dict[str, str] | None = None) -> QuickstartRun:
+    """`python run.py topologies/quickstart.yaml` as a user types it (in `env`, default this
+    process's). Its output is read line by line: the moment the report's path is printed is
+    compared with the last operation of its workload in history.jsonl (both
+    CLOCK_MONOTONIC, shared by every process)."""
+    env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), str(QUICKSTART), "--runs-dir", str(runs)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -56,14 +57,22 @@ def analyze_cold(run_dir: Path, env: dict[str, str] | None = None) -> float:
     return _command_s(["analyze", str(run_dir)], env)
 
 
-def analyze_on_server(run_dirs: list[Path]) -> tuple[float, list[float]]:
-    """`python run.py spark up` with its warm-up (seconds), then `analyze` of each run from a
-    new process on that server (seconds each); the server is the bench's own, and goes."""
+@dataclass
+class ServerFigures:
+    up_s: float  # `run.py spark up`, its warm-up included
+    analyze_s: list[float]  # `run.py analyze` of each run, a new process each
+    quickstarts: list[QuickstartRun]  # the quickstart judged on the server
+
+
+def on_server(run_dirs: list[Path], runs: Path) -> ServerFigures:
+    """`python run.py spark up` with its warm-up, then on that server `analyze` of each run
+    from a new process, and as many quickstarts; the server is the bench's own, and goes."""
     with tempfile.TemporaryDirectory(prefix="isrlab-bench-server-") as tmp:
         env = {**os.environ, "ISRLAB_SPARK_SERVER_FILE": str(Path(tmp) / "server.json")}
         try:
             up = _command_s(["spark", "up"], env)
-            return up, [analyze_cold(run, env) for run in run_dirs]
+            analyses = [analyze_cold(run, env) for run in run_dirs]
+            return ServerFigures(up, analyses, [quickstart(runs, env) for _ in run_dirs])
         finally:
             _command_s(["spark", "down"], env)
 
