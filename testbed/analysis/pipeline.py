@@ -93,7 +93,7 @@ def warm_server(url: str, rounds: int) -> list[float]:
     `run.py spark up` has just started), so that the first real judgment finds the server's
     JVM compiled. A server keeps the full tiered JIT (it also judges large inputs), whose
     compilers take several judgments to settle: the quickstart's run took 18 s on a new
-    server, 6.4 s after four rounds, 3.7-4 s once settled. Returns each round's seconds."""
+    server, 6-7 s after three rounds, 3.7-4 s once settled. Returns each round's seconds."""
     spark = get_spark(url)
     times = []
     with _judging, tempfile.TemporaryDirectory(prefix="isrlab-warm-up-") as tmp:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -19,6 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from testbed.analysis import class_archive
+from testbed.analysis.spark_command import WARM_UP_ROUNDS
 from testbed.bench import cluster_figures as cf
 from testbed.bench import e2e
 from testbed.bench import sim as sim_bench
@@ -152,10 +154,12 @@ def _sim(repeat: int, seeds: int) -> list[Figure]:
 
 
 def _e2e(runs: Path, repeat: int) -> list[Figure]:
+    # A JVM of its own per command, even while the user has a `spark up` server (whose figures follow)
+    own = {**os.environ, "ISRLAB_SPARK_SERVER_FILE": str(runs / "no-spark-server.json")}
     if not class_archive.recorded():  # a new machine's first JVM records it: once, not what a user meets after
-        e2e.quickstart(runs)
-    quick = [e2e.quickstart(runs) for _ in range(repeat)]
-    cold = [e2e.analyze_cold(q.run_dir) for q in quick]
+        e2e.quickstart(runs, own)
+    quick = [e2e.quickstart(runs, own) for _ in range(repeat)]
+    cold = [e2e.analyze_cold(q.run_dir, own) for q in quick]
     server = e2e.on_server([q.run_dir for q in quick], runs)
     return [Figure("quickstart_wall_s", "quickstart end to end", "s", [q.wall_s for q in quick],
                    "python run.py topologies/quickstart.yaml (10 s workload)", ("<=", 22.0)),
@@ -165,7 +169,8 @@ def _e2e(runs: Path, repeat: int) -> list[Figure]:
             Figure("analyze_cold_s", "analyze of a small run, cold", "s", cold,
                    "python run.py analyze <the quickstart's run>", ("<=", 10.0)),
             Figure("spark_up_s", "spark up, warm-up included", "s", [server.up_s],
-                   "python run.py spark up: the server's start and its 3 judgments of a synthetic run"),
+                   f"python run.py spark up: the server's start and its {WARM_UP_ROUNDS} judgments of a synthetic "
+                   f"run"),
             Figure("analyze_server_s", "analyze of a small run, server up", "s", server.analyze_s,
                    "python run.py analyze <the quickstart's run>, a new process, on the server just started",
                    ("<=", 10.0)),
