@@ -118,6 +118,8 @@ class SimNode:
         if self.role is None or self.paused:
             return  # a paused node is scheduled again by its resume
         now = self.loop.now
+        if self._tick_at == self._grid.first_point(now):
+            return  # the tick already falls on the first point there is: nothing can be due sooner
         due = self.role.next_tick_at(now)
         if due == math.inf:
             return

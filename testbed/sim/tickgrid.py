@@ -20,12 +20,17 @@ class TickGrid:
         """A tick ran at `at` (a point, or a resume, where the grid starts again)."""
         self._next = at + self.step
 
-    def point_from(self, due: float, now: float) -> float:
-        """The first point at or after both `now` and `due` (points before `now` are past)."""
+    def first_point(self, now: float) -> float:
+        """The first point at or after `now`: no tick can be scheduled sooner."""
         point = self._next
         while point < now:
             point += self.step
         self._next = point
+        return point
+
+    def point_from(self, due: float, now: float) -> float:
+        """The first point at or after both `now` and `due` (points before `now` are past)."""
+        point = self.first_point(now)
         if self._memo is not None and self._memo[0] == point and self._memo[1] == due:
             return self._memo[2]  # asked again with nothing changed, as after most inputs
         first = point

@@ -4,6 +4,7 @@ it does on processes, and bad input is refused before anything runs. The verdict
 simulated seeds (the same pipeline) are in tests/integration/test_sim_judged.py."""
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import run
 from broker.common.jsonl import read_jsonl
 from faults.fault_spec import FAULT_ACTIONS
 from testbed.experiment.counts import count_operations
+from testbed.sim.node import SimNode
 from testbed.sim.run import run_seed
 from testbed.topology import load_topology, parse_topology
 
@@ -105,6 +107,40 @@ def test_virtual_time_never_reads_the_host_clock(tmp_path: Path, monkeypatch: py
     monkeypatch.undo()
     assert outcome.error is None and outcome.converged
     assert outcome.counts is not None and outcome.counts.acknowledged.get("all", 0) > 0
+
+
+def test_a_node_whose_tick_is_on_the_first_point_skips_asking_its_role_and_runs_alike(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`SimNode._schedule_tick` asks the role's `next_tick_at` only when a point earlier than
+    the scheduled tick's exists: every record file is what asking every time makes."""
+    topology = parse_topology({**FAULT_TOUR, "duration": "4s", "faults": FAULT_TOUR["faults"][:6]}, "tour")
+    skipped = []
+    real = SimNode._schedule_tick
+
+    def counting(self: SimNode) -> None:
+        if self.role is not None and not self.paused:
+            skipped.append(self._tick_at == self._grid.first_point(self.loop.now))
+        real(self)
+    monkeypatch.setattr(SimNode, "_schedule_tick", counting)
+    run_seed(topology, tmp_path / "skipping")
+    assert any(skipped), "no tick was ever on the first point: the skip was not exercised"
+
+    def asking_every_time(self: SimNode) -> None:  # the schedule before the skip
+        if self.role is None or self.paused:
+            return
+        now = self.loop.now
+        due = self.role.next_tick_at(now)
+        if due == math.inf:
+            return
+        at = self._grid.point_from(due, now)
+        if at < self._tick_at:
+            self._tick_at = at
+            self._tick_token += 1
+            self.loop.at(at, self._tick, self._tick_token)
+    monkeypatch.setattr(SimNode, "_schedule_tick", asking_every_time)
+    run_seed(topology, tmp_path / "asking")
+    for name in RECORD_FILES:
+        assert (tmp_path / "skipping" / name).read_bytes() == (tmp_path / "asking" / name).read_bytes(), name
 
 
 def test_every_fault_action_acts_in_the_sim(tmp_path: Path) -> None:
