@@ -87,6 +87,11 @@ Command = Call | Start | Collect | Sleep
 Steps = Generator[Command, Any, Any]
 
 
+#: how many metadata refreshes a broker that left a request unanswered is left out of: 1, 2, 4 ... up
+#: to this many while it stays silent (see `StepClient.refresh_metadata`)
+MAX_SILENT_SKIPS = 8
+
+
 class StepClient:
     """What a client knows (the brokers, the leaders it last saw), and its requests as steps
     (`yield from` each one)."""
@@ -96,18 +101,41 @@ class StepClient:
         self.name = name
         self.request_timeout = request_timeout
         self.leaders: dict[tuple[str, int], PartitionMetadata] = {}
+        self._silent: dict[int, int] = {}  # broker -> requests it left unanswered in a row
+        self._skips: dict[int, int] = {}  # broker -> refreshes it is still left out of
 
     def request(self, broker_id: int, msg: Any, timeout: float | None = None) -> Steps:
-        """The answer; None when it did not come in time or the broker is unknown."""
+        """The answer; None when it did not come in time or the broker is unknown. A broker
+        that leaves a request unanswered is left out of the next metadata refreshes
+        (`refresh_metadata`) until it answers again."""
         endpoint = self.brokers.get(broker_id)
         if endpoint is None:
             return None
-        return (yield Call(endpoint, msg, self.request_timeout if timeout is None else timeout))
+        answer = yield Call(endpoint, msg, self.request_timeout if timeout is None else timeout)
+        if answer is None:
+            silent = self._silent[broker_id] = self._silent.get(broker_id, 0) + 1
+            self._skips[broker_id] = min(2 ** (silent - 1), MAX_SILENT_SKIPS)
+        else:
+            self._silent.pop(broker_id, None)
+            self._skips.pop(broker_id, None)
+        return answer
 
     def refresh_metadata(self, topics: list[str] | None = None) -> Steps:
-        """Ask brokers in turn; keep the answer with the newest metadata."""
+        """Ask brokers in turn; keep the answer with the newest metadata.
+
+        A broker that left a request unanswered (dead, paused, cut off) would cost every
+        refresh its whole timeout, and a producer refreshes every second: it is left out of
+        the next 1, 2, 4 ... `MAX_SILENT_SKIPS` refreshes while it stays silent, as a Kafka
+        client sends no metadata request to a node in its reconnect backoff (all are asked
+        when all are silent).
+        A broker the newest metadata no longer lists (removed, R39) is forgotten; one that
+        joined (R38) is learnt."""
+        asked = [b for b in self.brokers if not self._skips.get(b)] or list(self.brokers)
+        for broker_id in self.brokers:
+            if broker_id not in asked:
+                self._skips[broker_id] -= 1
         best: MetadataResponse | None = None
-        for broker_id in list(self.brokers):
+        for broker_id in asked:
             resp = yield from self.request(broker_id, MetadataRequest(topics), min(1.0, self.request_timeout))
             if isinstance(resp, MetadataResponse) and resp.error == Errors.NONE:
                 if best is None or resp.metadata_offset > best.metadata_offset:
@@ -117,6 +145,10 @@ class StepClient:
                 self.leaders[(pm.topic, pm.partition)] = pm
             for broker_id, endpoint in best.endpoints.items():  # brokers that joined later (R38)
                 self.brokers.setdefault(broker_id, endpoint)
+            for broker_id in [b for b in self.brokers if best.endpoints and b not in best.endpoints]:
+                del self.brokers[broker_id]
+                self._silent.pop(broker_id, None)
+                self._skips.pop(broker_id, None)
         return best
 
     def leader_of(self, topic: str, partition: int) -> Steps:
