@@ -108,8 +108,9 @@ def _check(targets: list[Target], runs: list[tuple[Target, int]]) -> None:
     seen: dict[str, Path] = {}
     for t in targets:
         other = seen.setdefault(t.topology.name, t.source)
-        if other != t.source:
-            errors.append(f"{t.source}: name: {t.topology.name!r} is also the name of {other}; "
+        if other is not t.source:
+            again = "is given twice" if other.resolve() == t.source.resolve() else f"is also the name of {other}"
+            errors.append(f"{t.source}: name: {t.topology.name!r} {again}; "
                           "each topology of one sim needs its own name")
     data = {t.source: read_yaml(t.source) for t in targets}
     failed: set[Path] = set()

@@ -207,6 +207,7 @@ def test_a_paused_node_acts_on_nothing_until_resumed(tmp_path: Path) -> None:
     (["--seeds", "-3"], "--seeds -3: expected a count of at least 1"),
     (["--seed", "-1"], "--seed -1: expected a non-negative integer"),
     (["--jobs", "0"], "--jobs 0: expected at least 1"),
+    ([str(ROOT / "topologies" / "quickstart.yaml")], "name: 'quickstart' is given twice"),  # one directory
 ])
 def test_bad_arguments_are_refused(argv: list[str], message: str, tmp_path: Path,
                                    capsys: pytest.CaptureFixture[str]) -> None:
