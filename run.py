@@ -16,6 +16,8 @@ import argparse
 import sys
 from pathlib import Path
 
+#: the exit code of a command stopped by Ctrl-C (SIGINT), as a shell reports one
+EXIT_INTERRUPTED = 130
 COMMANDS = ("validate", "status", "bench", "analyze", "spark", "matrix", "lab", "sim")
 
 
@@ -99,6 +101,8 @@ def cmd_status(argv: list[str]) -> int:
     if args.frames is not None and (not args.watch or args.frames < 1):
         print("--frames needs --watch and a count >= 1", file=sys.stderr)
         return 2
+    from testbed.supervisor.processes import reap_leftovers
+    reap_leftovers(args.runs_dir)  # what a killed supervisor left: every invocation reaps it
     return watch_status(args.runs_dir, frames=args.frames) if args.watch else print_status(args.runs_dir)
 
 
@@ -140,9 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     cmd = argv[0]
     handlers = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench, "analyze": cmd_analyze,
                 "spark": cmd_spark, "matrix": cmd_matrix, "lab": cmd_lab, "sim": cmd_sim}
-    if cmd in handlers:
-        return handlers[cmd](argv[1:])
-    return cmd_run(argv)
+    try:
+        if cmd in handlers:
+            return handlers[cmd](argv[1:])
+        return cmd_run(argv)
+    except KeyboardInterrupt:  # what the command started was stopped on the way out (its finally blocks)
+        print("isrlab: interrupted; everything it started is stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import psutil
 import pytest
 import yaml
 
+import run
 from broker.common.jsonl import read_jsonl
 from testbed.experiment.runner import run_experiment
 from testbed.topology import parse_topology
@@ -119,13 +120,41 @@ def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
     registered = json.loads(reg.read_text())
     mounts = registered["mounts"]
     assert (medium == "tmpfs") == bool(mounts)
-    from testbed.supervisor.processes import reap_leftovers
-    assert reap_leftovers(runs) == [reg.stem]
+    assert run.main(["status", "--runs-dir", str(runs)]) == 1  # no run in progress, and the next invocation reaps
     assert not list((runs / ".live").glob("*.json"))
     with open("/proc/mounts") as f:
         table = f.read()
     assert not [m for m in mounts if f" {m} " in table], "a tmpfs mount outlived the run"
     assert not list(Path(registered["sock_dir"]).glob("*.sock")), "socket files outlived the run"
+
+
+def test_ctrl_c_during_a_run_stops_it_with_one_line_and_exit_130(tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT) mid-run: the cluster is stopped as for any run, the terminal gets one
+    line (no traceback), and the exit code is 130 (README, exit codes)."""
+    topo = tmp_path / "t.yaml"
+    topo.write_text(yaml.safe_dump(topology_dict(partitions=1, duration="60s")))
+    runs = tmp_path / "runs"
+    sup = subprocess.Popen([sys.executable, "run.py", str(topo), "--runs-dir", str(runs),
+                            "--time-scale", str(TIME_SCALE)], cwd=ROOT, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        assert sup.stdout is not None
+        for line in sup.stdout:
+            if "cluster ready" in line:
+                break
+        else:
+            pytest.fail("the run never started its cluster")
+        pids = [p["pid"] for r in (runs / ".live").glob("*.json") for p in json.loads(r.read_text())["processes"]]
+        sup.send_signal(signal.SIGINT)
+        _, err = sup.communicate(timeout=60 * TIME_SCALE)
+        assert sup.returncode == 130, err
+        assert "Traceback" not in err and "interrupted" in err, err
+        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+        assert pids and not alive, f"processes outlived the interrupted run: {alive}"
+        assert not list((runs / ".live").glob("*.json")), "the run stayed registered as running"
+    finally:
+        if sup.poll() is None:
+            sup.kill()
 
 
 def test_pipelined_producer_overlaps_requests_and_the_checks_count_what_it_causes(tmp_path: Path) -> None:
