@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
+from testbed import owned_dirs
 from testbed.analysis.ingest import IngestError, find_runs, ingest
 from testbed.analysis.job import RunData, run_job
 from testbed.analysis.report import write_reports
@@ -68,24 +68,30 @@ def rehearse(spark_master: str | None = None) -> None:
         _rehearsed = True
         _rehearsal = spark = new_session()
     try:
-        with tempfile.TemporaryDirectory(prefix="isrlab-rehearsal-") as tmp:
-            run = write_synthetic_run(Path(tmp), REHEARSAL_RECORDS)
+        with owned_dirs.scratch("isrlab-rehearsal-") as tmp:
+            run = write_synthetic_run(tmp, REHEARSAL_RECORDS)
             _judge(spark, [run], {run.name: load_run_info(run)}, warehouse_for([run], None), _input_bytes([run]))
     finally:
         end_rehearsal()
 
 
 def end_rehearsal() -> None:
-    """Stop the rehearsal if one is under way, at once: its session ends on the server with
-    its queries, and its thread's next call fails. A rehearsal not begun yet never begins."""
+    """Stop the rehearsal if one is under way: its session ends on the server with its
+    queries, and its thread's next call fails. A rehearsal not begun yet never begins. The
+    stop is not waited for (the server's release of a session in its checks took 0.3 s of
+    the verdict's time): the judgment that ends it goes on at once."""
     global _rehearsal, _rehearsed
     with _rehearsal_lock:
         spark, _rehearsal, _rehearsed = _rehearsal, None, True
     if spark is not None:
-        try:
-            spark.stop()
-        except Exception:  # noqa: BLE001, S110 - a session that cannot be stopped is stopped
-            pass
+        threading.Thread(target=_stop_quietly, args=(spark,), name="isrlab-end-rehearsal", daemon=True).start()
+
+
+def _stop_quietly(spark: RemoteSession) -> None:
+    try:
+        spark.stop()
+    except Exception:  # noqa: BLE001, S110 - a session that cannot be stopped is stopped
+        pass
 
 
 def warm_server(url: str, rounds: int) -> list[float]:
@@ -96,8 +102,8 @@ def warm_server(url: str, rounds: int) -> list[float]:
     server, 6-7 s after three rounds, 3.7-4 s once settled. Returns each round's seconds."""
     spark = get_spark(url)
     times = []
-    with _judging, tempfile.TemporaryDirectory(prefix="isrlab-warm-up-") as tmp:
-        run = write_synthetic_run(Path(tmp), REHEARSAL_RECORDS)
+    with _judging, owned_dirs.scratch("isrlab-warm-up-") as tmp:
+        run = write_synthetic_run(tmp, REHEARSAL_RECORDS)
         infos = {run.name: load_run_info(run)}
         for _ in range(rounds):
             start = time.perf_counter()

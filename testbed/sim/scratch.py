@@ -16,12 +16,10 @@ A worker killed mid-seed leaves its scratch directory behind: the next worker re
 from __future__ import annotations
 
 import os
-import re
 import shutil
-import tempfile
 from pathlib import Path
 
-import psutil
+from testbed import owned_dirs
 
 #: the memory filesystem every Linux host mounts
 MEMORY = Path("/dev/shm")
@@ -29,7 +27,6 @@ MEMORY = Path("/dev/shm")
 #: container's /dev/shm may be 64 MiB, which a long seed could fill)
 ROOM = 512 * 1024 * 1024
 _PREFIX = "isrlab-sim-"
-_OWNED = re.compile(rf"{_PREFIX}(\d+)-")
 
 
 def memory_has_room() -> bool:
@@ -45,7 +42,7 @@ def place_data(data: Path) -> None:
     or as it is when it exists already."""
     if data.exists() or data.is_symlink() or not memory_has_room():
         return
-    scratch = tempfile.mkdtemp(prefix=f"{_PREFIX}{os.getpid()}-", dir=MEMORY)
+    scratch = owned_dirs.make(_PREFIX, MEMORY)
     data.parent.mkdir(parents=True, exist_ok=True)
     data.symlink_to(scratch, target_is_directory=True)
 
@@ -66,7 +63,4 @@ def release_data(data: Path, keep: bool) -> None:
 
 def reap_orphans() -> None:
     """Remove the scratch directories of workers that are gone (killed mid-seed)."""
-    for d in MEMORY.glob(f"{_PREFIX}*") if MEMORY.is_dir() else []:
-        owner = _OWNED.match(d.name)
-        if owner is not None and not psutil.pid_exists(int(owner.group(1))):
-            shutil.rmtree(d, ignore_errors=True)
+    owned_dirs.reap(_PREFIX, MEMORY)
