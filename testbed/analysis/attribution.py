@@ -95,11 +95,11 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, w
         "e_leader", "e_epoch", _reason_text(F.col("e_reason")), F.coalesce("e_recovery", F.lit("")), "e_leo",
         seconds("elected_ns")))
     truncation_text = F.when(F.col("t_node").isNotNull(), F.format_string(
-        "%s truncated its log from %d to %d (%s, at %.3f s)", "t_node", "t_from", "t_to", "t_reason",
+        "after %s truncated its log from %d to %d (%s, at %.3f s)", "t_node", "t_from", "t_to", "t_reason",
         seconds("t_ns")))
     loss = F.when(F.col("c_loss").isNotNull(), F.concat(F.lit(" (loss "), "c_loss", F.lit(")"))).otherwise("")
     crash_text = F.when(F.col("c_node").isNotNull(), F.format_string(
-        "%s of %s%s at %.3f s", "c_do", "c_node", loss, seconds("c_ns")))
+        "after %s of %s%s at %.3f s", "c_do", "c_node", loss, seconds("c_ns")))
     causes = F.concat_ws("; ", election_text, truncation_text, crash_text)
     head = F.format_string("offset %d of %s/%d %s ", "offset", "topic", "partition", F.lit(what))
     attributed = F.col("e_leader").isNotNull() | F.col("t_node").isNotNull() | F.col("c_node").isNotNull()

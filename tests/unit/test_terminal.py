@@ -1,0 +1,19 @@
+"""What `run.py analyze` prints for a tree of runs (`testbed/analysis/cli.py`): a run that
+could not be judged says why in the terminal, not only in its results.json."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.console import Console
+
+from testbed.analysis.cli import _print_tree
+from testbed.analysis.verdict import RunVerdict
+
+
+def test_a_tree_names_why_each_unjudged_run_was_not_judged() -> None:
+    console = Console(record=True, width=200)
+    why = "runs/r2/history.jsonl: line 501: is not valid JSON of the expected types"
+    _print_tree(console, [RunVerdict(Path("runs/r1"), True, {"checks": {}, "expect": {}, "problems": []}),
+                          RunVerdict(Path("runs/r2"), None, {"checks": {}, "expect": {}, "problems": [why]})], None)
+    text = console.export_text()
+    assert f"not judged: r2: {why}" in text and "not judged: r1" not in text
