@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis.ingest import Tables
-from testbed.analysis.observations import FINAL_READER, PART, partition_changes, seconds
+from testbed.analysis.observations import FINAL_READER, PART, broker_id, partition_changes, seconds
 from testbed.analysis.runinfo import ConfigTables
 from testbed.analysis.values import send_latencies
 
@@ -19,15 +19,22 @@ from testbed.analysis.values import send_latencies
 MERGE_GAP_NS = 100_000_000
 
 
-def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame) -> DataFrame:
+#: faults that leave a node up in name only: the controller still names it leader until its
+#: session expires, but it serves nobody (a controlled `shutdown` moves its leaderships first)
+_DOWN = ("kill", "lossy-crash", "disk-loss", "pause")
+
+
+def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataFrame) -> DataFrame:
     """Windows (start_s, end_s) per partition without a leader (`no-leader`) and without
     acks=all service (`no-acks-all`: no leader, or |ISR| < MinISR so acks=all is refused),
-    from the controller's committed partition changes; windows less than `MERGE_GAP_NS`
-    apart are merged."""
+    from the controller's committed partition changes and from the faults (`spans`) that
+    took a leader down: a killed or paused leader leads nothing from the fault until the
+    controller elects another (its session expires first) or the node is back. Windows that
+    overlap or are less than `MERGE_GAP_NS` apart are merged."""
     changes = (partition_changes(t)
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
-               .select(*PART, "time_ns", "t0", "t_end",
+               .select(*PART, "time_ns", "t0", "t_end", "leader",
                        (F.col("leader").isNull() | (F.col("leader") < 0)).alias("no_leader"),
                        (F.col("leader").isNull() | (F.col("leader") < 0) | (F.size("isr") < F.col("min_isr")))
                        .alias("no_acks_all")))
@@ -43,16 +50,27 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame) -> 
                        .where(F.col(flag))
                        .groupBy(*PART, "island", "t0")
                        .agg(F.min("time_ns").alias("start_ns"), F.max("until").alias("end_ns"))
-                       .withColumn("kind", F.lit(kind)))
+                       .drop("island").withColumn("kind", F.lit(kind)))
+    down = (spans.where(F.col("do").isin(*_DOWN))
+            .select("run_id", F.explode("resolved").alias("node"), F.col("start_ns").alias("down_ns"),
+                    F.col("end_ns").alias("up_ns"))
+            .select("run_id", broker_id(F.col("node")).alias("leader"), "down_ns", "up_ns")
+            .where(F.col("leader").isNotNull()))
+    led_while_down = (changes.join(down, ["run_id", "leader"])
+                      .select(*PART, "t0", F.greatest("time_ns", "down_ns").alias("start_ns"),
+                              F.least("until", "up_ns").alias("end_ns"))
+                      .where(F.col("start_ns") < F.col("end_ns")))
+    windows += [led_while_down.withColumn("kind", F.lit(kind)) for kind in ("no-leader", "no-acks-all")]
     return (_merge_close(reduce(DataFrame.unionByName, windows))
             .select(*PART, "kind", seconds("start_ns").alias("start_s"), seconds("end_ns").alias("end_s")))
 
 
 def _merge_close(windows: DataFrame) -> DataFrame:
-    """Windows (PART, kind, t0, start_ns, end_ns) with every run of windows less than
-    `MERGE_GAP_NS` apart made one."""
-    order = Window.partitionBy(*PART, "kind").orderBy("start_ns")
-    gap = F.col("start_ns") - F.lag("end_ns").over(order)
+    """Windows (PART, kind, t0, start_ns, end_ns) with every run of windows that overlap or are
+    less than `MERGE_GAP_NS` apart made one (a window inside an earlier one joins it, and so
+    does one that starts before the end of any window before it)."""
+    order = Window.partitionBy(*PART, "kind").orderBy("start_ns", "end_ns")
+    gap = F.col("start_ns") - F.max("end_ns").over(order.rowsBetween(Window.unboundedPreceding, -1))
     starts = F.coalesce((gap >= MERGE_GAP_NS).cast("int"), F.lit(1))
     return (windows.withColumn("group", F.sum(starts).over(order.rowsBetween(Window.unboundedPreceding, 0)))
             .groupBy(*PART, "kind", "t0", "group")

@@ -276,7 +276,7 @@ def _collect_figures(t: Tables, config: ConfigTables, scope: Scope, bounds: Data
                      seconds("end_ns").alias("end"), "undone"))
     admin = (t.faults.where(F.col("do").isin(*ADMIN_ACTIONS) & (F.col("phase") == "end")).join(bounds, "run_id")
              .select("run_id", "seq", "do", "target", seconds("time_ns").alias("t"), "params", "effect"))
-    parts = {("figures", "availability"): (figures.availability_windows(t, config, bounds),
+    parts = {("figures", "availability"): (figures.availability_windows(t, config, bounds, spans),
                                            ("topic", "partition", "start_s")),
              ("figures", "faults"): (figures.fault_recovery(
                  t, acknowledgements(scope.values, t.history, eager=scope.narrow), spans, bounds), ("at_s",)),

@@ -193,6 +193,21 @@ def _flapping(root: Path) -> None:
     r.write()
 
 
+def _dead_leader(root: Path) -> None:
+    """Leader broker 1 is killed twice inside an ISR shrink (100-800 ms after 1 s): restarted
+    100 ms later the first time, replaced by an election 200 ms later the second time. The
+    controller names it leader throughout both outages (its session had not expired)."""
+    r = RunBuilder(root, "dead-leader")
+    r.events += [RunBuilder.change(T0 + S + 100 * MS, leader=1, epoch=0, isr=[1], reason="isr-shrink"),
+                 RunBuilder.change(T0 + S + 700 * MS, leader=2, epoch=1, isr=[2], reason="election"),
+                 RunBuilder.change(T0 + S + 800 * MS, leader=2, epoch=1, isr=[2, 3], reason="isr-expand")]
+    r.fault(T0 + S + 200 * MS, "kill", "broker:1", ["broker-1"], origin="faults[0]")
+    r.fault(T0 + S + 300 * MS, "restart", "broker:1", ["broker-1"], origin="faults[1]")
+    r.fault(T0 + S + 500 * MS, "kill", "broker:1", ["broker-1"], origin="faults[2]")
+    r.fault(T0 + 3 * S, "restart", "broker:1", ["broker-1"], origin="faults[3]")
+    r.write()
+
+
 def _internal_skip(root: Path) -> None:
     """One poll returned offsets 0, 1, 3, 4: a gap inside the poll (and so a poll skip)."""
     r = RunBuilder(root, "internal-skip")
@@ -242,7 +257,7 @@ def _deleted_topic(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_deleted_topic, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+BUILDERS = [_deleted_topic, _dead_leader, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -264,6 +279,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "sends-backwards": {**ZERO, "nonmonotonic_sends": 1},
     "retry-reordered": {**ZERO, "nonmonotonic_sends": 1},
     "flapping": ZERO,
+    "dead-leader": ZERO,
     "internal-skip": {**ZERO, "poll_skips": 1, "internal_poll_skips": 1},
     "recovered": {**ZERO, "lost_writes": 1},
     "metadata-digests": {**ZERO, "metadata_divergence": 1},
@@ -334,6 +350,15 @@ def test_unavailability_windows_closer_than_100ms_are_one(judged: dict[str, RunV
     assert [(round(w["end_s"] - w["start_s"], 3)) for w in windows] == [0.06, 0.1]
     assert round(windows[1]["start_s"] - windows[0]["start_s"], 3) == 0.3
     assert judged["flapping"].results["figures"]["unavailable_s"]["no-acks-all"] == 0.16
+
+
+def test_a_killed_leader_counts_as_no_leader_until_it_is_replaced_or_back(judged: dict[str, RunVerdict]) -> None:
+    """DESIGN 8's windows without a leader include a leader that is down while the controller
+    still names it; windows inside or overlapping an earlier one are counted once."""
+    figures = judged["dead-leader"].results["figures"]
+    spans = sorted((w["kind"], w["start_s"], w["end_s"]) for w in figures["availability"])
+    assert spans == [("no-acks-all", 1.1, 1.8), ("no-leader", 1.2, 1.3), ("no-leader", 1.5, 1.7)]
+    assert figures["unavailable_s"] == {"no-leader": 0.3, "no-acks-all": 0.7}
 
 
 def test_losses_are_grouped_by_cause_with_offset_ranges(judged: dict[str, RunVerdict]) -> None:
