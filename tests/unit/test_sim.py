@@ -4,7 +4,6 @@ it does on processes, and bad input is refused before anything runs. The verdict
 simulated seeds (the same pipeline) are in tests/integration/test_sim_judged.py."""
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import sys
@@ -115,29 +114,15 @@ def test_a_node_whose_tick_is_on_the_first_point_skips_asking_its_role_and_runs_
     the scheduled tick's exists: every record file is what asking every time makes."""
     topology = parse_topology({**FAULT_TOUR, "duration": "4s", "faults": FAULT_TOUR["faults"][:6]}, "tour")
     skipped = []
-    real = SimNode._schedule_tick
+    real = SimNode._ticks_on_first_point
 
-    def counting(self: SimNode) -> None:
-        if self.role is not None and not self.paused:
-            skipped.append(self._tick_at == self._grid.first_point(self.loop.now))
-        real(self)
-    monkeypatch.setattr(SimNode, "_schedule_tick", counting)
+    def counting(self: SimNode, now: float) -> bool:
+        skipped.append(real(self, now))
+        return skipped[-1]
+    monkeypatch.setattr(SimNode, "_ticks_on_first_point", counting)
     run_seed(topology, tmp_path / "skipping")
     assert any(skipped), "no tick was ever on the first point: the skip was not exercised"
-
-    def asking_every_time(self: SimNode) -> None:  # the schedule before the skip
-        if self.role is None or self.paused:
-            return
-        now = self.loop.now
-        due = self.role.next_tick_at(now)
-        if due == math.inf:
-            return
-        at = self._grid.point_from(due, now)
-        if at < self._tick_at:
-            self._tick_at = at
-            self._tick_token += 1
-            self.loop.at(at, self._tick, self._tick_token)
-    monkeypatch.setattr(SimNode, "_schedule_tick", asking_every_time)
+    monkeypatch.setattr(SimNode, "_ticks_on_first_point", lambda self, now: False)
     run_seed(topology, tmp_path / "asking")
     for name in RECORD_FILES:
         assert (tmp_path / "skipping" / name).read_bytes() == (tmp_path / "asking" / name).read_bytes(), name
