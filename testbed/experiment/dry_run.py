@@ -8,11 +8,15 @@ from __future__ import annotations
 import yaml
 
 from faults.schedule import build_schedule, format_schedule
+from testbed.analysis.runinfo import DEFAULT_EXPECT
 from testbed.topology import Topology
 
 
 def describe(t: Topology) -> str:
     schedule = build_schedule(t)
-    return "\n".join(["# resolved topology", yaml.safe_dump(t.to_dict(), sort_keys=False).rstrip(), "",
+    defaults = [] if t.expect else [
+        "# no expectations given: the run is held to the defaults, "
+        + ", ".join(f"{name}: {expectation}" for name, expectation in DEFAULT_EXPECT.items())]
+    return "\n".join(["# resolved topology", yaml.safe_dump(t.to_dict(), sort_keys=False).rstrip(), *defaults, "",
                       "# fault schedule (time, action, target, params, origin)",
                       format_schedule(schedule) if schedule else "(no faults)"])

@@ -57,6 +57,11 @@ def test_cli_validate_and_dry_run(tmp_path: Path) -> None:
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "leader-of orders/0" in r.stdout and "# fault schedule" in r.stdout
+    assert "held to the defaults" not in r.stdout  # it states its own expect: block
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump(topology_dict(partitions=1)))
+    r = subprocess.run([sys.executable, "run.py", str(plain), "--dry-run"], cwd=ROOT, capture_output=True, text=True)
+    assert "held to the defaults, lost_writes: 0, inconsistent_offsets: 0" in r.stdout, r.stdout
     r = subprocess.run([sys.executable, "run.py", str(bad)], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "replication_factor" in r.stderr
 
