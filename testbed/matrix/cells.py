@@ -71,7 +71,7 @@ def expand(spec: MatrixSpec) -> list[Cell]:
                 for seed in spec.seeds if spec.seeds is not None else (data.get("seed", 0),):
                     shown = [f"{labels[k]}={_show(v)}" for k, v in settings]
                     parts = [name, *shown, *([schedule] if schedule else []), f"seed={seed}"]
-                    cell_id = "-".join(parts)
+                    cell_id = "-".join(parts).replace("/", "_")  # a directory's name: `rate=100/s` -> `rate=100_s`
                     source = f"{spec.source} (cell {cell_id}, base {base})"
                     try:
                         cell_data = _cell_data(data, settings, faults, seed, spec, schedule, source, name)
@@ -190,7 +190,7 @@ def select(cells: list[Cell], only: str | None = None, shard: tuple[int, int] | 
 
 def _matches(cell: Cell, only: str) -> bool:
     if "=" not in only:
-        return only in cell.id
+        return only in cell.id or only in cell.setting
     selectors = {k: _show(v) for k, v in cell.selectors().items()} | {
         k.split(".")[-1]: _show(v) for k, v in cell.settings}
     for term in only.split(","):

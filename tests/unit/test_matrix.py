@@ -169,6 +169,28 @@ def test_only_selects_by_value_or_id_and_shards_split_the_cells_exactly(tmp_path
             parse_shard(bad)
 
 
+def test_a_value_with_a_slash_gives_an_id_that_is_one_directory_name(tmp_path: Path) -> None:
+    """`rate: 100/s` is a valid value; a cell id is a directory's name (cells with a `/` in it
+    shared one spec file and ran each other's topology)."""
+    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml",
+                                                "vary": {"workload.producers.0.rate": ["100/s", "300/s"]}})))
+    assert [c.id for c in cells] == ["tiny-rate=100_s-seed=5", "tiny-rate=300_s-seed=5"]
+    assert cells[0].setting == "rate=100/s" and cells[0].topology.workload.producers[0].rate == 100
+    assert [c.id for c in select(cells, "rate=100/s")] == [cells[0].id]
+    assert [c.id for c in select(cells, "300/s")] == [cells[1].id]
+
+
+def test_a_share_with_no_cell_passes_empty_and_an_unmatched_only_is_an_error(tmp_path: Path) -> None:
+    """A CI job with more shards than cells passes its empty share (exit 0)."""
+    path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]}})
+    out = subprocess.run([sys.executable, "run.py", "matrix", str(path), "--dry-run", "--shard", "3/3"],
+                         cwd=ROOT, capture_output=True, text=True, check=False)
+    assert out.returncode == 0 and "holds no cell" in out.stdout, out.stderr
+    out = subprocess.run([sys.executable, "run.py", "matrix", str(path), "--dry-run", "--only", "seed=77"],
+                         cwd=ROOT, capture_output=True, text=True, check=False)
+    assert out.returncode == 2 and "no cell matches" in out.stderr
+
+
 def test_a_directory_of_matrices_and_seed_counts(tmp_path: Path) -> None:
     write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]}}, name="a.yaml")
     write(tmp_path, {"base": "base.yaml", "faults": {"calm": []}}, name="b.yaml")
