@@ -117,14 +117,29 @@ class TmpfsMounts:
         self.mounted.append(path)
         return True
 
-    def unmount_all(self) -> None:
-        """Unmount every mount, newest first; every one is tried before a failure is raised."""
+    def unmount_all(self, keep: bool = False) -> None:
+        """Unmount every mount, newest first; every one is tried before a failure is raised.
+        With `keep` (`--keep-data`) each mount's files are copied out first and put back in
+        its directory once it is unmounted: what the brokers wrote stays in the run."""
         failures = []
         while self.mounted:
             path = self.mounted.pop()
+            kept = path.with_name(path.name + ".kept") if keep else None
+            try:
+                if kept is not None:
+                    shutil.rmtree(kept, ignore_errors=True)
+                    shutil.copytree(path, kept, symlinks=True)
+            except OSError as exc:  # the files are lost, the mount is not left behind
+                failures.append(f"cannot keep the files of {path}: {exc}")
+                kept = None
             try:
                 unmount(path)
-            except RuntimeError as exc:
+                for entry in kept.iterdir() if kept is not None else ():
+                    shutil.move(entry, path / entry.name)
+            except (RuntimeError, OSError) as exc:
                 failures.append(str(exc))
+            finally:
+                if kept is not None:
+                    shutil.rmtree(kept, ignore_errors=True)
         if failures:
             raise RuntimeError("; ".join(failures))

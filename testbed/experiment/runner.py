@@ -90,7 +90,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
     if (refused := netns_refusal(topology)) is not None:
         console.print(f"[red]refused:[/] {refused}")
         return Outcome(run_dir or runs_dir / new_run_id(topology.name, topology.seed), False, None, EXIT_UNJUDGED)
-    cluster = Cluster(topology, run_dir=run_dir, runs_dir=runs_dir, time_scale=time_scale)
+    cluster = Cluster(topology, run_dir=run_dir, runs_dir=runs_dir, time_scale=time_scale, keep_data=keep_data)
     converged = False
     try:
         t0 = time.monotonic()

@@ -434,7 +434,7 @@ class Cluster(ClusterAdmin):
             self.stopped.add(name)
         self.paused.clear()
         try:
-            self.mounts.unmount_all()
+            self.mounts.unmount_all(keep=self.keep_data)
         except RuntimeError as e:  # a busy mount was lazily detached; say so, do not raise
             self.warnings.append(str(e))
         if self.metrics is not None:

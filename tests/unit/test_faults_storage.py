@@ -161,6 +161,25 @@ def test_tmpfs_mount_and_unmount_all(tmp_path):
 
 
 @needs_root
+def test_unmount_all_keeping_the_files_puts_them_back_in_the_plain_directory(tmp_path):
+    """`--keep-data` on `medium: tmpfs`: the brokers' files outlive their mounts (they were
+    lost with the mount before)."""
+    mounts = TmpfsMounts()
+    path = tmp_path / "run" / "broker-1"
+    try:
+        assert mounts.mount(path)
+        (path / "orders-0").mkdir()
+        (path / "orders-0" / "00000000000000000000.log").write_bytes(b"records")
+        (path.parent / "broker-1.kept").mkdir()  # what a killed predecessor may have left
+        mounts.unmount_all(keep=True)
+        assert not os.path.ismount(path) and isrlab_mounts(tmp_path) == []
+        assert (path / "orders-0" / "00000000000000000000.log").read_bytes() == b"records"
+        assert not (path.parent / "broker-1.kept").exists()
+    finally:
+        unmount(path)
+
+
+@needs_root
 def test_a_busy_mount_is_detached_lazily(tmp_path):
     mounts = TmpfsMounts()
     path = tmp_path / "busy"
