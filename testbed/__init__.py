@@ -7,14 +7,15 @@
 - `analysis/`: the checker, which reads only the run directory.
 The nemesis and its schedule are `faults/`.
 
-`from testbed import Cluster` gives the step-by-step Python API (DESIGN section 9).
+`from testbed import Cluster` gives the step-by-step Python API (DESIGN section 9): the
+supervisor's `Cluster` with `finish`, which ends and judges the run (`experiment/api.py`).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from testbed.supervisor.cluster import Cluster
+    from testbed.experiment.api import Cluster
 
 __all__ = ["Cluster"]
 
@@ -22,6 +23,6 @@ __all__ = ["Cluster"]
 def __getattr__(name: str) -> Any:
     # Lazy, so `python run.py validate` does not import ZeroMQ and the node runtime.
     if name == "Cluster":
-        from testbed.supervisor.cluster import Cluster
+        from testbed.experiment.api import Cluster
         return Cluster
     raise AttributeError(name)

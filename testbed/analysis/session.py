@@ -73,6 +73,12 @@ def new_session() -> RemoteSession:
         return other
 
 
+def started() -> bool:
+    """This process has a session now (its own JVM, or a server's)."""
+    with _lock:
+        return _session is not None
+
+
 def is_remote() -> bool:
     """The session is on a server this process did not start (`run.py spark up`, `sc://`):
     a warm JVM that other commands share."""

@@ -141,17 +141,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         finally:
             cluster.stop_clients(timeout=0.1)
             inbox.close()
-        try:
-            cluster.wait_until(lambda s: s.fully_replicated(), timeout=cluster.scaled(30),
-                               what="convergence (every partition led, ISR full, replicas level)")
-            converged = True
-        except ClusterError as e:
-            console.print(f"[red]{e}[/]")
-        reader = History(cluster.dir.history, "final-reader")
-        final_read(cluster.client(), reader, partitions_now(cluster.status(), topology),
-                   time.monotonic() + cluster.scaled(20), time.monotonic)
-        reader.close()
-        record_final_state(cluster)
+        converged = end_of_run(cluster, topology, console)
     except ClusterError as e:
         console.print(f"[red]run failed:[/] {e}")
         return Outcome(cluster.dir.root, False, None, EXIT_UNJUDGED)
@@ -159,8 +149,34 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         cluster.close()
         if not keep_data:
             shutil.rmtree(cluster.dir.data, ignore_errors=True)
-    counts = count_operations(cluster.dir.root)
-    (cluster.dir.root / "summary.json").write_text(json.dumps(counts.to_dict(), indent=1))
+    counts = write_counts(cluster.dir.root)
     print_counts(console, counts, converged)
     return Outcome(cluster.dir.root, converged, counts, EXIT_UNJUDGED)
+
+
+def end_of_run(cluster: Cluster, topology: Topology, console: Console) -> bool:
+    """What follows a run's workload once its faults are undone (Jepsen's final read): wait
+    for convergence, read every partition to its end as `final-reader`, record the replicas,
+    shut every node down under control and record their logs from the files (`final/`).
+    Returns whether the cluster converged (a run that did not is judged unjudged)."""
+    converged = False
+    try:
+        cluster.wait_until(lambda s: s.fully_replicated(), timeout=cluster.scaled(30),
+                           what="convergence (every partition led, ISR full, replicas level)")
+        converged = True
+    except ClusterError as e:
+        console.print(f"[red]{e}[/]")
+    reader = History(cluster.dir.history, "final-reader")
+    final_read(cluster.client(), reader, partitions_now(cluster.status(), topology),
+               time.monotonic() + cluster.scaled(20), time.monotonic)
+    reader.close()
+    record_final_state(cluster)
+    return converged
+
+
+def write_counts(run_dir: Path) -> Counts:
+    """The run's operation counts, read back from its history, into `summary.json`."""
+    counts = count_operations(run_dir)
+    (run_dir / "summary.json").write_text(json.dumps(counts.to_dict(), indent=1))
+    return counts
 

@@ -8,10 +8,13 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from broker.common.errors import Errors
+from broker.common.jsonl import read_jsonl
 from faults.injector import FaultInjector
 from faults.schedule import ScheduledFault
+from testbed import Cluster as ApiCluster
 from testbed.analysis import RunVerdict, analyze_runs
 from testbed.clients.final_read import final_read
 from testbed.clients.history import History
@@ -116,3 +119,24 @@ def _assert_acks1_losses(verdict: RunVerdict, lost: set[str], parked: str, old_l
         if x["value"] in lost:  # the parked value may reach one follower, which truncates it first
             assert f"{old_leader} truncated its log from " in x["cause"], x
     assert [f["do"] for f in r["figures"]["faults"]] == ["pause", "kill"]
+
+
+def test_the_python_api_of_design_section_9_ends_and_judges_its_run(tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """DESIGN section 9's snippet as written: produce, pause the followers, wait for the ISR to
+    shrink, then `finish()` (heal, converge, final read, pipeline) returns the verdict."""
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(topology_dict(partitions=1, topics=[{
+        "name": "orders", "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2,
+        "placement": "explicit", "assignment": {0: [1, 2, 3]}}])))
+    run_dir = tmp_path / "run"
+    with ApiCluster.from_yaml(path, run_dir=run_dir, time_scale=TIME_SCALE) as c:
+        assert c.produce("orders", 0, ["a", "b"], acks="all").error == Errors.NONE
+        c.fault("pause", target="followers-of orders/0")
+        c.wait_until(lambda s: s.partition("orders", 0).isr == [1], timeout=10 * TIME_SCALE)
+        result = c.finish()
+    assert isinstance(result, RunVerdict) and result.ok is True, result.results.get("problems")
+    assert result.results["converged"] is True and result.results["checks"]["lost_writes"]["count"] == 0
+    assert (run_dir / "results.json").is_file() and (run_dir / "report.html").is_file()
+    read = [rec[1] for h in read_jsonl(run_dir / "history.jsonl")
+            if h["process"] == "final-reader" and h["type"] == "ok" for rec in h["records"]]
+    assert read == ["a", "b"], read
