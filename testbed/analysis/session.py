@@ -8,6 +8,7 @@ small run's judgment, so every caller shares the session made by the first call.
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 from collections.abc import Callable
@@ -30,6 +31,8 @@ DEFAULT_MASTER = "local[*]"
 #: The environment variable by which PySpark's functions choose between Connect and classic columns
 CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
 APP_NAME = "isrlab-analysis"
+#: how long a stopped JVM may take to exit before it is killed (s)
+JVM_EXIT_WAIT = 10.0
 
 _session: RemoteSession | None = None  # the pipeline's session: a Spark Connect client
 _driver: SparkSession | None = None  # the classic session of this process's own JVM, if it has one
@@ -276,3 +279,9 @@ def stop_spark() -> None:
         proc = getattr(SparkContext._gateway, "proc", None) if driver is not None else None
         if _archive is not None and proc is not None and proc.poll() is None:
             _archive.save(proc.pid)
+        if proc is not None:  # told to stop: waited for, so that it is gone when the caller says so
+            try:
+                proc.wait(timeout=JVM_EXIT_WAIT)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()

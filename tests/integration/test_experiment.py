@@ -133,9 +133,17 @@ def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
     assert not list(Path(registered["sock_dir"]).glob("*.sock")), "socket files outlived the run"
 
 
+def _javas(pid: int) -> list[int]:
+    """The JVMs among a process's descendants."""
+    try:
+        return [c.pid for c in psutil.Process(pid).children(recursive=True) if c.name() == "java"]
+    except psutil.NoSuchProcess:
+        return []
+
+
 def test_ctrl_c_during_a_run_stops_it_with_one_line_and_exit_130(tmp_path: Path) -> None:
-    """Ctrl-C (SIGINT) mid-run: the cluster is stopped as for any run, the terminal gets one
-    line (no traceback), and the exit code is 130 (README, exit codes)."""
+    """Ctrl-C (SIGINT) mid-run: the cluster and the analysis JVM are stopped before the exit,
+    the terminal gets one line (no traceback), and the exit code is 130 (README, exit codes)."""
     topo = tmp_path / "t.yaml"
     topo.write_text(yaml.safe_dump(topology_dict(partitions=1, duration="60s")))
     runs = tmp_path / "runs"
@@ -150,6 +158,10 @@ def test_ctrl_c_during_a_run_stops_it_with_one_line_and_exit_130(tmp_path: Path)
         else:
             pytest.fail("the run never started its cluster")
         pids = [p["pid"] for r in (runs / ".live").glob("*.json") for p in json.loads(r.read_text())["processes"]]
+        deadline = time.monotonic() + 60 * TIME_SCALE
+        while time.monotonic() < deadline and not _javas(sup.pid):
+            time.sleep(0.1)  # the analysis JVM starts beside the cluster: polled against a deadline
+        pids += _javas(sup.pid)
         sup.send_signal(signal.SIGINT)
         _, err = sup.communicate(timeout=60 * TIME_SCALE)
         assert sup.returncode == 130, err
