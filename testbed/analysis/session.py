@@ -171,7 +171,7 @@ def _server_url() -> str | None:
         return None
     if spark_server.answering(info):
         return info.url
-    print(f"isrlab: the Spark server recorded in {spark_server.state_file()} ({info.url}) is gone; "
+    print(f"isrlab: the Spark server recorded in {spark_server.state_file()} ({info.url}) is gone or does not answer; "
           f"judging in an embedded session", file=sys.stderr)
     return None
 

@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
         print("no Spark server is up")
         return 1
     if not spark_server.answering(info):
-        print(f"the Spark server recorded at {info.url} (pid {info.pid}) is gone; "
+        print(f"the Spark server recorded at {info.url} (pid {info.pid}) is gone or does not answer; "
               f"`python run.py spark up` starts a new one")
         return 1
     print(f"Spark Connect server up: {info.url} (pid {info.pid}, {info.master}, "

@@ -53,14 +53,23 @@ def recorded() -> ServerInfo | None:
         return None
 
 
-def answering(info: ServerInfo) -> bool:
-    """Its process lives and its port accepts connections."""
+#: an HTTP/2 client's greeting (its preface and an empty SETTINGS frame): a gRPC server
+#: answers it with a SETTINGS frame of its own
+_H2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def answering(info: ServerInfo, timeout: float = 2.0) -> bool:
+    """Its process lives and its gRPC port answers an HTTP/2 greeting within `timeout`. The
+    kernel accepts a connection for a server that is stopped (SIGSTOP) or hung, which then
+    answers nothing: a connection alone let `analyze` wait on such a server for ever."""
     if gone(info.pid):
         return False
     try:
-        with socket.create_connection(("127.0.0.1", info.port), timeout=0.5):
-            return True
-    except OSError:
+        with socket.create_connection(("127.0.0.1", info.port), timeout=timeout) as conn:
+            conn.settimeout(timeout)
+            conn.sendall(_H2_GREETING)
+            return len(conn.recv(9)) > 0
+    except OSError:  # refused, reset, or no answer in time
         return False
 
 
