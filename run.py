@@ -51,7 +51,7 @@ def cmd_run(argv: list[str]) -> int:
         return 2
     if args.dry_run:
         from testbed.experiment.dry_run import describe
-        print(describe(topology))
+        print(describe(topology, args.time_scale))
         return 0
     from testbed.supervisor.netns import refusal
     if (refused := refusal(topology)) is not None:

@@ -12,11 +12,14 @@ from testbed.analysis.runinfo import DEFAULT_EXPECT
 from testbed.topology import Topology
 
 
-def describe(t: Topology) -> str:
+def describe(t: Topology, time_scale: float = 1.0) -> str:
     schedule = build_schedule(t)
+    scaled = [] if time_scale == 1 else [
+        f"# --time-scale {time_scale:g}: every time here (the duration, each fault's time, every timeout) "
+        f"will take {time_scale:g} times as long"]
     defaults = [] if t.expect else [
         "# no expectations given: the run is held to the defaults, "
         + ", ".join(f"{name}: {expectation}" for name, expectation in DEFAULT_EXPECT.items())]
-    return "\n".join(["# resolved topology", yaml.safe_dump(t.to_dict(), sort_keys=False).rstrip(), *defaults, "",
+    return "\n".join([*scaled, "# resolved topology", yaml.safe_dump(t.to_dict(), sort_keys=False).rstrip(), *defaults, "",
                       "# fault schedule (time, action, target, params, origin)",
                       format_schedule(schedule) if schedule else "(no faults)"])

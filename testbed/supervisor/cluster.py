@@ -110,7 +110,9 @@ class Cluster(ClusterAdmin):
         """Start every node, create the topics, and wait until every partition is led."""
         reap_leftovers(self.runs_dir)
         self.dir.create()
-        (self.dir.root / "topology.yaml").write_text(yaml.safe_dump(self.topology.to_dict(), sort_keys=False))
+        scaled = (f"# run with --time-scale {self.time_scale:g}: every time below (the duration, each fault's "
+                  f"`at`, every timeout) took {self.time_scale:g} times as long\n" if self.time_scale != 1 else "")
+        (self.dir.root / "topology.yaml").write_text(scaled + yaml.safe_dump(self.topology.to_dict(), sort_keys=False))
         self.registry = Registry(self.runs_dir, self.dir.root.name, self.dir.socket_dir())
         self.registry.data["run_dir"] = str(self.dir.root.resolve())
         self.control = ControlClient(self.token)

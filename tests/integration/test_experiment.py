@@ -44,6 +44,8 @@ def test_healthy_run_writes_the_run_directory(tmp_path: Path) -> None:
     assert {"registered", "became-leader", "became-follower", "partition-changed"} <= kinds
     resolved = yaml.safe_load((d / "topology.yaml").read_text())
     assert resolved["timing"]["session_timeout"] == "800ms"
+    scaled = (d / "topology.yaml").read_text().startswith(f"# run with --time-scale {TIME_SCALE:g}:")
+    assert scaled == (TIME_SCALE != 1)  # what a scaled run's times mean, said where its topology is
     assert not (d / "data").exists()  # removed without --keep-data
 
 
@@ -62,6 +64,10 @@ def test_cli_validate_and_dry_run(tmp_path: Path) -> None:
     plain.write_text(yaml.safe_dump(topology_dict(partitions=1)))
     r = subprocess.run([sys.executable, "run.py", str(plain), "--dry-run"], cwd=ROOT, capture_output=True, text=True)
     assert "held to the defaults, lost_writes: 0, inconsistent_offsets: 0" in r.stdout, r.stdout
+    assert "time-scale" not in r.stdout
+    r = subprocess.run([sys.executable, "run.py", str(plain), "--dry-run", "--time-scale", "3"], cwd=ROOT,
+                       capture_output=True, text=True)
+    assert r.stdout.startswith("# --time-scale 3: every time here"), r.stdout
     r = subprocess.run([sys.executable, "run.py", str(bad)], cwd=ROOT, capture_output=True, text=True)
     assert r.returncode == 2 and "replication_factor" in r.stderr
 
