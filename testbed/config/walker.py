@@ -40,6 +40,15 @@ def describe(value: object) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
+def yaml_value(value: object) -> str:
+    """A value as YAML spells it (`true`, `null`, `300ms`), for messages about YAML files."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from testbed.config.loader import read_yaml
 from testbed.config.parser import TopologyError
-from testbed.config.walker import Walker, describe, is_int, join
+from testbed.config.walker import Walker, describe, is_int, join, yaml_value
 
 MATRIX_KEYS = ("base", "vary", "faults", "seeds", "expect")
 #: `when:` may select the fault schedule, the seed and the base (by its topology's name) too,
@@ -208,7 +208,8 @@ def _rules(w: Walker, value: object, selectable: dict[str, Any]) -> tuple[Expect
             known = selectable.get(key)
             if key in selectable and known is not None and _hashable(wanted) not in set(map(_hashable, known)):
                 w.error(join(join(path, "when"), key),
-                        f"{wanted!r} is none of the matrix's values for {key} ({', '.join(map(repr, known))})")
+                        f"{yaml_value(wanted)} is none of the matrix's values for {key} "
+                        f"({', '.join(map(yaml_value, known))})")
         out.append(ExpectRule(tuple(when.items()), dict(m["expect"]), path))
     return tuple(out)
 

@@ -128,7 +128,7 @@ def test_schedules_from_files_relative_to_the_matrix(tmp_path: Path) -> None:
     ({"base": "base.yaml", "seeds": "three"}, "m.yaml: seeds: expected a count"),
     ({"base": "base.yaml", "vary": {"protocol.elr": [True]}, "expect": [{"when": {"protocol.elr": "no"},
                                                                            "expect": {"lost_writes": 0}}]},
-     "m.yaml: expect[0].when.protocol.elr: 'no' is none of the matrix's values"),
+     "m.yaml: expect[0].when.protocol.elr: no is none of the matrix's values for protocol.elr (true)"),
     ({"base": "base.yaml", "expect": [{"when": {"protocol.elr": True}, "expect": {"lost_writes": 0}}]},
      "m.yaml: expect[0].when.protocol.elr: unknown key (expected one of: faults, seed, topology)"),
     ({"base": "base.yaml", "expect": [{"when": {}}]}, "m.yaml: expect[0].expect: required key missing"),
