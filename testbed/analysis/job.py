@@ -211,7 +211,7 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = F
                     faults=t.faults.persist())
     spark = t.events.sparkSession
     try:
-        bounds = run_bounds(t).persist()
+        bounds = run_bounds(t, config).persist()
         spans = fault_spans(t, bounds).persist()
         o = observe(t, config)
         scope = narrowed(t, o) if (not small if narrow is None else narrow) else whole(t, config, o)

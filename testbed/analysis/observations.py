@@ -120,18 +120,21 @@ def read_coverage(t: Tables, config: ConfigTables, polls: DataFrame, logs: DataF
                 F.lit(False)).alias("reached_end")))
 
 
-def run_bounds(t: Tables) -> DataFrame:
-    """Per run, in one pass over the record files: the first recorded time (`t0`, time 0 of
-    every figure and sentence), the end of the workload (`t_end`: the last client operation
-    before the final read; the shutdown after it is not unavailability) and the last
-    recorded time of all (`t_last`)."""
+def run_bounds(t: Tables, config: ConfigTables) -> DataFrame:
+    """Per run, in one pass over the record files: time 0 of every figure and sentence (`t0`:
+    the start of the workload, the time 0 of the fault schedule, as `summary.json` records
+    it; else the first recorded time), the end of the workload (`t_end`: the last client
+    operation before the final read; the shutdown after it is not unavailability) and the
+    last recorded time of all (`t_last`)."""
     workload = F.when(F.col("process") != FINAL_READER, F.col("time_ns"))
     times = (t.history.select("run_id", "time_ns", workload.alias("w"))
              .unionByName(t.events.select("run_id", "time_ns", F.lit(None).cast("long").alias("w")))
              .unionByName(t.faults.select("run_id", "time_ns", F.lit(None).cast("long").alias("w"))))
     return (times.groupBy("run_id")
-            .agg(F.min("time_ns").alias("t0"), F.max("time_ns").alias("t_last"), F.max("w").alias("w"))
-            .select("run_id", "t0", F.coalesce("w", "t_last").alias("t_end"), "t_last"))
+            .agg(F.min("time_ns").alias("first"), F.max("time_ns").alias("t_last"), F.max("w").alias("w"))
+            .join(config.runs.select("run_id", "workload_start_ns"), "run_id", "left")
+            .select("run_id", F.coalesce("workload_start_ns", "first").alias("t0"),
+                    F.coalesce("w", "t_last").alias("t_end"), "t_last"))
 
 
 def seconds(col: str) -> Column:

@@ -38,7 +38,7 @@ def _shade(ax: plt.Axes, bands: list[tuple[float, float, str]]) -> None:
 
 def _finish(axes: tuple[plt.Axes, ...], bands: list[tuple[float, float, str]]) -> str:
     """The x label under the last axes, faults as red bands on every axes, small ticks; the SVG."""
-    axes[-1].set_xlabel("seconds since the run started", fontsize=7)
+    axes[-1].set_xlabel("seconds since the workload started", fontsize=7)
     for ax in axes:
         _shade(ax, bands)
         ax.tick_params(labelsize=7)
@@ -141,7 +141,7 @@ def partition_timelines(partitions: list[tuple[str, list[dict]]], bands: list[tu
     body.append('<path d="' + "".join(f"M{_n(x)} {_n(axis)}v4" for x, _ in ticks) + '" stroke="#555"/>')
     body += [f'<text x="{_n(x)}" y="{_n(axis + 14)}" text-anchor="middle">{_seconds(v)}</text>' for x, v in ticks]
     body.append(f'<text x="{_n(_LEFT + _PLOT / 2)}" y="{_n(axis + 30)}" text-anchor="middle">'
-                "seconds since the run started</text>")
+                "seconds since the workload started</text>")
     height = _n(axis + 36)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_W}" height="{height}" viewBox="0 0 {_W} {height}" '
             'style="max-width:100%;height:auto" font-family="sans-serif" font-size="8">' + "".join(body) + "</svg>")

@@ -1,7 +1,9 @@
 """What each run was configured to do, from its resolved `topology.yaml`, as small Spark
-tables the checks join with (racks, MinISR, protocol setting) and the expectations."""
+tables the checks join with (racks, MinISR, protocol setting) and the expectations; and
+when its workload started (`summary.json`), time 0 of every time the analysis reports."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,6 +13,7 @@ from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import (
     BooleanType,
     IntegerType,
+    LongType,
     StringType,
     StructField,
     StructType,
@@ -33,6 +36,9 @@ class RunInfo:
     run_dir: Path
     topology: Topology | None
     problem: str | None  # why the topology could not be read, if it could not
+    #: when the workload started (`time_ns` clock), the schedule's time 0; None when the run
+    #: left no `summary.json` (its supervisor was killed) or had no workload (the Python API)
+    workload_start_ns: int | None = None
 
     @property
     def run_id(self) -> str:
@@ -57,22 +63,32 @@ class RunInfo:
 
 def load_run_info(run_dir: Path) -> RunInfo:
     path = run_dir / "topology.yaml"
+    start = workload_start(run_dir)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return RunInfo(run_dir, parse_topology(data, str(path)), None)
+        return RunInfo(run_dir, parse_topology(data, str(path)), None, start)
     except FileNotFoundError:
-        return RunInfo(run_dir, None, f"{path}: missing")
+        return RunInfo(run_dir, None, f"{path}: missing", start)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        return RunInfo(run_dir, None, f"{path}: unreadable ({exc})")
+        return RunInfo(run_dir, None, f"{path}: unreadable ({exc})", start)
     except TopologyError as exc:
-        return RunInfo(run_dir, None, "; ".join(exc.errors))
+        return RunInfo(run_dir, None, "; ".join(exc.errors), start)
+
+
+def workload_start(run_dir: Path) -> int | None:
+    """`summary.json`'s `workload_start_ns`; None when it has none (or is missing or torn)."""
+    try:
+        value = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("workload_start_ns")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 @dataclass(frozen=True)
 class ConfigTables:
     topics: DataFrame  # run_id, topic, partitions, rf, min_isr, gone (deleted by the end: R40)
     brokers: DataFrame  # run_id, broker_id, rack
-    runs: DataFrame  # run_id, elr, kraft, n_racks
+    runs: DataFrame  # run_id, elr, kraft, n_racks, workload_start_ns (null when unknown)
     #: some run deletes a topic (R40): its acknowledged values are then not owed to the end
     deletes_topics: bool = False
 
@@ -83,7 +99,8 @@ _TOPICS = StructType([StructField("run_id", StringType()), StructField("topic", 
 _BROKERS = StructType([StructField("run_id", StringType()), StructField("broker_id", IntegerType()),
                        StructField("rack", StringType())])
 _RUNS = StructType([StructField("run_id", StringType()), StructField("elr", BooleanType()),
-                    StructField("kraft", BooleanType()), StructField("n_racks", IntegerType())])
+                    StructField("kraft", BooleanType()), StructField("n_racks", IntegerType()),
+                    StructField("workload_start_ns", LongType())])
 
 
 def config_tables(spark: SparkSession, infos: list[RunInfo]) -> ConfigTables:
@@ -97,7 +114,8 @@ def config_tables(spark: SparkSession, infos: list[RunInfo]) -> ConfigTables:
         brokers += [(info.run_id, b.id, b.rack) for b in t.cluster.brokers]
         brokers += [(info.run_id, f.params["broker"]["id"], f.params["broker"]["rack"]) for f in t.faults
                     if getattr(f, "do", None) == "add-broker"]  # R38: brokers the run added
-        runs.append((info.run_id, t.protocol.elr, t.protocol.fencing == "kraft", len(t.racks)))
+        runs.append((info.run_id, t.protocol.elr, t.protocol.fencing == "kraft", len(t.racks),
+                     info.workload_start_ns))
         deletes |= any(getattr(f, "do", None) == "delete-topic" for f in t.faults)
     return ConfigTables(spark.createDataFrame(topics, _TOPICS), spark.createDataFrame(brokers, _BROKERS),
                         spark.createDataFrame(runs, _RUNS), deletes)

@@ -36,3 +36,10 @@ def count_operations(run_dir: Path) -> Counts:
     c = Counts()
     c.add(read_jsonl(run_dir / "history.jsonl"))
     return c
+
+
+def summary(counts: Counts, workload_start_ns: int | None) -> dict:
+    """`summary.json`: the counts, and the moment the workload started when there was one
+    (time 0 of the fault schedule, on the records' `time_ns` clock: the analysis reports
+    every time from it)."""
+    return counts.to_dict() | ({} if workload_start_ns is None else {"workload_start_ns": workload_start_ns})

@@ -24,7 +24,7 @@ from testbed.analysis.session import full_priority, warm_up
 from testbed.clients.final_read import final_read
 from testbed.clients.history import History
 from testbed.clients.stats import StatsInbox
-from testbed.experiment.counts import Counts, count_operations
+from testbed.experiment.counts import Counts, count_operations, summary
 from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.experiment.progress import Monitor, describe_fault, print_counts
 from testbed.supervisor.cluster import Cluster, ClusterError
@@ -92,6 +92,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         return Outcome(run_dir or runs_dir / new_run_id(topology.name, topology.seed), False, None, EXIT_UNJUDGED)
     cluster = Cluster(topology, run_dir=run_dir, runs_dir=runs_dir, time_scale=time_scale, keep_data=keep_data)
     converged = False
+    workload_ns = None
     try:
         t0 = time.monotonic()
         cluster.start()
@@ -110,7 +111,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         injector.load(build_schedule(topology))
         try:
             cluster.start_clients(inbox.endpoint)
-            start = time.monotonic()
+            start, workload_ns = time.monotonic(), time.monotonic_ns()
             end = start + topology.duration * time_scale
             next_display = 0.0
             with Monitor(console, topology.duration * time_scale) as mon:
@@ -149,7 +150,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         cluster.close()
         if not keep_data:
             shutil.rmtree(cluster.dir.data, ignore_errors=True)
-    counts = write_counts(cluster.dir.root)
+    counts = write_counts(cluster.dir.root, workload_ns)
     print_counts(console, counts, converged)
     return Outcome(cluster.dir.root, converged, counts, EXIT_UNJUDGED)
 
@@ -174,9 +175,12 @@ def end_of_run(cluster: Cluster, topology: Topology, console: Console) -> bool:
     return converged
 
 
-def write_counts(run_dir: Path) -> Counts:
-    """The run's operation counts, read back from its history, into `summary.json`."""
+def write_counts(run_dir: Path, workload_start_ns: int | None = None) -> Counts:
+    """The run's operation counts, read back from its history, into `summary.json`, with the
+    moment its workload started (time 0 of its fault schedule, and so of every time the
+    analysis reports; `time_ns` clock)."""
     counts = count_operations(run_dir)
-    (run_dir / "summary.json").write_text(json.dumps(counts.to_dict(), indent=1))
+    (run_dir / "summary.json").write_text(json.dumps(summary(counts, workload_start_ns), indent=1))
     return counts
+
 

@@ -32,7 +32,7 @@ class RunRecords:
     events: list[dict] = field(default_factory=list)
     errors: Counter = field(default_factory=Counter)  # (f, acks, error) -> client operations
     replicas: list[dict] = field(default_factory=list)
-    t0: int = 0  # the first recorded time, time 0 of the pipeline's figures
+    t0: int = 0  # time 0 of the pipeline's figures: the workload's start, else the first recorded time
 
     @classmethod
     def load(cls, run_dir: Path) -> RunRecords:
@@ -50,8 +50,11 @@ class RunRecords:
         stop = max((r["time_ns"] for r in history if isinstance(r.get("time_ns"), int)), default=None)
         if stop is not None:
             events = [e for e in events if e.get("time_ns", 0) <= stop]
-        return cls(run_dir, read("results.json"), read("summary.json"), events, errors,
-                   read_jsonl(run_dir / "final" / "replicas.jsonl"), min(times, default=0))
+        counts = read("summary.json")
+        start = counts.get("workload_start_ns")
+        return cls(run_dir, read("results.json"), counts, events, errors,
+                   read_jsonl(run_dir / "final" / "replicas.jsonl"),
+                   start if isinstance(start, int) else min(times, default=0))
 
     def at(self, time_ns: int) -> str:
         return f"{(time_ns - self.t0) / 1e9:.2f}s"

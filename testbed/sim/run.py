@@ -16,7 +16,7 @@ from pathlib import Path
 from broker.client import StepClient
 from faults.schedule import build_schedule
 from testbed.clients.loops import final_read
-from testbed.experiment.counts import Counts
+from testbed.experiment.counts import Counts, summary
 from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.sim.clients import ClientTask
 from testbed.sim.cluster import SimCluster
@@ -46,13 +46,14 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
     loop = cluster.loop
     begin = loop.now
     converged = False
+    workload_ns = None
     try:
         cluster.start()
         injector = cluster.injector
         assert injector is not None
         injector.load(build_schedule(topology))
         cluster.start_clients()
-        start = loop.now
+        start, workload_ns = loop.now, loop.clock_ns()
         while (due := injector.next_at()) is not None and due < topology.duration:
             loop.run_until(start + due)
             injector.fire_due(due)  # its own time: start + due - start may round below it
@@ -78,5 +79,5 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         cluster.close()
         release_data(cluster.dir.data, keep_data)
     counts = cluster.counts
-    (run_dir / "summary.json").write_text(json.dumps(counts.to_dict(), indent=1))
+    (run_dir / "summary.json").write_text(json.dumps(summary(counts, workload_ns), indent=1))
     return SeedOutcome(converged, counts, None, loop.now - begin)

@@ -193,11 +193,11 @@ def _flapping(root: Path) -> None:
     r.write()
 
 
-def _dead_leader(root: Path) -> None:
+def _dead_leader(root: Path, name: str = "dead-leader") -> RunBuilder:
     """Leader broker 1 is killed twice inside an ISR shrink (100-800 ms after 1 s): restarted
     100 ms later the first time, replaced by an election 200 ms later the second time. The
     controller names it leader throughout both outages (its session had not expired)."""
-    r = RunBuilder(root, "dead-leader")
+    r = RunBuilder(root, name)
     r.events += [RunBuilder.change(T0 + S + 100 * MS, leader=1, epoch=0, isr=[1], reason="isr-shrink"),
                  RunBuilder.change(T0 + S + 700 * MS, leader=2, epoch=1, isr=[2], reason="election"),
                  RunBuilder.change(T0 + S + 800 * MS, leader=2, epoch=1, isr=[2, 3], reason="isr-expand")]
@@ -206,6 +206,14 @@ def _dead_leader(root: Path) -> None:
     r.fault(T0 + S + 500 * MS, "kill", "broker:1", ["broker-1"], origin="faults[2]")
     r.fault(T0 + 3 * S, "restart", "broker:1", ["broker-1"], origin="faults[3]")
     r.write()
+    return r
+
+
+def _late_start(root: Path) -> None:
+    """The dead leader's run, whose workload started 200 ms after its first record: every
+    time the analysis reports is from the workload's start (the fault schedule's time 0)."""
+    r = _dead_leader(root, "late-start")
+    (r.dir / "summary.json").write_text(json.dumps({"operations": {}, "workload_start_ns": T0 + 200 * MS}))
 
 
 def _internal_skip(root: Path) -> None:
@@ -257,7 +265,7 @@ def _deleted_topic(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_deleted_topic, _dead_leader, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+BUILDERS = [_deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -280,6 +288,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "retry-reordered": {**ZERO, "nonmonotonic_sends": 1},
     "flapping": ZERO,
     "dead-leader": ZERO,
+    "late-start": ZERO,
     "internal-skip": {**ZERO, "poll_skips": 1, "internal_poll_skips": 1},
     "recovered": {**ZERO, "lost_writes": 1},
     "metadata-digests": {**ZERO, "metadata_divergence": 1},
@@ -359,6 +368,10 @@ def test_a_killed_leader_counts_as_no_leader_until_it_is_replaced_or_back(judged
     spans = sorted((w["kind"], w["start_s"], w["end_s"]) for w in figures["availability"])
     assert spans == [("no-acks-all", 1.1, 1.8), ("no-leader", 1.2, 1.3), ("no-leader", 1.5, 1.7)]
     assert figures["unavailable_s"] == {"no-leader": 0.3, "no-acks-all": 0.7}
+    late = judged["late-start"].results["figures"]
+    assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in late["availability"]) == [
+        ("no-acks-all", 0.9, 1.6), ("no-leader", 1.0, 1.1), ("no-leader", 1.3, 1.5)]
+    assert [f["at_s"] for f in late["faults"]] == [1.0, 1.3]  # the kills, from the workload's start
 
 
 def test_losses_are_grouped_by_cause_with_offset_ranges(judged: dict[str, RunVerdict]) -> None:

@@ -63,7 +63,7 @@ def test_each_partition_has_its_title_lanes_and_one_fault_band_per_fault():
     svg = partition_timelines([("orders/0", ROLES + hwm), ("orders/1", ROLES)], BANDS, 10.0)
     root = parse(svg)
     assert [texts(root).count(title) for title in ("orders/0", "orders/1")] == [1, 1]
-    assert texts(root).count("seconds since the run started") == 1
+    assert texts(root).count("seconds since the workload started") == 1
     assert len(rects(root, FAULT)) == len(BANDS) * 2
     assert [r.find(f"{NS}title").text for r in rects(root, FAULT)] == [label for _, _, label in BANDS] * 2
     lanes, hwm_panel = rects(root, "none")[:2]  # orders/0's frames: a band covers both
