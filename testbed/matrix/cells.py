@@ -80,11 +80,16 @@ def expand(spec: MatrixSpec) -> list[Cell]:
                         errors.extend(exc.errors)
                         continue
                     cells.append(Cell(cell_id, settings, ", ".join(shown), schedule, seed, topology))
+    seeds = sorted({c.seed for c in cells})
     for rule in spec.rules:
         wanted = dict(rule.when).get(TOPOLOGY_KEY)
         if wanted is not None and names and wanted not in names:
             errors.append(f"{spec.source}: {rule.path}.when.topology: {wanted!r} is the name of no base "
                           f"({', '.join(names)})")
+        seed = dict(rule.when).get(SEED_KEY)
+        if spec.seeds is None and seed is not None and cells and seed not in seeds:  # the bases' own seeds
+            errors.append(f"{spec.source}: {rule.path}.when.seed: {seed} is the seed of no cell (without seeds: "
+                          f"each base's own: {', '.join(map(str, seeds))})")
     errors = list(dict.fromkeys(errors))
     twice = repeated_ids(cells)
     if twice:

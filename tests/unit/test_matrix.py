@@ -132,6 +132,8 @@ def test_schedules_from_files_relative_to_the_matrix(tmp_path: Path) -> None:
     ({"base": "base.yaml", "expect": [{"when": {"protocol.elr": True}, "expect": {"lost_writes": 0}}]},
      "m.yaml: expect[0].when.protocol.elr: unknown key (expected one of: faults, seed, topology)"),
     ({"base": "base.yaml", "expect": [{"when": {}}]}, "m.yaml: expect[0].expect: required key missing"),
+    ({"base": "base.yaml", "expect": [{"when": {"seed": 7}, "expect": {"lost_writes": 0}}]},
+     "m.yaml: expect[0].when.seed: 7 is the seed of no cell (without seeds: each base's own: 5)"),
 ])
 def test_a_malformed_matrix_names_the_file_and_the_key(tmp_path: Path, matrix: object, expected: str) -> None:
     text = errors_of(write(tmp_path, matrix))
