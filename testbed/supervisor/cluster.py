@@ -413,7 +413,8 @@ class Cluster(ClusterAdmin):
         """Controlled shutdown (R37); True if the node exited by itself in time."""
         assert self.control is not None
         proc = self.procs[name]
-        self.control.call(self.configs[name].control_endpoint, "shutdown", timeout=self.scaled(1))
+        self.control.call(self.configs[name].control_endpoint, "shutdown", timeout=self.scaled(1),
+                          until=lambda: proc.poll() is not None)  # gone: its answer may be gone too
         try:
             proc.wait(timeout=timeout if timeout is not None else self.scaled(10))
             clean = proc.returncode == 0

@@ -4,10 +4,15 @@ from __future__ import annotations
 import itertools
 import os
 import time
+from collections.abc import Callable
 
 from broker.common.errors import Errors
 from broker.protocol.messages import ControlRequest, ControlResponse
 from broker.wire.transport import Expired, Response, Transport
+
+
+#: how often a request with an `until` condition asks it (s)
+UNTIL_POLL = 0.01
 
 
 class ControlClient:
@@ -19,11 +24,18 @@ class ControlClient:
         # its own, or `run.py status` would steal the running supervisor's replies.
         self.transport = Transport(f"supervisor-{os.getpid()}-{next(self._ids)}")
 
-    def request(self, endpoint: str, msg: object, timeout: float = 1.0) -> object | None:
-        """Any request (control or admin); None if no answer came in time."""
+    def request(self, endpoint: str, msg: object, timeout: float = 1.0,
+                until: Callable[[], bool] | None = None) -> object | None:
+        """Any request (control or admin); None if no answer came in time, or once `until()`
+        holds (asked every `UNTIL_POLL` s): a node that exits on a `shutdown` may take its
+        answer with it, and waiting out the timeout then cost a run's end a second."""
         rid = self.transport.request(endpoint, msg, timeout, time.monotonic())
         deadline = time.monotonic() + timeout + 0.05
         while (left := deadline - time.monotonic()) > 0:
+            if until is not None:
+                if until():
+                    return None
+                left = min(left, UNTIL_POLL)
             for item in self.transport.poll(left, time.monotonic):
                 if isinstance(item, Response) and item.request_id == rid:
                     return item.msg
@@ -31,9 +43,11 @@ class ControlClient:
                     return None
         return None
 
-    def call(self, endpoint: str, op: str, args: dict | None = None, timeout: float = 1.0) -> dict | None:
-        """The node's answer body, or None if it did not answer in time (dead, paused, busy)."""
-        msg = self.request(endpoint, ControlRequest(self.token, op, args or {}), timeout)
+    def call(self, endpoint: str, op: str, args: dict | None = None, timeout: float = 1.0,
+             until: Callable[[], bool] | None = None) -> dict | None:
+        """The node's answer body, or None if it did not answer in time (dead, paused, busy)
+        or `until()` came to hold first."""
+        msg = self.request(endpoint, ControlRequest(self.token, op, args or {}), timeout, until)
         if isinstance(msg, ControlResponse) and msg.error == Errors.NONE:
             return msg.body
         return None
