@@ -279,7 +279,9 @@ def stop_spark() -> None:
         proc = getattr(SparkContext._gateway, "proc", None) if driver is not None else None
         if _archive is not None and proc is not None and proc.poll() is None:
             _archive.save(proc.pid)
-        if proc is not None:  # told to stop: waited for, so that it is gone when the caller says so
+        if proc is not None:  # waited for, so that it is gone when the caller says so
+            if proc.stdin is not None:
+                proc.stdin.close()  # Spark's gateway exits at the end of its standard input
             try:
                 proc.wait(timeout=JVM_EXIT_WAIT)
             except subprocess.TimeoutExpired:
