@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.common.jsonl import read_jsonl
+from testbed.analysis.runinfo import workload_start
 
 #: at most this many lines per fact: a lab's answer, not a log
 MAX_LINES = 8
@@ -50,11 +51,9 @@ class RunRecords:
         stop = max((r["time_ns"] for r in history if isinstance(r.get("time_ns"), int)), default=None)
         if stop is not None:
             events = [e for e in events if e.get("time_ns", 0) <= stop]
-        counts = read("summary.json")
-        start = counts.get("workload_start_ns")
-        return cls(run_dir, read("results.json"), counts, events, errors,
-                   read_jsonl(run_dir / "final" / "replicas.jsonl"),
-                   start if isinstance(start, int) else min(times, default=0))
+        start = workload_start(run_dir)
+        return cls(run_dir, read("results.json"), read("summary.json"), events, errors,
+                   read_jsonl(run_dir / "final" / "replicas.jsonl"), min(times, default=0) if start is None else start)
 
     def at(self, time_ns: int) -> str:
         return f"{(time_ns - self.t0) / 1e9:.2f}s"

@@ -12,6 +12,7 @@ from typing import Any
 from testbed.config.loader import read_yaml
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.topology_spec import Topology
+from testbed.config.walker import yaml_value
 from testbed.matrix.spec import SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY, MatrixError, MatrixSpec
 
 
@@ -168,12 +169,8 @@ def _labels(keys: list[str]) -> dict[str, str]:
 
 
 def _show(value: Any) -> str:
-    """A value as YAML writes it: `false`, `none`, `3`, `balanced`."""
-    if value is None:
-        return "none"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    """A value as YAML writes it (`false`, `3`, `balanced`), and `none` for nothing."""
+    return "none" if value is None else yaml_value(value)
 
 
 def _same(actual: Any, wanted: Any) -> bool:

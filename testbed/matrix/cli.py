@@ -46,11 +46,12 @@ def main(argv: list[str]) -> int:
         print("\n".join(problems), file=sys.stderr)
         return 2
     try:
-        cells = select(load_cells(args.matrix, args.seeds), args.only, shard)
+        chosen = select(load_cells(args.matrix, args.seeds), args.only)
     except MatrixError as exc:
         print(exc, file=sys.stderr)
         return 2
-    if not cells and shard is not None and select(load_cells(args.matrix, args.seeds), args.only):
+    cells = select(chosen, shard=shard)
+    if not cells and chosen:
         print(f"{args.matrix}: share {args.shard} holds no cell (fewer cells than shares): nothing to run")
         return 0  # a CI job with more shards than cells passes its empty share
     if not cells:

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
@@ -97,6 +98,22 @@ def test_faulted_run_with_a_nemesis_converges_without_loss(tmp_path: Path) -> No
     assert out.verdict is not None and out.verdict.results["checks"]["lost_writes"]["count"] == 0
 
 
+def _start_run(topo: Path, runs: Path, stderr: int) -> subprocess.Popen:
+    """`python run.py <topo>` as a user starts it, its output read as it comes."""
+    return subprocess.Popen([sys.executable, "run.py", str(topo), "--runs-dir", str(runs),
+                             "--time-scale", str(TIME_SCALE)], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=stderr, text=True)
+
+
+def _read_until(proc: subprocess.Popen, seen: Callable[[str], bool], never: str) -> None:
+    """Read `proc`'s output up to the first line `seen` accepts; fail with `never` at its end."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if seen(line):
+            return
+    pytest.fail(never)
+
+
 def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
     """Issue 3's guarantee: a SIGKILLed supervisor with a paused node and tmpfs mounts
     leaves nothing that survives 2 s, or the next invocation."""
@@ -105,16 +122,9 @@ def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
     topo.write_text(yaml.safe_dump(topology_dict(partitions=1, duration="60s", storage={"medium": medium},
                                                  faults=[{"at": "0s", "do": "pause", "target": "broker:2"}])))
     runs = tmp_path / "runs"
-    sup = subprocess.Popen([sys.executable, "run.py", str(topo), "--runs-dir", str(runs),
-                            "--time-scale", str(TIME_SCALE)], cwd=ROOT, stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True)
+    sup = _start_run(topo, runs, subprocess.STDOUT)
     try:
-        assert sup.stdout is not None
-        for line in sup.stdout:
-            if "fault" in line and "pause" in line:
-                break
-        else:
-            pytest.fail("the run never reached its first fault")
+        _read_until(sup, lambda line: "fault" in line and "pause" in line, "the run never reached its first fault")
         reg = next((runs / ".live").glob("*.json"))
         pids = [p["pid"] for p in json.loads(reg.read_text())["processes"]]
         assert len(pids) >= 4
@@ -153,16 +163,9 @@ def test_ctrl_c_during_a_run_stops_it_with_one_line_and_exit_130(tmp_path: Path)
     topo = tmp_path / "t.yaml"
     topo.write_text(yaml.safe_dump(topology_dict(partitions=1, duration="60s")))
     runs = tmp_path / "runs"
-    sup = subprocess.Popen([sys.executable, "run.py", str(topo), "--runs-dir", str(runs),
-                            "--time-scale", str(TIME_SCALE)], cwd=ROOT, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+    sup = _start_run(topo, runs, subprocess.PIPE)
     try:
-        assert sup.stdout is not None
-        for line in sup.stdout:
-            if "cluster ready" in line:
-                break
-        else:
-            pytest.fail("the run never started its cluster")
+        _read_until(sup, lambda line: "cluster ready" in line, "the run never started its cluster")
         pids = [p["pid"] for r in (runs / ".live").glob("*.json") for p in json.loads(r.read_text())["processes"]]
         deadline = time.monotonic() + 60 * TIME_SCALE
         while time.monotonic() < deadline and not _javas(sup.pid):
