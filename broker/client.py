@@ -215,7 +215,9 @@ class ClusterClient:
     def __init__(self, brokers: dict[int, str], name: str = "client", request_timeout: float = 2.0) -> None:
         self.steps = StepClient(brokers, name, request_timeout)
         # Unique per process and object: a node's ROUTER hands an identity to its newest holder.
-        self.transport = Transport(f"{name}-{os.getpid()}-{next(self._ids)}")
+        # A request to a broker whose process went away fails at once, not at its timeout
+        # (`Transport.fail_fast`): the producer is back to its metadata and retries then.
+        self.transport = Transport(f"{name}-{os.getpid()}-{next(self._ids)}", fail_fast=True)
         self._started: dict[int, Any] = {}  # request id -> the tag of a request started and unanswered
         self._stash: list[Response | Expired] = []  # outcomes of started requests read while waiting on a Call
 

@@ -8,6 +8,14 @@ DEALERs use ZMQ_IMMEDIATE, so a message to a peer that is not connected is held 
 every send is non-blocking; a request whose deadline passes comes out of `poll` as
 `Expired`, and a response that arrives after that is dropped and counted.
 
+A client's transport (`fail_fast`) also watches each DEALER's connection, as a Kafka
+client does its TCP connections: when a peer it was connected to goes away (its process
+died, the ipc or TCP connection closed), the requests it left unanswered come out as
+`Expired` at once instead of at their deadlines, and so does every request to it until
+the connection is back. A paused or cut-off peer keeps its connection: its requests wait
+for their deadlines, as before. Nodes do not fail fast: their requests' timing is part
+of the protocol under test.
+
 The transport owns no clock: `request` takes `now`, `poll` takes the clock function,
 so a node drives it from its own event loop. Every message in and out goes through the
 `LinkFilter` (the userspace network faults of DESIGN section 5): the sender applies
@@ -28,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import zmq
+from zmq.utils.monitor import recv_monitor_message
 
 from broker.common.errors import Errors
 from broker.protocol.messages import ErrorResponse
@@ -48,6 +57,7 @@ _IPC = "ipc://"
 # Plain ints: the enum forms cost an enum operation on every `&` and `|` of the hot path.
 _POLLIN, _POLLOUT = int(zmq.POLLIN), int(zmq.POLLOUT)
 _NOBLOCK, _SNDMORE, _RCVMORE, _EVENTS = int(zmq.NOBLOCK), int(zmq.SNDMORE), int(zmq.RCVMORE), int(zmq.EVENTS)
+_CONNECTED, _DISCONNECTED = int(zmq.EVENT_CONNECTED), int(zmq.EVENT_DISCONNECTED)
 
 
 @dataclass(slots=True)
@@ -83,8 +93,9 @@ class Transport:
     """One ROUTER (when `bind` is given) plus one DEALER per peer endpoint."""
 
     def __init__(self, name: str, bind: str | None = None, link_filter: LinkFilter | None = None,
-                 context: zmq.Context | None = None, also_bind: str | None = None) -> None:
+                 context: zmq.Context | None = None, also_bind: str | None = None, fail_fast: bool = False) -> None:
         self.name = name
+        self.fail_fast = fail_fast
         self.link_filter = link_filter
         self.endpoint: str | None = None
         #: a second endpoint of the same ROUTER (the supervisor's ipc way in, when the node
@@ -101,9 +112,14 @@ class Transport:
         self._delay_seq = itertools.count()
         self._dealers: dict[str, zmq.Socket] = {}
         self._backlog: dict[zmq.Socket, deque[tuple[int, list]]] = {}  # unsent for want of a peer
+        # fail_fast only: each DEALER's connection monitor, the DEALERs whose peer went away
+        # and has not come back, and the DEALER each unanswered request went out on
+        self._monitors: dict[zmq.Socket, zmq.Socket] = {}  # monitor -> its DEALER
+        self._lost: set[zmq.Socket] = set()
+        self._via: dict[int, zmq.Socket] = {}
         self._now_fn: Callable[[], float] | None = None
         self._counts = dict.fromkeys(
-            ("sent", "received", "malformed", "late", "expired", "filtered", "send_failed"), 0)
+            ("sent", "received", "malformed", "late", "expired", "filtered", "send_failed", "peer_lost"), 0)
         self._poller = zmq.Poller()
         self._router: zmq.Socket | None = None
         if bind is not None:
@@ -141,6 +157,12 @@ class Transport:
         dealer = self._dealers.get(endpoint)
         if dealer is None:
             dealer = self._connect(endpoint)
+        if self.fail_fast:
+            if dealer in self._lost:  # the peer went away: the next `poll` says so, nothing is sent
+                self._pending[request_id] = now
+                heapq.heappush(self._deadlines, (now, request_id))
+                return request_id
+            self._via[request_id] = dealer
         frames = encode(msg, request_id, self.name)
         if self.link_filter is not None and dest_name is not None:
             verdict = self.link_filter.decide(self.name, dest_name, self._rng)
@@ -216,6 +238,10 @@ class Transport:
         dealer.setsockopt(zmq.IMMEDIATE, 1)
         dealer.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS)
         dealer.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS)
+        if self.fail_fast:
+            monitor = dealer.get_monitor_socket(_CONNECTED | _DISCONNECTED)
+            self._monitors[monitor] = dealer
+            self._poller.register(monitor, _POLLIN)
         dealer.connect(endpoint)
         self._dealers[endpoint] = dealer
         self._poller.register(dealer, _POLLIN)
@@ -252,6 +278,8 @@ class Transport:
             if flags & _POLLIN:
                 if sock is self._router:
                     self._drain_router(out)
+                elif sock in self._monitors:
+                    self._connection_events(sock, out)
                 else:
                     self._drain_dealer(sock, out)
             if flags & _POLLOUT and sock in self._backlog:
@@ -312,7 +340,31 @@ class Transport:
             if pending.pop(decoded.request_id, None) is None:
                 self._counts["late"] += 1  # expired already, or a duplicate of one answered
                 continue
+            if self._via:
+                self._via.pop(decoded.request_id, None)
             out.append(Response(decoded.request_id, decoded.msg))
+
+    def _connection_events(self, monitor: zmq.Socket, out: list[Incoming]) -> None:
+        """A DEALER's connection came up or went away (`fail_fast`). When it went away, the
+        answers that arrived before are read first; the requests still unanswered on it, held
+        ones included, then expire at once: their peer cannot answer them any more."""
+        dealer = self._monitors[monitor]
+        while monitor.getsockopt(_EVENTS) & _POLLIN:
+            event = recv_monitor_message(monitor, _NOBLOCK)["event"]
+            if event == _CONNECTED:
+                self._lost.discard(dealer)
+            elif event == _DISCONNECTED:
+                self._drain_dealer(dealer, out)
+                self._lost.add(dealer)
+                self._counts["peer_lost"] += 1
+                gone = [rid for rid, via in self._via.items() if via is dealer]
+                for rid in gone:
+                    del self._via[rid]
+                    if self._pending.pop(rid, None) is not None:
+                        self._counts["expired"] += 1
+                        out.append(Expired(rid))
+                if self._backlog.pop(dealer, None) is not None:
+                    self._poller.modify(dealer, _POLLIN)
 
     def _send_due(self, now: float) -> None:
         delayed = self._delayed
@@ -327,6 +379,8 @@ class Transport:
             deadline, request_id = heapq.heappop(deadlines)
             if pending.get(request_id) == deadline:
                 del pending[request_id]
+                if self._via:
+                    self._via.pop(request_id, None)
                 self._counts["expired"] += 1
                 out.append(Expired(request_id))
         if len(out) == expired:
@@ -356,11 +410,18 @@ class Transport:
         return len(self._pending)
 
     def counters(self) -> dict[str, int]:
-        """Messages sent, received, malformed, late, expired, filtered and failed sends."""
+        """Messages sent, received, malformed, late, expired, filtered and failed sends, and
+        (`fail_fast`) how many times a connected peer went away."""
         return dict(self._counts)
 
     def close(self) -> None:
         """Close every socket at once (linger 0) and remove the ipc socket files bound here."""
+        for monitor, dealer in self._monitors.items():
+            dealer.disable_monitor()
+            monitor.close(linger=0)
+        self._monitors.clear()
+        self._lost.clear()
+        self._via.clear()
         for dealer in self._dealers.values():
             dealer.close(linger=0)
         self._dealers.clear()

@@ -56,11 +56,11 @@ class ClientTask:
             self.done = True
             return
         if isinstance(cmd, Call):
-            self.net.request(self.name, cmd.endpoint, cmd.msg, cmd.timeout, self._resume)
+            self.net.request(self.name, cmd.endpoint, cmd.msg, cmd.timeout, self._resume, fail_fast=True)
         elif isinstance(cmd, Sleep):
             self.loop.after(cmd.seconds, self._resume, None)
         elif isinstance(cmd, Start):
-            self.net.request(self.name, cmd.endpoint, cmd.msg, cmd.timeout, self._completed, cmd.tag)
+            self.net.request(self.name, cmd.endpoint, cmd.msg, cmd.timeout, self._completed, cmd.tag, fail_fast=True)
             self.loop.after(0.0, self._resume, None)
         elif isinstance(cmd, Collect):
             if self._started:

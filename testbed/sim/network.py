@@ -11,7 +11,10 @@ nodes' transports (`broker/wire/linkfilter.py`): the sender's filter drops, lose
 (with jitter, which may reorder) and duplicates, the receiver's drops what a partition
 cuts. A message to a node that is down is lost; one to a paused node waits in its socket
 until it resumes. A request unanswered by its deadline completes as a timeout, seen by a
-paused requester only when it resumes, as its transport would. Which incarnation of a
+paused requester only when it resumes, as its transport would. A client's requests fail
+fast (`Transport.fail_fast`): once a client has reached a node, the node's death fails the
+client's requests to it one hop later, and so every request the client sends it until the
+node starts again (its DEALER reconnects). Which incarnation of a
 node an answer is for is the node's business (`node.py`): the network only delivers.
 """
 from __future__ import annotations
@@ -80,6 +83,9 @@ class _Pending:
     #: incarnation of its node gets
     on_answer: Callable[..., None]
     context: tuple
+    #: a client's request, which fails as soon as the requester's connection to it is gone
+    fail_fast: bool = False
+    destination: str = ""
 
 
 class SimNetwork:
@@ -96,22 +102,48 @@ class SimNetwork:
         self._sweep_at = math.inf
         self._ids = itertools.count(1)
         self._last: dict[tuple[str, str], float] = {}
+        #: node -> the fail-fast requesters connected to it (one of their requests reached it
+        #: up), and those whose connection to it went with its death, until it starts again
+        self._connected: dict[str, set[str]] = {}
+        self._lost: dict[str, set[str]] = {}
 
     def attach(self, endpoint: Endpoint) -> None:
         self.endpoints[endpoint.name] = endpoint
 
     # ------------------------------------------------------------------ sending
     def request(self, source: str, destination: str, msg: Any, timeout: float,
-                on_answer: Callable[..., None], *context: Any) -> None:
-        """Send `msg`; `on_answer(*context, answer)` gets the answer, or None at `timeout`."""
+                on_answer: Callable[..., None], *context: Any, fail_fast: bool = False) -> None:
+        """Send `msg`; `on_answer(*context, answer)` gets the answer, or None at `timeout`
+        (a `fail_fast` requester's sooner, when its connection to the node is gone)."""
         rid = next(self._ids)
-        self._pending[rid] = _Pending(source, on_answer, context)
+        self._pending[rid] = _Pending(source, on_answer, context, fail_fast, destination)
         deadline = self.loop.now + timeout
         heapq.heappush(self._deadlines, (deadline, rid))
         if deadline < self._sweep_at:
             self._sweep_at = deadline
             self.loop.at(deadline, self._sweep, deadline)
+        if fail_fast and source in self._lost.get(destination, ()):
+            self._refuse(rid)
+            return
         self._transmit(source, destination, rid, msg, False)
+
+    def went_down(self, node: str) -> None:
+        """`node` died: every fail-fast requester connected to it loses its connection, and
+        their requests to it fail one hop from now."""
+        connected = self._connected.pop(node, None)
+        if not connected:
+            return
+        self._lost.setdefault(node, set()).update(connected)
+        for rid, p in self._pending.items():
+            if p.fail_fast and p.destination == node and p.requester in connected:
+                self._refuse(rid)
+
+    def came_up(self, node: str) -> None:
+        """`node` (re)started: the requesters' connections to it are back."""
+        self._lost.pop(node, None)
+
+    def _refuse(self, rid: int) -> None:
+        self.loop.at(self.loop.now + self.rng.uniform(LATENCY[0], LATENCY[1]), self._expire, rid)
 
     def reply(self, source: str, handle: ReplyHandle, msg: Any) -> None:
         self._transmit(source, handle.source, handle.request_id, msg, True)
@@ -155,6 +187,9 @@ class SimNetwork:
         if is_reply:
             self._answer(rid, msg)
         else:
+            p = self._pending.get(rid)
+            if p is not None and p.fail_fast:
+                self._connected.setdefault(dst, set()).add(src)
             endpoint.on_request(ReplyHandle(rid, src), msg)
 
     def _answer(self, rid: int, msg: Any) -> None:

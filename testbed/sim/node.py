@@ -61,6 +61,7 @@ class SimNode:
         self.paused = False
         self._held.clear()
         self.net.attach(self)
+        self.net.came_up(self.name)
         if self.cfg.kind == "broker":
             self.role = BrokerRole(self.cfg, clock=self.loop.clock, incarnation_id=f"{self.rng.getrandbits(64):016x}")
         else:
@@ -77,6 +78,7 @@ class SimNode:
         self.paused = False
         self._held.clear()
         self._cancel_tick()
+        self.net.went_down(self.name)
 
     def pause(self) -> None:
         if not self.paused:

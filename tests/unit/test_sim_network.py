@@ -97,3 +97,73 @@ def test_a_duplicated_message_arrives_as_two_objects() -> None:
     first, second = receiver.got
     assert first == second == msg
     assert first is not second and msg is not first and msg is not second
+
+
+class _Client:
+    """A requester: records when each answer came and what it was."""
+
+    up = True
+
+    def __init__(self, name: str, loop: Loop) -> None:
+        self.name, self.loop = name, loop
+        self.answers: list[tuple[float, Any]] = []
+
+    def deliver(self, fn: Any, *args: Any) -> None:
+        fn(*args)
+
+    def on_answer(self, answer: Any) -> None:
+        self.answers.append((self.loop.now, answer))
+
+
+def _sent_and_held(net: SimNetwork, loop: Loop, node: _Receiver, client: _Client, fail_fast: bool) -> float:
+    answered = len(client.answers)
+    net.request(client.name, node.name, ProduceRequest("orders", 0, -1, 1000, b"r"), 30.0, client.on_answer,
+                fail_fast=fail_fast)
+    sent = loop.now
+    loop.run_until(loop.now + 0.01)
+    assert len(node.got) == 1 and len(client.answers) == answered  # arrived, unanswered
+    return sent
+
+
+def test_a_clients_requests_fail_one_hop_after_the_node_dies_and_until_it_starts_again() -> None:
+    """As a client's transport sees its DEALER's connection close (Transport.fail_fast): the
+    request the dead node held fails one hop after the death, not at its 30 s deadline; a
+    request sent while the node is down fails one hop after it is sent; once the node has
+    started again, requests reach it."""
+    loop = Loop()
+    net = SimNetwork(loop, random.Random(1))
+    node, client = _Receiver(), _Client("producer-0", loop)
+    net.attach(node)
+    net.attach(client)
+    _sent_and_held(net, loop, node, client, fail_fast=True)
+    node.up = False
+    died = loop.now
+    net.went_down(node.name)
+    loop.run_until(loop.now + 0.01)
+    [(when, answer)] = client.answers
+    assert answer is None and died < when <= died + 0.001
+    sent = loop.now
+    net.request(client.name, node.name, ProduceRequest("orders", 0, -1, 1000, b"r"), 30.0, client.on_answer,
+                fail_fast=True)
+    loop.run_until(loop.now + 0.01)
+    assert client.answers[1][1] is None and sent < client.answers[1][0] <= sent + 0.001
+    node.up = True
+    node.got.clear()
+    net.came_up(node.name)
+    _sent_and_held(net, loop, node, client, fail_fast=True)
+
+
+def test_a_nodes_requests_keep_their_deadline_when_the_peer_dies() -> None:
+    """A node does not fail fast: its request to a peer that died times out at its deadline."""
+    loop = Loop()
+    net = SimNetwork(loop, random.Random(1))
+    node, requester = _Receiver(), _Client("broker-1", loop)
+    net.attach(node)
+    net.attach(requester)
+    sent = _sent_and_held(net, loop, node, requester, fail_fast=False)
+    node.up = False
+    net.went_down(node.name)
+    loop.run_until(sent + 29.0)
+    assert requester.answers == []
+    loop.run_until(sent + 31.0)
+    assert [a for _, a in requester.answers] == [None] and requester.answers[0][0] >= sent + 29.9

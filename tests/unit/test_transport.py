@@ -318,3 +318,73 @@ def test_encode_is_what_travels(pair, raw):
     assert raw.poll(int(WAIT * 1000))
     answer = decode(raw.recv_multipart())
     assert (answer.request_id, answer.source, answer.msg.base_offset) == (5, "server", 9)
+
+
+# ------------------------------------------------------------------ a peer that goes away (fail_fast)
+def _served_and_held(client, server, n=2):
+    """`n` requests the server received and holds unanswered, with a deadline far away."""
+    rids = [client.request(server.endpoint, produce(i), 30.0, now(), "server") for i in range(n)]
+    seen = Collect(server, answer=False)
+    pump([client, server], lambda: len(seen.requests) == n, seen)
+    return rids
+
+
+@pytest.mark.parametrize("bind", ["ipc", "tcp"], indirect=True)
+def test_a_client_sees_its_unanswered_requests_fail_when_the_peer_goes_away(bind):
+    """A killed broker closes its connections: the client's requests to it come out as
+    Expired at once, not at their 30 s deadline, and so does a request sent while it is
+    gone; once a server is back on the endpoint, requests are answered again."""
+    server = Transport("server", bind=bind)
+    client = Transport("client", fail_fast=True)
+    endpoint = server.endpoint
+    try:
+        rids = _served_and_held(client, server)
+        server.close()
+        seen = Collect(None)
+        pump([client], lambda: len(seen.expired) == 2, seen)
+        assert sorted(seen.expired) == sorted(rids) and client.pending() == 0
+        assert client.counters()["peer_lost"] == 1
+        gone = client.request(endpoint, produce(), 30.0, now(), "server")
+        pump([client], lambda: gone in seen.expired, seen)
+        server = Transport("server", bind=endpoint)
+        seen = Collect(server)
+        rid = None
+
+        def answered():
+            nonlocal rid  # resent until the connection is back and the request goes out
+            if rid is None or rid in seen.expired:
+                rid = client.request(endpoint, produce(7), 30.0, now(), "server")
+            return any(r.request_id == rid for r in seen.responses)
+        pump([client, server], answered, seen)
+    finally:
+        client.close()
+        server.close()
+
+
+def test_a_silent_peer_that_keeps_its_connection_is_waited_for_until_the_deadline(pair):
+    """A paused or cut-off broker keeps its connection: a fail_fast client's request to it
+    waits for its deadline, as every request did before."""
+    _, server = pair
+    client = Transport("client", fail_fast=True)
+    try:
+        [rid] = _served_and_held(client, server, 1)
+        start = now()
+        seen = Collect(server, answer=False)
+        client.request(server.endpoint, produce(), 0.3, start, "server")
+        pump([client, server], lambda: len(seen.expired) == 1, seen)
+        assert now() - start >= 0.3 and rid not in seen.expired
+    finally:
+        client.close()
+
+
+def test_a_node_does_not_fail_fast(pair):
+    """A node's requests keep their deadlines when the peer goes away: their timing is the
+    protocol's (a follower's fetch, a broker's heartbeat)."""
+    client, server = pair
+    rids = _served_and_held(client, server)
+    server.close()
+    seen = Collect(None)
+    end = now() + 0.3
+    pump([client], lambda: now() >= end, seen)
+    assert seen.expired == [] and client.pending() == 2 and "peer_lost" in client.counters()
+    assert sorted(rids) == sorted(client._pending)
