@@ -125,12 +125,15 @@ def producer(cfg: ClientConfig, p: ProducerSettings, client: StepClient, history
             stats.counts["sent"] += len(values)
             r = yield from client.produce(topic, partition, values, acks, cfg.request_timeout)
             _complete(history, stats, topic, partition, values, acks, r)
-            if r.error != Errors.NONE:
-                yield from client.refresh_metadata([topic])
             if r.error in RETRIABLE and not stop and attempt <= p.retries:
                 yield Sleep(_backoff(p, attempt))
+                # The leader as of the retry, not of the failure: a new one is elected meanwhile
+                # (a killed leader's requests fail at once, before the controller has moved it).
+                yield from client.refresh_metadata([topic])
                 attempt += 1
                 continue
+            if r.error != Errors.NONE:
+                yield from client.refresh_metadata([topic])
             break
 
 
@@ -147,19 +150,26 @@ def pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: StepClien
     retries: list[tuple[float, int, int, list[str], int]] = []  # sorted: due, order, partition, values, attempt
     in_flight: dict[int, tuple[int, int, list[str], int]] = {}  # tag -> leader, partition, values, attempt
     partitions = PartitionCycle(cfg, client, clock)
-    counter = {"order": 0, "tag": 0}
+    counter = {"order": 0, "tag": 0, "refreshes": 0}
+    refreshed = {}  # order of a retry -> refreshes done when it failed
     seq = 0
     next_at = clock.seconds()
+
+    def refresh() -> Steps:
+        counter["refreshes"] += 1
+        yield from client.refresh_metadata([topic])
 
     def finish(partition: int, values: list[str], attempt: int, r: ProduceResult) -> Steps:
         _complete(history, stats, topic, partition, values, acks, r)
         if r.error == Errors.NONE:
             return
-        yield from client.refresh_metadata([topic])
         if r.error in RETRIABLE and attempt <= p.retries and not stop:
             counter["order"] += 1
+            refreshed[counter["order"]] = counter["refreshes"]
             retries.append((clock.seconds() + _backoff(p, attempt), counter["order"], partition, values, attempt + 1))
             retries.sort()
+        else:
+            yield from refresh()
 
     def start(partition: int, values: list[str], attempt: int) -> Steps:
         history.send_invoke(topic, partition, values, acks)
@@ -181,7 +191,9 @@ def pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: StepClien
         now = clock.seconds()
         while not stop and len(in_flight) < limit:
             if retries and retries[0][0] <= now:
-                _, _, partition, values, attempt = retries.pop(0)
+                _, order, partition, values, attempt = retries.pop(0)
+                if refreshed.pop(order) == counter["refreshes"]:  # none since it failed: the leader as of now
+                    yield from refresh()
                 yield from start(partition, values, attempt)
             elif not retries and next_at <= now:
                 partition = yield from partitions.next()
