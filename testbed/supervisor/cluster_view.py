@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.console import Group
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -15,7 +15,9 @@ from broker.noderuntime.config import NodeConfig
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.control_client import ControlClient
 
-BAR = 30  # characters for the longest log of a partition
+BAR = 30  # characters for the longest log of a partition, when the terminal has room
+MIN_BAR = 8  # ... and at the least, on a narrow terminal
+INDENT, GAP = 2, 2  # a replica's line under its partition's; between its fields
 
 
 def read_status(run_dir: Path, timeout: float = 0.3) -> ClusterStatus | None:
@@ -62,37 +64,70 @@ def faults_in_force(records: list[dict]) -> list[str]:
             for rec, left in held.values()]
 
 
-def bar(leo: int, hwm: int, longest: int) -> Text:
+def bar(leo: int, hwm: int, longest: int, width: int = BAR) -> Text:
     """`████▒▒··`: committed records (below the HWM), records above it, and the rest of the
-    partition's longest log."""
-    scale = BAR / max(longest, 1)
+    partition's longest log, in `width` characters."""
+    scale = width / max(longest, 1)
     committed = round(min(hwm, leo) * scale)
     above = max(0, round(leo * scale) - committed)
     text = Text("█" * committed, style="green")
     text.append("▒" * above, style="yellow")
-    text.append("·" * max(0, BAR - committed - above), style="dim")
+    text.append("·" * max(0, width - committed - above), style="dim")
     return text
 
 
-def cluster_view(status: ClusterStatus, title: str, faults: list[str]) -> Group:
-    """The frame of the live view."""
-    table = Table(title=title, title_justify="left", expand=False)
-    for col in ("partition", "leader", "epoch", "ISR", "ELR", "LastKnownELR", "replica", "LEO / HWM", ""):
-        table.add_column(col, no_wrap=True)
-    for p in status.partitions():
-        replicas = {b: status.replica(b, p.topic, p.partition) for b in p.replicas}
-        longest = max((r.leo for r in replicas.values() if r), default=0)
-        for i, (broker, r) in enumerate(replicas.items()):
-            head = ([f"{p.topic}/{p.partition}", str(p.leader) if p.leader >= 0 else "none", str(p.leader_epoch),
-                     str(p.isr), str(p.elr), str(p.last_known_elr)] if i == 0 else [""] * 6)
-            if r is None:
-                table.add_row(*head, f"broker-{broker}", Text("down or silent", style="red"), "")
-                continue
-            mark = " leader" if r.role == "leader" else "" if broker in p.isr else " out of ISR"
-            table.add_row(*head, f"broker-{broker}{mark}", bar(r.leo, r.hwm, longest), f"{r.leo} / {r.hwm}")
-    lines = Text("faults in force: " + ("; ".join(faults) if faults else "none"), style="magenta")
-    down = [f"broker-{b}" for b, body in sorted(status.brokers.items()) if body is None]
-    down += [name for name, body in sorted(status.quorum.items()) if body is None]
-    if down:
-        lines.append("\nnot answering: " + ", ".join(down), style="red")
-    return Group(table, lines)
+class ClusterView:
+    """The frame of the live view: a line per partition (leader, leader epoch, ISR, ELR,
+    LastKnownELR), under it a line per replica (its bar, LEO / HWM), then the faults in
+    force. It is laid out when drawn: the bars take what the terminal's width leaves (`BAR`
+    down to `MIN_BAR` characters), so that an 80-column terminal shows every field whole."""
+
+    def __init__(self, status: ClusterStatus, title: str, faults: list[str]) -> None:
+        self.status, self.title, self.faults = status, title, faults
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        rows = []  # (partition line, [(replica, leo, hwm) or (replica, None, None)], longest log)
+        for p in self.status.partitions():
+            replicas = {b: self.status.replica(b, p.topic, p.partition) for b in p.replicas}
+            head = Text(f"{p.topic}/{p.partition}", style="bold")
+            head.append(f"  leader {p.leader if p.leader >= 0 else 'none'}  epoch {p.leader_epoch}  ISR {p.isr}  "
+                        f"ELR {p.elr}  LastKnownELR {p.last_known_elr}")
+            lines = []
+            for broker, r in replicas.items():
+                if r is None:
+                    lines.append((f"broker-{broker}", None, None))
+                    continue
+                mark = " leader" if r.role == "leader" else "" if broker in p.isr else " out of ISR"
+                lines.append((f"broker-{broker}{mark}", r.leo, r.hwm))
+            rows.append((head, lines, max((r.leo for r in replicas.values() if r), default=0)))
+        names = max((len(n) for _, lines, _ in rows for n, _, _ in lines), default=0)
+        numbers = max((len(f"{leo} / {hwm}") for _, lines, _ in rows for _, leo, hwm in lines if leo is not None),
+                      default=0)
+        width = max(MIN_BAR, min(BAR, options.max_width - INDENT - names - numbers - 2 * GAP))
+        yield Text(self.title, style="bold")
+        for head, lines, longest in rows:
+            yield head
+            grid = Table.grid(padding=(0, GAP))
+            grid.add_column(min_width=names + INDENT)
+            grid.add_column(min_width=width)
+            grid.add_column()
+            for name, leo, hwm in lines:
+                if leo is None:
+                    grid.add_row(" " * INDENT + name, Text("down or silent", style="red"), "")
+                else:
+                    grid.add_row(" " * INDENT + name, bar(leo, hwm, longest, width), f"{leo} / {hwm}")
+            yield grid
+        yield self._lines()
+
+    def _lines(self) -> Text:
+        lines = Text("faults in force: " + ("; ".join(self.faults) if self.faults else "none"), style="magenta")
+        down = [f"broker-{b}" for b, body in sorted(self.status.brokers.items()) if body is None]
+        down += [name for name, body in sorted(self.status.quorum.items()) if body is None]
+        if down:
+            lines.append("\nnot answering: " + ", ".join(down), style="red")
+        return lines
+
+
+def cluster_view(status: ClusterStatus, title: str, faults: list[str]) -> ClusterView:
+    """The frame of the live view (see `ClusterView`)."""
+    return ClusterView(status, title, faults)

@@ -18,7 +18,7 @@ from testbed.labs.answers import FACTS, RunRecords, answer
 from testbed.labs.catalog import LABS_DIR, LabError, all_labs, find_lab, lab_dirs, load_lab
 from testbed.labs.guide import answers, intro, part_markdown
 from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.supervisor.cluster_view import bar, cluster_view, faults_in_force
+from testbed.supervisor.cluster_view import MIN_BAR, bar, cluster_view, faults_in_force
 from tests.unit.analysis_fixtures import T0, RunBuilder, S
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -254,6 +254,24 @@ def test_the_live_view_draws_leo_and_hwm_bars_and_the_faults() -> None:
     assert "broker-1 leader" in text and "100 / 60" in text and "60 / 60" in text
     assert "down or silent" in text and "not answering: broker-3" in text
     assert "faults in force: pause broker:3 -> broker-3" in text
+
+
+def test_the_live_view_keeps_every_field_whole_on_an_80_column_terminal() -> None:
+    """The bars give way to the fields: a student's default terminal shows the ISR, the
+    ELR and each replica's LEO / HWM whole, the bars narrower."""
+    status = _status({1: (123456, 120000), 2: (120000, 120000), 3: (90000, 90000)}, [1, 2])
+    console = Console(record=True, width=80)
+    console.print(cluster_view(status, "20261126T062758.265864Z-quickstart-s0", []))
+    lines = console.export_text().splitlines()
+    assert all(len(line.rstrip()) <= 80 for line in lines)
+    text = "\n".join(lines)
+    for whole in ("orders/0  leader 1  epoch 2  ISR [1, 2]  ELR [3]  LastKnownELR []", "broker-3 out of ISR",
+                  "123456 / 120000", "90000 / 90000"):
+        assert whole in text, whole
+    narrow = Console(record=True, width=40)
+    narrow.print(cluster_view(status, "run-x", []))
+    bars = [line for line in narrow.export_text().splitlines() if "█" in line]
+    assert len(bars) == 3 and all(line.count("█") + line.count("▒") + line.count("·") == MIN_BAR for line in bars)
 
 
 def _fault(origin: str, do: str, target: str | None, resolved: list[str], **effect: object) -> dict:
