@@ -106,9 +106,14 @@ def _each_alone(spec: MatrixSpec, base: Path, data: dict[str, Any]) -> list[str]
     where a value is wrong whatever it is combined with, its error names it."""
     errors: list[str] = []
     for key, values in spec.vary:
-        for value in values:
-            source = f"{spec.source} (vary {key}={_show(value)}, base {base})"
-            errors.extend(_errors(data, ((key, value),), None, None, source))
+        # An error every value of the key gives (the key itself is wrong) is said once, of the key.
+        source = f"{spec.source} (vary {key}, base {base})"
+        each = [_errors(data, ((key, value),), None, None, source) for value in values]
+        everywhere = set.intersection(*map(set, each)) if len(each) > 1 else set()
+        errors.extend(e for e in (each[0] if everywhere else []) if e in everywhere)
+        for value, found in zip(values, each):
+            valued = f"{spec.source} (vary {key}={_show(value)}, base {base})"
+            errors.extend(e.replace(source, valued, 1) for e in found if e not in everywhere)
     for schedule, faults in spec.schedules:
         errors.extend(_errors(data, (), faults, schedule, f"{spec.source} (faults {schedule}, base {base})"))
     return errors

@@ -146,6 +146,7 @@ def test_a_malformed_matrix_names_the_file_and_the_key(tmp_path: Path, matrix: o
                                                    "protocol.unclean_recovery: 'sometimes' is not allowed"),
     ({"topics.3.placement": ["rack-aware"]}, "vary: topics.3.placement: the base has no topics.3"),
     ({"duration.x": [1]}, "vary: duration.x: duration is not a mapping or list in the base"),
+    ({"bogus.key": [1, 2, 3]}, "(vary bogus.key, base {base}): bogus: unknown key"),
 ])
 def test_a_varied_value_the_topology_refuses_is_named_once_with_its_key(tmp_path: Path, vary: dict,
                                                                         expected: str) -> None:
