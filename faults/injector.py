@@ -36,6 +36,8 @@ class ClusterControl(Protocol):
 
     stopped: set[str]
     paused: set[str]
+    #: called at every look of the cluster's waits (`FaultInjector.while_waiting`)
+    while_waiting: Callable[[], None] | None
 
     def node_names(self) -> list[str]: ...
     def view(self) -> ClusterView: ...
@@ -74,6 +76,12 @@ class FaultInjector:
         self.rng = random.Random()
         self.pending = sorted(schedule, key=lambda f: f.at)
         self.done: dict[str, list[str]] = {}  # origin -> nodes it acted on
+        #: the schedule's clock (seconds since the workload began), set by the runner while the
+        #: workload runs: faults that fall due while another one waits fire from inside its wait
+        self.elapsed: Callable[[], float] | None = None
+        self._firing = 0  # faults being fired now (an outer one, and one it let fire while it waited)
+        self._meanwhile: list[dict] = []  # end records of the faults fired while another waited
+        cluster.while_waiting = self.while_waiting
 
     # ------------------------------------------------------------------ schedule
     def load(self, schedule: list[ScheduledFault]) -> None:
@@ -84,11 +92,37 @@ class FaultInjector:
         return self.pending[0].at if self.pending else None
 
     def fire_due(self, elapsed: float) -> list[dict]:
-        """Fire every fault whose time has come; returns their end records."""
+        """Fire every fault whose time has come; returns their end records (with those of
+        the faults that fired while one of them waited, in the order they ended)."""
+        return self._fire_while(lambda f: f.at <= elapsed)
+
+    def fire_overdue(self, duration: float) -> list[dict]:
+        """Fire the faults due before `duration` that one waiting past it held back: late,
+        not never (the workload's end does not wait for a fault)."""
+        return self._fire_while(lambda f: f.at < duration)
+
+    def _fire_while(self, due: Callable[[ScheduledFault], bool]) -> list[dict]:
         ends = []
-        while self.pending and self.pending[0].at <= elapsed:
-            ends.append(self.fire(self.pending.pop(0)))
+        while self.pending and due(self.pending[0]):
+            end = self.fire(self.pending.pop(0))
+            if self._firing == 0:
+                ends.extend(self._meanwhile)
+                self._meanwhile.clear()
+            ends.append(end)
         return ends
+
+    def while_waiting(self) -> None:
+        """Called at every look of the cluster's `wait_until`. While a fault waits (a
+        remove-broker for its reassignments, a create-topic for its leaders), the faults
+        that fall due meanwhile fire as the schedule says, one level deep: a restart at 3s
+        is what lets a remove-broker begun at 2s finish, and it must not wait for it."""
+        if self._firing != 1 or self.elapsed is None:
+            return
+        rng = self.rng
+        try:
+            self._meanwhile.extend(self.fire_due(self.elapsed()))
+        finally:
+            self.rng = rng
 
     # ------------------------------------------------------------------ one fault
     def _resolve(self, target: str | None, view: ClusterView) -> list[str]:
@@ -97,6 +131,13 @@ class FaultInjector:
         return resolve(target, view, self.rng)
 
     def fire(self, f: ScheduledFault) -> dict:
+        self._firing += 1
+        try:
+            return self._fire(f)
+        finally:
+            self._firing -= 1
+
+    def _fire(self, f: ScheduledFault) -> dict:
         self.rng = fault_rng(self.seed, f.origin)
         view = self.cluster.view()
         undo_of = f.params.get("undo_of")
@@ -122,9 +163,7 @@ class FaultInjector:
             effect = self._apply(f, resolved, view)
             if f.origin.startswith("nemesis") and undo_of is None and resolved:
                 self.done[f.origin] = list(resolved) if f.do != "partition" else effect.get("isolated", resolved)
-        end = {**base, "phase": "end", "effect": effect}
-        self._record(end)
-        return end
+        return self._record({**base, "phase": "end", "effect": effect})
 
     def _exceeds_max_down(self, f: ScheduledFault, resolved: list[str]) -> bool:
         limit = f.params.get("max_down")  # set on every nemesis fault
@@ -134,8 +173,11 @@ class FaultInjector:
         down = set(c.stopped) | set(c.paused) | self.layers.isolated()
         return len(down | set(resolved)) > limit
 
-    def _record(self, line: dict) -> None:
-        self.out.write({"time_ns": self.clock_ns(), **line})
+    def _record(self, line: dict) -> dict:
+        """Write `line` to faults.jsonl with the time; the line as written."""
+        written = {"time_ns": self.clock_ns(), **line}
+        self.out.write(written)
+        return written
 
     # ------------------------------------------------------------------ actions
     def _apply(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:

@@ -86,7 +86,30 @@ def describe_fault(rec: dict, elapsed: float) -> str:
     if effect.get("caveats"):
         note += "".join(f"\n  [yellow]caveat:[/] {c}" for c in effect["caveats"])
     target = f" {rec['target']}" if rec.get("target") else ""
-    return f"[magenta]{elapsed:6.2f}s fault[/] {rec['do']}{target} -> {', '.join(rec['resolved']) or '-'}{note}"
+    on = f" -> {', '.join(rec['resolved']) or '-'}" if rec.get("target") or rec.get("resolved") else ""
+    return f"[magenta]{elapsed:6.2f}s fault[/] {rec['do']}{target}{_admin_params(rec)}{on}{note}"
+
+
+#: the parameters that say what an admin fault without a target acted on, as the report names them
+_ADMIN_PARAMS = ("topic", "partition", "count", "replicas", "broker")
+
+
+def _admin_params(rec: dict) -> str:
+    params = rec.get("params") or {}
+    shown = []
+    for key in _ADMIN_PARAMS:
+        value = params.get(key)
+        if isinstance(value, dict):  # create-topic's topic, add-broker's broker
+            value = value.get("name", value.get("id"))
+        if value is not None:
+            shown.append(f"{key} {value}")
+    return f" ({', '.join(shown)})" if shown else ""
+
+
+def did_nothing(rec: dict) -> bool:
+    """An undo at the run's end that found nothing to undo (`restart` with nothing stopped)."""
+    effect = rec.get("effect") or {}
+    return bool(effect) and "error" not in effect and not any(effect.values())
 
 
 def print_counts(console: Console, c: Counts, converged: bool) -> None:

@@ -26,7 +26,7 @@ from testbed.clients.history import History
 from testbed.clients.stats import StatsInbox
 from testbed.experiment.counts import Counts, count_operations, summary
 from testbed.experiment.final_state import partitions_now, record_final_state
-from testbed.experiment.progress import Monitor, describe_fault, print_counts
+from testbed.experiment.progress import Monitor, describe_fault, did_nothing, print_counts
 from testbed.supervisor.cluster import Cluster, ClusterError
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.netns import refusal as netns_refusal
@@ -113,6 +113,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             cluster.start_clients(inbox.endpoint)
             start, workload_ns = time.monotonic(), time.monotonic_ns()
             end = start + topology.duration * time_scale
+            injector.elapsed = lambda: (time.monotonic() - start) / time_scale
             next_display = 0.0
             with Monitor(console, topology.duration * time_scale) as mon:
                 while (now := time.monotonic()) < end:
@@ -123,7 +124,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                         waited = time.monotonic() - now
                         start, end, now = start + waited, end + waited, now + waited
                     for rec in injector.fire_due((now - start) / time_scale):
-                        console.print(describe_fault(rec, now - start))
+                        console.print(describe_fault(rec, rec["time_ns"] / 1e9 - start))  # when it ended
                     if now >= next_display:
                         next_display = now + 0.5
                         inbox.drain()
@@ -132,13 +133,18 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                     if injector.next_at() is not None:
                         wake.append(start + injector.next_at() * time_scale)
                     time.sleep(max(0.0, min(wake) - time.monotonic()))  # until the next fault or redraw
+                # A fault that waited past the workload's end (a remove-broker whose moves never
+                # completed) held back those due after it: they fire now, late, not never.
+                for rec in injector.fire_overdue(topology.duration):
+                    console.print(describe_fault(rec, rec["time_ns"] / 1e9 - start))
+                injector.elapsed = None
                 cluster.stop_clients(timeout=cluster.scaled(5.0))
                 inbox.drain()
                 mon.update(inbox.totals(), cluster.status(timeout=0.2))
             undone = injector.undo_all()
             for rec in undone.values():
-                if rec is not None:
-                    console.print(describe_fault(rec, time.monotonic() - start))
+                if rec is not None and not did_nothing(rec):
+                    console.print(describe_fault(rec, rec["time_ns"] / 1e9 - start))
         finally:
             cluster.stop_clients(timeout=0.1)
             inbox.close()

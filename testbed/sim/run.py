@@ -54,9 +54,11 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         injector.load(build_schedule(topology))
         cluster.start_clients()
         start, workload_ns = loop.now, loop.clock_ns()
+        injector.elapsed = lambda: loop.now - start
         while (due := injector.next_at()) is not None and due < topology.duration:
             loop.run_until(start + due)
             injector.fire_due(due)  # its own time: start + due - start may round below it
+        injector.elapsed = None
         loop.run_until(start + topology.duration)
         cluster.stop_clients(STOP_CLIENTS)
         injector.undo_all()

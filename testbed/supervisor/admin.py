@@ -82,6 +82,10 @@ class ClusterAdmin:
     def status(self, timeout: float = 0.5) -> ClusterStatus:
         raise NotImplementedError
 
+    #: called at every look of `wait_until` (the fault injector's: faults that fall due while
+    #: one waits fire meanwhile)
+    while_waiting: Callable[[], None] | None = None
+
     def wait_until(self, predicate: Callable[[ClusterStatus], bool], timeout: float,
                    what: str = "the condition") -> ClusterStatus:
         raise NotImplementedError

@@ -105,6 +105,10 @@ class ClusterView:
                       default=0)
         width = max(MIN_BAR, min(BAR, options.max_width - INDENT - names - numbers - 2 * GAP))
         yield Text(self.title, style="bold")
+        legend = Text("LEO / HWM of each replica; its log: ", style="dim")
+        legend.append("█", style="green").append(" committed, ", style="dim")
+        legend.append("▒", style="yellow").append(" above the HWM", style="dim")
+        yield legend
         for head, lines, longest in rows:
             yield head
             grid = Table.grid(padding=(0, GAP))
