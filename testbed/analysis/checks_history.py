@@ -7,7 +7,8 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from testbed.analysis.observations import PART
+from testbed.analysis.ingest import Tables
+from testbed.analysis.observations import PART, making
 
 
 def missing_acknowledged(acked: DataFrame, committed: DataFrame, coverage: DataFrame) -> DataFrame:
@@ -67,14 +68,16 @@ def _step(prev: Column, offset: Column, within_poll: bool) -> Column:
     return F.struct(prev.alias("prev_offset"), offset.alias("offset"), F.lit(within_poll).alias("within_poll"))
 
 
-def poll_steps(history: DataFrame) -> DataFrame:
+def poll_steps(history: DataFrame, t: Tables | None = None) -> DataFrame:
     """Each step from one record to the next that a process saw on a partition, in the order
     it saw them, where the next offset was not the previous one plus one. Offsets are
     dense, so only such a step can go backwards or skip. Only the step between consecutive
     polls needs their order, so the window sorts polls, not records. Inside a poll, nearly
     every poll returns consecutive offsets: a record-by-record comparison with the poll's
     first offset (plain arithmetic) finds the few that do not, and only those are compared
-    step by step with array functions (which Spark interprets, record by record)."""
+    step by step with array functions (which Spark interprets, record by record). With the
+    run tables `t` of runs that delete topics (R40), the polls of one making of a topic are
+    compared only with each other: one made again starts its offsets again at 0."""
     key = [*PART, "process", "seq"]
     polls = (history.where((F.col("f") == "poll") & (F.col("type") == "ok") & (F.size("records") > 0))
              .select(*key, "time_ns", "records", F.col("records")[0][0].cast("long").alias("first"),
@@ -88,7 +91,8 @@ def poll_steps(history: DataFrame) -> DataFrame:
                   F.zip_with(F.slice("o", 1, F.size("o") - 1), F.slice("o", 2, F.size("o") - 1),
                              lambda a, b: _step(a, b, True)),
                   lambda s: s["offset"] != s["prev_offset"] + 1)).alias("s")))
-    order = Window.partitionBy("run_id", "process", "topic", "partition").orderBy("seq")
+    order = Window.partitionBy("run_id", "process", "topic", "partition", "making").orderBy("seq")
+    polls = making(polls, t) if t is not None else polls.withColumn("making", F.lit(0))
     between = (polls.select(*PART, "process", "time_ns", "first", F.lag("last").over(order).alias("before"))
                .where(F.col("first") != F.col("before") + 1)
                .select(*PART, "process", "time_ns", _step(F.col("before"), F.col("first"), False).alias("s")))

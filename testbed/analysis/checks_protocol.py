@@ -6,7 +6,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis.ingest import Tables
-from testbed.analysis.observations import PART, broker_id, partition_changes
+from testbed.analysis.observations import PART, broker_id, making, partition_changes
 from testbed.analysis.runinfo import ConfigTables
 
 #: `partition-changed` events write -1 as the leader of a leaderless partition (DESIGN 7)
@@ -40,16 +40,21 @@ def log_divergence(t: Tables, logs: DataFrame) -> DataFrame:
                     F.col("first.value_a").alias("value_a"), F.col("first.value_b").alias("value_b"), "offsets"))
 
 
-def leader_conflicts(t: Tables) -> DataFrame:
+def leader_conflicts(t: Tables, deletes_topics: bool = False) -> DataFrame:
     """I4: two brokers leading one partition in one leader epoch, by the brokers' own
-    `became-leader` events or by the controller's `partition-changed` records."""
+    `became-leader` events or by the controller's `partition-changed` records; within one
+    making of a topic (a topic deleted and made again starts again at epoch 0)."""
     by_broker = (t.events.where(F.col("kind") == "became-leader")
-                 .select(*PART, "leader_epoch", broker_id(F.col("node")).alias("leader")))
+                 .select(*PART, "time_ns", "leader_epoch", broker_id(F.col("node")).alias("leader")))
     by_controller = (partition_changes(t).where(F.col("leader").isNotNull() & (F.col("leader") != NO_LEADER))
-                     .select(*PART, "leader_epoch", "leader"))
-    return (by_broker.unionByName(by_controller).groupBy(*PART, "leader_epoch")
+                     .select(*PART, "time_ns", "leader_epoch", "leader"))
+    leaders = by_broker.unionByName(by_controller)
+    key = [*PART, "leader_epoch"]
+    if deletes_topics:
+        leaders, key = making(leaders, t), [*key, "making"]
+    return (leaders.groupBy(*key)
             .agg(F.sort_array(F.collect_set("leader")).alias("leaders"))
-            .where(F.size("leaders") > 1))
+            .where(F.size("leaders") > 1).drop("making"))
 
 
 def elr_violations(t: Tables, config: ConfigTables) -> DataFrame:
@@ -89,11 +94,13 @@ def unclean_exclusion(t: Tables, config: ConfigTables) -> DataFrame:
             .select("run_id", "broker_id", F.col("time_ns").alias("registered_ns"), "until"))
     member = (F.array_contains("isr", F.col("broker_id")) | F.array_contains("elr", F.col("broker_id"))
               | (F.col("leader") == F.col("broker_id")))
-    changes = partition_changes(t).select(*PART, "time_ns", "leader", "leader_epoch", "isr", "elr", "reason")
+    changes = partition_changes(t).select(*PART, "time_ns", "partition_epoch", "leader", "leader_epoch", "isr",
+                                          "elr", "reason")
     after = (regs.join(changes, "run_id")
              .where((F.col("time_ns") > F.col("registered_ns"))
                     & (F.col("until").isNull() | (F.col("time_ns") < F.col("until"))) & member))
-    first = Window.partitionBy(*PART, "broker_id", "registered_ns").orderBy("time_ns")
+    # changes committed in one batch share a time: the partition epoch orders a partition's
+    first = Window.partitionBy(*PART, "broker_id", "registered_ns").orderBy("time_ns", "partition_epoch")
     return (after.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
             .where(~F.col("reason").isin("isr-expand", "unclean-election", "unclean-recovery"))
             .select(*PART, "broker_id", "registered_ns", "time_ns", "leader", "leader_epoch", "isr", "elr", "reason"))

@@ -89,7 +89,7 @@ def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, sta
 def _unflagged_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, starts: DataFrame,
                       spans: DataFrame) -> dict[str, DataFrame]:
     """The checks that `offsets.suspects` does not gate, as frames (see `check_frames`)."""
-    steps = H.poll_steps(t.history)
+    steps = H.poll_steps(t.history, t if config.deletes_topics else None)
     if scope.narrow:  # three checks read the steps: a large input's few, computed once
         steps = steps.localCheckpoint()
     resolve(scope.acked, scope.polls, scope.logs, o.committed, steps, starts, spans, config.topics)
@@ -97,7 +97,7 @@ def _unflagged_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope
         "nonmonotonic_polls": H.nonmonotonic_polls(steps),
         "poll_skips": H.poll_skips(steps),
         "internal_poll_skips": H.internal_poll_skips(steps),
-        "leader_conflicts": P.leader_conflicts(t),
+        "leader_conflicts": P.leader_conflicts(t, config.deletes_topics),
         "unclean_exclusion": P.unclean_exclusion(t, config),
         "placement_violations": P.placement_violations(t, config),
         "elr_violations": P.elr_violations(t, config),
@@ -187,9 +187,11 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
                  F.max(F.when(F.col("is_leader"), F.col("hwm"))).alias("leader_hwm")))
     ok = ((F.col("leaders") == 1) & (F.col("n") == F.col("rf")) & (F.col("lo") == F.col("hi"))
           & (F.col("leader_hwm") == F.col("hi")))
-    topics = config.topics.select("run_id", "topic", "rf", "gone")
+    topics = config.topics.select("run_id", "topic", "rf", "gone", F.col("partitions").alias("n_partitions"))
     return (partitions(t, config).join(topics, ["run_id", "topic"], "left")
             .where(~F.coalesce("gone", F.lit(False)))  # a topic deleted for good has no final state (R40)
+            # a partition of an earlier making of a topic made again with fewer is gone with it
+            .where(F.col("n_partitions").isNull() | (F.col("partition") < F.col("n_partitions")))
             .join(reps, PART, "left")
             .groupBy("run_id").agg(F.min(F.coalesce(ok, F.lit(False)).cast("int")).alias("converged")))
 

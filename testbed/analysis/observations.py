@@ -38,6 +38,20 @@ def deletions(t: Tables) -> DataFrame:
             .groupBy("run_id", "topic").agg(F.max("time_ns").alias("deleted_ns")))
 
 
+def making(rows: DataFrame, t: Tables) -> DataFrame:
+    """`rows` (PART and time_ns) with `making`: how many times their topic had been deleted
+    (R40) before the row's time. A topic made again under a name is another topic (Kafka
+    gives it another topic id): its partitions start again at leader epoch 0 and offset 0,
+    so epochs and offsets compare only within one making."""
+    times = (t.faults.where((F.col("do") == "delete-topic") & (F.col("phase") == "end"))
+             .select("run_id", F.get_json_object("effect", "$.deleted").alias("topic"), "time_ns")
+             .where(F.col("topic").isNotNull())
+             .groupBy("run_id", "topic").agg(F.collect_list("time_ns").alias("_deleted")))
+    return (rows.join(F.broadcast(times), ["run_id", "topic"], "left")
+            .withColumn("making", F.coalesce(F.size(F.filter("_deleted", lambda d: d < F.col("time_ns"))), F.lit(0)))
+            .drop("_deleted"))
+
+
 def without_deleted(rows: DataFrame, t: Tables) -> DataFrame:
     """`rows` (acknowledgements, polled records: PART and time_ns) less those of a topic that
     a `delete-topic` fault deleted after them (R40): deleting a topic deletes its data, so

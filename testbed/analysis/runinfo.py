@@ -19,6 +19,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from testbed.config.topology_spec import TOPIC_ACTIONS
 from testbed.topology import Expectation, Topology, TopologyError, parse_topology
 
 #: When a topology has no `expect:` block, these must hold (the run exits 1 otherwise):
@@ -84,6 +85,27 @@ def workload_start(run_dir: Path) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def topic_faults_done(run_dir: Path) -> list[tuple[str, dict]] | None:
+    """(action, params) of the topic faults (R40) that took effect, from faults.jsonl's end
+    lines in order: a fault that failed or never fired made no topic. None without the file
+    (the schedule then says what the run has)."""
+    try:
+        text = (run_dir / "faults.jsonl").read_text(encoding="utf-8")
+    except OSError:
+        return None
+    done = []
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue  # a torn last line: the supervisor was killed while writing it
+        if (isinstance(rec, dict) and rec.get("phase") == "end" and rec.get("do") in TOPIC_ACTIONS
+                and isinstance(rec.get("effect"), dict) and "error" not in rec["effect"]
+                and "skipped" not in rec["effect"] and isinstance(rec.get("params"), dict)):
+            done.append((rec["do"], rec["params"]))
+    return done
+
+
 @dataclass(frozen=True)
 class ConfigTables:
     topics: DataFrame  # run_id, topic, partitions, rf, min_isr, gone (deleted by the end: R40)
@@ -110,7 +132,7 @@ def config_tables(spark: SparkSession, infos: list[RunInfo]) -> ConfigTables:
         t = info.topology
         if t is None:
             continue
-        topics += [(info.run_id, *row) for row in t.topics_over_run()]
+        topics += [(info.run_id, *row) for row in t.topics_over_run(topic_faults_done(info.run_dir))]
         brokers += [(info.run_id, b.id, b.rack) for b in t.cluster.brokers]
         brokers += [(info.run_id, f.params["broker"]["id"], f.params["broker"]["rack"]) for f in t.faults
                     if getattr(f, "do", None) == "add-broker"]  # R38: brokers the run added

@@ -28,6 +28,10 @@ from testbed.config.yaml_dump import (
 )
 
 
+#: the faults that change the set of topics or their partitions (R40)
+TOPIC_ACTIONS = ("create-topic", "add-partitions", "delete-topic")
+
+
 @dataclass(frozen=True)
 class Topology:
     name: str
@@ -63,20 +67,25 @@ class Topology:
                 return int(f.params["topic"]["partitions"])
         raise KeyError(f"{self.source}: no topic {name!r} in topics or a create-topic fault")
 
-    def topics_over_run(self) -> list[tuple[str, int, int, int, bool]]:
+    def topics_over_run(self, happened: list[tuple[str, dict]] | None = None) -> list[tuple[str, int, int, int, bool]]:
         """(name, partitions, rf, min ISR, gone) of every topic the run has at some point: the
         topology's, those its `create-topic` faults make (R40), with the partitions its
-        `add-partitions` faults add; `gone` when a `delete-topic` left it deleted at the end."""
+        `add-partitions` faults add; `gone` when a `delete-topic` left it deleted at the end.
+        A topic made again after its deletion has the partitions of its last making.
+
+        `happened`: (action, params) of the topic faults that took effect, in the order they
+        did (faults.jsonl); without it, the schedule's, as if every one did."""
         found = {tp.name: [tp.partitions, tp.replication_factor, tp.min_insync_replicas, False] for tp in self.topics}
-        admin = [f for f in self.faults if getattr(f, "do", None) in ("create-topic", "add-partitions", "delete-topic")]
-        for f in sorted(admin, key=lambda f: f.at):
-            name = f.params["topic"]["name"] if f.do == "create-topic" else f.params["topic"]
-            if f.do == "create-topic":
-                spec = f.params["topic"]
-                known = found.setdefault(name, [0, spec["replication_factor"], spec["min_insync_replicas"], False])
-                known[0], known[3] = max(known[0], spec["partitions"]), False
-            elif name in found and f.do == "add-partitions":
-                found[name][0] += f.params["count"]
+        if happened is None:
+            admin = [f for f in self.faults if getattr(f, "do", None) in TOPIC_ACTIONS]
+            happened = [(f.do, f.params) for f in sorted(admin, key=lambda f: f.at)]
+        for do, params in happened:
+            name = params["topic"]["name"] if do == "create-topic" else params["topic"]
+            if do == "create-topic":
+                spec = params["topic"]
+                found[name] = [spec["partitions"], spec["replication_factor"], spec["min_insync_replicas"], False]
+            elif name in found and do == "add-partitions":
+                found[name][0] += params["count"]
             elif name in found:
                 found[name][3] = True
         return [(name, *values) for name, values in found.items()]

@@ -265,7 +265,54 @@ def _deleted_topic(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+def _made_again(root: Path) -> None:
+    """R40: `orders` deleted at 2.5 s and made again at 3 s is another topic (Kafka: another
+    topic id): its partition starts again at leader epoch 0 (broker 2 leads it, as broker 1
+    led the old one at epoch 0) and offset 0 (consumer-0 reads w0 at offset 0 after v4 at
+    4), so neither is a leader conflict or a poll going backwards; and an `add-partitions`
+    the schedule holds but that never fired (no line in faults.jsonl) owes no partition to
+    the convergence. Found by a new user: a correct run failed on leader_conflicts and was
+    left unjudged."""
+    r = RunBuilder(root, "made-again")
+    create = {"name": "orders", "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2}
+    r.topology["faults"] = [{"at": "2.5s", "do": "delete-topic", "topic": "orders"},
+                            {"at": "3s", "do": "create-topic", "topic": create},
+                            {"at": "4.5s", "do": "add-partitions", "topic": "orders", "count": 2}]
+    r.fault(T0 + 5 * S // 2, "delete-topic", None, [], {"topic": "orders"}, {"deleted": "orders", "partitions": 1})
+    r.fault(T0 + 3 * S, "create-topic", None, [], {"topic": create}, {"created": "orders", "partitions": 1},
+            origin="faults[1]")
+    r.events += [RunBuilder.change(T0 + 3 * S + 10, leader=2, epoch=0, isr=[2, 3, 1], reason="create",
+                                   replicas=[2, 3, 1]),
+                 {"node": "broker-2", "time_ns": T0 + 3 * S + 20, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 0, "partition_epoch": 0, "isr": [2, 3, 1], "elr": [],
+                  "last_known_elr": [], "leo": 0, "hwm": 0}]
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.send("w0", 0, at=T0 + 3 * S + 1000)
+    r.send("w1", 1, at=T0 + 3 * S + 2000)
+    r.poll("consumer-0", [(0, "w0"), (1, "w1")], at=T0 + 7 * S // 2)
+    r.logs = {node: [(0, "w0"), (1, "w1")] for node in ("broker-1", "broker-2", "broker-3")}
+    r.replicas = {node: {"leo": 2, "hwm": 2, "is_leader": node == "broker-2", "leader_epoch": 0} for node in r.logs}
+    r.poll("final-reader", [(0, "w0"), (1, "w1")], at=T0 + 4 * S)
+    r.write()
+
+
+def _unclean_tie(root: Path) -> None:
+    """I7: broker 3, registered unclean, is put back in the ISR by its leader (`isr-expand`,
+    partition epoch 1); a reassignment committed in the same batch (one time, partition epoch
+    2) follows it. The first change is the expand: no violation. Ordered by time alone, the
+    tie went to the reassignment (a new user's false unclean_exclusion)."""
+    r = RunBuilder(root, "unclean-tie")
+    at = T0 + 3 * S + 10
+    expand = RunBuilder.change(at, leader=1, epoch=0, isr=[1, 2, 3], reason="isr-expand")
+    moved = {**RunBuilder.change(at, leader=1, epoch=0, isr=[1, 2, 3], reason="reassign"), "partition_epoch": 2}
+    r.events += [{"node": "controller-1", "time_ns": T0 + 3 * S, "kind": "registered", "broker_id": 3,
+                  "broker_epoch": 9, "clean": False, "incarnation_id": "inc3b"},
+                 RunBuilder.change(T0 + 3 * S + 5, leader=1, epoch=0, isr=[1, 2], reason="unclean-exclusion"),
+                 {**expand, "partition_epoch": 1}, moved]
+    r.write()
+
+
+BUILDERS = [_made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -293,6 +340,8 @@ EXPECTED: dict[str, dict[str, int]] = {
     "recovered": {**ZERO, "lost_writes": 1},
     "metadata-digests": {**ZERO, "metadata_divergence": 1},
     "deleted-topic": {**ZERO, "unseen": 1},
+    "made-again": ZERO,
+    "unclean-tie": ZERO,
 }
 
 
@@ -322,6 +371,11 @@ def test_exact_counts(judged: dict[str, RunVerdict], run: str) -> None:
     assert {name: checks[name]["count"] for name in CHECK_NAMES} == EXPECTED[run]
     for c in checks.values():
         assert len(c["examples"]) == min(c["count"], 20)
+
+
+def test_a_topic_made_again_is_judged(judged: dict[str, RunVerdict]) -> None:
+    """Its convergence is of the topic as made last, with the partitions the faults that fired made."""
+    assert judged["made-again"].ok is True, judged["made-again"].results.get("problems")
 
 
 def test_results_json_shape_and_verdicts(judged: dict[str, RunVerdict]) -> None:
