@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -41,8 +42,8 @@ def cmd_run(argv: list[str]) -> int:
 
     from testbed.topology import TopologyError, load_topology
     args = _run_parser().parse_args(argv)
-    if args.time_scale <= 0:
-        print("--time-scale must be > 0", file=sys.stderr)
+    if not math.isfinite(args.time_scale) or args.time_scale <= 0:
+        print(f"--time-scale must be a finite number > 0, got {args.time_scale}", file=sys.stderr)
         return 2
     try:
         topology = load_topology(args.topology, seed=args.seed)
@@ -54,7 +55,8 @@ def cmd_run(argv: list[str]) -> int:
         print(describe(topology, args.time_scale))
         return 0
     from testbed.supervisor.netns import refusal
-    if (refused := refusal(topology)) is not None:
+    from testbed.config.dirs import unusable_dir
+    if (refused := refusal(topology) or unusable_dir(args.runs_dir, "--runs-dir")) is not None:
         print(refused, file=sys.stderr)
         return 2
     from testbed.analysis.session import stop_spark

@@ -14,6 +14,7 @@ from testbed.analysis.pipeline import analyze_runs, default_summary_dir
 from testbed.analysis.session import get_spark, stop_spark
 from testbed.analysis.terminal import print_verdict, verdict_word
 from testbed.analysis.verdict import RunVerdict
+from testbed.config.dirs import unusable_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_UNJUDGED = 0, 1, 2
 
@@ -37,6 +38,9 @@ def main(argv: list[str]) -> int:
     try:
         runs = find_runs(args.paths)
         summary_dir = args.summary_dir or (default_summary_dir(runs) if len(runs) > 1 else None)
+        if summary_dir is not None and (unusable := unusable_dir(summary_dir, "--summary-dir")) is not None:
+            console.print(unusable, style="red", markup=False, soft_wrap=True)
+            return EXIT_UNJUDGED
         verdicts = analyze_runs(args.paths, args.spark_master, summary_dir)
         if len(verdicts) == 1:
             print_verdict(console, verdicts[0])

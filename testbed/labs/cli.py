@@ -4,6 +4,7 @@ answers each part's run gave. Exit 0 when every part met its `expect:`, as for a
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +15,7 @@ from rich.table import Table
 from faults.schedule import ScheduledFault
 from testbed.labs.catalog import Lab, LabError, all_labs, find_lab
 from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.config.dirs import unusable_dir
 
 if TYPE_CHECKING:  # the runner imports the pipeline: `lab list` should not wait for it
     from testbed.experiment.runner import BeforeFault
@@ -29,8 +31,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--time-scale", type=float, default=1.0, help="as for a run (use >1 on a slow machine)")
     ap.add_argument("--spark-master", default=None, help="as for a run")
     args = ap.parse_args(argv)
-    if args.time_scale <= 0:
-        print("--time-scale must be > 0", file=sys.stderr)
+    if not math.isfinite(args.time_scale) or args.time_scale <= 0:
+        print(f"--time-scale must be a finite number > 0, got {args.time_scale}", file=sys.stderr)
         return 2
     console = Console()
     try:
@@ -39,6 +41,9 @@ def main(argv: list[str]) -> int:
         lab = find_lab(args.lab)
     except LabError as exc:
         print(exc, file=sys.stderr)
+        return 2
+    if (unusable := unusable_dir(args.runs_dir, "--runs-dir")) is not None:
+        print(unusable, file=sys.stderr)
         return 2
     from testbed.analysis.session import stop_spark
     try:

@@ -7,6 +7,7 @@ matrix is invalid."""
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from rich.console import Console
 
 from testbed.matrix.cells import Cell, expand, parse_shard, repeated_ids, select
 from testbed.matrix.spec import MatrixError, is_matrix_file, load_matrix
+from testbed.config.dirs import unusable_dir
 
 
 def main(argv: list[str]) -> int:
@@ -36,7 +38,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     problems = [f"--{name} must be {rule}" for name, bad, rule in (
         ("jobs", args.jobs < 1, ">= 1"), ("seeds", args.seeds is not None and args.seeds < 1, ">= 1"),
-        ("deflake", args.deflake < 0, ">= 0"), ("time-scale", args.time_scale <= 0, "> 0"))
+        ("deflake", args.deflake < 0, ">= 0"), ("time-scale", not math.isfinite(args.time_scale) or args.time_scale <= 0, "a finite number > 0"))
         if bad]
     try:
         shard = parse_shard(args.shard) if args.shard else None
@@ -62,6 +64,9 @@ def main(argv: list[str]) -> int:
             print(f"{cell.id}\tseed={cell.seed}")
         print(f"{len(cells)} cells", file=sys.stderr)
         return 0
+    if (unusable := unusable_dir(args.runs_dir, "--runs-dir")) is not None:
+        print(unusable, file=sys.stderr)
+        return 2
     from testbed.analysis.session import stop_spark
     from testbed.matrix.runner import new_matrix_dir, run_matrix
     try:

@@ -39,6 +39,7 @@ from testbed.config.loader import read_yaml
 from testbed.matrix.results import broken_expectations, check_count
 from testbed.sim import scope
 from testbed.sim.worker import PARENT_ENV, seed_dir
+from testbed.config.dirs import unusable_dir
 from testbed.topology import Topology, TopologyError, load_topology, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -91,6 +92,9 @@ def main(argv: list[str]) -> int:
     for t in targets:
         for note in scope.ignored(t.topology):
             console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
+    if (unusable := unusable_dir(args.runs_dir, "--runs-dir")) is not None:
+        console.print(unusable, style="red", markup=False, soft_wrap=True)
+        return EXIT_UNJUDGED
     names = sorted({t.topology.name for t in targets})
     sim_dir = _new_sim_dir(args.runs_dir, names[0] if len(names) == 1 else f"{len(names)}-topologies")
     return run_sim(runs, sim_dir, args.jobs, args.keep, args.spark_master, judge=not args.no_judge, console=console)

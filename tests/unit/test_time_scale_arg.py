@@ -1,0 +1,22 @@
+"""`--time-scale` multiplies every protocol timeout: a run, a matrix and a lab refuse a
+value that is not a finite number above 0 before anything starts (a new user's `nan` got
+as far as a broker, which died on `int(nan)`)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import run
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-2"])
+@pytest.mark.parametrize("command", [[str(ROOT / "topologies" / "quickstart.yaml"), "--dry-run"],
+                                     ["matrix", str(ROOT / "topologies" / "matrix" / "example.yaml"), "--dry-run"],
+                                     ["lab", "3"]])
+def test_a_time_scale_that_is_not_a_finite_number_above_0_is_refused(
+        command: list[str], value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run.main([*command, f"--time-scale={value}"]) == 2
+    assert "--time-scale must be a finite number > 0" in capsys.readouterr().err

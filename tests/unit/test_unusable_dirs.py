@@ -1,0 +1,34 @@
+"""A runs or summary directory that cannot be made (a file on its path) is one line and exit
+2 before anything starts, from every command that writes one (a new user got a
+NotADirectoryError traceback and exit 1, which means "an expectation did not hold")."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import run
+from tests.unit.analysis_fixtures import RunBuilder
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("command", [[str(ROOT / "topologies" / "quickstart.yaml")],
+                                     ["sim", str(ROOT / "topologies" / "quickstart.yaml")],
+                                     ["matrix", str(ROOT / "topologies" / "matrix" / "example.yaml")],
+                                     ["lab", "3"]])
+def test_a_runs_dir_under_a_file_is_refused_before_anything_starts(
+        tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "afile").write_text("")
+    assert run.main([*command, "--runs-dir", str(tmp_path / "afile" / "runs")]) == 2
+    captured = capsys.readouterr()
+    assert f"--runs-dir {tmp_path / 'afile' / 'runs'}: cannot be made" in captured.out + captured.err
+
+
+def test_a_summary_dir_that_is_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    RunBuilder(tmp_path / "tree", "one").write()
+    RunBuilder(tmp_path / "tree", "two").write()
+    (tmp_path / "afile").write_text("")
+    assert run.main(["analyze", str(tmp_path / "tree"), "--summary-dir", str(tmp_path / "afile")]) == 2
+    assert f"--summary-dir {tmp_path / 'afile'}: cannot be made" in capsys.readouterr().out
+    assert not (tmp_path / "tree" / "one" / "results.json").exists(), "nothing was judged"
