@@ -28,7 +28,7 @@ from testbed.config.references import (
 from testbed.config.specs import NodeSpec
 from testbed.config.topics_section import TOPIC_NAME_RE, parse_topic
 from testbed.config.units import format_duration, parse_duration
-from testbed.config.walker import INVALID, Walker, describe, join, valid
+from testbed.config.walker import INVALID, Walker, describe, is_int, join, valid
 from testbed.config.yaml_dump import topic_to_yaml
 
 # Keys each fault action takes besides `at` and `do`.
@@ -107,17 +107,33 @@ def _check_admin_order(w: Walker, specs: list[Any], path: str, known: Known) -> 
     needs; a created topic's name is free then and its replication factor fits the brokers
     then; a deleted or grown topic exists then. Either side is skipped when its section is
     broken (its own error says why)."""
-    brokers = None if known.broker_ids is None else set(known.broker_ids)
+    brokers = None if known.broker_ids is None else set(known.broker_ids) - known.added_brokers
     topics = None if known.replication is None else dict(known.replication)  # name -> RF, the topology's
-    admin = sorted(((i, s) for i, s in enumerate(specs) if isinstance(s, FaultSpec) and s.do in _ADMIN_ACTIONS),
-                   key=lambda item: item[1].at)
-    for index, spec in admin:
+    ordered = sorted(((i, s) for i, s in enumerate(specs) if isinstance(s, FaultSpec)), key=lambda item: item[1].at)
+    for index, spec in ordered:
         entry, when = join(path, index), format_duration(spec.at)
         if spec.do in ("add-broker", "remove-broker"):
             if brokers is not None:
                 _broker_step(w, spec, entry, when, brokers, topics or {})
-        elif topics is not None:
-            _topic_step(w, spec, entry, when, topics, brokers)
+        elif spec.do in _ADMIN_ACTIONS:
+            if topics is not None:
+                _topic_step(w, spec, entry, when, topics, brokers)
+        elif brokers is not None:
+            _named_brokers_step(w, spec, entry, when, brokers)
+
+
+def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int]) -> None:
+    """A fault that names a broker (`target: broker:N`, a reassignment's replicas) names one
+    in the cluster when it fires: added before it (R38), not removed (R39)."""
+    target = str(spec.target or "")
+    if target.startswith("broker:") and target[7:].isdigit() and int(target[7:]) not in brokers:
+        w.error(join(entry, "target"), f"broker {target[7:]} is not in the cluster at {when} "
+                f"(brokers then: {sorted(brokers)})")
+    if spec.do == "reassign":
+        gone = [r for r in spec.params.get("replicas", []) if is_int(r) and r not in brokers]
+        if gone:
+            w.error(join(entry, "replicas"), f"broker {', '.join(map(str, gone))} is not in the cluster at {when} "
+                    f"(brokers then: {sorted(brokers)})")
 
 
 def _broker_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int], topics: dict[str, int]) -> None:

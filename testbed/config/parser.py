@@ -19,7 +19,7 @@ from broker.storage.durability import FSYNC_MODES
 from testbed.config import scalars
 from testbed.config.cluster_section import parse_cluster
 from testbed.config.faults_section import parse_faults
-from testbed.config.references import known_from, with_created_topics
+from testbed.config.references import known_from, with_added_brokers, with_created_topics
 from testbed.config.specs import (
     EXPECT_KEYS,
     Expectation,
@@ -76,8 +76,9 @@ def _parse_topology(w: Walker, data: object) -> Topology | None:
     network = _parse_network(w, m.get("network", {}), "network")
     brokers = None if cluster is INVALID else cluster.brokers
     topics = parse_topics(w, m["topics"], "topics", brokers) if "topics" in m else INVALID
-    known = with_created_topics(known_from(cluster, topics, m.get("topics"), None if seed is INVALID else seed),
-                                m.get("faults"))
+    known = with_added_brokers(with_created_topics(
+        known_from(cluster, topics, m.get("topics"), None if seed is INVALID else seed), m.get("faults")),
+        m.get("faults"))
     workload = parse_workload(w, m.get("workload", {}), "workload", known)
     total_nodes = None if cluster is INVALID else len(cluster.brokers) + len(cluster.controllers)
     run_length = None if duration is INVALID else duration

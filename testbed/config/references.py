@@ -48,6 +48,8 @@ class Known:
     replicas: dict[str, tuple[int, ...]] | None = None
     #: topic -> replication factor, for admin commands that change the broker set (R39)
     replication: dict[str, int] | None = None
+    #: the brokers of `broker_ids` that `add-broker` faults add (R38), not there at the start
+    added_brokers: frozenset[int] = frozenset()
 
 
 def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) -> Known:
@@ -71,6 +73,22 @@ def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) 
         count = entry.get("partitions", 1)
         names[entry["name"]] = count if is_int(count) and count >= 1 else None
     return Known(broker_ids, controller_ids, racks, names or None)
+
+
+def with_added_brokers(known: Known, raw_faults: object) -> Known:
+    """`known` with the brokers the run's `add-broker` faults add (R38) and their racks, so
+    that faults may name them; whether each is in the cluster when it is named is checked in
+    firing order by the faults section."""
+    if known.broker_ids is None or not isinstance(raw_faults, list):
+        return known
+    added = [e["broker"] for e in raw_faults if isinstance(e, dict) and e.get("do") == "add-broker"
+             and isinstance(e.get("broker"), dict) and is_int(e["broker"].get("id"))]
+    ids = tuple(dict.fromkeys([*known.broker_ids, *(b["id"] for b in added)]))
+    racks = known.racks
+    if racks is not None:
+        racks = racks | {b["rack"] for b in added if isinstance(b.get("rack"), str)}
+    return dataclasses.replace(known, broker_ids=ids, racks=racks,
+                               added_brokers=frozenset(b["id"] for b in added) - set(known.broker_ids))
 
 
 def with_created_topics(known: Known, raw_faults: object) -> Known:

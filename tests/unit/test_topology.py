@@ -830,3 +830,31 @@ def test_r39_r40_brokers_and_topics_are_followed_together() -> None:
         f"{SRC}: faults[6].target: removing broker 2 leaves 2 brokers, fewer than the replication factor 3 "
         f"of topic 'late'; its partitions could not be placed elsewhere",
         f"{SRC}: faults[7].topic.replication_factor: 3 is more than the 2 brokers in the cluster at 7s ([3, 4])"]
+
+
+def test_r38_r39_a_fault_may_name_a_broker_while_it_is_in_the_cluster() -> None:
+    """validate follows the broker set in firing order for every fault that names a broker,
+    as it does for add-broker and remove-broker: an added broker may be killed, reassigned
+    to, partitioned and found in its rack after it joins; before it joins, or after a
+    broker leaves, naming it is an error (a new user's kill of a removed broker passed
+    validate and failed at run time)."""
+    data = base()
+    data["faults"] = [{"at": "1s", "do": "add-broker", "broker": {"id": 6, "rack": "d"}},
+                      {"at": "2s", "do": "kill", "target": "broker:6"},
+                      {"at": "3s", "do": "restart"},
+                      {"at": "4s", "do": "reassign", "partition": "orders/0", "replicas": [6, 1, 3]},
+                      {"at": "5s", "do": "partition", "groups": [["broker:6"], ["brokers", "controllers"]]},
+                      {"at": "6s", "do": "heal"},
+                      {"at": "7s", "do": "pause", "target": "rack:d"},
+                      {"at": "8s", "do": "resume"}]
+    assert parse_topology(data, SRC).faults[1].target == "broker:6"
+    early = base()
+    early["faults"] = [{"at": "1s", "do": "kill", "target": "broker:6"},
+                       {"at": "2s", "do": "add-broker", "broker": {"id": 6, "rack": "c"}},
+                       {"at": "3s", "do": "remove-broker", "target": "broker:2"},
+                       {"at": "4s", "do": "reassign", "partition": "orders/0", "replicas": [2, 1, 3]},
+                       {"at": "5s", "do": "kill", "target": "broker:2"}]
+    assert errors_of(early) == [
+        f"{SRC}: faults[0].target: broker 6 is not in the cluster at 1s (brokers then: [1, 2, 3])",
+        f"{SRC}: faults[3].replicas: broker 2 is not in the cluster at 4s (brokers then: [1, 3, 6])",
+        f"{SRC}: faults[4].target: broker 2 is not in the cluster at 5s (brokers then: [1, 3, 6])"]
