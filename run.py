@@ -71,7 +71,7 @@ def cmd_run(argv: list[str]) -> int:
 
 def cmd_validate(argv: list[str]) -> int:
     from testbed.supervisor.netns import refusal
-    from testbed.topology import TopologyError, load_topology
+    from testbed.topology import TopologyError, load_topology, never_firing
     ap = argparse.ArgumentParser(prog="python run.py validate", description="Check topologies against schema v1.")
     ap.add_argument("files", nargs="+", type=Path)
     args = ap.parse_args(argv)
@@ -88,6 +88,8 @@ def cmd_validate(argv: list[str]) -> int:
             code = 1
             continue
         print(f"{f}: ok")
+        for note in never_firing(topology):
+            print(f"note: {note}")
     return code
 
 

@@ -13,6 +13,7 @@ from faults.fault_spec import (
 )
 from testbed.config.features import FEATURE_NAMES, not_yet_acted_on
 from testbed.config.loader import load_topology
+from testbed.config.nemesis_section import never_firing
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.references import TARGET_GRAMMAR
 from testbed.config.specs import (
@@ -59,6 +60,7 @@ __all__ = [
     "TopologyError",
     "WorkloadSpec",
     "load_topology",
+    "never_firing",
     "not_yet_acted_on",
     "parse_topology",
 ]

@@ -54,3 +54,19 @@ def _nemesis_targets(w: Walker, value: object, path: str, known: Known) -> tuple
             w.error(join(path, index), problem)
             ok = False
     return tuple(entries) if ok else INVALID
+
+
+def never_firing(t: Any) -> list[str]:
+    """Notes for nemesis actions that can never fire in topology `t`: `partition-halves`
+    cuts off at least half of the nodes from the active controller's side, and the injector
+    skips any fault that would put more than the nemesis's `max_down` nodes out of reach
+    (its `faults.jsonl` line says `skipped: max_down`), so with fewer the action is
+    drawn and skipped every time."""
+    nodes = len(t.cluster.brokers) + len(t.cluster.controllers)
+    notes = []
+    for i, spec in enumerate(t.faults):
+        if isinstance(spec, NemesisSpec) and "partition-halves" in spec.do and nodes // 2 > spec.max_down:
+            notes.append(f"{t.source}: faults[{i}].nemesis: partition-halves cuts off at least {nodes // 2} of the "
+                         f"{nodes} nodes, more than max_down {spec.max_down}: it is skipped every time it is drawn "
+                         f"(max_down {nodes - nodes // 2} lets it fire whichever half the active controller is in)")
+    return notes

@@ -9,7 +9,7 @@ import yaml
 
 from faults.schedule import build_schedule, format_schedule
 from testbed.analysis.runinfo import DEFAULT_EXPECT
-from testbed.topology import Topology
+from testbed.topology import Topology, never_firing
 
 
 def describe(t: Topology, time_scale: float = 1.0) -> str:
@@ -20,6 +20,7 @@ def describe(t: Topology, time_scale: float = 1.0) -> str:
     defaults = [] if t.expect else [
         "# no expectations given: the run is held to the defaults, "
         + ", ".join(f"{name}: {expectation}" for name, expectation in DEFAULT_EXPECT.items())]
-    return "\n".join([*scaled, "# resolved topology", yaml.safe_dump(t.to_dict(), sort_keys=False).rstrip(), *defaults, "",
+    notes = [f"# note: {note}" for note in never_firing(t)]
+    return "\n".join([*scaled, *notes, "# resolved topology", yaml.safe_dump(t.to_dict(), sort_keys=False).rstrip(), *defaults, "",
                       "# fault schedule (time, action, target, params, origin)",
                       format_schedule(schedule) if schedule else "(no faults)"])

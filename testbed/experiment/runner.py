@@ -31,7 +31,7 @@ from testbed.supervisor.cluster import Cluster, ClusterError
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.netns import refusal as netns_refusal
 from testbed.supervisor.run_dir import new_run_id
-from testbed.topology import Topology, not_yet_acted_on
+from testbed.topology import Topology, never_firing, not_yet_acted_on
 
 #: Topology features this build acts on (the rest are reported as not yet acted on).
 SUPPORTED: frozenset[str] = frozenset({
@@ -85,6 +85,8 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
     """Everything up to the verdict: the run directory complete, not judged yet (so that
     several runs can be judged in one Spark job). `exit_code` is EXIT_UNJUDGED until judged."""
     console = console or Console()
+    for note in never_firing(topology):
+        console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
     for note in not_yet_acted_on(topology, SUPPORTED):
         console.print(f"[yellow]not yet acted on:[/] {note}")
     if (refused := netns_refusal(topology)) is not None:

@@ -40,7 +40,7 @@ from testbed.matrix.results import broken_expectations, check_count
 from testbed.sim import scope
 from testbed.sim.worker import PARENT_ENV, seed_dir
 from testbed.config.dirs import unusable_dir
-from testbed.topology import Topology, TopologyError, load_topology, parse_topology
+from testbed.topology import Topology, TopologyError, load_topology, never_firing, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the sim's own files (the topologies the workers read, their logs): hidden from `find_runs`
@@ -90,7 +90,7 @@ def main(argv: list[str]) -> int:
         console.print(str(e), style="red", markup=False, soft_wrap=True)
         return EXIT_UNJUDGED
     for t in targets:
-        for note in scope.ignored(t.topology):
+        for note in [*scope.ignored(t.topology), *never_firing(t.topology)]:
             console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
     if (unusable := unusable_dir(args.runs_dir, "--runs-dir")) is not None:
         console.print(unusable, style="red", markup=False, soft_wrap=True)

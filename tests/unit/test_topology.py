@@ -858,3 +858,21 @@ def test_r38_r39_a_fault_may_name_a_broker_while_it_is_in_the_cluster() -> None:
         f"{SRC}: faults[0].target: broker 6 is not in the cluster at 1s (brokers then: [1, 2, 3])",
         f"{SRC}: faults[3].replicas: broker 2 is not in the cluster at 4s (brokers then: [1, 3, 6])",
         f"{SRC}: faults[4].target: broker 2 is not in the cluster at 5s (brokers then: [1, 3, 6])"]
+
+
+def test_a_nemesis_partition_into_halves_past_its_max_down_is_named_as_never_firing() -> None:
+    """The injector skips a fault that would put more than max_down nodes out of reach, and a
+    partition into halves cuts off at least half of them: with max_down 1 it was drawn and
+    skipped every time (the shipped nemesis.yaml's did, unnoticed). validate, --dry-run, a
+    run and the sim say so."""
+    from testbed.topology import never_firing
+    data = base()
+    data["duration"] = "10s"
+    data["faults"] = [{"nemesis": {"from": "1s", "until": "9s", "every": "1s", "do": ["kill", "partition-halves"],
+                                   "target": ["random-broker"], "max_down": 1}}]
+    assert never_firing(parse_topology(data, SRC)) == [
+        f"{SRC}: faults[0].nemesis: partition-halves cuts off at least 2 of the 4 nodes, more than max_down 1: it is "
+        f"skipped every time it is drawn (max_down 2 lets it fire whichever half the active controller is in)"]
+    data["faults"][0]["nemesis"]["max_down"] = 2
+    assert never_firing(parse_topology(data, SRC)) == []
+    assert never_firing(load_topology(TOPOLOGIES / "nemesis.yaml")) == []
