@@ -50,7 +50,8 @@ def elections(t: Tables) -> DataFrame:
     recoveries = (t.events.where(F.col("kind") == "unclean-recovery")
                   .select(*PART, "leader_epoch", "mode", F.explode_outer("log_infos").alias("i"))
                   .groupBy(*PART, "leader_epoch", "mode")
-                  .agg(F.concat_ws(", ", F.sort_array(F.collect_list(info))).alias("infos"))
+                  .agg(F.concat_ws(", ", F.sort_array(F.collect_list(F.when(F.col("i").isNotNull(), info))))
+                       .alias("infos"))
                   .select(*PART, "leader_epoch", F.when(F.col("infos") == "", F.format_string(
                       " (%s: the operator's choice)", "mode")).otherwise(F.format_string(
                           " (%s, from the log infos: %s)", "mode", "infos")).alias("recovery")))
@@ -64,6 +65,19 @@ def _first_after(rows: DataFrame, causes: DataFrame, key: list[str], when: str, 
     joined = rows.select(*key, "time_ns").distinct().join(causes, PART).where((F.col(when) > F.col("time_ns")) & cond)
     order = Window.partitionBy(*key).orderBy(when)
     return joined.withColumn("n", F.row_number().over(order)).where(F.col("n") == 1).select(*key, *fields)
+
+
+def _crash(rows: DataFrame, crashes: DataFrame, election: DataFrame, key: list[str]) -> DataFrame:
+    """For each row, the lossy crash that explains it: the crash of the broker the election
+    (if any) then made leader, before that election (its own files lost what it led with),
+    else the first crash after the write of a broker holding the partition."""
+    joined = (rows.select(*key, "time_ns").distinct().join(crashes, PART).where(F.col("c_ns") > F.col("time_ns"))
+              .join(election.select(*key, "e_leader", "elected_ns"), key, "left"))
+    own = F.coalesce((F.col("c_node") == F.concat(F.lit("broker-"), F.col("e_leader").cast("string")))
+                     & (F.col("c_ns") < F.col("elected_ns")), F.lit(False))
+    order = Window.partitionBy(*key).orderBy(F.when(own, 0).otherwise(1), "c_ns")
+    return (joined.withColumn("n", F.row_number().over(order)).where(F.col("n") == 1)
+            .select(*key, "c_node", "c_do", "c_loss", "c_ns"))
 
 
 def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, what: str) -> DataFrame:
@@ -87,7 +101,7 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, w
                .select("run_id", F.col("do").alias("c_do"), F.col("loss").alias("c_loss"),
                        F.col("start_ns").alias("c_ns"), F.explode("resolved").alias("node"))
                .join(hosts, ["run_id", "node"]).withColumnRenamed("node", "c_node"))
-    crash = _first_after(rows, crashes, key, "c_ns", F.lit(True), ["c_node", "c_do", "c_loss", "c_ns"])
+    crash = _crash(rows, crashes, election, key)
     out = (rows.join(election, key, "left").join(truncation, key, "left").join(crash, key, "left")
            .join(starts, "run_id", "left"))
     election_text = F.when(F.col("e_leader").isNotNull(), F.format_string(

@@ -312,7 +312,30 @@ def _unclean_tie(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+def _manual_elect(root: Path) -> None:
+    """R32 manual: broker 1 (torn) and broker 2 (partial) crash with page-cache loss, and the
+    operator elects broker 2, whose own crash left its log empty: v0..v4 are lost to that
+    election, after broker 2's crash (not broker 1's, the first), and the operator chose
+    from no log infos (a new user's sentence read "from the log infos: broker null epoch
+    null LEO null" and named broker 1's crash)."""
+    r = RunBuilder(root, "manual-elect", expect={"lost_writes": ">0"})
+    r.fault(T0 + 22 * S // 10, "lossy-crash", "broker:1", ["broker-1"], {"loss": "torn"},
+            {"killed": {"broker-1": 11}, "files": {}})
+    r.fault(T0 + 25 * S // 10, "lossy-crash", "broker:2", ["broker-2"], {"loss": "partial"},
+            {"killed": {"broker-2": 12}, "files": {}}, origin="faults[1]")
+    r.events += [RunBuilder.change(T0 + 3 * S, leader=2, epoch=1, isr=[2], reason="unclean-recovery"),
+                 {"node": "controller-1", "time_ns": T0 + 3 * S + 1, "kind": "unclean-recovery", "topic": "orders",
+                  "partition": 0, "mode": "manual", "leader": 2, "leader_epoch": 1, "log_infos": []},
+                 {"node": "broker-2", "time_ns": T0 + 3 * S + 200, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2], "elr": [],
+                  "last_known_elr": [], "leo": 0, "hwm": 0}]
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.logs = {node: [] for node in r.logs}
+    r.replicas = {node: {"leo": 0, "hwm": 0, "is_leader": node == "broker-2", "leader_epoch": 1} for node in r.logs}
+    r.write()
+
+
+BUILDERS = [_manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -341,6 +364,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "metadata-digests": {**ZERO, "metadata_divergence": 1},
     "deleted-topic": {**ZERO, "unseen": 1},
     "made-again": ZERO,
+    "manual-elect": {**ZERO, "lost_writes": 5},
     "unclean-tie": ZERO,
 }
 
@@ -406,6 +430,11 @@ def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict
     assert recovered["unattributed"] == 0
     assert ("when broker 2 was elected at leader epoch 1 by unclean recovery (balanced, from the log infos: "
             "broker 2 epoch 0 LEO 5, broker 3 epoch 0 LEO 4) with LEO 5") in recovered["examples"][0]["cause"]
+    manual = judged["manual-elect"].results["checks"]["lost_writes"]
+    assert manual["unattributed"] == 0
+    assert manual["examples"][0]["cause"] == (
+        "offset 0 of orders/0 lost when broker 2 was elected at leader epoch 1 by unclean recovery (manual: the "
+        "operator's choice) with LEO 0 (at 3.000 s); after lossy-crash of broker-2 (loss partial) at 2.500 s")
 
 
 def test_unavailability_windows_closer_than_100ms_are_one(judged: dict[str, RunVerdict]) -> None:
@@ -447,8 +476,8 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     # every hand-made run has one topology and protocol setting, so the summary is one row
     [row] = [r.asDict() for r in spark.read.parquet(str(root / "summary" / "summary.parquet")).collect()]
     assert row["topology"] == "handmade" and row["runs"] == len(BUILDERS)
-    # the `lost` and `recovered` runs
-    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (2, 2, 1)
+    # the `lost`, `recovered` and `manual-elect` runs
+    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (3, 7, 1)
     assert row["unjudged"] == 2  # `mismatch`, and `deleted-topic` (its one topic gone: no convergence to show)
     # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
     assert row["failed"] == sum(v.ok is False for v in judged.values())
