@@ -1,5 +1,6 @@
 """Every test process ignores a Spark server a developer may have up (`run.py spark up`):
-judgments in tests use their own sessions, unless a test starts its own server."""
+judgments in tests use their own sessions, unless a test starts its own server; and it has
+its own index of runs in progress (`processes.INDEX`)."""
 from __future__ import annotations
 
 import os
@@ -12,6 +13,9 @@ DEFAULT_MATRIX = Path(__file__).resolve().parents[1] / "topologies" / "matrix" /
 ON_REQUEST = ("matrix", "labs")  # markers of tests that run only when `-m` names them
 
 os.environ["ISRLAB_SPARK_SERVER_FILE"] = str(Path(tempfile.gettempdir()) / f"isrlab-tests-{os.getpid()}" / "none.json")
+# Each test process reaps only the dead runs it made: a test that kills a supervisor reads
+# what it left behind before reaping it, and another worker's run must not reap it first.
+os.environ["ISRLAB_LIVE_INDEX"] = str(Path(tempfile.gettempdir()) / f"isrlab-tests-{os.getpid()}" / "live")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

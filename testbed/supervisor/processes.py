@@ -5,8 +5,11 @@ Three layers: every child asks the kernel for SIGKILL when the supervisor dies
 its parent pid, which closes the race of a supervisor dying before the prctl); every node
 also watches its parent pid in its loop; and every run registers its processes, socket
 directory, mounts and (netns backend) network namespaces under `<runs>/.live/` so the next
-run reaps whatever a SIGKILLed supervisor left behind. No `preexec_fn`: it is unsafe in a
-process with threads, and the supervisor samples metrics in one.
+run reaps whatever a SIGKILLed supervisor left behind. A link to each registry in the
+machine's `INDEX` lets the next run or `status` reap it whatever runs directory either
+uses (a tmpfs mount outlives the processes, and stayed mounted until a run used that same
+directory again). No `preexec_fn`: it is unsafe in a process with threads, and the
+supervisor samples metrics in one.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import psutil
@@ -41,8 +45,14 @@ def _create_time(pid: int) -> float | None:
         return None
 
 
+#: the machine's links to the registries of runs in progress, whatever their runs directory
+#: (`ISRLAB_LIVE_INDEX` moves it: each test process has its own)
+INDEX = Path(os.environ.get("ISRLAB_LIVE_INDEX") or Path(tempfile.gettempdir()) / "isrlab-live")
+
+
 class Registry:
-    """`<runs>/.live/<run-id>.json`: what this run started, for reaping after a crash."""
+    """`<runs>/.live/<run-id>.json`: what this run started, for reaping after a crash; linked
+    from `INDEX`."""
 
     def __init__(self, runs_dir: Path, run_id: str, sock_dir: Path) -> None:
         self.path = runs_dir / ".live" / f"{run_id}.json"
@@ -51,6 +61,13 @@ class Registry:
         self.data = {"supervisor_pid": me, "supervisor_create_time": _create_time(me),
                      "sock_dir": str(sock_dir), "processes": [], "mounts": [], "netns": []}
         self._save()
+        self.link = INDEX / f"{run_id}.json"
+        try:
+            INDEX.mkdir(parents=True, exist_ok=True)
+            self.link.unlink(missing_ok=True)
+            self.link.symlink_to(self.path.resolve())
+        except OSError:  # no shared temporary directory: the runs directory's registry still serves
+            pass
 
     def add_process(self, pid: int) -> None:
         self.data["processes"].append({"pid": pid, "create_time": _create_time(pid)})
@@ -73,6 +90,7 @@ class Registry:
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
+        self.link.unlink(missing_ok=True)
 
 
 def _alive(pid: int, create_time: float | None) -> bool:
@@ -94,30 +112,43 @@ def kill_tree(pid: int, create_time: float | None) -> None:
 
 def reap_leftovers(runs_dir: Path) -> list[str]:
     """Kill the processes, remove the sockets, mounts and network namespaces of runs whose
-    supervisor died."""
+    supervisor died: those registered in `runs_dir`, and those of any runs directory that
+    `INDEX` links to."""
     live = runs_dir / ".live"
-    reaped: list[str] = []
-    if not live.is_dir():
-        return reaped
-    for f in sorted(live.glob("*.json")):
-        try:
-            data = json.loads(f.read_text())
-        except (OSError, json.JSONDecodeError):
-            f.unlink(missing_ok=True)
-            continue
-        if _alive(data.get("supervisor_pid", -1), data.get("supervisor_create_time")):
-            continue  # a run in progress in another process
-        for proc in data.get("processes", []):
-            kill_tree(proc["pid"], proc.get("create_time"))
-        for mount in data.get("mounts", []):
-            subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
-        delete_namespaces(data.get("netns", []))
-        sock = data.get("sock_dir")
-        if sock and Path(sock).exists():
-            shutil.rmtree(sock, ignore_errors=True)
-        f.unlink(missing_ok=True)
-        reaped.append(f.stem)
+    registries = sorted(live.glob("*.json")) if live.is_dir() else []
+    links = sorted(INDEX.glob("*.json")) if INDEX.is_dir() else []
+    for link in links:
+        target = Path(os.path.realpath(link))
+        if not target.is_file():
+            link.unlink(missing_ok=True)  # its run ended and removed its registry, or was reaped
+        elif target not in (r.resolve() for r in registries):
+            registries.append(target)
+    reaped = [f.stem for f in registries if _reap(f)]
+    for link in links:
+        if link.is_symlink() and not Path(os.path.realpath(link)).is_file():
+            link.unlink(missing_ok=True)
     return reaped
+
+
+def _reap(f: Path) -> bool:
+    """Reap one registry's run if its supervisor is gone; whether it was."""
+    try:
+        data = json.loads(f.read_text())
+    except (OSError, json.JSONDecodeError):
+        f.unlink(missing_ok=True)
+        return False
+    if _alive(data.get("supervisor_pid", -1), data.get("supervisor_create_time")):
+        return False  # a run in progress in another process
+    for proc in data.get("processes", []):
+        kill_tree(proc["pid"], proc.get("create_time"))
+    for mount in data.get("mounts", []):
+        subprocess.run(["umount", "-l", mount], capture_output=True, check=False)
+    delete_namespaces(data.get("netns", []))
+    sock = data.get("sock_dir")
+    if sock and Path(sock).exists():
+        shutil.rmtree(sock, ignore_errors=True)
+    f.unlink(missing_ok=True)
+    return True
 
 
 def running_runs(runs_dir: Path) -> list[Path]:

@@ -1,0 +1,48 @@
+"""A SIGKILLed supervisor's leftovers are reaped by the next run or `status` whatever runs
+directory either uses (`processes.INDEX`): a new user's tmpfs mounts stayed mounted through
+runs, sims and `status` of other runs directories until one used that directory again."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import psutil
+
+from testbed.supervisor import processes
+from testbed.supervisor.processes import reap_leftovers
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_dead_supervisors_run_is_reaped_from_another_runs_directory(tmp_path: Path) -> None:
+    script = textwrap.dedent(f"""
+        import os, signal, subprocess
+        from pathlib import Path
+        from testbed.supervisor.processes import Registry
+        Path({str(tmp_path / 'sock')!r}).mkdir()
+        reg = Registry(Path({str(tmp_path / 'runs-a')!r}), "killed", Path({str(tmp_path / 'sock')!r}))
+        child = subprocess.Popen(["sleep", "600"], start_new_session=True, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        reg.add_process(child.pid)
+        print(child.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    orphan = psutil.Process(int(done.stdout.split()[0]))
+    registry = tmp_path / "runs-a" / ".live" / "killed.json"
+    assert json.loads(registry.read_text())["processes"][0]["pid"] == orphan.pid
+    assert (processes.INDEX / "killed.json").is_symlink()
+    try:
+        assert reap_leftovers(tmp_path / "runs-b") == ["killed"]
+        orphan.wait(timeout=10)  # killed by the reap (wait reaps it only if it is our child: it is not)
+        assert not registry.exists() and not (tmp_path / "sock").exists()
+        assert not (processes.INDEX / "killed.json").exists()
+        assert reap_leftovers(tmp_path / "runs-b") == []
+    finally:
+        if orphan.is_running():
+            orphan.kill()
