@@ -47,7 +47,8 @@ def find_runs(paths: list[Path]) -> list[Path]:
     runs: list[Path] = []
     for path in paths:
         if not path.is_dir():
-            raise IngestError(f"{path}: no such run directory")
+            raise IngestError(f"{path}: no such run directory" if not path.exists() else
+                              f"{path}: a file, not a directory (expected a run directory or a directory holding runs)")
         if _is_run(path):
             runs.append(path.resolve())
             continue
@@ -78,6 +79,10 @@ def ingest(spark: SparkSession, runs: list[Path], warehouse: Path) -> tuple[Tabl
     ids = [run.name for run in runs]
     rejected: dict[str, str] = {str(run.name): f"{run / name}: missing, so the run cannot be judged"
                                 for run in runs for name in reversed(REQUIRED_FILES) if not (run / name).is_file()}
+    for run in runs:  # every run records operations, the final read's at least: none is a run cut short
+        history = run / REQUIRED_FILES[0]
+        if run.name not in rejected and history.stat().st_size == 0:
+            rejected[run.name] = f"{history}: empty (no operation was recorded), so the run cannot be judged"
     with ThreadPoolExecutor(max_workers=len(RECORD_FILES), thread_name_prefix="isrlab-ingest") as pool:
         writes = []
         for spec in RECORD_FILES:

@@ -129,7 +129,8 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     """Judge every run under `paths` in one Spark job; write `results.json` into each run
     directory, `report.html` into each (`reports` "all") or only into those that did not
     pass ("not-ok": a sweep of a thousand seeds reads those), and for more than one run a
-    summary into `summary_dir` (default: `<common parent>/summary`). Raises IngestError
+    summary into `summary_dir` (default: `<common parent>/summary`; one run gets one when
+    `summary_dir` is given, as a matrix round of one cell does). Raises IngestError
     when no run can be found.
 
     A Spark failure (a job that fails, a JVM that dies) leaves every run unjudged with the
@@ -155,7 +156,7 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
         verdicts.append(verdict)
     write_reports([(info, verdict, data.get(rid)) for (rid, info), verdict in zip(infos.items(), verdicts)
                    if reports == "all" or verdict.ok is not True])
-    if len(verdicts) > 1 and failed is None:
+    if (len(verdicts) > 1 or summary_dir is not None) and failed is None:  # a matrix's round of one cell too
         target = summary_dir or default_summary_dir(runs)
         write_summary(spark, infos, verdicts, target)
     return verdicts
