@@ -27,8 +27,7 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     explicit_convergence = info.topology is not None and "converged" in info.topology.expect
     problems = [p for p in (problem, info.problem) if p]
     if data is not None and not data.converged and not explicit_convergence:
-        problems.append("the cluster did not converge (final/replicas.jsonl: not every partition had one leader "
-                        "and RF replicas level at the leader's LEO = HWM), so a missing value may be unavailability, not loss")
+        problems.append(_not_converged(info.run_dir))
     checks = data.checks if data is not None else {}
     observed = {name: c["count"] for name, c in checks.items()}
     if data is not None:
@@ -36,8 +35,9 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     verdicts = {}
     for name, expectation in expect.items():
         count = observed.get(name)
+        # an unjudged run's counts are not held to anything: no partial verdict
         verdicts[name] = {"expected": str(expectation), "observed": count,
-                          "held": None if count is None else expectation.holds(count)}
+                          "held": None if count is None or problems else expectation.holds(count)}
     if problems:
         ok = None
     else:
@@ -52,3 +52,14 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
         "expect_source": "topology" if info.topology is not None and info.topology.expect else "defaults",
     }
     return RunVerdict(info.run_dir, ok, results)
+
+
+def _not_converged(run_dir: Path) -> str:
+    """Why a run that did not converge is not judged: its final state says so, or it has none
+    (the run was interrupted before its end)."""
+    final = run_dir / "final" / "replicas.jsonl"
+    if not final.is_file() or final.stat().st_size == 0:
+        return (f"{final} is missing or empty: the run did not reach its end (its supervisor was killed, or the "
+                f"cluster failed), so there is no final state to judge against")
+    return ("the cluster did not converge (final/replicas.jsonl: not every partition had one leader "
+            "and RF replicas level at the leader's LEO = HWM), so a missing value may be unavailability, not loss")

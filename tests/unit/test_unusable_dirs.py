@@ -3,6 +3,8 @@
 NotADirectoryError traceback and exit 1, which means "an expectation did not hold")."""
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,10 +27,14 @@ def test_a_runs_dir_under_a_file_is_refused_before_anything_starts(
     assert f"--runs-dir {tmp_path / 'afile' / 'runs'}: cannot be made" in captured.out + captured.err
 
 
-def test_a_summary_dir_that_is_a_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_summary_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    """(A command of its own: `analyze` stops the process's Spark session at its end, which
+    this test process may share with the pipeline's tests.)"""
     RunBuilder(tmp_path / "tree", "one").write()
     RunBuilder(tmp_path / "tree", "two").write()
     (tmp_path / "afile").write_text("")
-    assert run.main(["analyze", str(tmp_path / "tree"), "--summary-dir", str(tmp_path / "afile")]) == 2
-    assert f"--summary-dir {tmp_path / 'afile'}: cannot be made" in capsys.readouterr().out
+    done = subprocess.run([sys.executable, "run.py", "analyze", str(tmp_path / "tree"), "--summary-dir",
+                           str(tmp_path / "afile")], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"--summary-dir {tmp_path / 'afile'}: cannot be made" in " ".join(done.stdout.split())
     assert not (tmp_path / "tree" / "one" / "results.json").exists(), "nothing was judged"
