@@ -61,7 +61,9 @@ def find_runs(paths: list[Path]) -> list[Path]:
     names: dict[str, Path] = {}
     for run in runs:
         if run.name in names and names[run.name] != run:
-            raise IngestError(f"two runs share the id {run.name!r}: {names[run.name]} and {run}")
+            raise IngestError(f"two runs share the id {run.name!r}: {names[run.name]} and {run} (a run's id is its "
+                              f"directory's name, and one judgment holds each id once: judge them apart, e.g. "
+                              f"`python run.py analyze {names[run.name].parent}` and `... {run.parent}`)")
         names[run.name] = run
     return list(dict.fromkeys(runs))
 

@@ -24,3 +24,13 @@ def test_a_file_given_as_a_run_is_named_as_a_file(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(IngestError, match="notes.txt: a file, not a directory"):
         find_runs([tmp_path / "notes.txt"])
+
+
+def test_two_sweeps_with_one_run_name_are_refused_with_how_to_judge_them(tmp_path: Path) -> None:
+    """Two sim sweeps of one topology hold seed directories of one name; a run's id is its
+    directory's name, so one judgment cannot hold both: the error says how to judge them."""
+    for sweep in ("20261126T063702Z-sim-mix5", "20261126T063724Z-sim-mix5"):
+        RunBuilder(tmp_path / sweep, "mix5-seed=1").write()
+    with pytest.raises(IngestError, match=r"two runs share the id 'mix5-seed=1'.*judge them apart, e\.g\. "
+                                          r"`python run.py analyze .*20261126T063702Z-sim-mix5`"):
+        find_runs([tmp_path])
