@@ -126,6 +126,8 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                         waited = time.monotonic() - now
                         start, end, now = start + waited, end + waited, now + waited
                     for rec in injector.fire_due((now - start) / time_scale):
+                        if rec["params"].get("undo_of") and did_nothing(rec):
+                            continue  # the undo of a nemesis fault that was skipped (max_down)
                         console.print(describe_fault(rec, rec["time_ns"] / 1e9 - start))  # when it ended
                     if now >= next_display:
                         next_display = now + 0.5
