@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -42,8 +41,9 @@ def cmd_run(argv: list[str]) -> int:
 
     from testbed.topology import TopologyError, load_topology
     args = _run_parser().parse_args(argv)
-    if not math.isfinite(args.time_scale) or args.time_scale <= 0:
-        print(f"--time-scale must be a finite number > 0, got {args.time_scale}", file=sys.stderr)
+    from testbed.config.cli_values import time_scale_problem, unusable_dir
+    if (problem := time_scale_problem(args.time_scale)) is not None:
+        print(problem, file=sys.stderr)
         return 2
     try:
         topology = load_topology(args.topology, seed=args.seed)
@@ -55,7 +55,6 @@ def cmd_run(argv: list[str]) -> int:
         print(describe(topology, args.time_scale))
         return 0
     from testbed.supervisor.netns import refusal
-    from testbed.config.dirs import unusable_dir
     if (refused := refusal(topology) or unusable_dir(args.runs_dir, "--runs-dir")) is not None:
         print(refused, file=sys.stderr)
         return 2

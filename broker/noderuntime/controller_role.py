@@ -22,7 +22,6 @@ snapshot with the records after it.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 

@@ -14,7 +14,7 @@ from testbed.analysis.pipeline import analyze_runs, default_summary_dir
 from testbed.analysis.session import get_spark, stop_spark
 from testbed.analysis.terminal import print_verdict, verdict_word
 from testbed.analysis.verdict import RunVerdict
-from testbed.config.dirs import unusable_dir
+from testbed.config.cli_values import unusable_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_UNJUDGED = 0, 1, 2
 

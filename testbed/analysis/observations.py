@@ -29,13 +29,17 @@ def acknowledged(t: Tables) -> DataFrame:
             .select(*PART, "process", "value", "acks", "offset", "time_ns"))
 
 
+def _deleted(t: Tables) -> DataFrame:
+    """(run_id, topic, time_ns) of every topic a `delete-topic` fault deleted (R40)."""
+    return (t.faults.where((F.col("do") == "delete-topic") & (F.col("phase") == "end"))
+            .select("run_id", F.get_json_object("effect", "$.deleted").alias("topic"), "time_ns")
+            .where(F.col("topic").isNotNull()))
+
+
 def deletions(t: Tables) -> DataFrame:
     """(run_id, topic, deleted_ns): the last time a `delete-topic` fault deleted each topic a
     run deleted (R40); everything of that topic recorded until then is gone with it."""
-    return (t.faults.where((F.col("do") == "delete-topic") & (F.col("phase") == "end"))
-            .select("run_id", F.get_json_object("effect", "$.deleted").alias("topic"), "time_ns")
-            .where(F.col("topic").isNotNull())
-            .groupBy("run_id", "topic").agg(F.max("time_ns").alias("deleted_ns")))
+    return _deleted(t).groupBy("run_id", "topic").agg(F.max("time_ns").alias("deleted_ns"))
 
 
 def making(rows: DataFrame, t: Tables) -> DataFrame:
@@ -43,10 +47,7 @@ def making(rows: DataFrame, t: Tables) -> DataFrame:
     (R40) before the row's time. A topic made again under a name is another topic (Kafka
     gives it another topic id): its partitions start again at leader epoch 0 and offset 0,
     so epochs and offsets compare only within one making."""
-    times = (t.faults.where((F.col("do") == "delete-topic") & (F.col("phase") == "end"))
-             .select("run_id", F.get_json_object("effect", "$.deleted").alias("topic"), "time_ns")
-             .where(F.col("topic").isNotNull())
-             .groupBy("run_id", "topic").agg(F.collect_list("time_ns").alias("_deleted")))
+    times = _deleted(t).groupBy("run_id", "topic").agg(F.collect_list("time_ns").alias("_deleted"))
     return (rows.join(F.broadcast(times), ["run_id", "topic"], "left")
             .withColumn("making", F.coalesce(F.size(F.filter("_deleted", lambda d: d < F.col("time_ns"))), F.lit(0)))
             .drop("_deleted"))

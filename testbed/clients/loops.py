@@ -147,11 +147,11 @@ def pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: StepClien
     yield from wait_for_topic(client, cfg.topic, stop)
     topic, acks, limit = cfg.topic, p.acks, p.in_flight
     interval = p.batch / p.rate if p.rate else 0.0
-    retries: list[tuple[float, int, int, list[str], int]] = []  # sorted: due, order, partition, values, attempt
+    # sorted: due, order, partition, values, attempt, metadata refreshes made when it failed
+    retries: list[tuple[float, int, int, list[str], int, int]] = []
     in_flight: dict[int, tuple[int, int, list[str], int]] = {}  # tag -> leader, partition, values, attempt
     partitions = PartitionCycle(cfg, client, clock)
     counter = {"order": 0, "tag": 0, "refreshes": 0}
-    refreshed = {}  # order of a retry -> refreshes done when it failed
     seq = 0
     next_at = clock.seconds()
 
@@ -165,8 +165,8 @@ def pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: StepClien
             return
         if r.error in RETRIABLE and attempt <= p.retries and not stop:
             counter["order"] += 1
-            refreshed[counter["order"]] = counter["refreshes"]
-            retries.append((clock.seconds() + _backoff(p, attempt), counter["order"], partition, values, attempt + 1))
+            retries.append((clock.seconds() + _backoff(p, attempt), counter["order"], partition, values, attempt + 1,
+                            counter["refreshes"]))
             retries.sort()
         else:
             yield from refresh()
@@ -191,8 +191,8 @@ def pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: StepClien
         now = clock.seconds()
         while not stop and len(in_flight) < limit:
             if retries and retries[0][0] <= now:
-                _, order, partition, values, attempt = retries.pop(0)
-                if refreshed.pop(order) == counter["refreshes"]:  # none since it failed: the leader as of now
+                _, _, partition, values, attempt, refreshes = retries.pop(0)
+                if refreshes == counter["refreshes"]:  # none since it failed: the leader as of now
                     yield from refresh()
                 yield from start(partition, values, attempt)
             elif not retries and next_at <= now:

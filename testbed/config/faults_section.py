@@ -15,7 +15,7 @@ from faults.fault_spec import (
     FaultSpec,
     NemesisSpec,
 )
-from faults.targets import broker_id
+from faults.targets import TargetError, broker_id
 from testbed.config import scalars
 from testbed.config.nemesis_section import parse_nemesis
 from testbed.config.references import (
@@ -75,7 +75,7 @@ def parse_faults(
     if not valid(*specs):
         return INVALID
     _check_elect_targets(w, specs, path, known)
-    _check_admin_order(w, specs, path, known)
+    _check_firing_order(w, specs, path, known)
     return tuple(sorted(specs, key=lambda s: s.at if isinstance(s, FaultSpec) else s.start))
 
 
@@ -100,13 +100,14 @@ def _check_elect_targets(w: Walker, specs: list[Any], path: str, known: Known) -
                     f"elect needs one of them")
 
 
-def _check_admin_order(w: Walker, specs: list[Any], path: str, known: Known) -> None:
+def _check_firing_order(w: Walker, specs: list[Any], path: str, known: Known) -> None:
     """R38-R40 over the run, in the order the faults fire, following the broker set and the
     topics (with their replication factors) together: an added broker's id is not in use, a
     removed broker exists then and its removal leaves as many brokers as every topic then
     needs; a created topic's name is free then and its replication factor fits the brokers
-    then; a deleted or grown topic exists then. Either side is skipped when its section is
-    broken (its own error says why)."""
+    then; a deleted or grown topic exists then; any other fault that names a broker names one
+    in the cluster then. Either side is skipped when its section is broken (its own error
+    says why)."""
     brokers = None if known.broker_ids is None else set(known.broker_ids) - known.added_brokers
     topics = None if known.replication is None else dict(known.replication)  # name -> RF, the topology's
     ordered = sorted(((i, s) for i, s in enumerate(specs) if isinstance(s, FaultSpec)), key=lambda item: item[1].at)
@@ -125,9 +126,12 @@ def _check_admin_order(w: Walker, specs: list[Any], path: str, known: Known) -> 
 def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int]) -> None:
     """A fault that names a broker (`target: broker:N`, a reassignment's replicas) names one
     in the cluster when it fires: added before it (R38), not removed (R39)."""
-    target = str(spec.target or "")
-    if target.startswith("broker:") and target[7:].isdigit() and int(target[7:]) not in brokers:
-        w.error(join(entry, "target"), f"broker {target[7:]} is not in the cluster at {when} "
+    try:
+        named = broker_id(str(spec.target))
+    except TargetError:  # another kind of target, or none
+        named = None
+    if named is not None and named not in brokers:
+        w.error(join(entry, "target"), f"broker {named} is not in the cluster at {when} "
                 f"(brokers then: {sorted(brokers)})")
     if spec.do == "reassign":
         gone = [r for r in spec.params.get("replicas", []) if is_int(r) and r not in brokers]

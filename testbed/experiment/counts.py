@@ -3,6 +3,7 @@ outcome, and values acknowledged per acks setting. Whether anything acknowledged
 not counted here: that is the pipeline's `lost_writes`, the one definition of loss."""
 from __future__ import annotations
 
+import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,8 +39,9 @@ def count_operations(run_dir: Path) -> Counts:
     return c
 
 
-def summary(counts: Counts, workload_start_ns: int | None) -> dict:
+def write_summary(run_dir: Path, counts: Counts, workload_start_ns: int | None) -> None:
     """`summary.json`: the counts, and the moment the workload started when there was one
     (time 0 of the fault schedule, on the records' `time_ns` clock: the analysis reports
     every time from it)."""
-    return counts.to_dict() | ({} if workload_start_ns is None else {"workload_start_ns": workload_start_ns})
+    start = {} if workload_start_ns is None else {"workload_start_ns": workload_start_ns}
+    (run_dir / "summary.json").write_text(json.dumps(counts.to_dict() | start, indent=1))

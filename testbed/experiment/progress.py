@@ -107,7 +107,8 @@ def _admin_params(rec: dict) -> str:
 
 
 def did_nothing(rec: dict) -> bool:
-    """An undo at the run's end that found nothing to undo (`restart` with nothing stopped)."""
+    """An undo that found nothing to undo: the final heal's `restart` with nothing stopped, the
+    `heal` of a nemesis partition that was skipped (max_down)."""
     effect = rec.get("effect") or {}
     return bool(effect) and "error" not in effect and not any(effect.values())
 

@@ -7,7 +7,6 @@ controlled shutdown -> final logs from the files -> counts -> the pipeline's ver
 """
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from testbed.analysis.session import full_priority, warm_up
 from testbed.clients.final_read import final_read
 from testbed.clients.history import History
 from testbed.clients.stats import StatsInbox
-from testbed.experiment.counts import Counts, count_operations, summary
+from testbed.experiment.counts import Counts, count_operations, write_summary
 from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.experiment.progress import Monitor, describe_fault, did_nothing, print_counts
 from testbed.supervisor.cluster import Cluster, ClusterError
@@ -116,6 +115,9 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             start, workload_ns = time.monotonic(), time.monotonic_ns()
             end = start + topology.duration * time_scale
             injector.elapsed = lambda: (time.monotonic() - start) / time_scale
+
+            def ended(rec: dict) -> float:  # when a fault ended, on the workload's clock (start moves on --step)
+                return rec["time_ns"] / 1e9 - start
             next_display = 0.0
             with Monitor(console, topology.duration * time_scale) as mon:
                 while (now := time.monotonic()) < end:
@@ -128,7 +130,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                     for rec in injector.fire_due((now - start) / time_scale):
                         if rec["params"].get("undo_of") and did_nothing(rec):
                             continue  # the undo of a nemesis fault that was skipped (max_down)
-                        console.print(describe_fault(rec, rec["time_ns"] / 1e9 - start))  # when it ended
+                        console.print(describe_fault(rec, ended(rec)))
                     if now >= next_display:
                         next_display = now + 0.5
                         inbox.drain()
@@ -140,7 +142,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                 # A fault that waited past the workload's end (a remove-broker whose moves never
                 # completed) held back those due after it: they fire now, late, not never.
                 for rec in injector.fire_overdue(topology.duration):
-                    console.print(describe_fault(rec, rec["time_ns"] / 1e9 - start))
+                    console.print(describe_fault(rec, ended(rec)))
                 injector.elapsed = None
                 cluster.stop_clients(timeout=cluster.scaled(5.0))
                 inbox.drain()
@@ -148,7 +150,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             undone = injector.undo_all()
             for rec in undone.values():
                 if rec is not None and not did_nothing(rec):
-                    console.print(describe_fault(rec, rec["time_ns"] / 1e9 - start))
+                    console.print(describe_fault(rec, ended(rec)))
         finally:
             cluster.stop_clients(timeout=0.1)
             inbox.close()
@@ -190,7 +192,7 @@ def write_counts(run_dir: Path, workload_start_ns: int | None = None) -> Counts:
     moment its workload started (time 0 of its fault schedule, and so of every time the
     analysis reports; `time_ns` clock)."""
     counts = count_operations(run_dir)
-    (run_dir / "summary.json").write_text(json.dumps(summary(counts, workload_start_ns), indent=1))
+    write_summary(run_dir, counts, workload_start_ns)
     return counts
 
 

@@ -4,7 +4,6 @@ answers each part's run gave. Exit 0 when every part met its `expect:`, as for a
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +14,7 @@ from rich.table import Table
 from faults.schedule import ScheduledFault
 from testbed.labs.catalog import Lab, LabError, all_labs, find_lab
 from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.config.dirs import unusable_dir
+from testbed.config.cli_values import time_scale_problem, unusable_dir
 
 if TYPE_CHECKING:  # the runner imports the pipeline: `lab list` should not wait for it
     from testbed.experiment.runner import BeforeFault
@@ -31,8 +30,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--time-scale", type=float, default=1.0, help="as for a run (use >1 on a slow machine)")
     ap.add_argument("--spark-master", default=None, help="as for a run")
     args = ap.parse_args(argv)
-    if not math.isfinite(args.time_scale) or args.time_scale <= 0:
-        print(f"--time-scale must be a finite number > 0, got {args.time_scale}", file=sys.stderr)
+    if (problem := time_scale_problem(args.time_scale)) is not None:
+        print(problem, file=sys.stderr)
         return 2
     console = Console()
     try:

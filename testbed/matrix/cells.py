@@ -110,7 +110,8 @@ def _each_alone(spec: MatrixSpec, base: Path, data: dict[str, Any]) -> list[str]
         source = f"{spec.source} (vary {key}, base {base})"
         each = [_errors(data, ((key, value),), None, None, source) for value in values]
         everywhere = set.intersection(*map(set, each)) if len(each) > 1 else set()
-        errors.extend(e for e in (each[0] if everywhere else []) if e in everywhere)
+        if everywhere:
+            errors.extend(e for e in each[0] if e in everywhere)
         for value, found in zip(values, each):
             valued = f"{spec.source} (vary {key}={_show(value)}, base {base})"
             errors.extend(e.replace(source, valued, 1) for e in found if e not in everywhere)

@@ -7,7 +7,6 @@ matrix is invalid."""
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from rich.console import Console
 
 from testbed.matrix.cells import Cell, expand, parse_shard, repeated_ids, select
 from testbed.matrix.spec import MatrixError, is_matrix_file, load_matrix
-from testbed.config.dirs import unusable_dir
+from testbed.config.cli_values import time_scale_problem, unusable_dir
 
 
 def main(argv: list[str]) -> int:
@@ -38,8 +37,9 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     problems = [f"--{name} must be {rule}" for name, bad, rule in (
         ("jobs", args.jobs < 1, ">= 1"), ("seeds", args.seeds is not None and args.seeds < 1, ">= 1"),
-        ("deflake", args.deflake < 0, ">= 0"), ("time-scale", not math.isfinite(args.time_scale) or args.time_scale <= 0, "a finite number > 0"))
-        if bad]
+        ("deflake", args.deflake < 0, ">= 0")) if bad]
+    if (problem := time_scale_problem(args.time_scale)) is not None:
+        problems.append(problem)
     try:
         shard = parse_shard(args.shard) if args.shard else None
     except ValueError as exc:

@@ -39,7 +39,7 @@ from testbed.config.loader import read_yaml
 from testbed.matrix.results import broken_expectations, check_count
 from testbed.sim import scope
 from testbed.sim.worker import PARENT_ENV, seed_dir
-from testbed.config.dirs import unusable_dir
+from testbed.config.cli_values import unusable_dir
 from testbed.topology import Topology, TopologyError, load_topology, never_firing, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]

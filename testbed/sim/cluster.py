@@ -138,11 +138,7 @@ class SimCluster(ClusterAdmin):
 
         def check() -> bool:
             last[:] = [self.status()]
-            if predicate(last[0]):
-                return True
-            if self.while_waiting is not None:
-                self.while_waiting()
-            return False
+            return self._looked(predicate, last[0])
         if not self.loop.run_until(self.loop.now + timeout, check, poll=POLL):
             raise ClusterError(f"timed out after {timeout:.1f}s of virtual time waiting for {what} "
                                f"(run dir {self.dir.root})")

@@ -9,14 +9,13 @@ leaves is a run directory in the format the pipeline judges (DESIGN section 7), 
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from broker.client import StepClient
 from faults.schedule import build_schedule
 from testbed.clients.loops import final_read
-from testbed.experiment.counts import Counts, summary
+from testbed.experiment.counts import Counts, write_summary
 from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.sim.clients import ClientTask
 from testbed.sim.cluster import SimCluster
@@ -81,5 +80,5 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         cluster.close()
         release_data(cluster.dir.data, keep_data)
     counts = cluster.counts
-    (run_dir / "summary.json").write_text(json.dumps(summary(counts, workload_ns), indent=1))
+    write_summary(run_dir, counts, workload_ns)
     return SeedOutcome(converged, counts, None, loop.now - begin)

@@ -86,6 +86,14 @@ class ClusterAdmin:
     #: one waits fire meanwhile)
     while_waiting: Callable[[], None] | None = None
 
+    def _looked(self, predicate: Callable[[ClusterStatus], bool], status: ClusterStatus) -> bool:
+        """One look of a `wait_until`: whether `predicate` holds, and if not, `while_waiting`."""
+        if predicate(status):
+            return True
+        if self.while_waiting is not None:
+            self.while_waiting()
+        return False
+
     def wait_until(self, predicate: Callable[[ClusterStatus], bool], timeout: float,
                    what: str = "the condition") -> ClusterStatus:
         raise NotImplementedError

@@ -256,11 +256,7 @@ class Cluster(ClusterAdmin):
             self._check_processes()
             s = self.status()
             last[:] = [s]
-            if predicate(s):
-                return True
-            if self.while_waiting is not None:
-                self.while_waiting()
-            return False
+            return self._looked(predicate, s)
 
         try:
             Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(0.05),

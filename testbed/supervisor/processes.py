@@ -115,17 +115,12 @@ def reap_leftovers(runs_dir: Path) -> list[str]:
     supervisor died: those registered in `runs_dir`, and those of any runs directory that
     `INDEX` links to."""
     live = runs_dir / ".live"
-    registries = sorted(live.glob("*.json")) if live.is_dir() else []
+    registries = {f.resolve() for f in live.glob("*.json")} if live.is_dir() else set()
     links = sorted(INDEX.glob("*.json")) if INDEX.is_dir() else []
-    for link in links:
-        target = Path(os.path.realpath(link))
-        if not target.is_file():
-            link.unlink(missing_ok=True)  # its run ended and removed its registry, or was reaped
-        elif target not in (r.resolve() for r in registries):
-            registries.append(target)
-    reaped = [f.stem for f in registries if _reap(f)]
-    for link in links:
-        if link.is_symlink() and not Path(os.path.realpath(link)).is_file():
+    registries.update(Path(os.path.realpath(link)) for link in links)
+    reaped = [f.stem for f in sorted(registries) if f.exists() and _reap(f)]
+    for link in links:  # its run ended and removed its registry, or was reaped just now
+        if not link.exists():
             link.unlink(missing_ok=True)
     return reaped
 

@@ -219,3 +219,29 @@ def test_r40_topics_created_grown_and_deleted_as_fault_actions_under_a_workload(
     read = {(h["topic"], v) for h in history if h["process"] == "final-reader" and h["type"] == "ok"
             for _, v in h["records"]}
     assert acked <= read, f"{len(acked - read)} acknowledged values missing from the final read"
+
+
+def test_r39_a_fault_due_while_a_remove_broker_waits_fires_at_its_time_on_processes(tmp_path: Path) -> None:
+    """On processes as in the sim (tests/unit/test_fault_waits.py): broker 4 is killed at
+    1 s, broker 1's removal at 2 s must move replicas onto broker 4, and the restart at 3 s
+    that brings it back fires from inside the removal's wait, which then completes; the
+    add-partitions at 4 s fires after it. Before, the removal waited out its 60 s and the
+    add-partitions never fired."""
+    faults = [{"at": "1s", "do": "kill", "target": "broker:4"},
+              {"at": "2s", "do": "remove-broker", "target": "broker:1"},
+              {"at": "3s", "do": "restart"},
+              {"at": "4s", "do": "add-partitions", "topic": "orders", "count": 2}]
+    d = topology_dict(partitions=4, duration="6s", faults=faults, seed=1,
+                      cluster={"controllers": 1, "brokers": {"count": 4, "racks": ["a", "b"]}})
+    out = run_cluster(parse_topology(d, "test"), runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
+    assert out.converged and out.counts is not None, f"run failed, see {out.run_dir}"
+    lines = read_jsonl(out.run_dir / "faults.jsonl")
+    at = {(f["origin"], f["phase"]): f for f in lines if f["do"] != "rebalance"}
+    removed = at[("faults[1]", "end")]["effect"]
+    assert "error" not in removed, removed
+    assert any(m["to"] == 4 for m in removed["rebalance"]["moves"]), "the removal needed broker 4"
+    assert at[("faults[2]", "start")]["time_ns"] < at[("faults[1]", "end")]["time_ns"], \
+        "the restart fired while the removal waited"
+    assert at[("faults[2]", "end")]["effect"]["restarted"].keys() == {"broker-4"}
+    grown = at[("faults[3]", "end")]["effect"]
+    assert grown == {"topic": "orders", "partitions": [4, 5]}, grown

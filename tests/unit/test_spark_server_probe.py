@@ -12,8 +12,9 @@ import time
 from testbed.analysis.spark_server import ServerInfo, answering
 
 
-def _listener(answer: bool) -> tuple[socket.socket, int]:
-    """A port that accepts connections; it answers a greeting with bytes, or never."""
+def _listener(answer: bool, done: threading.Event) -> tuple[socket.socket, int]:
+    """A port that accepts connections; it answers a greeting with bytes, or never, and
+    holds the connection open (as a stopped process holds it) until `done`."""
     server = socket.create_server(("127.0.0.1", 0))
 
     def serve() -> None:
@@ -21,21 +22,29 @@ def _listener(answer: bool) -> tuple[socket.socket, int]:
         if answer:
             conn.recv(64)
             conn.sendall(bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))  # an HTTP/2 SETTINGS frame
-        time.sleep(3)  # held open, as a stopped process holds it
+        done.wait(10)
         conn.close()
     threading.Thread(target=serve, daemon=True).start()
     return server, server.getsockname()[1]
 
 
 def test_a_server_that_answers_its_greeting_answers() -> None:
-    server, port = _listener(answer=True)
+    done = threading.Event()
+    server, port = _listener(answer=True, done=done)
     with server:
-        assert answering(ServerInfo(os.getpid(), port, "local[*]", "", 0.0), timeout=2.0)
+        try:
+            assert answering(ServerInfo(os.getpid(), port, "local[*]", "", 0.0), timeout=2.0)
+        finally:
+            done.set()
 
 
 def test_a_server_that_accepts_but_never_answers_does_not_answer_within_the_timeout() -> None:
-    server, port = _listener(answer=False)
+    done = threading.Event()
+    server, port = _listener(answer=False, done=done)
     with server:
-        start = time.monotonic()
-        assert not answering(ServerInfo(os.getpid(), port, "local[*]", "", 0.0), timeout=0.5)
-        assert time.monotonic() - start < 2.5
+        try:
+            start = time.monotonic()
+            assert not answering(ServerInfo(os.getpid(), port, "local[*]", "", 0.0), timeout=0.5)
+            assert time.monotonic() - start < 2.5
+        finally:
+            done.set()
