@@ -4,6 +4,7 @@ its own index of runs in progress (`processes.INDEX`)."""
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -12,10 +13,11 @@ import pytest
 DEFAULT_MATRIX = Path(__file__).resolve().parents[1] / "topologies" / "matrix" / "ci.yaml"
 ON_REQUEST = ("matrix", "labs")  # markers of tests that run only when `-m` names them
 
-os.environ["ISRLAB_SPARK_SERVER_FILE"] = str(Path(tempfile.gettempdir()) / f"isrlab-tests-{os.getpid()}" / "none.json")
+PROCESS_DIR = Path(tempfile.gettempdir()) / f"isrlab-tests-{os.getpid()}"  # removed when the process ends
+os.environ["ISRLAB_SPARK_SERVER_FILE"] = str(PROCESS_DIR / "none.json")
 # Each test process reaps only the dead runs it made: a test that kills a supervisor reads
 # what it left behind before reaping it, and another worker's run must not reap it first.
-os.environ["ISRLAB_LIVE_INDEX"] = str(Path(tempfile.gettempdir()) / f"isrlab-tests-{os.getpid()}" / "live")
+os.environ["ISRLAB_LIVE_INDEX"] = str(PROCESS_DIR / "live")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -34,3 +36,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in kept])
         items[:] = kept
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(PROCESS_DIR, ignore_errors=True)

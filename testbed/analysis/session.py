@@ -22,7 +22,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
-from testbed.analysis import spark_server
+from testbed.analysis import jvm_scratch, spark_server
 from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
 from testbed.analysis.spark_settings import (CONNECT_SETTINGS, SETTINGS, SMALL_INPUT_JIT, SPARK_CONF_DIR,
                                              USER_CONF_DIR)
@@ -40,6 +40,7 @@ _master: str | None = None
 _url: str | None = None  # the Spark Connect server of `_session`
 _others: list[RemoteSession] = []  # the sessions `new_session` made, stopped with `_session`
 _archive: ClassArchive | None = None  # the class archive of this process's JVM (see `class_archive`)
+_scratch: Path | None = None  # the temporary directory of this process's JVM (see `jvm_scratch`)
 _lock = threading.Lock()  # the session may be started by `warm_up`'s thread and a caller at once
 
 
@@ -125,10 +126,12 @@ def _embedded(master: str, log: Path | None, small_input: bool) -> str:
     the classic API makes several py4j round trips for every column expression (about 25
     for `col("x") + lit(1)`, half a millisecond each on the reference machine); building the
     checks' plans took 5 s of a 20 s judgment that way."""
-    global _driver, _archive
+    global _driver, _archive, _scratch
     java_options = SMALL_INPUT_JIT if small_input else ""
-    if SparkContext._gateway is None:  # this start makes the JVM (after a stop, the JVM stays)
+    if SparkContext._gateway is None:  # this start makes the JVM
         _archive = None
+        jvm_scratch.remove(_scratch)
+        _scratch = jvm_scratch.make()
         if USER_CONF_DIR is None:
             try:
                 os.environ["SPARK_CONF_DIR"] = str(empty_conf_dir())
@@ -137,8 +140,10 @@ def _embedded(master: str, log: Path | None, small_input: bool) -> str:
                 os.environ["SPARK_CONF_DIR"] = str(SPARK_CONF_DIR)
     if _archive is not None:
         java_options = f"{java_options} {_archive.java_options()}"
-    settings = (*SETTINGS, *CONNECT_SETTINGS, *((("spark.driver.extraJavaOptions", java_options.strip()),)
-                                                if java_options.strip() else ()))
+    if _scratch is not None:
+        java_options = f"{java_options} {jvm_scratch.java_options(_scratch)}"
+    settings = (*SETTINGS, *CONNECT_SETTINGS, *(jvm_scratch.settings(_scratch) if _scratch is not None else ()),
+                *((("spark.driver.extraJavaOptions", java_options.strip()),) if java_options.strip() else ()))
     if log is not None and SparkContext._gateway is None:
         _launch_jvm(master, log, settings)
     os.environ.pop(CONNECT_MODE, None)  # else the builder would make a client, not a driver
@@ -147,6 +152,9 @@ def _embedded(master: str, log: Path | None, small_input: bool) -> str:
         builder = builder.config(key, value)
     _driver = builder.getOrCreate()
     _driver.sparkContext.setLogLevel("ERROR")
+    if _scratch is not None:  # the JVM removes it as it exits, as when this process is killed
+        jvm = _driver._jvm
+        jvm.org.apache.spark.util.ShutdownHookManager.registerShutdownDeleteDir(jvm.java.io.File(str(_scratch)))
     service = getattr(_driver._jvm.org.apache.spark.sql.connect.service, "SparkConnectService$")
     return f"sc://127.0.0.1:{getattr(service, 'MODULE$').localPort()}"
 
@@ -258,10 +266,11 @@ def renice(pid: int, nice: int) -> None:
 
 
 def stop_spark() -> None:
-    """Stop the session and its JVM, so that no process outlives the caller. After a failure
-    the JVM may be gone already: the session is forgotten all the same, so the next
-    `get_spark` starts a new one."""
-    global _session, _driver, _master, _url
+    """Stop the session and its JVM, so that no process outlives the caller, nor its
+    temporary files. After a failure the JVM may be gone already: the session is forgotten
+    all the same, so the next `get_spark` starts a new one (a new JVM: PySpark would keep
+    talking to the exited one)."""
+    global _session, _driver, _master, _url, _scratch
     with _lock:
         session, driver, _session, _driver, _master, _url = _session, _driver, None, None, None, None
         # A session `new_session` made is stopped first (a no-op if stopped already): a thread
@@ -287,3 +296,9 @@ def stop_spark() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        if driver is not None:
+            gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
+            if gateway is not None:
+                gateway.close()
+            jvm_scratch.remove(_scratch)
+            _scratch = None

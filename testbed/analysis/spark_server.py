@@ -21,6 +21,7 @@ from pathlib import Path
 
 import psutil
 
+from testbed.analysis import jvm_scratch
 from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -86,15 +87,18 @@ def up(master: str = "local[*]") -> tuple[ServerInfo, bool]:
     port = _free_port()
     import pyspark
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    confs = [*SETTINGS, ("spark.connect.grpc.binding.address", "127.0.0.1"),
+    scratch = jvm_scratch.make()
+    confs = [*SETTINGS, *jvm_scratch.settings(scratch), ("spark.connect.grpc.binding.address", "127.0.0.1"),
              ("spark.connect.grpc.binding.port", str(port))]
     cmd = ["bash", str(submit), "--class", SERVER_CLASS, "--name", "isrlab Spark Connect server",
-           "--master", master, *[arg for k, v in confs for arg in ("--conf", f"{k}={v}")]]
+           "--master", master, "--driver-java-options", jvm_scratch.java_options(scratch),
+           *[arg for k, v in confs for arg in ("--conf", f"{k}={v}")]]
     env = {**os.environ, "SPARK_CONF_DIR": USER_CONF_DIR or str(SPARK_CONF_DIR),
            "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_CONNECT_MODE": "0"}
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                 start_new_session=True)
+    jvm_scratch.own(scratch, proc.pid)  # spark-submit execs the JVM: one process, one start time
     info = ServerInfo(proc.pid, port, master, str(log), time.time())
     deadline = time.monotonic() + START_TIMEOUT
     while not answering(info):
@@ -126,17 +130,19 @@ def gone(pid: int) -> bool:
 
 
 def _stop(info: ServerInfo) -> None:
-    """SIGTERM to the server's process group, SIGKILL if it has not exited 15 s later."""
+    """SIGTERM to the server's process group, SIGKILL if it has not exited 15 s later; then
+    its scratch directory goes (a killed JVM leaves its temporary files)."""
     for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
         if gone(info.pid):
-            return
+            break
         try:
             os.killpg(info.pid, sig)
         except (ProcessLookupError, PermissionError):
-            return
+            break
         deadline = time.monotonic() + wait
         while not gone(info.pid) and time.monotonic() < deadline:
             time.sleep(0.1)  # polling: the server is not our child, so it cannot be waited for
+    jvm_scratch.sweep()
 
 
 def _free_port() -> int:

@@ -5,6 +5,7 @@ command the whole `JVM_EXIT_WAIT` before the JVM was killed)."""
 from __future__ import annotations
 
 import subprocess
+import time
 import sys
 from pathlib import Path
 
@@ -23,3 +24,48 @@ def test_the_jvm_has_exited_by_itself_when_stop_spark_returns() -> None:
     done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "0", done.stdout  # exited (0), not killed (-9) nor running
+
+
+AGAIN = """
+import os
+from pyspark import SparkContext
+from testbed.analysis import session
+first = session.get_spark().range(3).count()
+scratch = session._scratch
+files = sorted(os.listdir(scratch))
+session.stop_spark()
+second = session.get_spark().range(4).count()
+session.stop_spark()
+print(first, second, any(f.startswith("blockmgr-") for f in files), scratch.exists())
+"""
+
+
+def test_the_jvm_leaves_no_temporary_files_and_a_session_can_start_again() -> None:
+    """Spark's scratch files (its block manager's, the artifacts, unpacked native libraries)
+    are in the JVM's own directory, gone with the JVM; a second `get_spark` in the process
+    starts a new JVM (it went on talking to the exited one: the Python API's second
+    `finish()` failed with a refused connection)."""
+    done = subprocess.run([sys.executable, "-c", AGAIN], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "3 4 True False", done.stdout
+
+
+KILLED = """
+import os
+from testbed.analysis import session
+session.get_spark().range(3).count()
+print(session._scratch, flush=True)
+os.kill(os.getpid(), 9)
+"""
+
+
+def test_a_killed_process_leaves_no_temporary_files_of_its_jvm() -> None:
+    """SIGKILL of the Python process: its JVM exits at the end of its standard input and
+    removes its scratch directory on the way out (nothing else would until another JVM starts)."""
+    done = subprocess.run([sys.executable, "-c", KILLED], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == -9, done.stderr[-2000:]
+    scratch = Path(done.stdout.strip().splitlines()[-1])
+    deadline = time.monotonic() + 60
+    while scratch.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the JVM's exit after its standard input closed
+    assert not scratch.exists()
