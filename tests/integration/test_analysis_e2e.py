@@ -4,6 +4,8 @@ killed leader held come out as acks=1 losses, each attributed to the election of
 follower without them and to the truncation of the old leader when it came back."""
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -140,3 +142,26 @@ def test_the_python_api_of_design_section_9_ends_and_judges_its_run(tmp_path: Pa
     read = [rec[1] for h in read_jsonl(run_dir / "history.jsonl")
             if h["process"] == "final-reader" and h["type"] == "ok" for rec in h["records"]]
     assert read == ["a", "b"], read
+
+
+TWO_FINISHES = """
+import sys
+from pathlib import Path
+from testbed import Cluster
+tmp = Path(sys.argv[1])
+for n in (1, 2):
+    with Cluster.from_yaml(sys.argv[2], run_dir=tmp / f"run{n}", time_scale=float(sys.argv[3])) as c:
+        c.produce("orders", 0, [f"v{n}"], acks="all")
+        print(n, c.finish().ok, flush=True)
+"""
+
+
+def test_a_script_judges_two_clusters_one_after_the_other(tmp_path: Path) -> None:
+    """The Python API in a script of its own: each `finish()` stops the JVM it started, so the
+    second starts another (it went on talking to the exited one: a refused connection)."""
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(topology_dict(partitions=1)))
+    done = subprocess.run([sys.executable, "-c", TWO_FINISHES, str(tmp_path), str(path), str(TIME_SCALE)],
+                          cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["1", "True", "2", "True"], done.stdout
