@@ -61,12 +61,12 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
     for v in verdicts:
         checks = v.results.get("checks", {})
         failed = [k for k, e in v.results.get("expect", {}).items() if e["held"] is False]
-        runs.add_row(v.run_dir.name, verdict_word(v.ok), str(checks.get("lost_writes", {}).get("count", "")),
+        runs.add_row(v.run_id, verdict_word(v.ok), str(checks.get("lost_writes", {}).get("count", "")),
                      str(checks.get("lost_writes_acks1", {}).get("count", "")), ", ".join(failed))
     console.print(runs)
     for v in verdicts:
         for problem in v.results.get("problems", []) if v.ok is None else []:
-            console.print(f"[yellow]not judged:[/] {v.run_dir.name}: {problem}")
+            console.print(f"[yellow]not judged:[/] {v.run_id}: {problem}")
     if summary_dir is None:
         return
     summary = get_spark().read.parquet(str(summary_dir / "summary.parquet")).collect()

@@ -58,37 +58,44 @@ def find_runs(paths: list[Path]) -> list[Path]:
             raise IngestError(f"{path}: neither a run directory (no history.jsonl or topology.yaml) "
                               f"nor a directory holding runs")
         runs.extend(found)
-    names: dict[str, Path] = {}
-    for run in runs:
-        if run.name in names and names[run.name] != run:
-            raise IngestError(f"two runs share the id {run.name!r}: {names[run.name]} and {run} (a run's id is its "
-                              f"directory's name, and one judgment holds each id once: judge them apart, e.g. "
-                              f"`python run.py analyze {names[run.name].parent}` and `... {run.parent}`)")
-        names[run.name] = run
     return list(dict.fromkeys(runs))
+
+
+def run_ids(runs: list[Path]) -> dict[Path, str]:
+    """Each run's id in one judgment: its directory's name, unless two runs share a name (two
+    sim sweeps or matrix rounds of one topology under one `runs/`): then every run's id is
+    the last few components of its path, as many as tell them all apart (`<sweep>/<seed>`).
+    The same number for every run lets the ingest cut each id out of a file's path alike."""
+    for depth in range(1, max((len(run.parts) for run in runs), default=1) + 1):
+        ids = {run: "/".join(run.parts[-depth:]) for run in runs}
+        if len(set(ids.values())) == len(ids):
+            return ids
+    return {run: str(run) for run in runs}  # unreachable: distinct absolute paths differ somewhere
 
 
 def _is_run(path: Path) -> bool:
     return (path / "history.jsonl").is_file() or (path / "topology.yaml").is_file()
 
 
-def ingest(spark: SparkSession, runs: list[Path], warehouse: Path) -> tuple[Tables, dict[str, str]]:
-    """Parse every record file of `runs` into `warehouse/<table>/` (a `run_id` column says whose
-    each row is: a directory per run cost a thousand runs a minute of small files); return the
-    rows of the runs whose files all match, and for each other run why it was rejected
-    (the file and line of its first mismatch): those runs cannot be judged."""
+def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple[Tables, dict[str, str]]:
+    """Parse every record file of `runs` (each run's directory and id, `run_ids`) into
+    `warehouse/<table>/` (a `run_id` column says whose each row is: a directory per run cost
+    a thousand runs a minute of small files); return the rows of the runs whose files all
+    match, and for each other run why it was rejected (the file and line of its first
+    mismatch): those runs cannot be judged."""
     frames = {}
-    ids = [run.name for run in runs]
-    rejected: dict[str, str] = {str(run.name): f"{run / name}: missing, so the run cannot be judged"
-                                for run in runs for name in reversed(REQUIRED_FILES) if not (run / name).is_file()}
-    for run in runs:  # every run records operations, the final read's at least: none is a run cut short
+    ids = list(runs.values())
+    rejected: dict[str, str] = {rid: f"{run / name}: missing, so the run cannot be judged"
+                                for run, rid in runs.items() for name in reversed(REQUIRED_FILES)
+                                if not (run / name).is_file()}
+    for run, rid in runs.items():  # every run records operations, the final read's at least: none is a run cut short
         history = run / REQUIRED_FILES[0]
-        if run.name not in rejected and history.stat().st_size == 0:
-            rejected[run.name] = f"{history}: empty (no operation was recorded), so the run cannot be judged"
+        if rid not in rejected and history.stat().st_size == 0:
+            rejected[rid] = f"{history}: empty (no operation was recorded), so the run cannot be judged"
     with ThreadPoolExecutor(max_workers=len(RECORD_FILES), thread_name_prefix="isrlab-ingest") as pool:
         writes = []
         for spec in RECORD_FILES:
-            files = [run / spec.path for run in runs if (run / spec.path).is_file()]
+            files = {run / spec.path: rid for run, rid in runs.items() if (run / spec.path).is_file()}
             if files:  # the five writes are small jobs: together, their fixed costs overlap
                 writes.append(pool.submit(_to_parquet, spark, spec, files, warehouse / spec.table))
                 frames[spec.table] = (spark.read.schema(_stored_schema(spec)).parquet(str(warehouse / spec.table))
@@ -97,7 +104,7 @@ def ingest(spark: SparkSession, runs: list[Path], warehouse: Path) -> tuple[Tabl
                 frames[spec.table] = spark.createDataFrame([], _stored_schema(spec))
         for write in writes:
             write.result()
-    for run_id, message in _mismatches(frames, {run.name: run for run in runs}).items():
+    for run_id, message in _mismatches(frames, {rid: run for run, rid in runs.items()}).items():
         rejected.setdefault(run_id, message)
     good = [i for i in ids if i not in rejected]
     return Tables(**{name: f.where(~F.col(_BAD) & F.col(RUN_ID).isin(good)).drop(CORRUPT, _BAD)
@@ -120,18 +127,20 @@ def _unquote(segment: Column) -> Column:
 _UNIQUE_COLUMNS = ("value", "records", CORRUPT)
 
 
-def _run_of_line(spec: RecordFile, files: list[Path]) -> Column:
-    """The run of a line: the name of the directory its file is in (`spec.path` is relative
-    to it), cut out of the file's name without a regular expression (which cost a third of
-    the parse), or simply that name when there is one file."""
+def _run_of_line(spec: RecordFile, files: dict[Path, str]) -> Column:
+    """The run of a line: the id of the run its file is in (the last components of the run
+    directory's path, `run_ids`; `spec.path` is relative to it), cut out of the file's name
+    without a regular expression (which cost a third of the parse), or simply that id when
+    there is one file."""
     if len(files) == 1:
-        return F.lit(files[0].parents[len(Path(spec.path).parts) - 1].name)
-    depth = len(Path(spec.path).parts) + 1
-    run = F.substring_index(F.substring_index(F.input_file_name(), "/", -depth), "/", 1)
+        return F.lit(next(iter(files.values())))
+    parts = next(iter(files.values())).count("/") + 1
+    depth = len(Path(spec.path).parts) + parts
+    run = F.substring_index(F.substring_index(F.input_file_name(), "/", -depth), "/", parts)
     return F.when(run.contains("%"), _unquote(run)).otherwise(run)
 
 
-def _to_parquet(spark: SparkSession, spec: RecordFile, files: list[Path], target: Path) -> None:
+def _to_parquet(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path) -> None:
     """One pass over the JSON: parse, number the lines, judge each line, write Parquet. Every
     later read is of the Parquet, and the format check reads only the `_bad` column. A run
     has one file of each table, so its id names the file a line came from."""

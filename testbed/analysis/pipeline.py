@@ -14,7 +14,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
 from testbed.analysis import owned_dirs
-from testbed.analysis.ingest import IngestError, find_runs, ingest
+from testbed.analysis.ingest import IngestError, find_runs, ingest, run_ids
 from testbed.analysis.job import RunData, run_job
 from testbed.analysis.report import write_reports
 from testbed.analysis.runinfo import RunInfo, config_tables, load_run_info
@@ -70,7 +70,7 @@ def rehearse(spark_master: str | None = None) -> None:
     try:
         with owned_dirs.scratch("isrlab-rehearsal-") as tmp:
             run = write_synthetic_run(tmp, REHEARSAL_RECORDS)
-            _judge(spark, [run], {run.name: load_run_info(run)}, warehouse_for([run], None), _input_bytes([run]))
+            _judge(spark, {run.name: load_run_info(run)}, warehouse_for([run], None), _input_bytes([run]))
     finally:
         end_rehearsal()
 
@@ -107,7 +107,7 @@ def warm_server(url: str, rounds: int) -> list[float]:
         infos = {run.name: load_run_info(run)}
         for _ in range(rounds):
             start = time.perf_counter()
-            _judge(spark, [run], infos, warehouse_for([run], None), _input_bytes([run]))
+            _judge(spark, infos, warehouse_for([run], None), _input_bytes([run]))
             times.append(time.perf_counter() - start)
     return times
 
@@ -137,13 +137,13 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     reason in its results.json, never a partial verdict. When the JVM itself is gone the
     session is dropped, so the next call starts a new one."""
     runs = find_runs([Path(p) for p in paths])
-    infos = {run.name: load_run_info(run) for run in runs}
+    infos = {rid: load_run_info(run, rid) for run, rid in run_ids(runs).items()}
     failed = None
     try:
         warehouse = warehouse_for(runs, summary_dir)
         size = _input_bytes(runs)
         spark = get_spark(spark_master, log=jvm_log_for(warehouse), small_input=size < SMALL_INPUT_BYTES)
-        data, rejected = _judge(spark, runs, infos, warehouse, size)
+        data, rejected = _judge(spark, infos, warehouse, size)
     except (PySparkException, Py4JError) as exc:
         failed = f"the Spark job failed, so the run was not judged: {spark_failure(exc)}"
         data, rejected = {}, dict.fromkeys(infos, failed)
@@ -167,11 +167,11 @@ def _input_bytes(runs: list[Path]) -> int:
     return sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES if (run / spec.path).is_file())
 
 
-def _judge(spark: RemoteSession, runs: list[Path], infos: dict[str, RunInfo], warehouse: Path,
+def _judge(spark: RemoteSession, infos: dict[str, RunInfo], warehouse: Path,
            size: int) -> tuple[dict[str, RunData], dict[str, str]]:
     """The Spark part of a judgment: each judged run's data, and why each other run was not."""
     small = tune_for(spark, size)
-    tables, rejected = ingest(spark, runs, warehouse)
+    tables, rejected = ingest(spark, {info.run_dir: rid for rid, info in infos.items()}, warehouse)
     judged = [rid for rid in infos if rid not in rejected]
     data = run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged, small) if judged else {}
     return data, rejected

@@ -40,10 +40,13 @@ class RunInfo:
     #: when the workload started (`time_ns` clock), the schedule's time 0; None when the run
     #: left no `summary.json` (its supervisor was killed) or had no workload (the Python API)
     workload_start_ns: int | None = None
+    #: the run's id in its judgment (`ingest.run_ids`): its directory's name, or more of its
+    #: path when another run judged with it has the same name
+    id: str | None = None
 
     @property
     def run_id(self) -> str:
-        return self.run_dir.name
+        return self.id or self.run_dir.name
 
     @property
     def expect(self) -> dict[str, Expectation]:
@@ -62,18 +65,18 @@ class RunInfo:
                 f"unclean_recovery={p.unclean_recovery} fencing={p.fencing}")
 
 
-def load_run_info(run_dir: Path) -> RunInfo:
+def load_run_info(run_dir: Path, run_id: str | None = None) -> RunInfo:
     path = run_dir / "topology.yaml"
     start = workload_start(run_dir)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        return RunInfo(run_dir, parse_topology(data, str(path)), None, start)
+        return RunInfo(run_dir, parse_topology(data, str(path)), None, start, run_id)
     except FileNotFoundError:
-        return RunInfo(run_dir, None, f"{path}: missing", start)
+        return RunInfo(run_dir, None, f"{path}: missing", start, run_id)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        return RunInfo(run_dir, None, f"{path}: unreadable ({exc})", start)
+        return RunInfo(run_dir, None, f"{path}: unreadable ({exc})", start, run_id)
     except TopologyError as exc:
-        return RunInfo(run_dir, None, "; ".join(exc.errors), start)
+        return RunInfo(run_dir, None, "; ".join(exc.errors), start, run_id)
 
 
 def workload_start(run_dir: Path) -> int | None:

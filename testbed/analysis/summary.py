@@ -32,7 +32,7 @@ def write_summary(spark: SparkSession, infos: dict[str, RunInfo], verdicts: list
     """Write `target/summary.parquet` and `target/summary.html`; return the summary rows."""
     rows = []
     for v in verdicts:
-        info = infos[v.run_dir.name]
+        info = infos[v.run_id]
         checks = v.results.get("checks", {})
         unavailable = v.results.get("figures", {}).get("unavailable_s", {})
         rows.append((info.run_id, info.topology.name if info.topology else "unknown", info.protocol_setting, v.ok,

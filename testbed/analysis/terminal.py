@@ -34,7 +34,7 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
     """Every check with its count, expectation and verdict; the causes of the first losses;
     why a run was not judged; and the report's path."""
     r = verdict.results
-    table = Table(title=f"verdict: {verdict.run_dir.name}")
+    table = Table(title=f"verdict: {verdict.run_id}")
     for col in ("check", "count", "expected", "verdict"):
         table.add_column(col, justify="left" if col == "check" else "right")
     expect = r.get("expect", {})

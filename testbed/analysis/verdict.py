@@ -17,6 +17,12 @@ class RunVerdict:
     run_dir: Path
     ok: bool | None
     results: dict
+    #: its id in the judgment (`RunInfo.run_id`); the directory's name when not given
+    id: str = ""
+
+    @property
+    def run_id(self) -> str:
+        return self.id or self.run_dir.name
 
 
 def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdict:
@@ -51,7 +57,7 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
         "problems": problems,
         "expect_source": "topology" if info.topology is not None and info.topology.expect else "defaults",
     }
-    return RunVerdict(info.run_dir, ok, results)
+    return RunVerdict(info.run_dir, ok, results, info.run_id)
 
 
 def _not_converged(run_dir: Path) -> str:

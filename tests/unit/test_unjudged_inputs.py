@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.analysis.ingest import IngestError, find_runs
+from testbed.analysis.ingest import IngestError, find_runs, run_ids
 from testbed.analysis.pipeline import analyze_runs
 from tests.unit.analysis_fixtures import RunBuilder, spark  # noqa: F401  (the fixture)
 
@@ -26,11 +26,31 @@ def test_a_file_given_as_a_run_is_named_as_a_file(tmp_path: Path) -> None:
         find_runs([tmp_path / "notes.txt"])
 
 
-def test_two_sweeps_with_one_run_name_are_refused_with_how_to_judge_them(tmp_path: Path) -> None:
-    """Two sim sweeps of one topology hold seed directories of one name; a run's id is its
-    directory's name, so one judgment cannot hold both: the error says how to judge them."""
-    for sweep in ("20261126T063702Z-sim-mix5", "20261126T063724Z-sim-mix5"):
-        RunBuilder(tmp_path / sweep, "mix5-seed=1").write()
-    with pytest.raises(IngestError, match=r"two runs share the id 'mix5-seed=1'.*judge them apart, e\.g\. "
-                                          r"`python run.py analyze .*20261126T063702Z-sim-mix5`"):
-        find_runs([tmp_path])
+def test_two_sweeps_with_one_run_name_are_judged_together_each_by_its_own_records(
+        tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """Two sim sweeps of one topology hold seed directories of one name; `analyze runs/` of
+    both judges each by its own files, under an id that tells them apart (it refused the
+    tree before): the second sweep's seed lost v5, the first's did not."""
+    first, second = "20261126T063702Z-sim-mix5", "20261126T063724Z-sim-mix5"
+    RunBuilder(tmp_path / first, "mix5-seed=1").write()
+    lossy = RunBuilder(tmp_path / second, "mix5-seed=1")
+    lossy.send("v5", 5, at=lossy.history[-1]["time_ns"] - 10)  # acknowledged, never in a log
+    lossy.write()
+    RunBuilder(tmp_path / second, "mix5-seed=2").write()
+    assert run_ids(find_runs([tmp_path])) == {
+        tmp_path / first / "mix5-seed=1": f"{first}/mix5-seed=1",
+        tmp_path / second / "mix5-seed=1": f"{second}/mix5-seed=1",
+        tmp_path / second / "mix5-seed=2": f"{second}/mix5-seed=2"}
+    verdicts = {v.run_id: v for v in analyze_runs([tmp_path])}
+    assert sorted(verdicts) == [f"{first}/mix5-seed=1", f"{second}/mix5-seed=1", f"{second}/mix5-seed=2"]
+    assert verdicts[f"{first}/mix5-seed=1"].ok is True
+    assert verdicts[f"{second}/mix5-seed=2"].ok is True
+    lost = verdicts[f"{second}/mix5-seed=1"]
+    assert lost.ok is False and lost.run_dir == tmp_path / second / "mix5-seed=1"
+    assert [x["value"] for x in lost.results["checks"]["lost_writes"]["examples"]] == ["v5"]
+    assert (tmp_path / "summary" / "summary.html").is_file()
+
+
+def test_one_run_name_in_one_tree_keeps_its_name_as_its_id(tmp_path: Path) -> None:
+    runs = [RunBuilder(tmp_path / sweep, name).write() for sweep, name in (("a", "x-seed=1"), ("a", "x-seed=2"))]
+    assert run_ids(runs) == {runs[0]: "x-seed=1", runs[1]: "x-seed=2"}
