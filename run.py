@@ -41,8 +41,8 @@ def cmd_run(argv: list[str]) -> int:
 
     from testbed.topology import TopologyError, load_topology
     args = _run_parser().parse_args(argv)
-    from testbed.config.cli_values import time_scale_problem, unusable_dir
-    if (problem := time_scale_problem(args.time_scale)) is not None:
+    from testbed.config.cli_values import spark_master_problem, time_scale_problem, unusable_dir
+    if (problem := time_scale_problem(args.time_scale) or spark_master_problem(args.spark_master)) is not None:
         print(problem, file=sys.stderr)
         return 2
     try:

@@ -7,14 +7,15 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from testbed.analysis.ingest import IngestError, find_runs
 from testbed.analysis.pipeline import analyze_runs, default_summary_dir
-from testbed.analysis.session import get_spark, stop_spark
+from testbed.analysis.session import SparkUnreachable, get_spark, stop_spark
 from testbed.analysis.terminal import print_verdict, verdict_word
 from testbed.analysis.verdict import RunVerdict
-from testbed.config.cli_values import unusable_dir
+from testbed.config.cli_values import spark_master_problem, unusable_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_UNJUDGED = 0, 1, 2
 
@@ -35,6 +36,9 @@ def main(argv: list[str]) -> int:
                     help="where the summary of several runs goes (default: <common parent>/summary)")
     args = ap.parse_args(argv)
     console = Console()
+    if (problem := spark_master_problem(args.spark_master)) is not None:
+        console.print(f"[red]cannot analyze:[/] {escape(problem)}", highlight=False, soft_wrap=True)
+        return EXIT_UNJUDGED
     try:
         runs = find_runs(args.paths)
         summary_dir = args.summary_dir or (default_summary_dir(runs) if len(runs) > 1 else None)
@@ -47,8 +51,8 @@ def main(argv: list[str]) -> int:
         else:
             _print_tree(console, verdicts, summary_dir)
         return exit_code(verdicts)
-    except IngestError as exc:
-        console.print(f"[red]cannot analyze:[/] {exc}")
+    except (IngestError, SparkUnreachable) as exc:  # the second: a server gone since the check above
+        console.print(f"[red]cannot analyze:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_UNJUDGED
     finally:
         stop_spark()

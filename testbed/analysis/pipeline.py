@@ -131,7 +131,8 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     pass ("not-ok": a sweep of a thousand seeds reads those), and for more than one run a
     summary into `summary_dir` (default: `<common parent>/summary`; one run gets one when
     `summary_dir` is given, as a matrix round of one cell does). Raises IngestError
-    when no run can be found.
+    when no run can be found, and `session.SparkUnreachable` when the Spark Connect server
+    named as the master accepts no connection: both before anything is written.
 
     A Spark failure (a job that fails, a JVM that dies) leaves every run unjudged with the
     reason in its results.json, never a partial verdict. When the JVM itself is gone the

@@ -20,12 +20,14 @@ from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkException
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
+from pyspark.sql.connect.client.retries import DefaultPolicy
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
 from testbed.analysis import jvm_scratch, spark_server
 from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
 from testbed.analysis.spark_settings import (CONNECT_SETTINGS, SETTINGS, SMALL_INPUT_JIT, SPARK_CONF_DIR,
                                              USER_CONF_DIR)
+from testbed.config.cli_values import connect_server_accepts
 
 DEFAULT_MASTER = "local[*]"
 #: The environment variable by which PySpark's functions choose between Connect and classic columns
@@ -73,6 +75,7 @@ def new_session() -> RemoteSession:
         if _session is None or _url is None:
             raise RuntimeError("no Spark session to share a server with: call get_spark first")
         other = RemoteSession.builder.remote(_url).create()
+        other.client.set_retry_policies([DefaultPolicy(max_retries=RETRIES)])
         _others.append(other)
         return other
 
@@ -110,11 +113,26 @@ def _get_spark(master: str | None, log: Path | None, small_input: bool) -> Remot
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # nodes listen on loopback only (DESIGN 11)
+    if wanted.startswith("sc://") and not connect_server_accepts(wanted):
+        raise SparkUnreachable(f"--spark-master {wanted}: no Spark Connect server accepts a connection there")
     url = wanted if wanted.startswith("sc://") else _embedded(wanted, log, small_input)
     os.environ[CONNECT_MODE] = "1"  # pyspark.sql.functions builds Spark Connect columns from now on
     _session = RemoteSession.builder.remote(url).getOrCreate()
+    _session.client.set_retry_policies([DefaultPolicy(max_retries=RETRIES)])
     _master, _url = wanted, url
     return _session
+
+
+class SparkUnreachable(ConnectionError):
+    """The Spark Connect server named by `--spark-master` does not accept a connection."""
+
+
+#: How often a request to the Spark Connect server is tried again after a transport error:
+#: Spark's default tolerates a server gone for ten minutes (15 tries, backoff x4 from 50 ms),
+#: so a judgment on a server that died waited ten minutes to say so, and so did `stop_spark`;
+#: 5 tries wait about 17 s in all.
+RETRIES = 5
+
 
 
 def _embedded(master: str, log: Path | None, small_input: bool) -> str:
@@ -272,15 +290,17 @@ def stop_spark() -> None:
     talking to the exited one)."""
     global _session, _driver, _master, _url, _scratch
     with _lock:
-        session, driver, _session, _driver, _master, _url = _session, _driver, None, None, None, None
+        session, driver, url = _session, _driver, _url
+        _session, _driver, _master, _url = None, None, None, None
         # A session `new_session` made is stopped first (a no-op if stopped already): a thread
         # still using it would otherwise retry its requests against a gone server for minutes,
         # and keep the process from exiting.
         others = _others[:]
         _others.clear()
+        gone = driver is None and url is not None and not connect_server_accepts(url)  # a server that died mid-judgment
         for each in (*others, session, driver):
-            if each is None:
-                continue
+            if each is None or (gone and each is not driver):
+                continue  # its release would be retried against a gone server
             try:
                 each.stop()
             except (Py4JError, ConnectionError, PySparkException):

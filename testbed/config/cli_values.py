@@ -1,10 +1,12 @@
 """Command-line values several commands take (`--time-scale`, `--runs-dir`,
-`--summary-dir`), checked before a command starts anything: one line and exit 2, not a
+`--summary-dir`, `--spark-master`), checked before a command starts anything: one line and exit 2, not a
 traceback after the cluster started."""
 from __future__ import annotations
 
 import math
 import os
+import re
+import socket
 from pathlib import Path
 
 
@@ -27,3 +29,40 @@ def time_scale_problem(value: float) -> str | None:
     if not math.isfinite(value) or value <= 0:
         return f"--time-scale must be a finite number > 0, got {value}"
     return None
+
+
+#: Spark's own masters (`local`, `local[N]`, `local[N,F]`, `local-cluster[...]`, `spark://`,
+#: `yarn`, `k8s://`) and a Spark Connect server's URL (`sc://`)
+_MASTER = re.compile(r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|spark://\S+|yarn|k8s://\S+|sc://\S+")
+SPARK_CONNECT_PORT = 15002  # a Spark Connect URL's port when it names none
+
+
+def spark_master_problem(master: str | None) -> str | None:
+    """Why `--spark-master` cannot be `master`; None when it can (or is not given). A master
+    Spark does not know is refused, and so is a Spark Connect URL where nothing accepts a
+    connection: Spark's client retries such a request for ten minutes before it fails."""
+    if master is None:
+        return None
+    if not _MASTER.fullmatch(master):
+        return (f"--spark-master {master!r}: expected local, local[N], local[*], spark://host:port, yarn, "
+                f"k8s://... or the URL of a Spark Connect server, sc://host:port")
+    if master.startswith("sc://") and not connect_server_accepts(master):
+        return f"--spark-master {master}: no Spark Connect server accepts a connection there"
+    return None
+
+
+def connect_server_accepts(url: str, timeout: float = 2.0) -> bool:
+    """Something accepts a TCP connection at the host and port of a Spark Connect URL
+    (`sc://host[:port][/;param=value...]`)."""
+    netloc = url[len("sc://"):].split("/", 1)[0]
+    host, port = netloc, str(SPARK_CONNECT_PORT)
+    if netloc.startswith("["):  # [IPv6]:port
+        host, _, rest = netloc[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else port
+    elif ":" in netloc:
+        host, port = netloc.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False

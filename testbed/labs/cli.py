@@ -14,7 +14,7 @@ from rich.table import Table
 from faults.schedule import ScheduledFault
 from testbed.labs.catalog import Lab, LabError, all_labs, find_lab
 from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.config.cli_values import time_scale_problem, unusable_dir
+from testbed.config.cli_values import spark_master_problem, time_scale_problem, unusable_dir
 
 if TYPE_CHECKING:  # the runner imports the pipeline: `lab list` should not wait for it
     from testbed.experiment.runner import BeforeFault
@@ -30,7 +30,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--time-scale", type=float, default=1.0, help="as for a run (use >1 on a slow machine)")
     ap.add_argument("--spark-master", default=None, help="as for a run")
     args = ap.parse_args(argv)
-    if (problem := time_scale_problem(args.time_scale)) is not None:
+    if (problem := time_scale_problem(args.time_scale) or spark_master_problem(args.spark_master)) is not None:
         print(problem, file=sys.stderr)
         return 2
     console = Console()

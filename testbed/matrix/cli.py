@@ -14,7 +14,7 @@ from rich.console import Console
 
 from testbed.matrix.cells import Cell, expand, parse_shard, repeated_ids, select
 from testbed.matrix.spec import MatrixError, is_matrix_file, load_matrix
-from testbed.config.cli_values import time_scale_problem, unusable_dir
+from testbed.config.cli_values import spark_master_problem, time_scale_problem, unusable_dir
 
 
 def main(argv: list[str]) -> int:
@@ -39,6 +39,8 @@ def main(argv: list[str]) -> int:
         ("jobs", args.jobs < 1, ">= 1"), ("seeds", args.seeds is not None and args.seeds < 1, ">= 1"),
         ("deflake", args.deflake < 0, ">= 0")) if bad]
     if (problem := time_scale_problem(args.time_scale)) is not None:
+        problems.append(problem)
+    if (problem := spark_master_problem(args.spark_master)) is not None:
         problems.append(problem)
     try:
         shard = parse_shard(args.shard) if args.shard else None

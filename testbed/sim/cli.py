@@ -39,7 +39,7 @@ from testbed.config.loader import read_yaml
 from testbed.matrix.results import broken_expectations, check_count
 from testbed.sim import scope
 from testbed.sim.worker import PARENT_ENV, seed_dir
-from testbed.config.cli_values import unusable_dir
+from testbed.config.cli_values import spark_master_problem, unusable_dir
 from testbed.topology import Topology, TopologyError, load_topology, never_firing, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,7 +92,9 @@ def main(argv: list[str]) -> int:
     for t in targets:
         for note in [*scope.ignored(t.topology), *never_firing(t.topology)]:
             console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
-    if (unusable := unusable_dir(args.runs_dir, "--runs-dir")) is not None:
+    unusable = unusable_dir(args.runs_dir, "--runs-dir") or (
+        spark_master_problem(args.spark_master) if not args.no_judge else None)
+    if unusable is not None:
         console.print(unusable, style="red", markup=False, soft_wrap=True)
         return EXIT_UNJUDGED
     names = sorted({t.topology.name for t in targets})
