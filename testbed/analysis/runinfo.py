@@ -19,17 +19,10 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.topology_spec import TOPIC_ACTIONS
 from testbed.topology import Expectation, Topology, TopologyError, parse_topology
 
-#: When a topology has no `expect:` block, these must hold (the run exits 1 otherwise):
-#: the safety properties every correct configuration promises.
-DEFAULT_EXPECT: dict[str, Expectation] = {
-    "lost_writes": Expectation("==", 0),
-    "inconsistent_offsets": Expectation("==", 0),
-    "log_divergence": Expectation("==", 0),
-    "leader_conflicts": Expectation("==", 0),
-}
 
 
 @dataclass(frozen=True)

@@ -159,3 +159,13 @@ class Expectation:
 
     def __str__(self) -> str:
         return str(self.value) if self.op == "==" else f"{self.op}{self.value}"
+
+
+#: When a topology has no `expect:` block, these must hold (the run exits 1 otherwise):
+#: the safety properties every correct configuration promises.
+DEFAULT_EXPECT: dict[str, Expectation] = {
+    "lost_writes": Expectation("==", 0),
+    "inconsistent_offsets": Expectation("==", 0),
+    "log_divergence": Expectation("==", 0),
+    "leader_conflicts": Expectation("==", 0),
+}

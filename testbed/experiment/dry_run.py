@@ -8,7 +8,7 @@ from __future__ import annotations
 import yaml
 
 from faults.schedule import build_schedule, format_schedule
-from testbed.analysis.runinfo import DEFAULT_EXPECT
+from testbed.config.specs import DEFAULT_EXPECT
 from testbed.topology import Topology, never_firing
 
 

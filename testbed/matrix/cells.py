@@ -11,9 +11,13 @@ from typing import Any
 
 from testbed.config.loader import read_yaml
 from testbed.config.parser import TopologyError, parse_topology
+from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.topology_spec import Topology
 from testbed.config.walker import yaml_value
 from testbed.matrix.spec import SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY, MatrixError, MatrixSpec
+
+#: `DEFAULT_EXPECT` as a topology's `expect:` block says it
+_DEFAULTS = {name: e.value if e.op == "==" else str(e) for name, e in DEFAULT_EXPECT.items()}
 
 
 @dataclass(frozen=True)
@@ -141,8 +145,9 @@ def _cell_data(base: dict[str, Any], settings: tuple[tuple[str, Any], ...], faul
     selectors = _selectors(settings, schedule, seed, name)
     for rule in spec.rules if spec is not None else ():
         if all(_same(selectors.get(k), v) for k, v in rule.when):
-            # a matching rule's expectations replace the base's for the checks it names
-            data["expect"] = {**(data.get("expect") or {}), **copy.deepcopy(rule.expect)}
+            # a matching rule's expectations replace the base's for the checks it names; a base
+            # without `expect:` has the defaults, which a rule naming other checks keeps
+            data["expect"] = {**(data.get("expect") or _DEFAULTS), **copy.deepcopy(rule.expect)}
     return data
 
 

@@ -12,6 +12,7 @@ import yaml
 
 from testbed.analysis.verdict import RunVerdict
 from testbed.config.specs import Expectation
+from testbed.config.specs import DEFAULT_EXPECT
 from testbed.matrix.cells import expand, parse_shard, select
 from testbed.matrix.cli import load_cells
 from testbed.matrix.results import CellResult, matrix_exit_code
@@ -87,6 +88,17 @@ def test_rules_replace_the_bases_expectations_for_the_checks_they_name(tmp_path:
     assert by_id["tiny-elr=false-kill-seed=5"] == {"lost_writes": Expectation(">", 0),
                                                     "duplicates": Expectation("==", 0)}
     assert by_id["tiny-elr=false-none-seed=5"]["lost_writes"] == Expectation("==", 0)  # the later rule wins
+
+
+def test_a_rule_on_a_base_without_expectations_keeps_the_defaults_it_does_not_name(tmp_path: Path) -> None:
+    """A base without `expect:` is held to the defaults; a rule naming another check adds it to
+    them (a new user's rule `{duplicates: 0}` dropped them: a cell with 380 lost writes passed)."""
+    base = {k: v for k, v in BASE.items() if k != "expect"}
+    path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+                            "expect": [{"when": {"protocol.elr": False}, "expect": {"duplicates": 0}}]}, base)
+    by_id = {c.id: c.topology.expect for c in expand(load_matrix(path))}
+    assert by_id["tiny-elr=true-seed=5"] == {}  # no rule: the run's defaults apply (`DEFAULT_EXPECT`)
+    assert by_id["tiny-elr=false-seed=5"] == {**DEFAULT_EXPECT, "duplicates": Expectation("==", 0)}
 
 
 def test_rules_and_only_select_a_base_by_its_topology_name(tmp_path: Path) -> None:
