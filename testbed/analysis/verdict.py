@@ -31,7 +31,7 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     there may only be unavailable."""
     expect = info.expect
     explicit_convergence = info.topology is not None and "converged" in info.topology.expect
-    problems = [p for p in (problem, info.problem) if p]
+    problems = [p for p in (problem, info.problem, _final_logs_missing(info.run_dir)) if p]
     if data is not None and not data.converged and not explicit_convergence:
         problems.append(_not_converged(info.run_dir))
     checks = data.checks if data is not None else {}
@@ -69,3 +69,13 @@ def _not_converged(run_dir: Path) -> str:
                 f"cluster failed), so there is no final state to judge against")
     return ("the cluster did not converge (final/replicas.jsonl: not every partition had one leader "
             "and RF replicas level at the leader's LEO = HWM), so a missing value may be unavailability, not loss")
+
+
+def _final_logs_missing(run_dir: Path) -> str | None:
+    """Why a run whose final replicas were recorded but not their logs cannot be judged: its
+    end was cut short between the two (the logs are the evidence of what survived)."""
+    final = run_dir / "final"
+    if (final / "replicas.jsonl").is_file() and not (final / "logs.jsonl").is_file():
+        return (f"{final / 'logs.jsonl'} is missing: the run stopped after recording its replicas and before "
+                f"their logs, so what survived cannot be told")
+    return None

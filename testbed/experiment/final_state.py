@@ -1,7 +1,12 @@
 """The end of a run: the final state of every replica, as its broker reports it and as its
-files hold it (DESIGN section 7, `final/`)."""
+files hold it (DESIGN section 7, `final/`). Each file appears whole or not at all: a
+supervisor killed while writing `logs.jsonl` left some brokers' logs and not others', which
+the analysis read as replicas that diverged."""
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from broker.common.jsonl import JsonlAppender
@@ -28,25 +33,39 @@ def record_final_state(cluster: ClusterAdmin) -> None:
 
 
 def write_replicas(path: Path, status: ClusterStatus) -> int:
-    out = JsonlAppender(path)
     lines = [{"node": f"broker-{r.broker}", "topic": r.topic, "partition": r.partition, "leo": r.leo,
               "hwm": r.hwm, "leader_epoch": r.leader_epoch, "is_leader": r.role == "leader"}
              for r in sorted(status.replicas(), key=lambda r: (r.topic, r.partition, r.broker))]
-    out.write_many(lines)
-    out.close()
+    with _whole(path) as out:
+        out.write_many(lines)
     return len(lines)
 
 
 def write_logs(path: Path, data_dirs: dict[str, Path]) -> int:
     """Every record of every replica, read from the segment files without opening a log."""
-    out = JsonlAppender(path)
     n = 0
-    for node, data_dir in sorted(data_dirs.items()):
-        for topic, partition, d in partition_dirs(data_dir):
-            lines = [{"node": node, "topic": topic, "partition": partition, "offset": o,
-                      "leader_epoch": e, "value": v.decode("utf-8", "replace")}
-                     for o, e, v in read_partition_dir(d)]
-            out.write_many(lines)
-            n += len(lines)
-    out.close()
+    with _whole(path) as out:
+        for node, data_dir in sorted(data_dirs.items()):
+            for topic, partition, d in partition_dirs(data_dir):
+                lines = [{"node": node, "topic": topic, "partition": partition, "offset": o,
+                          "leader_epoch": e, "value": v.decode("utf-8", "replace")}
+                         for o, e, v in read_partition_dir(d)]
+                out.write_many(lines)
+                n += len(lines)
     return n
+
+
+@contextmanager
+def _whole(path: Path) -> Iterator[JsonlAppender]:
+    """Write `path` beside it and rename it into place once complete."""
+    part = path.with_name(path.name + ".part")
+    part.unlink(missing_ok=True)
+    out = JsonlAppender(part)
+    try:
+        yield out
+    except BaseException:
+        out.close()
+        part.unlink(missing_ok=True)
+        raise
+    out.close()
+    os.replace(part, path)

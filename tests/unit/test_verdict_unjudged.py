@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from testbed.analysis.job import RunData
 from testbed.analysis.runinfo import RunInfo
 from testbed.analysis.verdict import judge
@@ -30,5 +32,36 @@ def test_a_run_cut_short_says_its_final_state_is_missing(tmp_path: Path) -> None
                               f"its end")
     (tmp_path / "final").mkdir()
     (tmp_path / "final" / "replicas.jsonl").write_text('{"node": "broker-1"}\n')
+    [problem] = judge(info, _data(True), None).results["problems"]
+    assert problem == (f"{tmp_path / 'final' / 'logs.jsonl'} is missing: the run stopped after recording its "
+                       f"replicas and before their logs, so what survived cannot be told")
+    (tmp_path / "final" / "logs.jsonl").write_text("")
     [problem] = judge(info, _data(False), None).results["problems"]
     assert problem.startswith("the cluster did not converge")
+    assert judge(info, _data(True), None).results["problems"] == []
+
+
+def test_the_final_files_appear_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A supervisor killed while it wrote `final/logs.jsonl` left some brokers' logs and not
+    others', which the analysis read as log divergence: the file is written beside and
+    renamed once complete."""
+    from testbed.experiment import final_state
+
+    data = tmp_path / "data"
+    for broker in ("broker-1", "broker-2"):
+        (data / broker / "orders-0").mkdir(parents=True)
+    target = tmp_path / "final" / "logs.jsonl"
+    calls = []
+
+    def second_fails(d: Path) -> list:
+        calls.append(d)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the supervisor stopped between two brokers
+        return [(0, 0, b"v0")]
+    with monkeypatch.context() as m:
+        m.setattr(final_state, "read_partition_dir", second_fails)
+        with pytest.raises(KeyboardInterrupt):
+            final_state.write_logs(target, {b: data / b for b in ("broker-1", "broker-2")})
+    assert len(calls) == 2 and not target.exists() and list(target.parent.iterdir()) == []
+    assert final_state.write_logs(target, {b: data / b for b in ("broker-1", "broker-2")}) == 0
+    assert target.read_text() == "" and [p.name for p in target.parent.iterdir()] == ["logs.jsonl"]
