@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from testbed.analysis.ingest import IngestError, find_runs
+from testbed.analysis.ingest import IngestError, find_runs, hadoop_path
 from testbed.analysis.pipeline import analyze_runs, default_summary_dir
 from testbed.analysis.session import SparkUnreachable, get_spark, stop_spark
 from testbed.analysis.terminal import print_verdict, verdict_word
@@ -71,9 +71,9 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
     for v in verdicts:
         for problem in v.results.get("problems", []) if v.ok is None else []:
             console.print(f"[yellow]not judged:[/] {v.run_id}: {problem}")
-    if summary_dir is None:
-        return
-    summary = get_spark().read.parquet(str(summary_dir / "summary.parquet")).collect()
+    if summary_dir is None or not (summary_dir / "summary.parquet").exists():
+        return  # none was written: the judgment failed, and every run says why above
+    summary = get_spark().read.parquet(hadoop_path(summary_dir / "summary.parquet")).collect()
     table = Table(title="summary per topology and protocol setting")
     columns = list(summary[0].asDict()) if summary else []
     for col in columns:

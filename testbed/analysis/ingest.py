@@ -8,6 +8,7 @@ section 7: "a run whose supervisor was killed still leaves an analysable prefix"
 from __future__ import annotations
 
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
@@ -98,7 +99,7 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple
             files = {run / spec.path: rid for run, rid in runs.items() if (run / spec.path).is_file()}
             if files:  # the five writes are small jobs: together, their fixed costs overlap
                 writes.append(pool.submit(_to_parquet, spark, spec, files, warehouse / spec.table))
-                frames[spec.table] = (spark.read.schema(_stored_schema(spec)).parquet(str(warehouse / spec.table))
+                frames[spec.table] = (spark.read.schema(_stored_schema(spec)).parquet(hadoop_path(warehouse / spec.table))
                                       .where(F.col(RUN_ID).isin(ids)))
             else:
                 frames[spec.table] = spark.createDataFrame([], _stored_schema(spec))
@@ -109,6 +110,17 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple
     good = [i for i in ids if i not in rejected]
     return Tables(**{name: f.where(~F.col(_BAD) & F.col(RUN_ID).isin(good)).drop(CORRUPT, _BAD)
                      for name, f in frames.items()}), rejected
+
+
+#: what a Hadoop path pattern reads as a wildcard (a reader's paths are patterns)
+_GLOB = re.compile(r"([\\\[\]{}*?])")
+
+
+def hadoop_path(path: Path) -> str:
+    """`path` as a Spark reader takes it: literally. Readers expand a path as a pattern, so a
+    run directory named `cell-description=a[1]` matched nothing (and its siblings were listed,
+    where a name with a colon broke the listing)."""
+    return _GLOB.sub(r"\\\1", str(path))
 
 
 def _stored_schema(spec: RecordFile) -> StructType:
@@ -146,7 +158,7 @@ def _to_parquet(spark: SparkSession, spec: RecordFile, files: dict[Path, str], t
     has one file of each table, so its id names the file a line came from."""
     schema = StructType(spec.schema.fields + [StructField(CORRUPT, StringType())])
     raw = (spark.read.schema(schema).option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
-           .json([str(f) for f in files]))
+           .json([hadoop_path(f) for f in files]))
     writer = (raw.withColumn(SEQ, F.monotonically_increasing_id())
               .withColumn(_BAD, F.col(CORRUPT).isNotNull() | ~F.coalesce(F.expr(spec.required), F.lit(False)))
               .withColumn(RUN_ID, _run_of_line(spec, files))

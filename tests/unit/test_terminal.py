@@ -17,3 +17,13 @@ def test_a_tree_names_why_each_unjudged_run_was_not_judged() -> None:
                           RunVerdict(Path("runs/r2"), None, {"checks": {}, "expect": {}, "problems": [why]})], None)
     text = console.export_text()
     assert f"not judged: r2: {why}" in text and "not judged: r1" not in text
+
+
+def test_a_tree_without_a_summary_prints_its_runs_only(tmp_path: Path) -> None:
+    """A failed judgment writes no summary: the table of runs says why, and no summary is read
+    (reading it raised Spark's path-not-found and exited 1, which means an expectation failed)."""
+    console = Console(width=200, record=True)
+    _print_tree(console, [RunVerdict(Path("runs/r1"), None, {"checks": {}, "expect": {}, "problems": ["why"]}),
+                          RunVerdict(Path("runs/r2"), None, {"checks": {}, "expect": {}, "problems": ["why"]})],
+                tmp_path / "summary")
+    assert "not judged: r1: why" in console.export_text()

@@ -54,3 +54,14 @@ def test_two_sweeps_with_one_run_name_are_judged_together_each_by_its_own_record
 def test_one_run_name_in_one_tree_keeps_its_name_as_its_id(tmp_path: Path) -> None:
     runs = [RunBuilder(tmp_path / sweep, name).write() for sweep, name in (("a", "x-seed=1"), ("a", "x-seed=2"))]
     assert run_ids(runs) == {runs[0]: "x-seed=1", runs[1]: "x-seed=2"}
+
+
+def test_run_directories_named_like_path_patterns_are_judged(tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """Spark's readers take a path as a pattern: a matrix cell varied over a value with
+    brackets (`description=a[1]`) matched no file and left the tree unjudged, and a sibling
+    with a colon in its name broke the listing."""
+    pattern = RunBuilder(tmp_path / "tree", "cell-description=a[1]-seed=0").write()
+    RunBuilder(tmp_path / "tree", "colon:run").write()
+    verdicts = {v.run_id: v.ok for v in analyze_runs([tmp_path / "tree"])}
+    assert verdicts == {"cell-description=a[1]-seed=0": True, "colon:run": True}
+    assert [v.ok for v in analyze_runs([pattern])] == [True]
