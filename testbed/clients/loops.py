@@ -248,7 +248,8 @@ def final_read(client: StepClient, history: History, partitions: list[tuple[str,
     """The final read (DESIGN section 7): every partition read through its leader from offset
     0 to its HWM, as process `final-reader`. Returns, per partition, whether the read reached
     the end of the committed log; a partition that could not be read to its end makes
-    missing values `unseen`, not lost."""
+    missing values `unseen`, not lost. An empty partition's read is a poll that returned
+    nothing: a run without producers has a history too, and is judged."""
     complete: dict[tuple[str, int], bool] = {}
     for topic, p in partitions:
         offset, done = 0, False
@@ -259,8 +260,9 @@ def final_read(client: StepClient, history: History, partitions: list[tuple[str,
                 yield Sleep(FINAL_READ_RETRY)  # while the partition has no reachable leader
                 yield from client.refresh_metadata([topic])
                 continue
-            if r.records:
+            if r.records or r.high_watermark == 0:  # an empty partition is read too: an empty poll
                 history.poll(topic, p, offset, invoked, r.records)
+            if r.records:
                 offset = r.records[-1][0] + 1
             if offset >= r.high_watermark:
                 done = True

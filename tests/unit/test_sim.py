@@ -263,6 +263,20 @@ def test_producers_pipeline_and_every_acks_setting_records_in_the_sim(tmp_path: 
     assert most == 5 * 10
 
 
+def test_a_run_without_producers_records_its_final_read_of_empty_partitions(tmp_path: Path) -> None:
+    """Consumers only: nothing is written, yet the final read reads every partition, and says
+    so (a run without producers had an empty history, and no seed of it was ever judged)."""
+    data = {**FAULT_TOUR, "duration": "2s", "faults": [],
+            "workload": {"consumers": [{"count": 1, "topic": "orders"}]}}
+    run_dir = tmp_path / "run"
+    outcome = run_seed(parse_topology(data, "noprod"), run_dir)
+    assert outcome.error is None and outcome.converged
+    reads = [(op["topic"], op["partition"], op.get("records")) for op in read_jsonl(run_dir / "history.jsonl")
+             if op["process"] == "final-reader" and op["type"] == "ok"]
+    partitions = sum(t["partitions"] for t in data["topics"])
+    assert len(reads) == partitions and all(records == [] for _, _, records in reads)
+
+
 def test_the_summary_names_every_failed_and_unjudged_seed_with_its_replay_command(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A seed whose cluster never converged is judged `ok: None` by the pipeline: it is
