@@ -4,6 +4,7 @@ each a whole topology checked by the topology parser, with an id that names what
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,7 +77,7 @@ def expand(spec: MatrixSpec) -> list[Cell]:
                 for seed in spec.seeds if spec.seeds is not None else (data.get("seed", 0),):
                     shown = [f"{labels[k]}={_show(v)}" for k, v in settings]
                     parts = [name, *shown, *([schedule] if schedule else []), f"seed={seed}"]
-                    cell_id = "-".join(parts).replace("/", "_")  # a directory's name: `rate=100/s` -> `rate=100_s`
+                    cell_id = _fit("-".join(parts).replace("/", "_"))  # a directory's name: `rate=100/s` -> `rate=100_s`
                     source = f"{spec.source} (cell {cell_id}, base {base})"
                     try:
                         cell_data = _cell_data(data, settings, faults, seed, spec, schedule, source, name)
@@ -98,11 +99,27 @@ def expand(spec: MatrixSpec) -> list[Cell]:
     errors = list(dict.fromkeys(errors))
     twice = repeated_ids(cells)
     if twice:
-        errors.append(f"{spec.source}: base: two bases give cells the same id ({', '.join(twice[:3])}): "
-                      f"give the topologies different names")
+        errors.append(f"{spec.source}: two cells would have the same id ({', '.join(twice[:3])}): two bases' "
+                      f"topologies share a name (give them different names), or varied values differ only "
+                      f"where an id has _ for / (a directory's name has no /)")
     if errors:
         raise MatrixError(errors)
     return cells
+
+
+#: The longest cell id kept whole (bytes): a cell's id names its run directory and the files
+#: `<id>.retry1.yaml` beside it, and a file's name has at most 255 bytes
+MAX_ID_BYTES = 160
+
+
+def _fit(cell_id: str) -> str:
+    """`cell_id`, or when too long for a file's name its head and a digest of the whole (ids
+    that differ stay apart; long varied values made a traceback from the file system)."""
+    raw = cell_id.encode()
+    if len(raw) <= MAX_ID_BYTES:
+        return cell_id
+    head = raw[:MAX_ID_BYTES - 13].decode("utf-8", "ignore")
+    return f"{head}-{hashlib.sha256(raw).hexdigest()[:12]}"
 
 
 def _each_alone(spec: MatrixSpec, base: Path, data: dict[str, Any]) -> list[str]:
@@ -202,6 +219,8 @@ def select(cells: list[Cell], only: str | None = None, shard: tuple[int, int] | 
 
 
 def _matches(cell: Cell, only: str) -> bool:
+    if only == cell.id:  # an id holds `=`: one copied from a summary selects its cell, not a key
+        return True
     if "=" not in only:
         return only in cell.id or only in cell.setting
     selectors = {k: _show(v) for k, v in cell.selectors().items()} | {

@@ -14,6 +14,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -80,14 +81,30 @@ def _run_cells(cells: list[Cell], matrix_dir: Path, suffix: str, jobs: int, time
     with Progress(*columns, console=console, transient=False) as progress, \
             ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="isrlab-cell") as pool:
         task = progress.add_task(label, total=len(cells), failed=0)
-        futures = {pool.submit(_run_cell, c, runs[c.id], spec_dir, time_scale): c for c in cells}
+        stop = threading.Event()  # set by the worker whose cell failed, before its thread takes the next
+
+        def run(cell: Cell) -> int | None:
+            if stop.is_set():
+                return None  # taken by a thread before the failure above could cancel it
+            code = _run_cell(cell, runs[cell.id], spec_dir, time_scale)
+            if code != 0 and not keep_going:
+                stop.set()
+            return code
+        futures = {pool.submit(run, c): c for c in cells}
         why_not: dict[str, str] = {}
+        first_failure = ""
         for done in as_completed(futures):
             cell = futures[done]
             if done.cancelled():
                 continue
             code = done.result()
+            if code is None:
+                why_not[cell.id] = (f"not run: the matrix stopped after {first_failure} could not run "
+                                    "(--keep-going runs every cell)")
+                progress.update(task, advance=1, failed=len(why_not))
+                continue
             if code != 0:
+                first_failure = first_failure or cell.id
                 why_not[cell.id] = (f"its supervisor exited {code}: the cluster did not start or the run broke off "
                                     f"(see {spec_dir / (runs[cell.id].name + '.log')})")
                 if not keep_going:
@@ -96,7 +113,7 @@ def _run_cells(cells: list[Cell], matrix_dir: Path, suffix: str, jobs: int, time
                                       "(--keep-going runs every cell)" for c in stopped}
                     if stopped:
                         progress.console.print(f"[yellow]{cell.id} could not run: starting no further cell "
-                                               f"({len(stopped)} left; --keep-going runs them)[/]")
+                                               f"(--keep-going runs them)[/]")
             # a line per cell, above the bar on a terminal and alone in a CI log
             progress.console.print(f"{cell.id}: {'ran' if code == 0 else f'its supervisor exited {code}'}")
             progress.update(task, advance=1, failed=len(why_not))

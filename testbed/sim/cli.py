@@ -188,8 +188,10 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     else:
         print_summary(console, verdicts, sources)
         if verdicts:
-            console.print(f"results.json in every seed's directory; report.html in those named above "
-                          f"(python run.py analyze <seed directory> writes any other's); summary: "
+            reports = ("report.html in those named above (python run.py analyze <seed directory> writes any "
+                       "other's)" if any(v.ok is not True for v in verdicts) else
+                       "python run.py analyze <seed directory> writes a seed's report.html")
+            console.print(f"results.json in every seed's directory; {reports}; summary: "
                           f"{sim_dir / 'summary' / 'summary.html'}", highlight=False, soft_wrap=True)
     if len(ran) < len(outcomes) or any(v.ok is None for v in verdicts):
         return EXIT_UNJUDGED

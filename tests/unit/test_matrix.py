@@ -13,7 +13,7 @@ import yaml
 from testbed.analysis.verdict import RunVerdict
 from testbed.config.specs import Expectation
 from testbed.config.specs import DEFAULT_EXPECT
-from testbed.matrix.cells import expand, parse_shard, select
+from testbed.matrix.cells import MAX_ID_BYTES, expand, parse_shard, select
 from testbed.matrix.cli import load_cells
 from testbed.matrix.results import CellResult, matrix_exit_code
 from testbed.matrix.spec import MatrixError, load_matrix
@@ -174,6 +174,8 @@ def test_only_selects_by_value_or_id_and_shards_split_the_cells_exactly(tmp_path
     assert [c.id for c in select(cells, "elr=false,seed=3")] == ["tiny-elr=false-seed=3"]
     assert [c.id for c in select(cells, "protocol.elr=true,seed=0")] == ["tiny-elr=true-seed=0"]
     assert len(select(cells, "elr=true")) == 5 and len(select(cells, "seed=4")) == 2
+    # a cell's id as the summary prints it selects that cell (its `=` read as a key selected none)
+    assert [c.id for c in select(cells, "tiny-elr=false-seed=3")] == ["tiny-elr=false-seed=3"]
     shards = [select(cells, shard=(k, 3)) for k in (1, 2, 3)]
     assert sorted(c.id for s in shards for c in s) == sorted(c.id for c in cells)
     assert {len(s) for s in shards} == {3, 4}
@@ -193,6 +195,17 @@ def test_a_value_with_a_slash_gives_an_id_that_is_one_directory_name(tmp_path: P
     assert cells[0].setting == "rate=100/s" and cells[0].topology.workload.producers[0].rate == 100
     assert [c.id for c in select(cells, "rate=100/s")] == [cells[0].id]
     assert [c.id for c in select(cells, "300/s")] == [cells[1].id]
+
+
+def test_a_cell_id_too_long_for_a_file_name_is_cut_and_made_unique(tmp_path: Path) -> None:
+    """Long varied values made ids longer than a file's name may be (a traceback when the cell's
+    spec file was written): an id is cut and ends in a digest of the whole."""
+    long = ["x" * 300, "x" * 299 + "y"]
+    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "vary": {"description": long}})))
+    ids = [c.id for c in cells]
+    assert len(set(ids)) == 2 and all(len(i.encode()) <= MAX_ID_BYTES for i in ids)
+    assert all(i.startswith("tiny-description=xxxx") for i in ids)
+    assert [c.topology.description for c in cells] == long
 
 
 def test_a_share_with_no_cell_passes_empty_and_an_unmatched_only_is_an_error(tmp_path: Path) -> None:
