@@ -71,11 +71,23 @@ def cmd_run(argv: list[str]) -> int:
 def cmd_validate(argv: list[str]) -> int:
     from testbed.supervisor.netns import refusal
     from testbed.topology import TopologyError, load_topology, never_firing
-    ap = argparse.ArgumentParser(prog="python run.py validate", description="Check topologies against schema v1.")
+    from testbed.matrix.cells import expand
+    from testbed.matrix.spec import MatrixError, is_matrix_file, load_matrix
+    ap = argparse.ArgumentParser(prog="python run.py validate",
+                                 description="Check topologies against schema v1, and matrix files with every cell.")
     ap.add_argument("files", nargs="+", type=Path)
     args = ap.parse_args(argv)
     code = 0
     for f in args.files:
+        if f.is_file() and is_matrix_file(f):
+            try:
+                cells = expand(load_matrix(f))
+            except MatrixError as e:
+                print(e, file=sys.stderr)
+                code = 1
+                continue
+            print(f"{f}: ok (a matrix of {len(cells)} cells)")
+            continue
         try:
             topology = load_topology(f)
         except TopologyError as e:

@@ -89,10 +89,10 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple
     rejected: dict[str, str] = {rid: f"{run / name}: missing, so the run cannot be judged"
                                 for run, rid in runs.items() for name in reversed(REQUIRED_FILES)
                                 if not (run / name).is_file()}
-    for run, rid in runs.items():  # every run records operations, the final read's at least: none is a run cut short
-        history = run / REQUIRED_FILES[0]
-        if rid not in rejected and history.stat().st_size == 0:
-            rejected[rid] = f"{history}: empty (no operation was recorded), so the run cannot be judged"
+    for run, rid in runs.items():  # every run records operations (the final read's at least) and events (the
+        for name, what in zip(REQUIRED_FILES, ("operation", "event")):  # controller's election): none is cut short
+            if rid not in rejected and (run / name).stat().st_size == 0:
+                rejected[rid] = f"{run / name}: empty (no {what} was recorded), so the run cannot be judged"
     with ThreadPoolExecutor(max_workers=len(RECORD_FILES), thread_name_prefix="isrlab-ingest") as pool:
         writes = []
         for spec in RECORD_FILES:

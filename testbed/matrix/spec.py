@@ -55,6 +55,9 @@ def load_matrix(path: str | Path) -> MatrixSpec:
         data = read_yaml(path)
     except TopologyError as exc:
         raise MatrixError(exc.errors) from None
+    if isinstance(data, dict) and "base" not in data and {"cluster", "topics", "workload"} & set(data):
+        raise MatrixError([f"{path}: a topology, not a matrix file (a matrix names its topologies in base:): "
+                           f"run it with `python run.py {path}`, or make it a matrix's base"])
     w = Walker(str(path))
     spec = _parse(w, data, Path(path).parent)
     if w.errors or spec is None:
@@ -207,11 +210,17 @@ def _rules(w: Walker, value: object, selectable: dict[str, Any]) -> tuple[Expect
         for key, wanted in when.items():
             known = selectable.get(key)
             if key in selectable and known is not None and _hashable(wanted) not in set(map(_hashable, known)):
-                w.error(join(join(path, "when"), key),
-                        f"{yaml_value(wanted)} is none of the matrix's values for {key} "
-                        f"({', '.join(map(yaml_value, known))})")
+                w.error(join(join(path, "when"), key), _not_a_value(key, wanted, known))
         out.append(ExpectRule(tuple(when.items()), dict(m["expect"]), path))
     return tuple(out)
+
+
+def _not_a_value(key: str, wanted: object, known: tuple[object, ...]) -> str:
+    if not known:  # `faults` without schedules
+        return f"{yaml_value(wanted)}: the matrix has no {key} to select (it names none)"
+    shown = f"{yaml_value(wanted)!r} (a string)" if isinstance(wanted, str) and any(
+        not isinstance(k, str) and yaml_value(k) == wanted for k in known) else yaml_value(wanted)
+    return f"{shown} is none of the matrix's values for {key} ({', '.join(map(yaml_value, known))})"
 
 
 def _hashable(value: object) -> object:

@@ -146,6 +146,14 @@ def test_schedules_from_files_relative_to_the_matrix(tmp_path: Path) -> None:
     ({"base": "base.yaml", "expect": [{"when": {}}]}, "m.yaml: expect[0].expect: required key missing"),
     ({"base": "base.yaml", "expect": [{"when": {"seed": 7}, "expect": {"lost_writes": 0}}]},
      "m.yaml: expect[0].when.seed: 7 is the seed of no cell (without seeds: each base's own: 5)"),
+    ({"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+      "expect": [{"when": {"protocol.elr": "false"}, "expect": {"lost_writes": 0}}]},
+     "m.yaml: expect[0].when.protocol.elr: 'false' (a string) is none of the matrix's values for protocol.elr "
+     "(true, false)"),
+    ({"base": "base.yaml", "expect": [{"when": {"faults": "kill"}, "expect": {"lost_writes": 0}}]},
+     "m.yaml: expect[0].when.faults: kill: the matrix has no faults to select (it names none)"),
+    ({"name": "t", "cluster": {}, "topics": []},
+     "m.yaml: a topology, not a matrix file (a matrix names its topologies in base:)"),
 ])
 def test_a_malformed_matrix_names_the_file_and_the_key(tmp_path: Path, matrix: object, expected: str) -> None:
     text = errors_of(write(tmp_path, matrix))
@@ -362,3 +370,17 @@ def test_the_ci_matrix_covers_every_fault_action_and_protocol_setting() -> None:
     wants_loss = {c.topology.name for c in cells if c.topology.expect.get("lost_writes") == Expectation(">", 0)}
     assert {"seed004-hw-truncation", "last-replica-standing", "legacy-unclean-election",
             "rack-outage-rack-blind"} <= wants_loss
+
+
+def test_validate_checks_a_matrix_file_with_every_cell_and_run_points_a_matrix_to_matrix(tmp_path: Path) -> None:
+    good = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]}, "seeds": 2})
+    bad = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [3]}}, name="bad.yaml")
+    out = subprocess.run([sys.executable, "run.py", "validate", str(good), str(bad)], cwd=ROOT,
+                         capture_output=True, text=True, check=False)
+    assert out.returncode == 1
+    assert f"{good}: ok (a matrix of 4 cells)" in out.stdout
+    assert f"{bad} (vary protocol.elr=3, base {tmp_path / 'base.yaml'}): protocol.elr: expected true or false" in out.stderr
+    out = subprocess.run([sys.executable, "run.py", str(good)], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert out.returncode == 2
+    assert f"{good}: a matrix file (it has base:), not a topology: run its cells with `python run.py matrix {good}`" \
+        in out.stderr

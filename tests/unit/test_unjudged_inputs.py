@@ -20,6 +20,16 @@ def test_a_run_with_an_empty_history_is_not_judged(tmp_path: Path, spark: object
     assert any("history.jsonl: empty (no operation was recorded)" in p for p in verdict.results["problems"])
 
 
+def test_a_run_with_empty_events_is_not_judged(tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """Every run records events (the controller's election at least); an emptied events.jsonl
+    was judged OK where a missing one was refused."""
+    d = RunBuilder(tmp_path, "no-events").write()
+    (d / "events.jsonl").write_text("")
+    [verdict] = analyze_runs([d])
+    assert verdict.ok is None
+    assert any("events.jsonl: empty (no event was recorded)" in p for p in verdict.results["problems"])
+
+
 def test_a_file_given_as_a_run_is_named_as_a_file(tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(IngestError, match="notes.txt: a file, not a directory"):
