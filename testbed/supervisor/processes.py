@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import psutil
@@ -119,6 +120,9 @@ def reap_leftovers(runs_dir: Path) -> list[str]:
     links = sorted(INDEX.glob("*.json")) if INDEX.is_dir() else []
     registries.update(Path(os.path.realpath(link)) for link in links)
     reaped = [f.stem for f in sorted(registries) if f.exists() and _reap(f)]
+    for tmp in live.glob("*.tmp") if live.is_dir() else []:  # a registry's next version, cut off mid-write
+        if not tmp.with_suffix(".json").exists() and _older_than(tmp, STALE_TMP_S):
+            tmp.unlink(missing_ok=True)
     for link in links:  # its run ended and removed its registry, or was reaped just now
         if not link.exists():
             link.unlink(missing_ok=True)
@@ -143,7 +147,20 @@ def _reap(f: Path) -> bool:
     if sock and Path(sock).exists():
         shutil.rmtree(sock, ignore_errors=True)
     f.unlink(missing_ok=True)
+    f.with_suffix(".tmp").unlink(missing_ok=True)
     return True
+
+
+#: A registry's `.tmp` without its `.json` older than this (s) was left by a supervisor killed
+#: as it wrote its first registry (a live one renames it at once)
+STALE_TMP_S = 60.0
+
+
+def _older_than(path: Path, seconds: float) -> bool:
+    try:
+        return time.time() - path.stat().st_mtime > seconds
+    except FileNotFoundError:
+        return False
 
 
 def running_runs(runs_dir: Path) -> list[Path]:

@@ -46,3 +46,19 @@ def test_a_dead_supervisors_run_is_reaped_from_another_runs_directory(tmp_path: 
     finally:
         if orphan.is_running():
             orphan.kill()
+
+
+def test_a_registry_cut_off_mid_write_is_removed_once_stale(tmp_path: Path) -> None:
+    """A supervisor killed while it wrote its registry's next version leaves `<run>.tmp`: gone
+    with its run's `.json`, or alone once older than a live write could be."""
+    import os
+    import time
+    live = tmp_path / "runs" / ".live"
+    live.mkdir(parents=True)
+    stale, fresh = live / "stale.tmp", live / "fresh.tmp"
+    stale.write_text("")
+    fresh.write_text("")
+    old = time.time() - processes.STALE_TMP_S - 1
+    os.utime(stale, (old, old))
+    reap_leftovers(tmp_path / "runs")
+    assert not stale.exists() and fresh.exists()
