@@ -2,8 +2,10 @@
 
 Every line is parsed against an explicit schema (`schemas.py`). A line that does not match
 stops the ingest with an error naming the file and the line, except the last line of a
-file when it is not even JSON: a writer killed mid-line leaves exactly that (DESIGN
-section 7: "a run whose supervisor was killed still leaves an analysable prefix").
+file appended to during the run when it is not even JSON: a writer killed mid-line leaves
+exactly that (DESIGN section 7: "a run whose supervisor was killed still leaves an
+analysable prefix"). The final files are written whole and renamed into place, so a torn
+line there is damage, and a run missing part of its final logs is not judged on the rest.
 """
 from __future__ import annotations
 
@@ -186,7 +188,8 @@ def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str
         last = {r[RUN_ID]: r["_last"] for r in frame.where(F.col(RUN_ID).isin(ids)).groupBy(RUN_ID)
                 .agg(F.max(SEQ).alias("_last")).collect()}
         for row in sorted(rows, key=lambda r: r[SEQ]):
-            torn = row[SEQ] == last[row[RUN_ID]] and row[CORRUPT] is not None and not _is_json(row[CORRUPT])
+            torn = (specs[table].appended and row[SEQ] == last[row[RUN_ID]] and row[CORRUPT] is not None
+                    and not _is_json(row[CORRUPT]))
             if not torn:
                 first.setdefault((table, row[RUN_ID]), row)
     out = {}

@@ -44,6 +44,8 @@ class RunData:
 
     checks: dict[str, dict] = field(default_factory=dict)  # name -> {"count", "examples", ...}
     converged: bool = False
+    #: replicas with records (LEO > 0 in final/replicas.jsonl) and none in final/logs.jsonl
+    short_logs: int = 0
     figures: dict = field(default_factory=dict)
     timeline: dict = field(default_factory=dict)  # what the report plots
 
@@ -180,7 +182,8 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
     """Per run: every partition of a topic that still exists has one leader and RF replicas,
     all at the same LEO, with the leader's HWM there (the state the supervisor waits for
     before the final read; a follower learns the last HWM on its next fetch, so its own may
-    trail)."""
+    trail); and how many replicas with records (LEO > 0) have none in the final logs (a final
+    file that lost a broker's lines, which the checks would read as divergence)."""
     reps = (t.final_replicas.groupBy(*PART)
             .agg(F.sum(F.col("is_leader").cast("int")).alias("leaders"), F.count("*").alias("n"),
                  F.min("leo").alias("lo"), F.max("leo").alias("hi"),
@@ -188,12 +191,17 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
     ok = ((F.col("leaders") == 1) & (F.col("n") == F.col("rf")) & (F.col("lo") == F.col("hi"))
           & (F.col("leader_hwm") == F.col("hi")))
     topics = config.topics.select("run_id", "topic", "rf", "gone", F.col("partitions").alias("n_partitions"))
+    replica = [*PART, "node"]
+    held = t.final_logs.groupBy(*replica).agg(F.count("*").alias("held"))
+    short = (t.final_replicas.join(held, replica, "left").where(F.col("held").isNull() & (F.col("leo") > 0))
+             .groupBy("run_id").agg(F.count("*").alias("short_logs")))
     return (partitions(t, config).join(topics, ["run_id", "topic"], "left")
             .where(~F.coalesce("gone", F.lit(False)))  # a topic deleted for good has no final state (R40)
             # a partition of an earlier making of a topic made again with fewer is gone with it
             .where(F.col("n_partitions").isNull() | (F.col("partition") < F.col("n_partitions")))
             .join(reps, PART, "left")
-            .groupBy("run_id").agg(F.min(F.coalesce(ok, F.lit(False)).cast("int")).alias("converged")))
+            .groupBy("run_id").agg(F.min(F.coalesce(ok, F.lit(False)).cast("int")).alias("converged"))
+            .join(short, "run_id", "left"))
 
 
 def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = False,
@@ -224,6 +232,7 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = F
             _run_checks(t, config, o, scope, bounds, spans, out)
             for row in convergence(t, config).collect():
                 out[row["run_id"]].converged = bool(row["converged"])
+                out[row["run_id"]].short_logs = row["short_logs"] or 0
             figures_done.result()
     finally:
         spark.catalog.clearCache()

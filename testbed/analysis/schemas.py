@@ -77,6 +77,9 @@ class RecordFile:
     path: str  # relative to the run directory
     schema: StructType
     required: str
+    #: appended to while the run runs, so a writer killed mid-line may leave its last line
+    #: torn (tolerated); the final files are written whole at the end, and renamed into place
+    appended: bool = True
 
 
 _SEND = ("f = 'send' AND topic IS NOT NULL AND partition IS NOT NULL AND value IS NOT NULL "
@@ -92,8 +95,8 @@ RECORD_FILES: tuple[RecordFile, ...] = (
                "time_ns IS NOT NULL AND do IS NOT NULL AND phase IN ('start', 'end')"),
     RecordFile("final_logs", "final/logs.jsonl", FINAL_LOGS,
                "node IS NOT NULL AND topic IS NOT NULL AND partition IS NOT NULL AND offset IS NOT NULL "
-               "AND value IS NOT NULL"),
+               "AND value IS NOT NULL", appended=False),
     RecordFile("final_replicas", "final/replicas.jsonl", FINAL_REPLICAS,
                "node IS NOT NULL AND topic IS NOT NULL AND partition IS NOT NULL AND leo IS NOT NULL "
-               "AND hwm IS NOT NULL AND is_leader IS NOT NULL"),
+               "AND hwm IS NOT NULL AND is_leader IS NOT NULL", appended=False),
 )

@@ -32,6 +32,10 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     expect = info.expect
     explicit_convergence = info.topology is not None and "converged" in info.topology.expect
     problems = [p for p in (problem, info.problem, _final_logs_missing(info.run_dir)) if p]
+    if data is not None and data.short_logs:
+        problems.append(f"{info.run_dir / 'final' / 'logs.jsonl'} holds no record of {data.short_logs} replica(s) "
+                        f"whose LEO in final/replicas.jsonl is above 0: the final logs are incomplete, so what "
+                        f"survived cannot be told")
     if data is not None and not data.converged and not explicit_convergence:
         problems.append(_not_converged(info.run_dir))
     checks = data.checks if data is not None else {}

@@ -75,3 +75,24 @@ def test_run_directories_named_like_path_patterns_are_judged(tmp_path: Path, spa
     verdicts = {v.run_id: v.ok for v in analyze_runs([tmp_path / "tree"])}
     assert verdicts == {"cell-description=a[1]-seed=0": True, "colon:run": True}
     assert [v.ok for v in analyze_runs([pattern])] == [True]
+
+
+def test_final_logs_torn_or_without_a_replica_leave_the_run_unjudged(tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """The final files are written whole and renamed into place: a torn line there is not a
+    writer killed mid-line, and logs with fewer records than a replica's LEO are only part of
+    them (both were read as log divergence: a new user's cut files gave FAILED, exit 1). A
+    replica's log shorter than its LEO is a check's matter (the `unseen` run of test_analysis)."""
+    torn = RunBuilder(tmp_path, "torn-final").write()
+    logs = (torn / "final" / "logs.jsonl").read_bytes()
+    (torn / "final" / "logs.jsonl").write_bytes(logs[: int(len(logs) * 0.6) + 20])
+    short = RunBuilder(tmp_path, "short-final").write()  # broker-3's lines gone, whole lines
+    kept = [line for line in (short / "final" / "logs.jsonl").read_text().splitlines(keepends=True)
+            if '"broker-3"' not in line]
+    (short / "final" / "logs.jsonl").write_text("".join(kept))
+    verdicts = {v.run_id: v for v in analyze_runs([tmp_path])}
+    assert verdicts["torn-final"].ok is None and verdicts["short-final"].ok is None
+    assert any("final/logs.jsonl: line " in p and "is not valid JSON" in p
+               for p in verdicts["torn-final"].results["problems"])
+    assert verdicts["short-final"].results["problems"] == [
+        f"{short / 'final' / 'logs.jsonl'} holds no record of 1 replica(s) whose LEO in final/replicas.jsonl is "
+        f"above 0: the final logs are incomplete, so what survived cannot be told"]
