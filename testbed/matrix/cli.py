@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from testbed.matrix.cells import Cell, expand, parse_shard, repeated_ids, select
+from testbed.matrix.cells import Cell, expand, parse_shard, select
 from testbed.matrix.spec import MatrixError, is_matrix_file, load_matrix
 from testbed.config.cli_values import spark_master_problem, time_scale_problem, unusable_dir
 
@@ -87,16 +87,24 @@ def load_cells(path: Path, seeds: int | None = None) -> list[Cell]:
         raise MatrixError([f"{path}: a directory without matrix files (*.yaml)"])
     cells: list[Cell] = []
     errors: list[str] = []
+    source: dict[str, Path] = {}  # the file of each cell id seen
+    shared: dict[tuple[str, str], list[str]] = {}  # two files -> the ids both give
     for file in files:
         try:
             spec = load_matrix(file)
-            cells.extend(expand(spec.with_seed_count(seeds) if seeds else spec))
+            found = expand(spec.with_seed_count(seeds) if seeds else spec)
         except MatrixError as exc:
             errors.extend(exc.errors)
+            continue
+        for cell in found:
+            if cell.id in source:
+                shared.setdefault((source[cell.id].name, file.name), []).append(cell.id)
+            source.setdefault(cell.id, file)
+        cells.extend(found)
+    errors += [f"{path}: {a} and {b} both give cells the ids {', '.join(ids[:3])}{' ...' if len(ids) > 3 else ''} "
+               f"(a cell's run directory is named by its id: give their base topologies different names)"
+               for (a, b), ids in shared.items()]
     if errors:
         raise MatrixError(errors)
-    twice = repeated_ids(cells)
-    if twice:
-        raise MatrixError([f"{path}: two matrix files give cells the same id ({', '.join(twice[:3])})"])
     return cells
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from testbed.config.loader import read_yaml
 from testbed.config.parser import TopologyError
+from testbed.config.specs import EXPECT_KEYS
 from testbed.config.walker import Walker, describe, is_int, join, yaml_value
 
 MATRIX_KEYS = ("base", "vary", "faults", "seeds", "expect")
@@ -135,7 +136,9 @@ def _vary(w: Walker, value: object) -> tuple[tuple[str, tuple[Any, ...]], ...]:
             w.error(path, "expected scalar values (a number, a string, true/false)")
             continue
         if len(set(map(_hashable, values))) != len(values):
-            w.error(path, f"lists a value twice: {values!r}")
+            seen: set[object] = set()
+            twice = [v for v in values if _hashable(v) in seen or seen.add(_hashable(v))]
+            w.error(path, f"lists a value twice: {', '.join(dict.fromkeys(map(yaml_value, twice)))}")
             continue
         out.append((key, tuple(values)))
     return tuple(out)
@@ -183,10 +186,16 @@ def _seeds(w: Walker, value: object) -> tuple[int, ...] | None:
             return None
         return tuple(range(value))
     if isinstance(value, list) and value and all(is_int(s) and s >= 0 for s in value):
-        if len(set(value)) != len(value):
-            w.error("seeds", f"lists a seed twice: {value!r}")
+        twice = sorted({s for s in value if value.count(s) > 1})
+        if twice:
+            w.error("seeds", f"lists a seed twice: {', '.join(map(str, twice))}")
             return None
         return tuple(value)
+    if isinstance(value, list) and value:
+        for i, s in enumerate(value):
+            if not (is_int(s) and s >= 0):
+                w.error(f"seeds[{i}]", f"expected a non-negative integer seed, got {describe(s)}")
+        return None
     w.error("seeds", f"expected a count (>= 1) or a non-empty list of non-negative integers, got {describe(value)}")
     return None
 
@@ -205,6 +214,10 @@ def _rules(w: Walker, value: object, selectable: dict[str, Any]) -> tuple[Expect
         if not isinstance(m["expect"], dict):
             w.error(join(path, "expect"), f"expected a mapping of checks to expectations, got {describe(m['expect'])}")
             continue
+        for name in m["expect"]:
+            if name not in EXPECT_KEYS:
+                w.error(join(join(path, "expect"), str(name)),
+                        f"unknown check (expected one of: {', '.join(EXPECT_KEYS)})")
         if when is None:
             continue
         for key, wanted in when.items():

@@ -131,12 +131,15 @@ def test_schedules_from_files_relative_to_the_matrix(tmp_path: Path) -> None:
     ({"base": "nope.yaml"}, "m.yaml: base: " ),
     ({"base": "base.yaml", "bogus": 1}, "m.yaml: bogus: unknown key"),
     ({"base": "base.yaml", "vary": {"protocol.elr": []}}, "m.yaml: vary.protocol.elr: expected a non-empty list"),
-    ({"base": "base.yaml", "vary": {"protocol.elr": [True, True]}}, "m.yaml: vary.protocol.elr: lists a value twice"),
+    ({"base": "base.yaml", "vary": {"protocol.elr": [True, True]}}, "m.yaml: vary.protocol.elr: lists a value twice: true"),
     ({"base": "base.yaml", "vary": {"seed": [1, 2]}}, "m.yaml: vary.seed: seed is set by the matrix's own seed key"),
     ({"base": "base.yaml", "faults": {"a/b": []}}, "m.yaml: faults.a/b: expected a schedule name"),
     ({"base": "base.yaml", "faults": {"x": "missing.yaml"}}, "m.yaml: faults.x: "),
     ({"base": "base.yaml", "seeds": 0}, "m.yaml: seeds: expected a count of at least 1"),
-    ({"base": "base.yaml", "seeds": [1, 1]}, "m.yaml: seeds: lists a seed twice"),
+    ({"base": "base.yaml", "seeds": [1, 1]}, "m.yaml: seeds: lists a seed twice: 1"),
+    ({"base": "base.yaml", "seeds": [1, -2, "x"]}, "m.yaml: seeds[1]: expected a non-negative integer seed, got int -2"),
+    ({"base": "base.yaml", "expect": [{"when": {}, "expect": {"lost_wrties": 0}}]},
+     "m.yaml: expect[0].expect.lost_wrties: unknown check (expected one of: lost_writes, "),
     ({"base": "base.yaml", "seeds": "three"}, "m.yaml: seeds: expected a count"),
     ({"base": "base.yaml", "vary": {"protocol.elr": [True]}, "expect": [{"when": {"protocol.elr": "no"},
                                                                            "expect": {"lost_writes": 0}}]},
@@ -233,6 +236,10 @@ def test_a_directory_of_matrices_and_seed_counts(tmp_path: Path) -> None:
     assert [c.id for c in load_cells(tmp_path, seeds=2)] == [
         "tiny-elr=true-seed=0", "tiny-elr=true-seed=1", "tiny-elr=false-seed=0", "tiny-elr=false-seed=1",
         "tiny-calm-seed=0", "tiny-calm-seed=1"]
+    write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [False]}}, name="c.yaml")
+    with pytest.raises(MatrixError, match=r": a.yaml and c.yaml both give cells the ids tiny-elr=false-seed=0, "
+                                          r"tiny-elr=false-seed=1 \(a cell's run directory is named by its id"):
+        load_cells(tmp_path, seeds=2)
 
 
 def verdict(ok: bool | None) -> RunVerdict:
