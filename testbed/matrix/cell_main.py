@@ -35,4 +35,8 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:  # the matrix stopped: the cluster is down, the cell's log says so in a line
+        print("the cell was stopped with its matrix", file=sys.stderr)
+        sys.exit(130)
