@@ -299,8 +299,11 @@ def stop_spark() -> None:
         _others.clear()
         gone = driver is None and url is not None and not connect_server_accepts(url)  # a server that died mid-judgment
         for each in (*others, session, driver):
-            if each is None or (gone and each is not driver):
-                continue  # its release would be retried against a gone server
+            if each is None:
+                continue
+            if gone and each is not driver:  # its release would be retried against a gone server,
+                each.client.close()  # and so would the clean-up at the process's exit of an unclosed client
+                continue
             try:
                 each.stop()
             except (Py4JError, ConnectionError, PySparkException):

@@ -160,7 +160,7 @@ def test_a_script_judges_two_clusters_one_after_the_other(tmp_path: Path) -> Non
     """The Python API in a script of its own: each `finish()` stops the JVM it started, so the
     second starts another (it went on talking to the exited one: a refused connection)."""
     path = tmp_path / "x.yaml"
-    path.write_text(yaml.safe_dump(topology_dict(partitions=1)))
+    path.write_text(yaml.safe_dump(topology_dict(partitions=1, duration="1s")))
     done = subprocess.run([sys.executable, "-c", TWO_FINISHES, str(tmp_path), str(path), str(TIME_SCALE)],
                           cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -75,7 +75,9 @@ def test_stop_spark_does_not_wait_on_a_server_that_is_gone() -> None:
     """A session on a server that went away is dropped, not released: the release was retried
     for ten minutes (Spark's client default), so `analyze` hung after its verdict. In a
     process of its own: a test worker's session may be up."""
+    begun = time.monotonic()
     done = subprocess.run([sys.executable, "-c", GONE], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     seconds, started = done.stdout.split()
     assert float(seconds) < 10 and started == "False", done.stdout
+    assert time.monotonic() - begun < 30, "the process's exit retried a release against the gone server"
