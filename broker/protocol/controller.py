@@ -307,7 +307,7 @@ class Controller:
         self.heartbeats.end_session(msg.broker_id)
         self.heartbeats.touch(msg.broker_id, now)
         batch.event("registered", broker_id=msg.broker_id, broker_epoch=epoch, clean=clean,
-                    incarnation_id=msg.incarnation_id)
+                    incarnation_id=msg.incarnation_id, rack=msg.rack)
         if not clean and self.config.elr and kraft:
             states = self._states()
             self._append_changes(batch, [

@@ -72,10 +72,15 @@ def elr_violations(t: Tables, config: ConfigTables) -> DataFrame:
 
 
 def placement_violations(t: Tables, config: ConfigTables) -> DataFrame:
-    """I9: a replica set (any the partition had) spanning fewer racks than min(RF, racks)."""
+    """I9: a replica set (any the partition had) spanning fewer racks than min(RF, racks). A
+    broker's rack is the topology's, or the one it registered with (a broker the Python API
+    added is in no schedule: it counted as rackless, a false violation)."""
     sets = partition_changes(t).select(*PART, "replicas").distinct()
+    registered = (t.events.where((F.col("kind") == "registered") & F.col("rack").isNotNull())
+                  .select("run_id", "broker_id", "rack"))
+    racks = config.brokers.unionByName(registered).dropDuplicates(["run_id", "broker_id"])
     spans = (sets.select(*PART, "replicas", F.explode("replicas").alias("broker_id"))
-             .join(config.brokers, ["run_id", "broker_id"], "left")
+             .join(racks, ["run_id", "broker_id"], "left")
              .groupBy(*PART, "replicas").agg(F.countDistinct("rack").alias("racks_spanned")))
     return (spans.join(config.runs.select("run_id", "n_racks"), "run_id")
             .where(F.col("racks_spanned") < F.least(F.size("replicas"), F.col("n_racks")))

@@ -91,6 +91,17 @@ def _one_rack(root: Path) -> None:
     RunBuilder(root, "one-rack", racks=("a", "a", "a", "b")).write()
 
 
+def _api_broker(root: Path) -> None:
+    """Broker 4 added through the Python API (in no schedule) registers with rack c, and
+    orders/0 moves to [1, 2, 4] and back: three racks, no violation (it counted as rackless)."""
+    r = RunBuilder(root, "api-broker")
+    r.events += [{"node": "controller-1", "time_ns": T0 + 2 * S, "kind": "registered", "broker_id": 4,
+                  "broker_epoch": 40, "clean": True, "incarnation_id": "inc4", "rack": "c"},
+                 RunBuilder.change(T0 + 3 * S, leader=1, epoch=1, isr=[1, 2, 4], reason="reassign", replicas=[1, 2, 4]),
+                 RunBuilder.change(T0 + 7 * S // 2, leader=1, epoch=2, isr=[1, 2, 3], reason="reassign")]
+    r.write()
+
+
 def _unclean(root: Path) -> None:
     """Broker 3 restarts unclean and is put back in the ISR by an election, not by its leader."""
     r = RunBuilder(root, "unclean")
@@ -335,7 +346,7 @@ def _manual_elect(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+BUILDERS = [_api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -351,6 +362,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "two-leaders": {**ZERO, "leader_conflicts": 1},
     "elr-in-isr": {**ZERO, "elr_violations": 1},
     "one-rack": {**ZERO, "placement_violations": 1},
+    "api-broker": ZERO,
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},
