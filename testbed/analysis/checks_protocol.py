@@ -107,7 +107,8 @@ def unclean_exclusion(t: Tables, config: ConfigTables) -> DataFrame:
     # changes committed in one batch share a time: the partition epoch orders a partition's
     first = Window.partitionBy(*PART, "broker_id", "registered_ns").orderBy("time_ns", "partition_epoch")
     return (after.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
-            .where(~F.col("reason").isin("isr-expand", "unclean-election", "unclean-recovery"))
+            # a partition created after the registration starts empty on every replica: nothing to be unclean about
+            .where(~F.col("reason").isin("isr-expand", "unclean-election", "unclean-recovery", "create"))
             .select(*PART, "broker_id", "registered_ns", "time_ns", "leader", "leader_epoch", "isr", "elr", "reason"))
 
 

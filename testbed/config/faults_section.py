@@ -79,6 +79,16 @@ def parse_faults(
     return tuple(sorted(specs, key=lambda s: s.at if isinstance(s, FaultSpec) else s.start))
 
 
+def parse_fault_entry(source: str, entry: dict[str, Any], known: Known) -> tuple[FaultSpec | None, list[str]]:
+    """One fault as a topology's `faults:` entry would give it, checked against `known` (the
+    Python API's `Cluster.fault`: the cluster as it is now): the fault, or every problem."""
+    w = Walker(source)
+    spec = _parse_fault(w, entry, "fault", known, None)
+    if w.errors or spec is INVALID:
+        return None, w.errors or [f"{source}: fault: invalid"]
+    return spec, []
+
+
 def _check_elect_targets(w: Walker, specs: list[Any], path: str, known: Known) -> None:
     """`elect` must name a replica of its partition: one placed there at the start, or one a
     `reassign` of the run moves there."""

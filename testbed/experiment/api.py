@@ -22,6 +22,7 @@ class Cluster(SupervisedCluster):
         `summary.json`, `results.json` and `report.html` written) and its verdict is
         returned (`ok`: every expectation held; None: it could not be judged). An analysis
         JVM it starts is stopped again; one the process had already is left to its owner."""
+        self.ensure_open()
         assert self.injector is not None, "start the cluster first"
         self.stop_clients(timeout=self.scaled(5.0))
         self.injector.undo_all()

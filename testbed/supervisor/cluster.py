@@ -25,10 +25,13 @@ from broker.noderuntime.config import NodeConfig
 from broker.wire.linkfilter import CLIENTS, LinkTable
 from faults import kernel_rules
 from faults.injector import FaultInjector
+from faults.fault_spec import DURATION_PARAMS
 from faults.process import sigcont, sigkill, sigstop
 from faults.schedule import ScheduledFault
 from faults.storage import TmpfsMounts
 from testbed.clients.history import History
+from testbed.config.faults_section import parse_fault_entry
+from testbed.config.references import Known
 from testbed.supervisor.admin import (
     ClusterAdmin,
     ClusterError,
@@ -49,16 +52,18 @@ __all__ = ["Cluster", "ClusterError", "RebalanceInProgress"]
 
 
 class Cluster(ClusterAdmin):
-    def __init__(self, topology: Topology, run_dir: Path | None = None, runs_dir: Path = Path("runs"),
+    def __init__(self, topology: Topology, run_dir: Path | None = None, runs_dir: Path | None = None,
                  time_scale: float = 1.0, keep_data: bool = True) -> None:
         self.topology = topology
         self.time_scale = time_scale
         self.keep_data = keep_data
-        self.runs_dir = Path(runs_dir)
+        # where the run's registry goes (`status --runs-dir`): beside a run_dir given, else runs/
+        self.runs_dir = Path(runs_dir) if runs_dir is not None else Path(run_dir).parent if run_dir else Path("runs")
         self.run_id = new_run_id(topology.name, topology.seed)
         self.dir = RunDir(Path(run_dir) if run_dir else self.runs_dir / self.run_id)
         self.token = secrets.token_hex(16)
         self.procs: dict[str, subprocess.Popen] = {}
+        self.closed = False  # `close` ran: the run directory is complete, and nothing more goes to it
         #: workload client processes, sampled into metrics.jsonl with the nodes
         self.client_procs: dict[str, subprocess.Popen] = {}
         self.configs: dict[str, NodeConfig] = {}
@@ -109,6 +114,9 @@ class Cluster(ClusterAdmin):
     def start(self) -> None:
         """Start every node, create the topics, and wait until every partition is led."""
         reap_leftovers(self.runs_dir)
+        if (self.dir.root / "topology.yaml").exists():  # its data and metadata would be taken up again
+            raise ClusterError(f"{self.dir.root} already holds a run (its topology.yaml): a run directory holds one "
+                               f"run; give a new run_dir, or remove that one")
         self.dir.create()
         scaled = (f"# run with --time-scale {self.time_scale:g}: every time below (the duration, each fault's "
                   f"`at`, every timeout) took {self.time_scale:g} times as long\n" if self.time_scale != 1 else "")
@@ -230,6 +238,7 @@ class Cluster(ClusterAdmin):
     # ------------------------------------------------------------------ observation
     def status(self, timeout: float = 0.5) -> ClusterStatus:
         """Every running node's own view; the controller's is the active controller's."""
+        self.ensure_open()
         assert self.control is not None
         quorum: dict[str, dict | None] = {}
         for spec in self.controllers():
@@ -291,7 +300,13 @@ class Cluster(ClusterAdmin):
         return {s.id: self.configs[s.name].endpoint for s in self.brokers}
 
     def produce(self, topic: str, partition: int, values: list[str], acks: str = "all") -> ProduceResult:
-        """One recorded send (process `api`), as a workload producer would make it."""
+        """One recorded send (process `api`), as a workload producer would make it. Its
+        arguments are checked before anything is recorded: a bad one recorded an operation
+        the history's format refuses, which left the whole run unjudged."""
+        self.ensure_open()
+        problem = _produce_problem(topic, partition, values, acks)
+        if problem is not None:
+            raise ValueError(f"Cluster.produce: {problem}")
         if self._api_history is None:
             self._api_history = History(self.dir.history, "api")
         c = self.client()
@@ -330,7 +345,7 @@ class Cluster(ClusterAdmin):
     # ------------------------------------------------------------------ process control
     def kill(self, name: str) -> int:
         """SIGKILL one node (paused or not); returns its pid."""
-        proc = self.procs[name]
+        proc = self.procs[self._node(name)]
         sigkill(proc.pid)
         proc.wait()
         self.stopped.add(name)
@@ -339,22 +354,29 @@ class Cluster(ClusterAdmin):
 
     def restart(self, name: str) -> int:
         """Start a stopped node again: same id, same data directory, a new incarnation."""
-        if name not in self.stopped:
+        if self._node(name) not in self.stopped:
             raise ClusterError(f"{name} is running")
         self._spawn(name)
         self._links_pending.add(name)
         self.sync_links()
         return self.procs[name].pid
 
+    def _node(self, name: object) -> str:
+        """`name` when it is a node of the cluster; else a ClusterError naming the nodes."""
+        self.ensure_open()
+        if name not in self.procs:
+            raise ClusterError(f"no node {name!r} (nodes: {', '.join(sorted(self.procs))})")
+        return str(name)
+
     def pause(self, name: str) -> int:
         """SIGSTOP: the process keeps its sockets and state but does nothing."""
-        proc = self.procs[name]
+        proc = self.procs[self._node(name)]
         sigstop(proc.pid)
         self.paused.add(name)
         return proc.pid
 
     def resume(self, name: str) -> int:
-        proc = self.procs[name]
+        proc = self.procs[self._node(name)]
         sigcont(proc.pid)
         self.paused.discard(name)
         self._links_pending.add(name)
@@ -365,10 +387,34 @@ class Cluster(ClusterAdmin):
     def fault(self, do: str, target: str | None = None, **params: Any) -> dict:
         """Inject one fault now, as a topology's `faults:` entry would (DESIGN section 9);
         returns its `faults.jsonl` end record (what the target resolved to, the effect)."""
+        self.ensure_open()
         assert self.injector is not None, "start the cluster first"
+        # a number for a duration is seconds, as the injector takes it (YAML spells the unit: 20ms)
+        given = {k: f"{v}s" if k in DURATION_PARAMS and isinstance(v, int | float) and not isinstance(v, bool) else v
+                 for k, v in params.items()}
+        entry = {"at": "0s", "do": do, **({} if target is None else {"target": target}), **given}
+        spec, errors = parse_fault_entry("Cluster.fault", entry, self._known_now())
+        if spec is None:  # checked before anything acts: a bad loss mode used to kill its broker first
+            raise ClusterError("; ".join(errors))
         origin = f"api[{self._api_faults}]"
         self._api_faults += 1
-        return self.injector.fire(ScheduledFault(0.0, do, target, dict(params), origin))
+        return self.injector.fire(ScheduledFault(0.0, spec.do, spec.target, dict(spec.params), origin))
+
+    def _known_now(self) -> Known:
+        """The cluster as a fault's entry is checked against: its brokers and racks now (the
+        API's added ones too), and the topics the controller has now; the topology's topics
+        when no controller answers (a fault may be what brings one back)."""
+        parts = self.status().partitions()
+        topics: dict[str, int | None] = {tp.name: tp.partitions for tp in self.topology.topics}
+        replicas: dict[str, tuple[int, ...]] | None = None
+        if parts:
+            topics = {}
+            for p in parts:
+                topics[p.topic] = max(topics.get(p.topic) or 0, p.partition + 1)
+            replicas = {f"{p.topic}/{p.partition}": tuple(p.replicas) for p in parts}
+        return Known(broker_ids=tuple(b.id for b in self.brokers), controller_ids=tuple(c.id for c in self.controllers()),
+                     racks=frozenset(b.rack for b in self.brokers if b.rack is not None), topics=topics,
+                     replicas=replicas)
 
     # ------------------------------------------------------------------ network
     def push_links(self, table: LinkTable) -> dict[str, bool]:
@@ -458,3 +504,24 @@ class Cluster(ClusterAdmin):
         if self.registry is not None:
             self.registry.remove()
             self.registry = None
+        self.closed = True
+
+    def ensure_open(self) -> None:
+        """A ClusterError once the cluster has stopped (`finish`, or the end of its `with`):
+        calls after that wrote to a run already judged, or failed on a bare assertion."""
+        if self.closed:
+            raise ClusterError(f"the cluster of {self.dir.root} has stopped (finish() or the end of its with-block); "
+                               f"start a new Cluster for more")
+
+
+def _produce_problem(topic: object, partition: object, values: object, acks: object) -> str | None:
+    """Why `Cluster.produce` cannot send these; None when it can."""
+    if not isinstance(topic, str) or not topic:
+        return f"topic must be a topic's name, got {topic!r}"
+    if not isinstance(partition, int) or isinstance(partition, bool) or partition < 0:
+        return f"partition must be an integer >= 0, got {partition!r}"
+    if not isinstance(values, list | tuple) or not values or not all(isinstance(v, str) for v in values):
+        return f"values must be a non-empty list of strings, got {values!r}"
+    if acks not in ("all", "1", "0"):
+        return f"acks must be 'all', '1' or '0', got {acks!r}"
+    return None

@@ -164,10 +164,14 @@ def _older_than(path: Path, seconds: float) -> bool:
 
 
 def running_runs(runs_dir: Path) -> list[Path]:
-    """Registry files of runs whose supervisor is alive (for `run.py status`)."""
+    """Registry files of runs whose supervisor is alive (for `run.py status`): those of
+    `runs_dir`, and those `INDEX` links to (a run of the Python API with a `run_dir`
+    elsewhere, a matrix's cells)."""
     live = runs_dir / ".live"
     out = []
-    for f in sorted(live.glob("*.json")) if live.is_dir() else []:
+    registries = set(live.glob("*.json")) if live.is_dir() else set()
+    registries.update(Path(os.path.realpath(link)) for link in (INDEX.glob("*.json") if INDEX.is_dir() else []))
+    for f in sorted({r.resolve() for r in registries if r.exists()}):
         try:
             data = json.loads(f.read_text())
         except (OSError, json.JSONDecodeError):

@@ -114,6 +114,26 @@ def _unclean(root: Path) -> None:
     r.write()
 
 
+def _created_after_unclean(root: Path) -> None:
+    """As `unclean`, and then topic `audit` is created with broker 3 in its ISR: a partition
+    born after the registration is empty on every replica, no violation of I7 (a new user's
+    API run counted one per partition of a created topic)."""
+    r = RunBuilder(root, "created-after-unclean")
+    r.topology["topics"].append({"name": "audit", "partitions": 1, "replication_factor": 3,
+                                 "min_insync_replicas": 2, "placement": "explicit", "assignment": {0: [3, 1, 2]}})
+    r.events += [{"node": "controller-1", "time_ns": T0 + 3 * S, "kind": "registered", "broker_id": 3,
+                  "broker_epoch": 9, "clean": False, "incarnation_id": "inc3b"},
+                 RunBuilder.change(T0 + 3 * S + 10, leader=1, epoch=0, isr=[1, 2], reason="unclean-exclusion"),
+                 RunBuilder.change(T0 + 3 * S + 20, leader=1, epoch=1, isr=[1, 2, 3], reason="election"),
+                 {**RunBuilder.change(T0 + 4 * S, leader=3, epoch=0, isr=[3, 1, 2], reason="create",
+                                      replicas=[3, 1, 2]), "topic": "audit"}]
+    d = r.write()
+    with (d / "final" / "replicas.jsonl").open("a") as f:
+        for b in (1, 2, 3):
+            f.write(json.dumps({"node": f"broker-{b}", "topic": "audit", "partition": 0, "leo": 0, "hwm": 0,
+                                "leader_epoch": 0, "is_leader": b == 3}) + "\n")
+
+
 def _truncated_line(root: Path) -> None:
     d = RunBuilder(root, "torn-tail").write()
     with (d / "history.jsonl").open("a") as f:
@@ -346,7 +366,7 @@ def _manual_elect(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+BUILDERS = [_created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -363,6 +383,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "elr-in-isr": {**ZERO, "elr_violations": 1},
     "one-rack": {**ZERO, "placement_violations": 1},
     "api-broker": ZERO,
+    "created-after-unclean": {**ZERO, "unclean_exclusion": 1},
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},

@@ -1,0 +1,54 @@
+"""The Python API (DESIGN section 9) checks what it is given before it acts, as a topology's
+`faults:` entry is checked, and a stopped cluster refuses further calls. Found by a new user:
+a bad loss mode SIGKILLed its broker before the error, a typo in `acks` recorded an operation
+that left the whole run unjudged, calls after `finish()` appended to the judged history, and a
+reused run directory picked up the old run's metadata."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from testbed import Cluster
+from testbed.supervisor.cluster import ClusterError
+from tests.integration.conftest import TIME_SCALE, topology_dict
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(topology_dict(partitions=1)))
+    run_dir = tmp_path / "run"
+    with Cluster.from_yaml(path, run_dir=run_dir, time_scale=TIME_SCALE) as c:
+        before = len(_lines(run_dir / "history.jsonl"))
+        for bad in ({"acks": "bogus"}, {"values": [1, 2]}, {"partition": "0"}):
+            args = {"topic": "orders", "partition": 0, "values": ["v"], "acks": "all"} | bad
+            with pytest.raises(ValueError, match="Cluster.produce: "):
+                c.produce(args["topic"], args["partition"], args["values"], args["acks"])
+        assert len(_lines(run_dir / "history.jsonl")) == before  # nothing recorded
+        with pytest.raises(ClusterError, match=r"fault\.loss: 'nope' is not allowed"):
+            c.fault("lossy-crash", target="broker:1", loss="nope")
+        with pytest.raises(ClusterError, match=r"fault\.target: 'broker:9': there is no broker 9"):
+            c.fault("kill", target="broker:9")
+        with pytest.raises(ClusterError, match=r"no node 'broker-9' \(nodes: "):
+            c.kill("broker-9")
+        assert c.stopped == set() and _lines(run_dir / "faults.jsonl") == []  # nothing acted
+        slow = c.fault("slow", delay="20ms")  # as YAML spells it, and a number as seconds
+        assert slow["params"]["delay"] == pytest.approx(0.02) and "error" not in slow["effect"]
+        assert c.fault("slow", delay=0.01)["params"]["delay"] == pytest.approx(0.01)
+        c.fault("heal")
+        assert c.produce("orders", 0, ["a"], acks="all").error.name == "NONE"
+        assert c.finish().ok is True
+        judged = (run_dir / "history.jsonl").read_text()
+        for call in (lambda: c.produce("orders", 0, ["late"]), lambda: c.fault("kill", target="broker:1"),
+                     lambda: c.kill("broker-1"), c.status, c.finish):
+            with pytest.raises(ClusterError, match="has stopped"):
+                call()
+        assert (run_dir / "history.jsonl").read_text() == judged
+    with pytest.raises(ClusterError, match="already holds a run"), Cluster.from_yaml(path, run_dir=run_dir):
+        pass
