@@ -52,7 +52,10 @@ _NO_ACTIVE = object()
 
 
 def _split_partition(text: str) -> tuple[str, int]:
-    topic, _, index = text.rpartition("/")
+    """`TOPIC/P` -> (topic, P); a ClusterError saying the form for anything else."""
+    topic, _, index = str(text).rpartition("/")
+    if not topic or not index.isdigit():
+        raise ClusterError(f"partition {text!r}: expected TOPIC/P, e.g. orders/0")
     return topic, int(index)
 
 
