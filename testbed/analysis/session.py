@@ -74,8 +74,7 @@ def new_session() -> RemoteSession:
     with _lock:
         if _session is None or _url is None:
             raise RuntimeError("no Spark session to share a server with: call get_spark first")
-        other = RemoteSession.builder.remote(_url).create()
-        other.client.set_retry_policies([DefaultPolicy(max_retries=RETRIES)])
+        other = _with_retries(RemoteSession.builder.remote(_url).create())
         _others.append(other)
         return other
 
@@ -117,10 +116,14 @@ def _get_spark(master: str | None, log: Path | None, small_input: bool) -> Remot
         raise SparkUnreachable(f"--spark-master {wanted}: no Spark Connect server accepts a connection there")
     url = wanted if wanted.startswith("sc://") else _embedded(wanted, log, small_input)
     os.environ[CONNECT_MODE] = "1"  # pyspark.sql.functions builds Spark Connect columns from now on
-    _session = RemoteSession.builder.remote(url).getOrCreate()
-    _session.client.set_retry_policies([DefaultPolicy(max_retries=RETRIES)])
+    _session = _with_retries(RemoteSession.builder.remote(url).getOrCreate())
     _master, _url = wanted, url
     return _session
+
+
+def _with_retries(session: RemoteSession) -> RemoteSession:
+    session.client.set_retry_policies([DefaultPolicy(max_retries=RETRIES)])
+    return session
 
 
 class SparkUnreachable(ConnectionError):

@@ -99,8 +99,7 @@ def _run_cells(cells: list[Cell], matrix_dir: Path, suffix: str, jobs: int, time
                 continue
             code = done.result()
             if code is None:
-                why_not[cell.id] = (f"not run: the matrix stopped after {first_failure} could not run "
-                                    "(--keep-going runs every cell)")
+                why_not[cell.id] = _stopped_after(first_failure)
                 progress.update(task, advance=1, failed=len(why_not))
                 continue
             if code != 0:
@@ -109,8 +108,7 @@ def _run_cells(cells: list[Cell], matrix_dir: Path, suffix: str, jobs: int, time
                                     f"(see {spec_dir / (runs[cell.id].name + '.log')})")
                 if not keep_going:
                     stopped = [c for f, c in futures.items() if not f.cancelled() and f.cancel()]
-                    why_not |= {c.id: f"not run: the matrix stopped after {cell.id} could not run "
-                                      "(--keep-going runs every cell)" for c in stopped}
+                    why_not |= {c.id: _stopped_after(cell.id) for c in stopped}
                     if stopped:
                         progress.console.print(f"[yellow]{cell.id} could not run: starting no further cell "
                                                f"(--keep-going runs them)[/]")
@@ -118,6 +116,10 @@ def _run_cells(cells: list[Cell], matrix_dir: Path, suffix: str, jobs: int, time
             progress.console.print(f"{cell.id}: {'ran' if code == 0 else f'its supervisor exited {code}'}")
             progress.update(task, advance=1, failed=len(why_not))
     return runs, why_not
+
+
+def _stopped_after(failed: str) -> str:
+    return f"not run: the matrix stopped after {failed} could not run (--keep-going runs every cell)"
 
 
 def _run_cell(cell: Cell, run_dir: Path, spec_dir: Path, time_scale: float) -> int:
