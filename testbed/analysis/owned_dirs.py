@@ -38,9 +38,23 @@ def scratch(prefix: str, parent: Path | None = None) -> Iterator[Path]:
 
 def reap(prefix: str, parent: Path | None = None) -> None:
     """Remove the directories of `prefix` in `parent` whose owning process is gone."""
+    for d, owner in _owned(prefix, parent):
+        if not psutil.pid_exists(owner):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def remove_own(prefix: str, parent: Path | None = None) -> None:
+    """Remove this process's directories of `prefix` in `parent` (it is about to exit)."""
+    for d, owner in _owned(prefix, parent):
+        if owner == os.getpid():
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _owned(prefix: str, parent: Path | None) -> Iterator[tuple[Path, int]]:
+    """Each directory of `prefix` in `parent` with the pid of its owner."""
     where = Path(parent if parent is not None else tempfile.gettempdir())
     owned = re.compile(rf"{re.escape(prefix)}(\d+)-")
     for d in where.glob(f"{prefix}*") if where.is_dir() else []:
         owner = owned.match(d.name)
-        if owner is not None and d.is_dir() and not psutil.pid_exists(int(owner.group(1))):
-            shutil.rmtree(d, ignore_errors=True)
+        if owner is not None and d.is_dir():
+            yield d, int(owner.group(1))

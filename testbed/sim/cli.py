@@ -58,9 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python run.py sim", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("topologies", type=Path, nargs="+", metavar="TOPOLOGY", help="topology YAML files (schema v1)")
-    which = ap.add_mutually_exclusive_group()
-    which.add_argument("--seeds", type=int, help="run seeds 0..N-1 of each (default: each topology's own seed)")
-    which.add_argument("--seed", type=int, help="run this one seed (replay a failing one)")
+    ap.add_argument("--seeds", type=int, help="run N seeds of each: 0..N-1, or S..S+N-1 with --seed S "
+                                              "(default: each topology's own seed)")
+    ap.add_argument("--seed", type=int, help="run this one seed (replay a failing one); with --seeds N, the first of N")
     ap.add_argument("--keep", action="store_true", help="keep the brokers' data directories")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes at once (default 1)")
     ap.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where the sim's directory goes")
@@ -103,7 +103,11 @@ def main(argv: list[str]) -> int:
 
 
 def _seeds_of(topology: Topology, seed: int | None, seeds: int | None) -> list[int]:
-    return [seed] if seed is not None else list(range(seeds)) if seeds is not None else [topology.seed]
+    """`--seeds N` from 0, or from `--seed S` when both are given (DESIGN section 9 writes
+    `--seeds 1000 [--seed S --keep]`); `--seed S` alone; else the topology's own seed."""
+    if seeds is not None:
+        return list(range(seed or 0, (seed or 0) + seeds))
+    return [seed if seed is not None else topology.seed]
 
 
 def _check(targets: list[Target], runs: list[tuple[Target, int]]) -> None:

@@ -61,6 +61,11 @@ def release_data(data: Path, keep: bool) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def remove_mine() -> None:
+    """Remove this process's scratch directories (it is about to exit mid-seed)."""
+    owned_dirs.remove_own(_PREFIX, MEMORY)
+
+
 def reap_orphans() -> None:
     """Remove the scratch directories of workers that are gone (killed mid-seed)."""
     owned_dirs.reap(_PREFIX, MEMORY)

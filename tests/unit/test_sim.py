@@ -19,6 +19,7 @@ from faults.fault_spec import FAULT_ACTIONS
 from testbed.experiment.counts import count_operations
 from testbed.sim.node import SimNode
 from testbed.sim.run import run_seed
+from testbed.sim.scratch import memory_has_room
 from testbed.topology import load_topology, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -320,11 +321,27 @@ def test_a_killed_sim_leaves_no_worker_running(tmp_path: Path) -> None:
         assert time.monotonic() < deadline and proc.poll() is None, "the workers did not start"
         workers = [c for c in parent.children() if "testbed.sim.worker" in " ".join(c.cmdline())]
         time.sleep(0.05)  # polling the process table, bounded by the deadline
+    scratch = [Path("/dev/shm")] if memory_has_room() else []
+    mine = lambda: [d for where in scratch for w in workers for d in where.glob(f"isrlab-sim-{w.pid}-*")]  # noqa: E731
+    while scratch and len(mine()) < 2:  # each worker's seed has its data in memory
+        assert time.monotonic() < deadline, "the workers' seeds did not start"
+        time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     _, alive = psutil.wait_procs(workers, timeout=5)
     running = [w for w in alive if _running(w)]  # a zombie has exited: only its new parent has not looked
     assert running == [], f"workers outlived their run.py sim: {running}"
+    assert mine() == [], "a killed worker left its seed's data in memory"
+
+
+def test_seeds_counts_from_seed_when_both_are_given() -> None:
+    """DESIGN section 9: `run.py sim x.yaml --seeds 1000 [--seed S --keep]`."""
+    from testbed.sim.cli import _seeds_of
+    topology = load_topology(ROOT / "topologies" / "quickstart.yaml")
+    assert _seeds_of(topology, None, 3) == [0, 1, 2]
+    assert _seeds_of(topology, 737, 3) == [737, 738, 739]
+    assert _seeds_of(topology, 737, None) == [737]
+    assert _seeds_of(topology, None, None) == [topology.seed]
 
 
 def _running(proc: object) -> bool:
