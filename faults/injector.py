@@ -174,8 +174,10 @@ class FaultInjector:
         return len(down | set(resolved)) > limit
 
     def _record(self, line: dict) -> dict:
-        """Write `line` to faults.jsonl with the time; the line as written."""
+        """Write `line` to faults.jsonl with the time; the line as written. A `start` line has
+        DESIGN section 7's `effect` too, empty: what a fault did is known at its `end`."""
         written = {"time_ns": self.clock_ns(), **line}
+        written.setdefault("effect", {})
         self.out.write(written)
         return written
 

@@ -16,6 +16,11 @@ from broker.common.errors import DEFINITE_PRODUCE_FAILURES, Errors
 from broker.common.jsonl import JsonlAppender
 
 
+#: How an error is written in history.jsonl where its name differs from the protocol's: DESIGN
+#: section 7 writes a client's request timeout as "TIMEOUT" (the protocol's REQUEST_TIMED_OUT)
+HISTORY_ERROR = {Errors.REQUEST_TIMED_OUT: "TIMEOUT"}
+
+
 def completion_type(error: Errors, appended: bool) -> str:
     """ok, fail (the record was certainly not appended) or info (outcome unknown)."""
     if error == Errors.NONE:
@@ -58,7 +63,7 @@ class History:
             if kind == "ok" and base_offset >= 0:
                 line["offset"] = base_offset + i
             elif kind != "ok":
-                line["error"] = error.value
+                line["error"] = HISTORY_ERROR.get(error, error.value)
             line["time_ns"] = t
             lines.append(line)
         self._write(lines)

@@ -14,13 +14,17 @@ from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.topology_spec import Topology
 
 
+#: the keys only a matrix file has (`testbed.matrix.spec`): a topology never has them
+MATRIX_ONLY_KEYS = frozenset({"base", "vary", "seeds"})
+
+
 def load_topology(path: str | Path, seed: int | None = None) -> Topology:
     """Read, parse and validate a topology file; `seed` (from `--seed`) replaces the file's."""
     source = str(path)
     data = read_yaml(path)
-    if isinstance(data, dict) and "base" in data and "cluster" not in data:
-        raise TopologyError([f"{source}: a matrix file (it has base:), not a topology: run its cells with "
-                             f"`python run.py matrix {source}`"])
+    if isinstance(data, dict) and "cluster" not in data and (keys := sorted(MATRIX_ONLY_KEYS.intersection(data))):
+        raise TopologyError([f"{source}: a matrix file (it has {', '.join(f'{k}:' for k in keys)}), not a topology: "
+                             f"run its cells with `python run.py matrix {source}`"])
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise TopologyError([f"{source}: seed: --seed {seed!r} is not a non-negative integer"])

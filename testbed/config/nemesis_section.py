@@ -38,7 +38,13 @@ def parse_nemesis(
         w.error(join(path, "max_down"), f"{max_down} must be less than the number of nodes ({total_nodes})")
         max_down = INVALID
     parts = (start, until, every, do, targets, max_down)
-    return NemesisSpec(*parts) if valid(*parts) else INVALID
+    if not valid(*parts):
+        return INVALID
+    if total_nodes is not None and "partition-halves" in do and total_nodes // 2 > max_down:
+        w.note(path, f"partition-halves cuts off at least {total_nodes // 2} of the {total_nodes} nodes, more than "
+                     f"max_down {max_down}: it is skipped every time it is drawn (max_down "
+                     f"{total_nodes - total_nodes // 2} lets it fire whichever half the active controller is in)")
+    return NemesisSpec(*parts)
 
 
 def _nemesis_targets(w: Walker, value: object, path: str, known: Known) -> tuple[str, ...] | Any:
@@ -60,13 +66,7 @@ def never_firing(t: Any) -> list[str]:
     """Notes for nemesis actions that can never fire in topology `t`: `partition-halves`
     cuts off at least half of the nodes from the active controller's side, and the injector
     skips any fault that would put more than the nemesis's `max_down` nodes out of reach
-    (its `faults.jsonl` line says `skipped: max_down`), so with fewer the action is
-    drawn and skipped every time."""
-    nodes = len(t.cluster.brokers) + len(t.cluster.controllers)
-    notes = []
-    for i, spec in enumerate(t.faults):
-        if isinstance(spec, NemesisSpec) and "partition-halves" in spec.do and nodes // 2 > spec.max_down:
-            notes.append(f"{t.source}: faults[{i}].nemesis: partition-halves cuts off at least {nodes // 2} of the "
-                         f"{nodes} nodes, more than max_down {spec.max_down}: it is skipped every time it is drawn "
-                         f"(max_down {nodes - nodes // 2} lets it fire whichever half the active controller is in)")
-    return notes
+    (its `faults.jsonl` line says `skipped: max_down`), so with fewer the action is drawn
+    and skipped every time. Found as the file is read (`parse_nemesis`), where the entry's
+    place in the file is known."""
+    return list(t.notes)

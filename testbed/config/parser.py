@@ -88,7 +88,7 @@ def _parse_topology(w: Walker, data: object) -> Topology | None:
              topics, workload, faults, expect)  # fmt: skip
     if not valid(*parts) or w.errors:
         return None
-    return Topology(*parts, source=w.source)
+    return Topology(*parts, source=w.source, notes=tuple(w.notes))
 
 
 def _parse_fields(w: Walker, value: object, path: str, spec: type, converters: dict[str, Callable[[object], Any]]) -> dict[str, Any] | None:

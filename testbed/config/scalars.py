@@ -159,10 +159,18 @@ def flush(value: object) -> FlushPolicy:
         return FlushPolicy(always=True)
     if value == "on-roll":
         return FlushPolicy(on_roll=True)
-    if not isinstance(value, dict) or not value or set(value) - {"messages", "interval"}:
-        raise ValueError(
-            f"{describe(value)} is not a flush policy (expected always, on-roll, or {{messages: N, interval: D}} with either or both keys)"
-        )
-    messages = integer(1)(value["messages"]) if "messages" in value else None
-    interval = positive_duration(value["interval"]) if "interval" in value else None
+    expected = "expected always, on-roll, or {messages: N, interval: D} with either or both keys"
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"{describe(value)} is not a flush policy ({expected})")
+    unknown = [str(key) for key in value if key not in ("messages", "interval")]
+    if unknown:
+        raise ValueError(f"unknown key {', '.join(unknown)} ({expected})")
+    try:
+        messages = integer(1)(value["messages"]) if "messages" in value else None
+    except ValueError as exc:
+        raise ValueError(f"messages: {exc}") from None
+    try:
+        interval = positive_duration(value["interval"]) if "interval" in value else None
+    except ValueError as exc:
+        raise ValueError(f"interval: {exc}") from None
     return FlushPolicy(messages=messages, interval=interval)

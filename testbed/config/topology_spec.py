@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from faults.fault_spec import FaultSpec, NemesisSpec
 from testbed.config.specs import (
+    DEFAULT_EXPECT,
     ClusterSpec,
     Expectation,
     NetworkSpec,
@@ -49,6 +50,9 @@ class Topology:
     # `converged: true` is held as Expectation("==", 1): 1 when the cluster converged.
     expect: dict[str, Expectation]
     source: str
+    #: what is valid but will never do what it seems to (`nemesis_section.never_firing`), each
+    #: naming its key as written in the file (the faults above are in firing order)
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def topic(self, name: str) -> TopicSpec:
         for topic in self.topics:
@@ -114,5 +118,6 @@ class Topology:
             "topics": [topic_to_yaml(topic) for topic in self.topics],
             "workload": workload_to_yaml(self.workload),
             "faults": [fault_to_yaml(f) for f in self.faults],
-            "expect": expect_to_yaml(self.expect),
+            # no expect: block holds the run to the defaults, so those are what it says
+            "expect": expect_to_yaml(self.expect or DEFAULT_EXPECT),
         }

@@ -59,9 +59,13 @@ class Walker:
     def __init__(self, source: str) -> None:
         self.source = source
         self.errors: list[str] = []
+        self.notes: list[str] = []  # what is valid but will not do what it seems to (`Topology.notes`)
 
     def error(self, path: str, message: str) -> None:
         self.errors.append(f"{self.source}: {path}: {message}" if path else f"{self.source}: {message}")
+
+    def note(self, path: str, message: str) -> None:
+        self.notes.append(f"{self.source}: {path}: {message}")
 
     def mapping(
         self, value: object, path: str, allowed: Iterable[str], required: Iterable[str] = (), what: str = ""

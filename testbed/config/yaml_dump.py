@@ -38,14 +38,12 @@ def timing_to_yaml(timing: Timing) -> dict[str, Any]:
 
 
 def cluster_to_yaml(cluster: ClusterSpec) -> dict[str, Any]:
-    out: dict[str, Any] = {
+    return {
         "controllers": _controllers_to_yaml(cluster.controllers),
         "brokers": [_node_to_yaml(b) for b in cluster.brokers],
+        "allow_even_quorum": cluster.allow_even_quorum,
         "metadata_snapshot_records": cluster.metadata_snapshot_records,
     }
-    if cluster.allow_even_quorum:
-        out["allow_even_quorum"] = True
-    return out
 
 
 def storage_to_yaml(storage: StorageSpec) -> dict[str, Any]:

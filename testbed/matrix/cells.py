@@ -184,6 +184,9 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any, source: str) -> None
         elif isinstance(node, dict):
             if last:
                 node[part] = value
+            elif part not in node and parts[i + 1].isdigit():  # an entry of a list the base does not have
+                raise TopologyError([f"{source}: vary: {key}: the base has no {where} (a list: give it in the base "
+                                     f"to vary its entries)"])
             node = node.setdefault(part, {})
         else:
             raise TopologyError([f"{source}: vary: {key}: {'.'.join(parts[:i])} is not a mapping or list in the base"])

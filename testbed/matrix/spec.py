@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testbed.config.loader import read_yaml
+from testbed.config import scalars
+from testbed.config.loader import MATRIX_ONLY_KEYS, read_yaml
 from testbed.config.parser import TopologyError
 from testbed.config.specs import EXPECT_KEYS
 from testbed.config.walker import Walker, describe, is_int, join, yaml_value
@@ -67,13 +68,14 @@ def load_matrix(path: str | Path) -> MatrixSpec:
 
 
 def is_matrix_file(file: Path) -> bool:
-    """A YAML file with a `base:` key is a matrix; topologies and schedules have none. A file
-    that does not parse counts as one, so that loading it says what is wrong."""
+    """A YAML file with a `base:`, `vary:` or `seeds:` key is a matrix; topologies and
+    schedules have none. A file that does not parse counts as one, so that loading it says
+    what is wrong."""
     try:
         data = read_yaml(file)
     except TopologyError:
         return True
-    return isinstance(data, dict) and "base" in data
+    return isinstance(data, dict) and not MATRIX_ONLY_KEYS.isdisjoint(data)
 
 
 def _parse(w: Walker, data: object, here: Path) -> MatrixSpec | None:
@@ -105,15 +107,26 @@ def _bases(w: Walker, value: object, here: Path) -> tuple[Path, ...]:
         if not isinstance(item, str) or not item:
             w.error(path, f"expected the path of a topology file, got {describe(item)}")
             continue
-        file = here / item
-        if not file.is_file():
-            w.error(path, f"{file}: no such file (paths are relative to the matrix file)")
+        file = locate(here, item)
+        if file is None:
+            w.error(path, f"{item}: no such file, beside the matrix file ({here / item}) or in the working "
+                          f"directory ({Path(item).absolute()})")
             continue
         out.append(file)
     names = [p.resolve() for p in out]
     if len(set(names)) != len(names):
         w.error("base", "names one topology file twice")
     return tuple(out)
+
+
+def locate(here: Path, name: str) -> Path | None:
+    """The file a matrix names: beside the matrix file (`../rack-outage.yaml`), else from the
+    working directory (DESIGN section 9's `base: topologies/rack-outage.yaml` in
+    `topologies/matrix/ci.yaml`, run from the project's root)."""
+    for file in (here / name, Path(name).absolute()):
+        if file.is_file():
+            return file
+    return None
 
 
 def _vary(w: Walker, value: object) -> tuple[tuple[str, tuple[Any, ...]], ...]:
@@ -155,7 +168,7 @@ def _schedules(w: Walker, value: object, here: Path) -> tuple[tuple[str, tuple[A
             w.error(path, "expected a schedule name without '/', '=' or spaces (it is part of each cell's id)")
             continue
         if isinstance(entries, str):
-            entries = _schedule_file(w, path, here / entries)
+            entries = _schedule_file(w, path, locate(here, entries) or here / entries)
         if entries is None:
             continue
         if not isinstance(entries, list):
@@ -218,6 +231,9 @@ def _rules(w: Walker, value: object, selectable: dict[str, Any]) -> tuple[Expect
             if name not in EXPECT_KEYS:
                 w.error(join(join(path, "expect"), str(name)),
                         f"unknown check (expected one of: {', '.join(EXPECT_KEYS)})")
+            else:  # the value as a topology's expect: reads it, named where the rule has it
+                w.field(m["expect"], name, join(path, "expect"),
+                        scalars.converged if name == "converged" else scalars.expectation)
         if when is None:
             continue
         for key, wanted in when.items():

@@ -32,6 +32,10 @@ def test_faults_due_while_one_waits_fire_at_their_own_time(tmp_path: Path) -> No
     t0 = json.loads((run / "summary.json").read_text())["workload_start_ns"]
     lines = [(r["origin"], r["do"], r["phase"], (r["time_ns"] - t0) / 1e9, r.get("effect", {}))
              for r in read_jsonl(run / "faults.jsonl")]
+    # every line has DESIGN section 7's keys, a start's effect still empty
+    design = {"time_ns", "do", "target", "resolved", "params", "phase", "effect"}
+    assert all(design <= r.keys() for r in read_jsonl(run / "faults.jsonl"))
+    assert {json.dumps(effect) for _, _, phase, _, effect in lines if phase == "start"} == {"{}"}
     starts = {(origin, do): at for origin, do, phase, at, _ in lines if phase == "start"}
     ends = {(origin, do): (at, effect) for origin, do, phase, at, effect in lines if phase == "end"}
     # the restart at 3s fired inside the remove-broker's wait, which it let finish

@@ -124,6 +124,20 @@ def test_schedules_from_files_relative_to_the_matrix(tmp_path: Path) -> None:
         ("tiny-outage-seed=5", ["leader-of orders/1"])]
 
 
+def test_a_base_path_is_looked_up_beside_the_matrix_then_from_the_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """DESIGN section 9's example: `base: topologies/rack-outage.yaml` in topologies/matrix/ci.yaml."""
+    matrix_dir = tmp_path / "topologies" / "matrix"
+    matrix_dir.mkdir(parents=True)
+    (tmp_path / "topologies" / "tiny.yaml").write_text(yaml.safe_dump(BASE), encoding="utf-8")
+    (matrix_dir / "ci.yaml").write_text(yaml.safe_dump({"base": "topologies/tiny.yaml", "seeds": 1}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert [c.id for c in expand(load_matrix(matrix_dir / "ci.yaml"))] == ["tiny-seed=0"]
+    monkeypatch.chdir(matrix_dir)
+    with pytest.raises(MatrixError, match=r"base: topologies/tiny.yaml: no such file, beside the matrix file"):
+        load_matrix(matrix_dir / "ci.yaml")
+
+
 @pytest.mark.parametrize(("matrix", "expected"), [
     ("", "m.yaml: the file is empty"),
     ("base: base.yaml\nbase: base.yaml\n", "m.yaml: line 2, column 1: invalid YAML: duplicate key 'base'"),
@@ -141,6 +155,8 @@ def test_schedules_from_files_relative_to_the_matrix(tmp_path: Path) -> None:
     ({"base": "base.yaml", "expect": [{"when": {}, "expect": {"lost_wrties": 0}}]},
      "m.yaml: expect[0].expect.lost_wrties: unknown check (expected one of: lost_writes, "),
     ({"base": "base.yaml", "seeds": "three"}, "m.yaml: seeds: expected a count"),
+    ({"base": "base.yaml", "expect": [{"when": {}, "expect": {"lost_writes": ">zero"}}]},
+     "m.yaml: expect[0].expect.lost_writes: '>zero' is not an expectation"),
     ({"base": "base.yaml", "vary": {"protocol.elr": [True]}, "expect": [{"when": {"protocol.elr": "no"},
                                                                            "expect": {"lost_writes": 0}}]},
      "m.yaml: expect[0].when.protocol.elr: no is none of the matrix's values for protocol.elr (true)"),
@@ -168,6 +184,8 @@ def test_a_malformed_matrix_names_the_file_and_the_key(tmp_path: Path, matrix: o
     ({"protocol.unclean_recovery": ["sometimes"]}, "(vary protocol.unclean_recovery=sometimes, base {base}): "
                                                    "protocol.unclean_recovery: 'sometimes' is not allowed"),
     ({"topics.3.placement": ["rack-aware"]}, "vary: topics.3.placement: the base has no topics.3"),
+    ({"workload.consumers.0.from": ["latest"]}, "vary: workload.consumers.0.from: the base has no workload.consumers "
+                                                "(a list: give it in the base to vary its entries)"),
     ({"duration.x": [1]}, "vary: duration.x: duration is not a mapping or list in the base"),
     ({"bogus.key": [1, 2, 3]}, "(vary bogus.key, base {base}): bogus: unknown key"),
 ])
@@ -389,5 +407,10 @@ def test_validate_checks_a_matrix_file_with_every_cell_and_run_points_a_matrix_t
     assert f"{bad} (vary protocol.elr=3, base {tmp_path / 'base.yaml'}): protocol.elr: expected true or false" in out.stderr
     out = subprocess.run([sys.executable, "run.py", str(good)], cwd=ROOT, capture_output=True, text=True, check=False)
     assert out.returncode == 2
-    assert f"{good}: a matrix file (it has base:), not a topology: run its cells with `python run.py matrix {good}`" \
-        in out.stderr
+    assert f"{good}: a matrix file (it has base:, seeds:, vary:), not a topology: run its cells with " \
+           f"`python run.py matrix {good}`" in out.stderr
+    # a matrix that forgot its base: is still told it is one, and what it lacks
+    baseless = write(tmp_path, {"vary": {"protocol.elr": [True, False]}, "seeds": 2}, name="baseless.yaml")
+    out = subprocess.run([sys.executable, "run.py", "validate", str(baseless)], cwd=ROOT, capture_output=True,
+                         text=True, check=False)
+    assert out.returncode == 1 and out.stderr.strip() == f"{baseless}: base: required key missing", out.stderr

@@ -10,6 +10,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.units import (
     format_duration,
     format_rate,
@@ -128,6 +129,10 @@ MALFORMED = [
     pytest.param(with_("topics.0.name", "a/b"), "topics[0].name", ["not a topic name"], id="slash-in-topic"),
     pytest.param(with_("topics.0.flush", "sometimes"), "topics[0].flush",
                  ["not a flush policy", "always, on-roll"], id="bad-flush"),
+    pytest.param(with_("topics.0.flush", {"every": "1s"}), "topics[0].flush",
+                 ["unknown key every", "{messages: N, interval: D}"], id="flush-unknown-key"),
+    pytest.param(with_("topics.0.flush", {"messages": 0}), "topics[0].flush",
+                 ["messages: 0 is too small"], id="flush-messages"),
     pytest.param(with_("topics.0.assignment", {0: [1, 2, 3]}), "topics[0].assignment",
                  ["only allowed with placement: explicit"], id="assignment-without-explicit"),
     pytest.param(with_("topics.0.placement", "explicit"), "topics[0].assignment",
@@ -527,8 +532,14 @@ def test_nemesis_entry_takes_no_other_keys() -> None:
 
 
 def roundtrip(t: Any) -> Any:
+    """`t` written out and read back; a topology without expectations is written with the
+    defaults it is held to, so it reads back as one that states them."""
     dumped = yaml.safe_dump(t.to_dict(), sort_keys=False)
-    return dataclasses.replace(parse_topology(yaml.safe_load(dumped), t.source), source=t.source)
+    back = dataclasses.replace(parse_topology(yaml.safe_load(dumped), t.source), source=t.source)
+    if not t.expect:
+        assert back.expect == DEFAULT_EXPECT
+        return dataclasses.replace(back, expect={})
+    return back
 
 
 def test_to_dict_round_trips_the_design_example() -> None:
@@ -762,7 +773,13 @@ def test_an_even_quorum_runs_when_asked_for_and_says_so_in_the_resolved_topology
     data["cluster"]["allow_even_quorum"] = True
     t = parse_topology(data, SRC)
     assert len(t.cluster.controllers) == 4 and t.to_dict()["cluster"]["allow_even_quorum"] is True
-    assert "allow_even_quorum" not in parse_topology(base(), SRC).to_dict()["cluster"]
+    assert parse_topology(base(), SRC).to_dict()["cluster"]["allow_even_quorum"] is False  # every default filled in
+
+
+def test_the_resolved_topology_states_the_default_expectations_a_run_without_any_is_held_to() -> None:
+    """DESIGN section 7: topology.yaml is the resolved topology, every default filled in."""
+    assert parse_topology(base(), SRC).to_dict()["expect"] == {
+        "lost_writes": 0, "inconsistent_offsets": 0, "log_divergence": 0, "leader_conflicts": 0}
 
 
 def test_r38_r39_the_broker_set_is_followed_through_the_run() -> None:
@@ -873,6 +890,12 @@ def test_a_nemesis_partition_into_halves_past_its_max_down_is_named_as_never_fir
     assert never_firing(parse_topology(data, SRC)) == [
         f"{SRC}: faults[0].nemesis: partition-halves cuts off at least 2 of the 4 nodes, more than max_down 1: it is "
         f"skipped every time it is drawn (max_down 2 lets it fire whichever half the active controller is in)"]
-    data["faults"][0]["nemesis"]["max_down"] = 2
+    # named where it is in the file, though the faults are kept in firing order
+    data["faults"].append({"at": "0.5s", "do": "pause", "target": "broker:1"})
+    data["faults"].reverse()
+    topology = parse_topology(data, SRC)
+    assert [type(f).__name__ for f in topology.faults] == ["FaultSpec", "NemesisSpec"]
+    assert [n.split(": ")[1] for n in never_firing(topology)] == ["faults[1].nemesis"]
+    data["faults"][1]["nemesis"]["max_down"] = 2
     assert never_firing(parse_topology(data, SRC)) == []
     assert never_firing(load_topology(TOPOLOGIES / "nemesis.yaml")) == []
