@@ -111,22 +111,24 @@ def _parse_timing(w: Walker, value: object, path: str) -> Timing | Any:
     if values is None:
         return INVALID
     low, high = values["controller_election_timeout"]
+    given = value if isinstance(value, dict) else {}
+    default = "" if "controller_election_timeout" in given else " (the default)"
+    problems = len(w.errors)
     if not low < high:
         w.error(join(path, "controller_election_timeout"),
-                f"{format_duration(low)}..{format_duration(high)}: the range must be wider than one value "
+                f"{format_duration(low)}..{format_duration(high)}{default}: the range must be wider than one value "
                 "(expected low..high with low < high), or every controller times out at once and votes split")
-        return INVALID
-    if low <= values["heartbeat_interval"]:
+    elif low <= values["heartbeat_interval"]:
         w.error(join(path, "controller_election_timeout"),
-                f"its minimum {format_duration(low)} must be longer than heartbeat_interval "
+                f"its minimum {format_duration(low)}{default} must be longer than heartbeat_interval "
                 f"({format_duration(values['heartbeat_interval'])}), or followers call elections between heartbeats")
-        return INVALID
     if values["session_timeout"] <= values["heartbeat_interval"]:
         w.error(
             join(path, "session_timeout"),
             f"{format_duration(values['session_timeout'])} must be longer than heartbeat_interval "
             f"({format_duration(values['heartbeat_interval'])}), or every broker is fenced between heartbeats",
         )
+    if len(w.errors) > problems:
         return INVALID
     return Timing(**values)
 

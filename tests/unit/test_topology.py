@@ -280,6 +280,14 @@ def test_malformed_topology_names_the_key_and_the_fix(data: dict[str, Any], path
     assert any(all(word in e for word in words) for e in matching), matching
 
 
+def test_every_timing_rule_broken_is_named_at_once_and_a_default_is_called_one() -> None:
+    data = base()
+    data["timing"] = {"heartbeat_interval": "1s", "session_timeout": "500ms"}
+    assert [e.split(": ")[1] for e in errors_of(data)] == ["timing.controller_election_timeout",
+                                                         "timing.session_timeout"]
+    assert "(the default) must be longer than heartbeat_interval (1s)" in errors_of(data)[0]
+
+
 def test_the_examples_of_the_brief_read_exactly() -> None:
     assert errors_of(with_("storage.fsinc", 1)) == [
         "t.yaml: storage.fsinc: unknown key (expected one of: medium, fsync, writeback, segment_bytes)"
