@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
+from testbed.common.pids import exited, start_time
 
 #: The parent of every JVM's scratch directory (one per user)
 ROOT = Path(tempfile.gettempdir()) / f"isrlab-jvm-{os.getuid()}"
@@ -39,10 +39,7 @@ def make() -> Path:
 
 def own(path: Path, pid: int) -> None:
     """Say that `path` lives as long as process `pid` (a server that outlives its starter)."""
-    try:
-        started = psutil.Process(pid).create_time()
-    except psutil.NoSuchProcess:
-        started = 0.0
+    started = start_time(pid) or 0.0
     (path / _OWNER).write_text(f"{pid} {started!r}\n")
 
 
@@ -75,12 +72,11 @@ def sweep() -> list[Path]:
 def _owned(path: Path) -> bool:
     try:
         pid, started = (path / _OWNER).read_text().split()
-        owner = psutil.Process(int(pid))  # a zombie has exited: only its parent has not looked
-        return owner.create_time() == float(started) and owner.status() != psutil.STATUS_ZOMBIE
+        return not exited(int(pid), float(started))
     except FileNotFoundError:
         try:
             return time.time() - path.stat().st_mtime < UNOWNED_GRACE_S
         except FileNotFoundError:
             return False
-    except (OSError, ValueError, psutil.Error):
+    except (OSError, ValueError):
         return False

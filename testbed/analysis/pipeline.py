@@ -13,7 +13,7 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
-from testbed.analysis import owned_dirs
+from testbed.common import owned_dirs
 from testbed.analysis.ingest import IngestError, find_runs, ingest, run_ids
 from testbed.analysis.job import RunData, run_job
 from testbed.analysis.report import write_reports

@@ -19,9 +19,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import psutil
 
 from testbed.analysis import jvm_scratch
+from testbed.common.pids import exited
 from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -63,7 +63,7 @@ def answering(info: ServerInfo, timeout: float = 2.0) -> bool:
     """Its process lives and its gRPC port answers an HTTP/2 greeting within `timeout`. The
     kernel accepts a connection for a server that is stopped (SIGSTOP) or hung, which then
     answers nothing: a connection alone let `analyze` wait on such a server for ever."""
-    if gone(info.pid):
+    if exited(info.pid):
         return False
     try:
         with socket.create_connection(("127.0.0.1", info.port), timeout=timeout) as conn:
@@ -120,27 +120,18 @@ def down() -> ServerInfo | None:
     return info
 
 
-def gone(pid: int) -> bool:
-    """The process has exited (a zombie that no one has reaped yet counts as exited: the
-    server outlives the command that started it, so its parent is init)."""
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
 def _stop(info: ServerInfo) -> None:
     """SIGTERM to the server's process group, SIGKILL if it has not exited 15 s later; then
     its scratch directory goes (a killed JVM leaves its temporary files)."""
     for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
-        if gone(info.pid):
+        if exited(info.pid):
             break
         try:
             os.killpg(info.pid, sig)
         except (ProcessLookupError, PermissionError):
             break
         deadline = time.monotonic() + wait
-        while not gone(info.pid) and time.monotonic() < deadline:
+        while not exited(info.pid) and time.monotonic() < deadline:
             time.sleep(0.1)  # polling: the server is not our child, so it cannot be waited for
     jvm_scratch.sweep()
 

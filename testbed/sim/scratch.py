@@ -19,7 +19,7 @@ import os
 import shutil
 from pathlib import Path
 
-from testbed.analysis import owned_dirs
+from testbed.common import owned_dirs
 
 #: the memory filesystem every Linux host mounts
 MEMORY = Path("/dev/shm")

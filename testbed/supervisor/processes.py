@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 
+from testbed.common.pids import exited, start_time
 from testbed.supervisor.netns import delete_namespaces
 
 
@@ -39,13 +40,6 @@ def spawn(args: list[str], log_path: Path, cwd: Path | None = None) -> subproces
         log.close()
 
 
-def _create_time(pid: int) -> float | None:
-    try:
-        return psutil.Process(pid).create_time()
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return None
-
-
 #: the machine's links to the registries of runs in progress, whatever their runs directory
 #: (`ISRLAB_LIVE_INDEX` moves it: each test process has its own)
 INDEX = Path(os.environ.get("ISRLAB_LIVE_INDEX") or Path(tempfile.gettempdir()) / "isrlab-live")
@@ -59,7 +53,7 @@ class Registry:
         self.path = runs_dir / ".live" / f"{run_id}.json"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         me = os.getpid()
-        self.data = {"supervisor_pid": me, "supervisor_create_time": _create_time(me),
+        self.data = {"supervisor_pid": me, "supervisor_create_time": start_time(me),
                      "sock_dir": str(sock_dir), "processes": [], "mounts": [], "netns": []}
         self._save()
         self.link = INDEX / f"{run_id}.json"
@@ -71,7 +65,7 @@ class Registry:
             pass
 
     def add_process(self, pid: int) -> None:
-        self.data["processes"].append({"pid": pid, "create_time": _create_time(pid)})
+        self.data["processes"].append({"pid": pid, "create_time": start_time(pid)})
         self._save()
 
     def add_mount(self, path: Path) -> None:
@@ -94,13 +88,8 @@ class Registry:
         self.link.unlink(missing_ok=True)
 
 
-def _alive(pid: int, create_time: float | None) -> bool:
-    ct = _create_time(pid)
-    return ct is not None and (create_time is None or abs(ct - create_time) < 0.01)
-
-
 def kill_tree(pid: int, create_time: float | None) -> None:
-    if not _alive(pid, create_time):
+    if exited(pid, create_time):
         return
     try:
         p = psutil.Process(pid)
@@ -116,10 +105,8 @@ def reap_leftovers(runs_dir: Path) -> list[str]:
     supervisor died: those registered in `runs_dir`, and those of any runs directory that
     `INDEX` links to."""
     live = runs_dir / ".live"
-    registries = {f.resolve() for f in live.glob("*.json")} if live.is_dir() else set()
     links = sorted(INDEX.glob("*.json")) if INDEX.is_dir() else []
-    registries.update(Path(os.path.realpath(link)) for link in links)
-    reaped = [f.stem for f in sorted(registries) if f.exists() and _reap(f)]
+    reaped = [f.stem for f in _registries(runs_dir) if _reap(f)]
     for tmp in live.glob("*.tmp") if live.is_dir() else []:  # a registry's next version, cut off mid-write
         if not tmp.with_suffix(".json").exists() and _older_than(tmp, STALE_TMP_S):
             tmp.unlink(missing_ok=True)
@@ -136,7 +123,7 @@ def _reap(f: Path) -> bool:
     except (OSError, json.JSONDecodeError):
         f.unlink(missing_ok=True)
         return False
-    if _alive(data.get("supervisor_pid", -1), data.get("supervisor_create_time")):
+    if not exited(data.get("supervisor_pid", -1), data.get("supervisor_create_time")):
         return False  # a run in progress in another process
     for proc in data.get("processes", []):
         kill_tree(proc["pid"], proc.get("create_time"))
@@ -167,15 +154,20 @@ def running_runs(runs_dir: Path) -> list[Path]:
     """Registry files of runs whose supervisor is alive (for `run.py status`): those of
     `runs_dir`, and those `INDEX` links to (a run of the Python API with a `run_dir`
     elsewhere, a matrix's cells)."""
-    live = runs_dir / ".live"
     out = []
-    registries = set(live.glob("*.json")) if live.is_dir() else set()
-    registries.update(Path(os.path.realpath(link)) for link in (INDEX.glob("*.json") if INDEX.is_dir() else []))
-    for f in sorted({r.resolve() for r in registries if r.exists()}):
+    for f in _registries(runs_dir):
         try:
             data = json.loads(f.read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        if _alive(data.get("supervisor_pid", -1), data.get("supervisor_create_time")):
+        if not exited(data.get("supervisor_pid", -1), data.get("supervisor_create_time")):
             out.append(f)
     return out
+
+
+def _registries(runs_dir: Path) -> list[Path]:
+    """The registry files of `runs_dir` and those `INDEX` links to, each once, as they exist now."""
+    live = runs_dir / ".live"
+    found = set(live.glob("*.json")) if live.is_dir() else set()
+    found.update(Path(os.path.realpath(link)) for link in (INDEX.glob("*.json") if INDEX.is_dir() else []))
+    return sorted({f.resolve() for f in found if f.exists()})

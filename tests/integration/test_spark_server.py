@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from testbed.analysis import spark_server
+from testbed.common.pids import exited
 from testbed.topology import CHECK_NAMES
 from tests.unit.test_analysis import EXPECTED, _lost
 
@@ -61,4 +62,4 @@ def test_a_shared_server_judges_like_an_embedded_session_and_its_loss_falls_back
     finally:
         r = cli("spark", "down")
     assert r.returncode == 0 and not state.exists()
-    assert pid is not None and spark_server.gone(pid)
+    assert pid is not None and exited(pid)

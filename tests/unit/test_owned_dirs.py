@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from testbed.analysis import owned_dirs
+from testbed.common import owned_dirs
 
 
 def _dead_pid() -> int:
