@@ -26,7 +26,7 @@ class Cluster(SupervisedCluster):
         assert self.injector is not None, "start the cluster first"
         self.stop_clients(timeout=self.scaled(5.0))
         self.injector.undo_all()
-        end_of_run(self, self.topology, Console(quiet=True))
+        end_of_run(self, self.topology, Console(stderr=True))  # a cluster that never converges says so
         self.close()
         write_counts(self.dir.root)
         had_spark = started()
