@@ -228,8 +228,7 @@ class Cluster(ClusterAdmin):
         if self._client is not None:  # not the address it would learn from metadata (netns)
             self._client.brokers[broker_id] = self._supervisor_endpoint(spec.name)
         self._spawn(spec.name)
-        self._links_pending.add(spec.name)
-        self.sync_links()
+        self._push_links_to_new(spec.name)
         self.wait_until(lambda s: broker_id in s.registered_brokers()
                         and not s.registered_brokers()[broker_id]["fenced"],
                         timeout=self.scaled(15), what=f"{spec.name} registered and unfenced")
@@ -357,9 +356,16 @@ class Cluster(ClusterAdmin):
         if self._node(name) not in self.stopped:
             raise ClusterError(f"{name} is running")
         self._spawn(name)
-        self._links_pending.add(name)
-        self.sync_links()
+        self._push_links_to_new(name)
         return self.procs[name].pid
+
+    def _push_links_to_new(self, name: str) -> None:
+        """A new process starts with no link rule: it needs the table only when a rule is in
+        force (pushing it waits for the process to answer, which held the fault schedule
+        back for up to a second at every restart)."""
+        if self.link_table.rules:
+            self._links_pending.add(name)
+            self.sync_links()
 
     def _node(self, name: object) -> str:
         """`name` when it is a node of the cluster; else a ClusterError naming the nodes."""
