@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from broker.noderuntime.config import NodeConfig
+from testbed.config.units import format_duration
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.control_client import ControlClient
 
@@ -60,8 +61,22 @@ def faults_in_force(records: list[dict]) -> list[str]:
                 left -= nodes
                 if not left:
                     del held[origin]
-    return [" ".join(filter(None, (rec["do"], rec.get("target"), "->", ", ".join(sorted(left)) or "-")))
-            for rec, left in held.values()]
+    return [_in_force(rec, left) for rec, left in held.values()]
+
+
+def _in_force(rec: dict, left: set[str]) -> str:
+    """`do target -> nodes`; a partition without a target shows its sides, a slow link what
+    it slows (every link, or those from/to what it names) and by how much."""
+    groups = (rec.get("effect") or {}).get("groups")
+    if not left and rec.get("do") == "partition" and groups:
+        return "partition " + " | ".join(",".join(g) for g in groups)
+    if left or rec.get("do") != "slow":
+        return " ".join(filter(None, (rec["do"], rec.get("target"), "->", ", ".join(sorted(left)) or "-")))
+    params = rec.get("params") or {}
+    ends = " ".join(f"{end} {params[end]}" for end in ("from", "to") if params.get(end))
+    how = ", ".join([*(f"{key} {format_duration(params[key])}" for key in ("delay", "jitter") if params.get(key)),
+                     *(f"{key} {params[key]:g}" for key in ("loss", "duplicate") if params.get(key))])
+    return " ".join(filter(None, ("slow", ends or "every link", f"({how})" if how else "")))
 
 
 def bar(leo: int, hwm: int, longest: int, width: int = BAR) -> Text:

@@ -289,11 +289,12 @@ def test_the_faults_in_force_are_those_not_yet_undone() -> None:
         _fault("faults[4]", "elect-preferred", None, []),
         _fault("faults[5]", "resume", "broker:2", ["broker-2"]),
         _fault("faults[6]", "disk-loss", "broker:3", ["broker-3"]),
+        {**_fault("faults[11]", "slow", None, []), "params": {"delay": 0.05, "loss": 0.1, "from": "rack:a"}},
     ]
     assert faults_in_force(records) == ["pause followers-of orders/0 -> broker-3",
-                                        "kill leader-of orders/0 -> broker-1", "partition -> -",
-                                        "disk-loss broker:3 -> broker-3"]
-    records += [_fault("faults[7]", "heal", None, [], healed=["faults[2]"]),
+                                        "kill leader-of orders/0 -> broker-1", "partition broker-1 | broker-2",
+                                        "disk-loss broker:3 -> broker-3", "slow from rack:a (delay 50ms, loss 0.1)"]
+    records += [_fault("faults[7]", "heal", None, [], healed=["faults[2]", "faults[11]"]),
                 _fault("faults[8]", "restart", "stopped", ["broker-1", "broker-3"]),
                 _fault("faults[9]", "resume", "paused", ["broker-3"])]
     assert faults_in_force(records) == []
