@@ -141,6 +141,7 @@ class Partition:
         self._pending_produces: list[PendingProduce] = []
         self._proposed_isr: list[int] | None = None  # R16: widens the maximal ISR
         self._alter_in_flight = False  # R16: at most one AlterPartition in flight
+        self._alter_base_epoch = -1  # the partition epoch the AlterPartition in flight was made against
         self._alter_retry_at = 0.0
         #: R16: the controller's answer says its state moved past what we know (maybe by our
         #: own proposal, whose answer was lost): keep the maximal ISR, propose nothing, and
@@ -557,6 +558,7 @@ class Partition:
         """R16 + R19: maximal ISR := ISR ∪ proposed; one AlterPartition to the controller."""
         self._proposed_isr = list(new_isr)
         self._alter_in_flight = True
+        self._alter_base_epoch = self._partition_epoch
         members = [IsrMember(b, self._member_epoch(b)) for b in new_isr]
         request = AlterPartitionRequest(
             broker_id=self.local_broker_id, broker_epoch=self._local_broker_epoch,
@@ -599,6 +601,12 @@ class Partition:
         if not self._alter_in_flight:
             return out
         self._alter_in_flight = False
+        if self._partition_epoch > self._alter_base_epoch:
+            # A record newer than the proposal's base came first and replaced the proposal: the
+            # controller can no longer apply it, and its answer says nothing the record did not
+            # (waiting on metadata for it stopped every ISR change of the partition for good).
+            # Kafka ignores such an answer likewise.
+            return out
         if resp is None:
             self._alter_retry_at = now + self.config.alter_partition_backoff
             return out

@@ -258,6 +258,22 @@ def test_R16_a_stale_view_keeps_the_maximal_isr_until_the_metadata_says():
     assert not sends(leader.p.tick(10.0))
 
 
+def test_R16_the_answer_to_a_proposal_a_newer_record_replaced_is_ignored():
+    """A record with a newer partition epoch (another change: a reassignment's growth, a
+    fence) arrives before the controller's INVALID_UPDATE_VERSION to our expansion: the
+    record replaced the proposal, so the answer is stale, and the leader goes on judging
+    the ISR from the record (found by a new user: waiting for metadata already applied, the
+    leader never changed the ISR again and a reassignment hung)."""
+    leader, f2, f3, _sent = _expansion_in_flight()
+    apply_record([leader], record(1, 1, 2, [1, 2]))  # pe 2 from elsewhere; the expansion not in it
+    leader.p.on_alter_partition_response(AlterPartitionResponse(TOPIC, 0, Errors.INVALID_UPDATE_VERSION), 2.1)
+    assert leader.p.maximal_isr == [1, 2]
+    before = len(leader.sent)
+    fetch_round(leader, f3, now=3.0)  # R18: the caught-up follower's fetch proposes it again
+    again = [s.message for s in leader.sent[before:] if isinstance(s.message, AlterPartitionRequest)]
+    assert [([m.broker_id for m in r.new_isr], r.partition_epoch) for r in again] == [([1, 2, 3], 2)]
+
+
 def test_R16_success_commits_isr_and_partition_epoch():
     leader, *_ = _expansion_in_flight()
     leader.p.on_alter_partition_response(
