@@ -15,6 +15,10 @@ from typing import Any
 
 import orjson
 
+#: one line each; a mapping keyed by numbers (a topic's `assignment: {0: [1, 2, 3]}` in a
+#: create-topic fault's parameters) is written with its keys as strings, as JSON must
+_OPTIONS = orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS
+
 
 class JsonlAppender:
     """Appends JSON lines to one file, creating it (and its directory) if needed."""
@@ -24,11 +28,11 @@ class JsonlAppender:
         self.fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
     def write(self, obj: Any) -> None:
-        os.write(self.fd, orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE))
+        os.write(self.fd, orjson.dumps(obj, option=_OPTIONS))
 
     def write_many(self, objs: list[Any]) -> None:
         if objs:
-            os.write(self.fd, b"".join(orjson.dumps(o, option=orjson.OPT_APPEND_NEWLINE) for o in objs))
+            os.write(self.fd, b"".join(orjson.dumps(o, option=_OPTIONS) for o in objs))
 
     def close(self) -> None:
         if self.fd >= 0:
