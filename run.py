@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from pathlib import Path
 
 #: the exit code of a command stopped by Ctrl-C (SIGINT), as a shell reports one
 EXIT_INTERRUPTED = 130
+#: the exit code of a command that judged nothing (README, "Exit codes"); an internal error's too
+EXIT_UNJUDGED = 2
 COMMANDS = ("validate", "status", "bench", "analyze", "spark", "matrix", "lab", "sim")
 
 
@@ -166,6 +169,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # what the command started was stopped on the way out (its finally blocks)
         print("isrlab: interrupted; everything it started is stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Exception:  # noqa: BLE001 - a defect of isrlab's own: never exit 1, which says an expectation failed
+        traceback.print_exc()
+        print("isrlab: an internal error stopped the command (the traceback above is a defect to report); "
+              "nothing was judged, and everything it started is stopped", file=sys.stderr)
+        return EXIT_UNJUDGED
 
 
 if __name__ == "__main__":
