@@ -83,6 +83,9 @@ def describe_fault(rec: dict, elapsed: float) -> str:
         note = f" [yellow](skipped: {effect['skipped']})[/]"
     elif "groups" in effect:
         note = " " + " | ".join(",".join(g) for g in effect["groups"])
+    killed = [n for n, clean in (effect.get("clean") or {}).items() if clean is False]
+    if killed:  # R37's controlled shutdown did not finish in time: the node was killed instead
+        note += f" [yellow](not clean: {', '.join(killed)} killed when its controlled shutdown timed out)[/]"
     if effect.get("caveats"):
         note += "".join(f"\n  [yellow]caveat:[/] {c}" for c in effect["caveats"])
     target = f" {rec['target']}" if rec.get("target") else ""

@@ -275,8 +275,14 @@ class Cluster(ClusterAdmin):
         return last[0]
 
     def retry_while(self, ask: Callable[[], Any], again: Callable[[Any], bool], timeout: float) -> Any:
+        def retry(answer: Any) -> bool:  # while a fault waits, the faults due meanwhile fire (`_looked`)
+            if not again(answer):
+                return False
+            if self.while_waiting is not None:
+                self.while_waiting()
+            return True
         try:
-            return Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(0.05), retry=retry_if_result(again))(ask)
+            return Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(0.05), retry=retry_if_result(retry))(ask)
         except RetryError as e:
             return e.last_attempt.result()
 
@@ -467,13 +473,20 @@ class Cluster(ClusterAdmin):
         proc = self.procs[name]
         self.control.call(self.configs[name].control_endpoint, "shutdown", timeout=self.scaled(1),
                           until=lambda: proc.poll() is not None)  # gone: its answer may be gone too
-        try:
-            proc.wait(timeout=timeout if timeout is not None else self.scaled(10))
-            clean = proc.returncode == 0
-        except subprocess.TimeoutExpired:
+        deadline = time.monotonic() + (timeout if timeout is not None else self.scaled(10))
+        while proc.poll() is None and time.monotonic() < deadline:
+            if self.while_waiting is not None:  # a shutdown that waits (no quorum to move its
+                self.while_waiting()  # leaderships) holds no fault of the schedule back
+            try:
+                proc.wait(timeout=0.05)
+            except subprocess.TimeoutExpired:
+                pass
+        if proc.poll() is None:
             proc.kill()
             proc.wait()
             clean = False
+        else:
+            clean = proc.returncode == 0
         self.stopped.add(name)
         return clean
 

@@ -54,6 +54,10 @@ def test_a_fault_line_names_what_an_admin_fault_acted_on_and_an_empty_undo_is_no
     assert describe_fault(add, 5.0).endswith("fault[/] add-partitions (topic orders, count 2)")
     kill = {"do": "kill", "target": "broker:4", "resolved": ["broker-4"], "params": {}, "effect": {"killed": {}}}
     assert describe_fault(kill, 1.0).endswith("kill broker:4 -> broker-4")
+    shutdown = {"do": "shutdown", "target": "broker:3", "resolved": ["broker-3"], "params": {},
+                "effect": {"clean": {"broker-3": False}}}
+    assert describe_fault(shutdown, 3.0).endswith("(not clean: broker-3 killed when its controlled shutdown timed out)[/]")
+    assert "not clean" not in describe_fault({**shutdown, "effect": {"clean": {"broker-3": True}}}, 3.0)
     assert did_nothing({"do": "restart", "effect": {"restarted": {}}})
     assert not did_nothing({"do": "restart", "effect": {"restarted": {"broker-4": 2}}})
     assert not did_nothing({"do": "restart", "effect": {"error": "x"}})
