@@ -179,7 +179,8 @@ def _cause_groups(name: str, frame: DataFrame) -> DataFrame:
 
 
 def convergence(t: Tables, config: ConfigTables) -> DataFrame:
-    """Per run: every partition of a topic that still exists has one leader and RF replicas,
+    """Per run: every partition of a topic that still exists has one leader and as many
+    replicas as the controller last committed (the topic's RF unless a reassignment changed it),
     all at the same LEO, with the leader's HWM there (the state the supervisor waits for
     before the final read; a follower learns the last HWM on its next fetch, so its own may
     trail); and how many replicas with records (LEO > 0) have none in the final logs (a final
@@ -188,7 +189,10 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
             .agg(F.sum(F.col("is_leader").cast("int")).alias("leaders"), F.count("*").alias("n"),
                  F.min("leo").alias("lo"), F.max("leo").alias("hi"),
                  F.max(F.when(F.col("is_leader"), F.col("hwm"))).alias("leader_hwm")))
-    ok = ((F.col("leaders") == 1) & (F.col("n") == F.col("rf")) & (F.col("lo") == F.col("hi"))
+    # the replica set the controller last committed: a reassignment may have changed its size (R35)
+    replicas_now = (t.events.where(F.col("kind") == "partition-changed").groupBy(*PART)
+                    .agg(F.max_by(F.size("replicas"), "time_ns").alias("replicas_now")))
+    ok = ((F.col("leaders") == 1) & (F.col("n") == F.coalesce("replicas_now", "rf")) & (F.col("lo") == F.col("hi"))
           & (F.col("leader_hwm") == F.col("hi")))
     topics = config.topics.select("run_id", "topic", "rf", "gone", F.col("partitions").alias("n_partitions"))
     replica = [*PART, "node"]
@@ -199,7 +203,7 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
             .where(~F.coalesce("gone", F.lit(False)))  # a topic deleted for good has no final state (R40)
             # a partition of an earlier making of a topic made again with fewer is gone with it
             .where(F.col("n_partitions").isNull() | (F.col("partition") < F.col("n_partitions")))
-            .join(reps, PART, "left")
+            .join(reps, PART, "left").join(replicas_now, PART, "left")
             .groupBy("run_id").agg(F.min(F.coalesce(ok, F.lit(False)).cast("int")).alias("converged"))
             .join(short, "run_id", "left"))
 

@@ -72,7 +72,8 @@ def _not_converged(run_dir: Path) -> str:
         return (f"{final} is missing or empty: the run did not reach its end (its supervisor was killed, or the "
                 f"cluster failed), so there is no final state to judge against")
     return ("the cluster did not converge (final/replicas.jsonl: not every partition had one leader "
-            "and RF replicas level at the leader's LEO = HWM), so a missing value may be unavailability, not loss")
+            "and its replicas (as the controller last set them) level at the leader's LEO = HWM), so a missing value "
+            "may be unavailability, not loss")
 
 
 def _final_logs_missing(run_dir: Path) -> str | None:

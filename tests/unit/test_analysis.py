@@ -102,6 +102,19 @@ def _api_broker(root: Path) -> None:
     r.write()
 
 
+def _grown(root: Path) -> None:
+    """R35: orders/0 reassigned from [1, 2, 3] to [1, 2, 3, 4] (a replication factor raised the
+    Kafka way): four level replicas at the end are convergence, not one too many."""
+    r = RunBuilder(root, "grown", racks=("a", "b", "c", "a"))
+    r.events += [{"node": "controller-1", "time_ns": T0 + 2 * S, "kind": "registered", "broker_id": 4,
+                  "broker_epoch": 40, "clean": True, "incarnation_id": "inc4"},
+                 RunBuilder.change(T0 + 3 * S, leader=1, epoch=1, isr=[1, 2, 3, 4], reason="reassign",
+                                   replicas=[1, 2, 3, 4])]
+    r.logs["broker-4"] = list(r.logs["broker-1"])
+    r.replicas["broker-4"] = {**r.replicas["broker-2"]}
+    r.write()
+
+
 def _unclean(root: Path) -> None:
     """Broker 3 restarts unclean and is put back in the ISR by an election, not by its leader."""
     r = RunBuilder(root, "unclean")
@@ -367,7 +380,7 @@ def _manual_elect(root: Path) -> None:
 
 
 BUILDERS = [_created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
-            _unclean, _truncated_line, _mismatch, _unseen]
+            _unclean, _truncated_line, _mismatch, _unseen, _grown]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
 EXPECTED: dict[str, dict[str, int]] = {
@@ -399,6 +412,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "made-again": ZERO,
     "manual-elect": {**ZERO, "lost_writes": 5},
     "unclean-tie": ZERO,
+    "grown": ZERO,
 }
 
 
@@ -428,6 +442,12 @@ def test_exact_counts(judged: dict[str, RunVerdict], run: str) -> None:
     assert {name: checks[name]["count"] for name in CHECK_NAMES} == EXPECTED[run]
     for c in checks.values():
         assert len(c["examples"]) == min(c["count"], 20)
+
+
+def test_a_replication_factor_raised_by_reassignment_is_convergence(judged: dict[str, RunVerdict]) -> None:
+    """Four level replicas of an RF-3 topic after a reassignment to four (R35): judged, not
+    'did not converge'."""
+    assert judged["grown"].ok is True, judged["grown"].results.get("problems")
 
 
 def test_a_topic_made_again_is_judged(judged: dict[str, RunVerdict]) -> None:
@@ -506,6 +526,10 @@ def test_a_mismatching_line_is_rejected_with_its_file_and_line(judged: dict[str,
 def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark) -> None:  # noqa: F811
     root = judged["clean"].run_dir.parent
     assert (root / "summary" / "tables" / "history").is_dir()
+    # the Parquet tables (written after a small input is judged from its JSON) hold every line
+    lines = sum(1 for d in root.iterdir() if (d / "history.jsonl").is_file()
+                for line in (d / "history.jsonl").read_text().splitlines() if line.strip())
+    assert spark.read.parquet(str(root / "summary" / "tables" / "history")).count() == lines
     # every hand-made run has one topology and protocol setting, so the summary is one row
     [row] = [r.asDict() for r in spark.read.parquet(str(root / "summary" / "summary.parquet")).collect()]
     assert row["topology"] == "handmade" and row["runs"] == len(BUILDERS)
