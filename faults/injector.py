@@ -114,9 +114,11 @@ class FaultInjector:
     def while_waiting(self) -> None:
         """Called at every look of the cluster's `wait_until`. While a fault waits (a
         remove-broker for its reassignments, a create-topic for its leaders), the faults
-        that fall due meanwhile fire as the schedule says, one level deep: a restart at 3s
-        is what lets a remove-broker begun at 2s finish, and it must not wait for it."""
-        if self._firing != 1 or self.elapsed is None:
+        that fall due meanwhile fire as the schedule says: a restart at 3s is what lets a
+        remove-broker begun at 2s finish, and it must not wait for it. So do those due while
+        one of these waits in turn (an add-broker inside a remove-broker's wait, whose own
+        moves wait for a resume due later: one level deep, the resume waited 60 s)."""
+        if self._firing < 1 or self.elapsed is None:
             return
         rng = self.rng
         try:

@@ -109,6 +109,14 @@ class PartitionMetadata:
     isr: list[int]
     elr: list[int] = field(default_factory=list)
     last_known_elr: list[int] = field(default_factory=list)
+    #: a reassignment in progress (R35): `replicas` is the old set and the new together
+    adding: list[int] = field(default_factory=list)
+    removing: list[int] = field(default_factory=list)
+
+    @property
+    def target_replicas(self) -> list[int]:
+        """The replica set once the reassignment in progress (if any) completes."""
+        return [r for r in self.replicas if r not in self.removing]
 
 
 @dataclass

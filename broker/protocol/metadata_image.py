@@ -199,7 +199,8 @@ def partition_metadata(p: PartitionRecord) -> PartitionMetadata:
     return PartitionMetadata(topic=p.topic, partition=p.partition, leader=p.leader,
                              leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch,
                              replicas=list(p.replicas), isr=list(p.isr), elr=list(p.elr),
-                             last_known_elr=list(p.last_known_elr))
+                             last_known_elr=list(p.last_known_elr), adding=list(p.adding),
+                             removing=list(p.removing))
 
 
 def build_metadata_response(image: MetadataImage, topics: list[str] | None,

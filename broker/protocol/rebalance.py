@@ -109,10 +109,11 @@ def _spread(replicas: list[int], racks: dict[int, str | None]) -> int:
 
 
 def plan_rebalance(assignment: dict[Partition, list[int]], brokers: dict[int, str | None],
-                   leaving: frozenset[int] = frozenset()) -> Plan:
+                   leaving: frozenset[int] = frozenset(), fixed: frozenset[Partition] = frozenset()) -> Plan:
     """The plan that balances `assignment` over `brokers` (id -> rack), `leaving` excluded
-    (R39: their replicas all move). Raises RebalanceError when a partition's replication
-    factor exceeds the brokers that stay."""
+    (R39: their replicas all move), without moving a replica or a leader of the `fixed`
+    partitions (a reassignment of theirs in progress: R35 takes one at a time). Raises
+    RebalanceError when a partition's replication factor exceeds the brokers that stay."""
     staying = sorted(b for b in brokers if b not in leaving)
     widest = max((len(r) for r in assignment.values()), default=0)
     if widest > len(staying):
@@ -129,7 +130,7 @@ def plan_rebalance(assignment: dict[Partition, list[int]], brokers: dict[int, st
     gone = sum(counts[b] for b in leaving)
     lower_bound = gone + max(band.excess(counts, staying), band.deficit(counts, staying) - gone)
     need = {p: _spread(r, brokers) for p, r in target.items()}  # R34's spread, never narrowed
-    while chain := _next_moves(target, counts, band, staying, brokers, need):
+    while chain := _next_moves(target, counts, band, staying, brokers, need, fixed):
         for move in chain:
             replicas = target[move.partition]
             replicas[replicas.index(move.source)] = move.dest
@@ -141,19 +142,19 @@ def plan_rebalance(assignment: dict[Partition, list[int]], brokers: dict[int, st
                              strict=True)]
     replicas_balanced = all(band.lo <= counts[b] <= band.hi for b in staying) and not any(counts[b] for b in leaving)
     leaders_before = {p: r[0] for p, r in target.items()}
-    leaders_balanced = _balance_leaders(target, staying)
+    leaders_balanced = _balance_leaders(target, staying, fixed)
     return Plan(target=target, moves=moves, lower_bound=lower_bound, balanced=replicas_balanced and leaders_balanced,
                 leaders_changed=[p for p, r in target.items() if r[0] != leaders_before[p]])
 
 
 def _leaving_move(target: dict[Partition, list[int]], counts: dict[int, int], staying: list[int],
-                  racks: dict[int, str | None], need: dict[Partition, int]) -> Move | None:
+                  racks: dict[int, str | None], need: dict[Partition, int], fixed: frozenset[Partition]) -> Move | None:
     """A replica of a leaving broker, moved where R34 would put it (R39): the widest rack spread
     any staying broker gives, then the broker holding the fewest replicas. That spread is the
     partition's floor from then on (its old one when the brokers that stay can give it)."""
     for p, replicas in sorted(target.items()):
         source = next((b for b in replicas if b not in staying), None)
-        if source is None:
+        if source is None or p in fixed:
             continue
         others = [b for b in replicas if b != source]
         free = [d for d in staying if d not in replicas]
@@ -165,14 +166,14 @@ def _leaving_move(target: dict[Partition, list[int]], counts: dict[int, int], st
 
 
 def _next_moves(target: dict[Partition, list[int]], counts: dict[int, int], band: _Band, staying: list[int],
-                racks: dict[int, str | None], need: dict[Partition, int]) -> list[Move]:
+                racks: dict[int, str | None], need: dict[Partition, int], fixed: frozenset[Partition]) -> list[Move]:
     """The next moves of the module's step 1: a leaving broker's replica, else the shortest
     chain that takes one replica off a broker above the band and gives one to a broker below
     it (or, when only one side is out, to or from a broker inside it). Usually one move; when
     no broker that may take a replica can take any of those on offer (each already holds those
     partitions, or would narrow their rack spread), a broker in between takes one and passes
     another on. A partition is tried with its non-leader replicas first."""
-    leaving = _leaving_move(target, counts, staying, racks, need)
+    leaving = _leaving_move(target, counts, staying, racks, need, fixed)
     if leaving is not None:
         return [leaving]
     above = [b for b in staying if counts[b] > band.hi]
@@ -181,7 +182,7 @@ def _next_moves(target: dict[Partition, list[int]], counts: dict[int, int], band
              ([b for b in staying if counts[b] > band.lo], below)]
     for sources, sinks in tiers:
         if sources and sinks:
-            chain = _shortest_chain(target, counts, staying, racks, need, sources, set(sinks))
+            chain = _shortest_chain(target, counts, staying, racks, need, sources, set(sinks), fixed)
             if chain:
                 return chain
     return []
@@ -189,7 +190,7 @@ def _next_moves(target: dict[Partition, list[int]], counts: dict[int, int], band
 
 def _shortest_chain(target: dict[Partition, list[int]], counts: dict[int, int], staying: list[int],
                     racks: dict[int, str | None], need: dict[Partition, int], sources: list[int],
-                    sinks: set[int]) -> list[Move]:
+                    sinks: set[int], fixed: frozenset[Partition]) -> list[Move]:
     """Breadth-first over brokers from `sources` to any of `sinks`: broker a passes a replica
     of partition p to broker b when b holds none of p and p keeps the rack spread it had
     before the plan (`need`). A broker of a's own rack is tried first: such a move never
@@ -200,7 +201,7 @@ def _shortest_chain(target: dict[Partition, list[int]], counts: dict[int, int], 
     while queue:
         a = queue.popleft()
         used = {m.partition for m in _chain(came, a)}
-        held = sorted((p for p, r in target.items() if a in r and p not in used),
+        held = sorted((p for p, r in target.items() if a in r and p not in used and p not in fixed),
                       key=lambda p: (target[p][0] == a, p))
         for p in held:
             replicas = target[p]
@@ -223,7 +224,8 @@ def _chain(came: dict[int, Move | None], end: int) -> list[Move]:
     return moves[::-1]
 
 
-def _balance_leaders(target: dict[Partition, list[int]], staying: list[int]) -> bool:
+def _balance_leaders(target: dict[Partition, list[int]], staying: list[int],
+                     fixed: frozenset[Partition] = frozenset()) -> bool:
     """Swap preferred leaders along augmenting paths until each broker leads floor or ceil of
     the mean (see the module's step 2); False if no path is left and some broker is outside."""
     lo, extra = divmod(len(target), len(staying))
@@ -233,9 +235,9 @@ def _balance_leaders(target: dict[Partition, list[int]], staying: list[int]) -> 
         short = [b for b in staying if counts[b] < lo]
         excess = [b for b in staying if counts[b] > hi]
         if short:
-            path = _path(target, short, {b for b in staying if counts[b] > lo})
+            path = _path(target, short, {b for b in staying if counts[b] > lo}, fixed)
         elif excess:
-            path = _path(target, [b for b in staying if counts[b] < hi], set(excess))
+            path = _path(target, [b for b in staying if counts[b] < hi], set(excess), fixed)
         else:
             return True
         if path is None:
@@ -246,13 +248,15 @@ def _balance_leaders(target: dict[Partition, list[int]], staying: list[int]) -> 
             replicas[0], replicas[i] = replicas[i], replicas[0]
 
 
-def _path(target: dict[Partition, list[int]], receivers: list[int],
-          donors: set[int]) -> list[tuple[Partition, int]] | None:
+def _path(target: dict[Partition, list[int]], receivers: list[int], donors: set[int],
+          fixed: frozenset[Partition] = frozenset()) -> list[tuple[Partition, int]] | None:
     """Breadth-first from `receivers`: broker u can take partition p from its leader b when u
     holds a replica of p. Returns the swaps (p, new leader) of the shortest path that ends at one of `donors`."""
     led: dict[int, list[Partition]] = {}
     for p, replicas in sorted(target.items()):
-        led.setdefault(replicas[0], []).append(p)
+        led.setdefault(replicas[0], [])
+        if p not in fixed:
+            led[replicas[0]].append(p)
     came: dict[int, tuple[int, Partition] | None] = dict.fromkeys(receivers)
     queue = deque(receivers)
     while queue:

@@ -83,6 +83,10 @@ def describe_fault(rec: dict, elapsed: float) -> str:
         note = f" [yellow](skipped: {effect['skipped']})[/]"
     elif "groups" in effect:
         note = " " + " | ".join(",".join(g) for g in effect["groups"])
+    refused = (effect.get("rebalance") or {}).get("refused") if isinstance(effect.get("rebalance"), dict) else None
+    if refused:  # an add-broker or remove-broker whose rebalance could not make every move
+        note += f" [yellow]({len(refused)} of its moves refused: " + "; ".join(
+            f"{p} {why.split(':')[0]}" for p, why in sorted(refused.items())) + ")[/]"
     killed = [n for n, clean in (effect.get("clean") or {}).items() if clean is False]
     if killed:  # R37's controlled shutdown did not finish in time: the node was killed instead
         note += f" [yellow](not clean: {', '.join(killed)} killed when its controlled shutdown timed out)[/]"

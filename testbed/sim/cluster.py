@@ -69,6 +69,7 @@ class SimCluster(ClusterAdmin):
         self.paused: set[str] = set()
         self.brokers: list[NodeSpec] = list(topology.cluster.brokers)
         self.removed: set[str] = set()
+        self.leaving: set[int] = set()
         self.link_table = LinkTable(0, {})
         self._links_pending: set[str] = set()
         self._events: list[EventLog] = []

@@ -76,6 +76,7 @@ class ClusterAdmin:
     dir: RunDir
     brokers: list[NodeSpec]
     removed: set[str]
+    leaving: set[int]  # the brokers a remove-broker under way is taking out (R39)
     stopped: set[str]
     paused: set[str]
     #: the network table every node should hold, and the nodes that have not got it yet
@@ -194,9 +195,13 @@ class ClusterAdmin:
         name = broker_name(broker_id)
         if name not in {s.name for s in self.brokers} or name in self.removed:
             raise ClusterError(f"no broker {broker_id} in this run")
-        plan = self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan)
-        clean = self.shutdown_node(name)
-        self.removed.add(name)
+        self.leaving.add(broker_id)  # a rebalance that fires meanwhile (add-broker) plans without it
+        try:
+            plan = self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan)
+            clean = self.shutdown_node(name)
+            self.removed.add(name)
+        finally:
+            self.leaving.discard(broker_id)
         refusal = self._unregister(broker_id)
         return plan | {"shutdown": clean, "unregistered": refusal is None} | (
             {"unregister_error": refusal} if refusal else {})
@@ -230,9 +235,13 @@ class ClusterAdmin:
         """The first half of `rebalance`: plan, hand the plan to `on_plan`, start every move;
         the cluster serves (and faults may strike) while the moves run."""
         status = self.status()
-        current = {(p.topic, p.partition): list(p.replicas) for p in status.partitions()}
+        # each partition as it will be: a reassignment in progress (a remove-broker's, waiting
+        # while this one fires) counts by its target, not by its old and new replicas together
+        current = {(p.topic, p.partition): p.target_replicas for p in status.partitions()}
+        in_progress = {(p.topic, p.partition) for p in status.partitions() if p.adding or p.removing}
         members = {s.id: s.rack for s in self.brokers if s.name not in self.removed}
-        plan = plan_rebalance(current, members, leaving)
+        # R35: one reassignment of a partition at a time, so those in progress stay as they go
+        plan = plan_rebalance(current, members, leaving | self.leaving, fixed=frozenset(in_progress))
         if on_plan is not None:
             on_plan(plan.to_dict())
         refused = {}

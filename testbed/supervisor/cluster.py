@@ -90,6 +90,7 @@ class Cluster(ClusterAdmin):
         self.brokers: list[NodeSpec] = list(topology.cluster.brokers)
         #: brokers `remove_broker` took out of the cluster: never restarted, no longer observed
         self.removed: set[str] = set()
+        self.leaving: set[int] = set()
 
     @classmethod
     def from_yaml(cls, path: str | Path, run_dir: Path | None = None, seed: int | None = None,

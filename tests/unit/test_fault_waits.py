@@ -48,6 +48,41 @@ def test_faults_due_while_one_waits_fire_at_their_own_time(tmp_path: Path) -> No
     assert outcome.virtual_seconds < 20, "the workload kept to its 10 s"
 
 
+ADD_DURING_REMOVE = {
+    "name": "rm-add", "seed": 1, "duration": "12s", "timing": {"session_timeout": "600ms"},
+    "cluster": {"controllers": 1, "brokers": [{"id": 1, "rack": "a"}, {"id": 2, "rack": "b"}, {"id": 3, "rack": "c"},
+                                               {"id": 4, "rack": "a"}]},
+    "topics": [{"name": "orders", "partitions": 4, "replication_factor": 3, "min_insync_replicas": 2,
+                "placement": "explicit", "assignment": {0: [4, 2, 3], 1: [2, 3, 4], 2: [3, 4, 2], 3: [1, 2, 3]}}],
+    "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "200/s", "batch": 5}]},
+    "faults": [{"at": "1500ms", "do": "pause", "target": "broker:1"},
+               {"at": "2s", "do": "remove-broker", "target": "broker:4"},
+               {"at": "3s", "do": "add-broker", "broker": {"id": 5, "rack": "c"}},
+               {"at": "6s", "do": "resume"}],
+}
+
+
+def test_an_add_broker_inside_a_remove_brokers_wait_plans_around_it(tmp_path: Path) -> None:
+    """R38/R39 (found by a new user): an add-broker that fires while a remove-broker's moves
+    wait (their new replica, broker 1, is paused) plans from the partitions' target replica
+    sets, without the leaving broker 4, and leaves the partitions whose reassignment is in
+    progress as they go (R35); its own move waits for the resume due at 6 s, which fires at
+    its time from inside both waits."""
+    run = tmp_path / "run"
+    outcome = run_seed(parse_topology(ADD_DURING_REMOVE, "rm-add"), run)
+    assert outcome.error is None and outcome.converged
+    t0 = json.loads((run / "summary.json").read_text())["workload_start_ns"]
+    lines = read_jsonl(run / "faults.jsonl")
+    [plan] = [r["params"]["plan"] for r in lines if r["do"] == "rebalance" and r["phase"] == "start"
+              and r["origin"] == "faults[2]"]
+    assert all(len(replicas) == 3 and 4 not in replicas for replicas in plan["target"].values()), plan
+    assert {m["partition"] for m in plan["moves"]} <= {"orders/3"}, "moved a partition whose reassignment runs"
+    [added] = [r["effect"] for r in lines if r["do"] == "add-broker" and r["phase"] == "end"]
+    assert "error" not in added and not added["rebalance"]["refused"] and added["rebalance"]["moves"]
+    [resume] = [r for r in lines if r["do"] == "resume" and r["phase"] == "start"]
+    assert 6.0 <= (resume["time_ns"] - t0) / 1e9 < 6.1
+
+
 def test_a_fault_line_names_what_an_admin_fault_acted_on_and_an_empty_undo_is_not_shown() -> None:
     add = {"do": "add-partitions", "target": None, "resolved": [], "params": {"topic": "orders", "count": 2},
            "effect": {"topic": "orders", "partitions": [4, 5]}}
@@ -58,6 +93,9 @@ def test_a_fault_line_names_what_an_admin_fault_acted_on_and_an_empty_undo_is_no
                 "effect": {"clean": {"broker-3": False}}}
     assert describe_fault(shutdown, 3.0).endswith("(not clean: broker-3 killed when its controlled shutdown timed out)[/]")
     assert "not clean" not in describe_fault({**shutdown, "effect": {"clean": {"broker-3": True}}}, 3.0)
+    added = {"do": "add-broker", "target": None, "resolved": [], "params": {"broker": {"id": 5, "rack": "c"}},
+             "effect": {"added": "broker-5", "rebalance": {"refused": {"orders/0": "REASSIGNMENT_IN_PROGRESS: x"}}}}
+    assert describe_fault(added, 3.0).endswith("(1 of its moves refused: orders/0 REASSIGNMENT_IN_PROGRESS)[/]")
     assert did_nothing({"do": "restart", "effect": {"restarted": {}}})
     assert not did_nothing({"do": "restart", "effect": {"restarted": {"broker-4": 2}}})
     assert not did_nothing({"do": "restart", "effect": {"error": "x"}})

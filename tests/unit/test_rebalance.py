@@ -57,6 +57,20 @@ def test_r38_adding_one_broker_to_three_moves_exactly_the_lower_bound() -> None:
         assert _spread(r, brokers) == _spread(before[p], brokers) == 3
 
 
+def test_r35_r38_a_partition_whose_reassignment_runs_is_left_as_it_is() -> None:
+    """A rebalance while another's moves run (an add-broker inside a remove-broker's wait):
+    the partitions being reassigned keep their replicas and their leader (R35: one
+    reassignment of a partition at a time), and the new broker takes its share of the rest."""
+    before = _topic("orders", 12, 3, RACKS3)
+    brokers = {**RACKS3, 4: "d"}
+    fixed = frozenset(sorted(before)[:4])
+    plan = plan_rebalance(before, brokers, fixed=fixed)
+    assert all(plan.target[p] == before[p] for p in fixed)
+    assert not {m.partition for m in plan.moves} & fixed and plan.moves
+    assert all(m.dest == 4 for m in plan.moves)
+    assert plan_rebalance(before, brokers).moves != plan.moves  # unfixed, it would have moved some of them
+
+
 def test_r38_adding_two_brokers_moves_the_lower_bound_and_plans_are_recorded_as_data() -> None:
     before = _topic("orders", 24, 3, RACKS3)
     brokers = {**RACKS3, 4: "d", 5: None}
