@@ -121,11 +121,12 @@ def _check_firing_order(w: Walker, specs: list[Any], path: str, known: Known) ->
     brokers = None if known.broker_ids is None else set(known.broker_ids) - known.added_brokers
     topics = None if known.replication is None else dict(known.replication)  # name -> RF, the topology's
     ordered = sorted(((i, s) for i, s in enumerate(specs) if isinstance(s, FaultSpec)), key=lambda item: item[1].at)
+    removed: set[int] = set()
     for index, spec in ordered:
         entry, when = join(path, index), format_duration(spec.at)
         if spec.do in ("add-broker", "remove-broker"):
             if brokers is not None:
-                _broker_step(w, spec, entry, when, brokers, topics or {})
+                _broker_step(w, spec, entry, when, brokers, topics or {}, removed)
         elif spec.do in _ADMIN_ACTIONS:
             if topics is not None:
                 _topic_step(w, spec, entry, when, topics, brokers)
@@ -150,12 +151,16 @@ def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, broke
                     f"(brokers then: {sorted(brokers)})")
 
 
-def _broker_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int], topics: dict[str, int]) -> None:
+def _broker_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int], topics: dict[str, int],
+                 removed: set[int]) -> None:
     if spec.do == "add-broker":
         broker = spec.params["broker"]["id"]
         if broker in brokers:
             w.error(join(join(entry, "broker"), "id"), f"broker {broker} is in use at {when} "
                     f"(brokers then: {sorted(brokers)}); add-broker needs a new id")
+        elif broker in removed:
+            w.error(join(join(entry, "broker"), "id"), f"broker {broker} was removed earlier in the run, and a run "
+                    f"does not bring a removed broker back (R39): add-broker needs a new id")
         brokers.add(broker)
         return
     broker = broker_id(str(spec.target))
@@ -164,6 +169,7 @@ def _broker_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set
                 f"(brokers then: {sorted(brokers)})")
         return
     brokers.discard(broker)
+    removed.add(broker)
     for topic, rf in sorted(topics.items()):
         if rf > len(brokers):
             w.error(join(entry, "target"), f"removing broker {broker} leaves {len(brokers)} brokers, fewer than "

@@ -280,6 +280,18 @@ def test_malformed_topology_names_the_key_and_the_fix(data: dict[str, Any], path
     assert any(all(word in e for word in words) for e in matching), matching
 
 
+def test_r39_a_removed_brokers_id_is_not_added_back() -> None:
+    """validate and the run agree (a new user's run refused what validate passed)."""
+    data = base()
+    data["faults"] = [{"at": "1s", "do": "add-broker", "broker": {"id": 4, "rack": "d"}},
+                      {"at": "2s", "do": "remove-broker", "target": "broker:4"},
+                      {"at": "3s", "do": "add-broker", "broker": {"id": 4, "rack": "d"}}]
+    [error] = errors_of(data)
+    assert error.startswith(f"{SRC}: faults[2].broker.id: broker 4 was removed earlier in the run"), error
+    data["faults"][2]["broker"]["id"] = 5
+    parse_topology(data, SRC)  # valid
+
+
 def test_every_timing_rule_broken_is_named_at_once_and_a_default_is_called_one() -> None:
     data = base()
     data["timing"] = {"heartbeat_interval": "1s", "session_timeout": "500ms"}
