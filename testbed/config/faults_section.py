@@ -122,6 +122,7 @@ def _check_firing_order(w: Walker, specs: list[Any], path: str, known: Known) ->
     topics = None if known.replication is None else dict(known.replication)  # name -> RF, the topology's
     ordered = sorted(((i, s) for i, s in enumerate(specs) if isinstance(s, FaultSpec)), key=lambda item: item[1].at)
     removed: set[int] = set()
+    ever = set(topics or {}) | {s.params["topic"]["name"] for _, s in ordered if s.do == "create-topic"}
     for index, spec in ordered:
         entry, when = join(path, index), format_duration(spec.at)
         if spec.do in ("add-broker", "remove-broker"):
@@ -130,8 +131,11 @@ def _check_firing_order(w: Walker, specs: list[Any], path: str, known: Known) ->
         elif spec.do in _ADMIN_ACTIONS:
             if topics is not None:
                 _topic_step(w, spec, entry, when, topics, brokers)
-        elif brokers is not None:
-            _named_brokers_step(w, spec, entry, when, brokers)
+        else:
+            if brokers is not None:
+                _named_brokers_step(w, spec, entry, when, brokers)
+            if topics is not None:
+                _named_topic_step(w, spec, entry, when, topics, ever)
 
 
 def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int]) -> None:
@@ -149,6 +153,21 @@ def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, broke
         if gone:
             w.error(join(entry, "replicas"), f"broker {', '.join(map(str, gone))} is not in the cluster at {when} "
                     f"(brokers then: {sorted(brokers)})")
+
+
+def _named_topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[str, int],
+                      ever: set[str]) -> None:
+    """A fault that names a partition (`partition: T/P`, `target: leader-of T/P`) names one of
+    a topic that exists when it fires: one deleted before it, or made only after it, has
+    none to act on (an unknown topic is its own error)."""
+    for key in ("partition", "target"):
+        value = spec.params.get(key) if key == "partition" else spec.target
+        if not isinstance(value, str) or "/" not in value:
+            continue
+        topic = value.split()[-1].rsplit("/", 1)[0]
+        if topic in ever and topic not in topics:
+            w.error(join(entry, key), f"topic {topic!r} does not exist at {when} (topics then: "
+                    f"{', '.join(sorted(topics)) or 'none'}): deleted before it, or made only after it")
 
 
 def _broker_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int], topics: dict[str, int],

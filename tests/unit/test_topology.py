@@ -292,6 +292,16 @@ def test_r39_a_removed_brokers_id_is_not_added_back() -> None:
     parse_topology(data, SRC)  # valid
 
 
+def test_r40_a_fault_naming_a_partition_of_a_deleted_topic_is_refused() -> None:
+    data = base()
+    data["faults"] = [{"at": "1s", "do": "delete-topic", "topic": "orders"},
+                      {"at": "2s", "do": "reassign", "partition": "orders/0", "replicas": [1, 3, 2]},
+                      {"at": "3s", "do": "pause", "target": "leader-of orders/1"}]
+    data["workload"] = {}
+    assert [e.split(": ")[1] for e in errors_of(data)] == ["faults[1].partition", "faults[2].target"]
+    assert "topic 'orders' does not exist at 2s (topics then: none)" in errors_of(data)[0]
+
+
 def test_every_timing_rule_broken_is_named_at_once_and_a_default_is_called_one() -> None:
     data = base()
     data["timing"] = {"heartbeat_interval": "1s", "session_timeout": "500ms"}
