@@ -141,7 +141,16 @@ def _parse_protocol(w: Walker, value: object, path: str) -> ProtocolSpec | Any:
         "unclean_recovery": scalars.choice(*UNCLEAN_RECOVERY_MODES),
         "fencing": scalars.choice(*FENCING_MODES),
     })
-    return INVALID if values is None else ProtocolSpec(**values)
+    if values is None:
+        return INVALID
+    written = value if isinstance(value, dict) else {}  # the default `balanced` beside the legacy mode is no choice
+    if values["unclean_leader_election"] and values["unclean_recovery"] != "none" and "unclean_recovery" in written:
+        w.note(join(path, "unclean_recovery"),
+               f"{values['unclean_recovery']} acts only where no replica can lead at all while "
+               f"unclean_leader_election is true: R31's legacy election takes the first live replica as soon as "
+               f"no clean candidate is left, before R32's recovery would begin (set unclean_leader_election: "
+               f"false to see {values['unclean_recovery']})")
+    return ProtocolSpec(**values)
 
 
 def _parse_storage(w: Walker, value: object, path: str) -> StorageSpec | Any:

@@ -302,6 +302,14 @@ def test_r40_a_fault_naming_a_partition_of_a_deleted_topic_is_refused() -> None:
     assert "topic 'orders' does not exist at 2s (topics then: none)" in errors_of(data)[0]
 
 
+def test_r31_with_r32_is_valid_and_noted_as_the_legacy_election_acting_first() -> None:
+    from testbed.topology import never_firing
+    data = with_("protocol", {"unclean_leader_election": True, "unclean_recovery": "balanced"})
+    [note] = never_firing(parse_topology(data, SRC))
+    assert note.startswith(f"{SRC}: protocol.unclean_recovery: balanced acts only where no replica can lead"), note
+    assert never_firing(parse_topology(with_("protocol", {"unclean_leader_election": True}), SRC)) == []
+
+
 def test_every_timing_rule_broken_is_named_at_once_and_a_default_is_called_one() -> None:
     data = base()
     data["timing"] = {"heartbeat_interval": "1s", "session_timeout": "500ms"}
