@@ -127,8 +127,11 @@ def _initial_replicas(cluster: Any, topics: Any, seed: int) -> dict[str, tuple[i
 
 
 def replica_list_problem(replicas: object, broker_ids: set[int] | None) -> str | None:
-    if not isinstance(replicas, list) or not replicas or not all(is_int(r) for r in replicas):
+    if not isinstance(replicas, list) or not replicas:
         return f"expected a non-empty list of broker ids, got {describe(replicas)}"
+    if bad := [r for r in replicas if not is_int(r)]:
+        return (f"expected broker ids (integers, e.g. [1, 2, 3]), got {', '.join(map(repr, bad))} "
+                f"in {replicas}")
     if len(set(replicas)) != len(replicas):
         return f"{replicas} names a broker twice (expected distinct broker ids)"
     if broker_ids is not None:

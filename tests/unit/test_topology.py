@@ -207,6 +207,8 @@ MALFORMED = [
                  ["names a broker twice"], id="reassign-repeated-broker"),
     pytest.param(fault(at="1s", do="reassign", partition="orders/0", replicas=[]), "faults[0].replicas",
                  ["non-empty list of broker ids"], id="reassign-empty"),
+    pytest.param(fault(at="1s", do="reassign", partition="orders/0", replicas=["broker:1", 2, 3]),
+                 "faults[0].replicas", ["expected broker ids (integers", "got 'broker:1'"], id="reassign-names"),
     pytest.param(fault(at="1s", do="reassign", partition="orders/9", replicas=[1]), "faults[0].partition",
                  ["partitions 0..5"], id="reassign-unknown-partition"),
     pytest.param(fault(at="1s", do="elect", partition="nope/0", target="broker:1"), "faults[0].partition",
