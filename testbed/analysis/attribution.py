@@ -27,7 +27,18 @@ _REASONS = {
     "reassign": "the completion of a reassignment",
     "preferred-election": "a preferred leader election",
 }
+#: the rule of PROTOCOL.md behind each kind of election and truncation (a student reads which
+#: rule of the mode under test lost the write)
+_RULES = {"election": "R25", "fence": "R25", "controlled-shutdown": "R37", "unclean-election": "R31",
+          "unclean-recovery": "R32", "reassign": "R35", "preferred-election": "R36",
+          "high-watermark": "R13", "diverging-epoch": "R10"}
 _LOSSY = ("lossy-crash", "disk-loss")
+
+
+def _rule(col: Column) -> Column:
+    """`, R31` for a reason a rule names, else nothing."""
+    mapping = F.create_map(*[F.lit(x) for kv in _RULES.items() for x in kv])
+    return F.coalesce(F.concat(F.lit(", "), mapping[col]), F.lit(""))
 
 
 def _reason_text(col: Column) -> Column:
@@ -105,12 +116,12 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, w
     out = (rows.join(election, key, "left").join(truncation, key, "left").join(crash, key, "left")
            .join(starts, "run_id", "left"))
     election_text = F.when(F.col("e_leader").isNotNull(), F.format_string(
-        "when broker %d was elected at leader epoch %d by %s%s with LEO %d (at %.3f s)",
+        "when broker %d was elected at leader epoch %d by %s%s with LEO %d (at %.3f s%s)",
         "e_leader", "e_epoch", _reason_text(F.col("e_reason")), F.coalesce("e_recovery", F.lit("")), "e_leo",
-        seconds("elected_ns")))
+        seconds("elected_ns"), _rule(F.col("e_reason"))))
     truncation_text = F.when(F.col("t_node").isNotNull(), F.format_string(
-        "after %s truncated its log from %d to %d (%s, at %.3f s)", "t_node", "t_from", "t_to", "t_reason",
-        seconds("t_ns")))
+        "after %s truncated its log from %d to %d (%s, at %.3f s%s)", "t_node", "t_from", "t_to", "t_reason",
+        seconds("t_ns"), _rule(F.col("t_reason"))))
     loss = F.when(F.col("c_loss").isNotNull(), F.concat(F.lit(" (loss "), "c_loss", F.lit(")"))).otherwise("")
     crash_text = F.when(F.col("c_node").isNotNull(), F.format_string(
         "after %s of %s%s at %.3f s", "c_do", "c_node", loss, seconds("c_ns")))

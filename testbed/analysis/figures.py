@@ -26,7 +26,8 @@ _DOWN = ("kill", "lossy-crash", "disk-loss", "pause")
 
 def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataFrame) -> DataFrame:
     """Windows (start_s, end_s) per partition without a leader (`no-leader`) and without
-    acks=all service (`no-acks-all`: no leader, or |ISR| < MinISR so acks=all is refused),
+    acks=all service (`no-acks-all`: no leader, or |ISR| < min(MinISR, replicas) so acks=all
+    is refused, R20),
     from the controller's committed partition changes and from the faults (`spans`) that
     took a leader down: a killed or paused leader leads nothing from the fault until the
     controller elects another (its session expires first) or the node is back. Windows that
@@ -36,7 +37,9 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                .join(bounds, "run_id")
                .select(*PART, "time_ns", "t0", "t_end", "leader",
                        (F.col("leader").isNull() | (F.col("leader") < 0)).alias("no_leader"),
-                       (F.col("leader").isNull() | (F.col("leader") < 0) | (F.size("isr") < F.col("min_isr")))
+                       # R20: acks=all is refused below min(MinISR, the partition's replica count)
+                       (F.col("leader").isNull() | (F.col("leader") < 0)
+                        | (F.size("isr") < F.least(F.col("min_isr"), F.size("replicas"))))
                        .alias("no_acks_all")))
     order = Window.partitionBy(*PART).orderBy("time_ns")
     changes = (changes.withColumn("until", F.least(F.coalesce(F.lead("time_ns").over(order), F.col("t_end")),

@@ -115,6 +115,16 @@ def _grown(root: Path) -> None:
     r.write()
 
 
+def _shrunk(root: Path) -> None:
+    """R35: orders/0 reassigned from [1, 2, 3] to [1] under min.insync.replicas 2: acks=all is
+    served on min(MinISR, replicas) = 1 (R20), and one level replica is convergence."""
+    r = RunBuilder(root, "shrunk")
+    r.events.append(RunBuilder.change(T0 + 3 * S, leader=1, epoch=1, isr=[1], reason="reassign", replicas=[1]))
+    for gone in ("broker-2", "broker-3"):
+        del r.logs[gone], r.replicas[gone]
+    r.write()
+
+
 def _unclean(root: Path) -> None:
     """Broker 3 restarts unclean and is put back in the ISR by an election, not by its leader."""
     r = RunBuilder(root, "unclean")
@@ -380,7 +390,7 @@ def _manual_elect(root: Path) -> None:
 
 
 BUILDERS = [_created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
-            _unclean, _truncated_line, _mismatch, _unseen, _grown]
+            _unclean, _truncated_line, _mismatch, _unseen, _grown, _shrunk]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
 EXPECTED: dict[str, dict[str, int]] = {
@@ -413,6 +423,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "manual-elect": {**ZERO, "lost_writes": 5},
     "unclean-tie": ZERO,
     "grown": ZERO,
+    "shrunk": ZERO,
 }
 
 
@@ -444,10 +455,13 @@ def test_exact_counts(judged: dict[str, RunVerdict], run: str) -> None:
         assert len(c["examples"]) == min(c["count"], 20)
 
 
-def test_a_replication_factor_raised_by_reassignment_is_convergence(judged: dict[str, RunVerdict]) -> None:
+def test_a_replication_factor_changed_by_reassignment_is_convergence(judged: dict[str, RunVerdict]) -> None:
     """Four level replicas of an RF-3 topic after a reassignment to four (R35): judged, not
     'did not converge'."""
     assert judged["grown"].ok is True, judged["grown"].results.get("problems")
+    shrunk = judged["shrunk"]
+    assert shrunk.ok is True, shrunk.results.get("problems")
+    assert [w for w in shrunk.results["figures"]["availability"] if w["kind"] == "no-acks-all"] == []
 
 
 def test_a_topic_made_again_is_judged(judged: dict[str, RunVerdict]) -> None:
@@ -487,7 +501,7 @@ def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict
     assert manual["unattributed"] == 0
     assert manual["examples"][0]["cause"] == (
         "offset 0 of orders/0 lost when broker 2 was elected at leader epoch 1 by unclean recovery (manual: the "
-        "operator's choice) with LEO 0 (at 3.000 s); after lossy-crash of broker-2 (loss partial) at 2.500 s")
+        "operator's choice) with LEO 0 (at 3.000 s, R32); after lossy-crash of broker-2 (loss partial) at 2.500 s")
 
 
 def test_unavailability_windows_closer_than_100ms_are_one(judged: dict[str, RunVerdict]) -> None:
