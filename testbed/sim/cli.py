@@ -162,9 +162,10 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     wall = time.perf_counter() - began
     virtual = sum(o["virtual_s"] for o in outcomes)
     busy = sum(o["wall_s"] for o in outcomes)
+    speed = (f"{virtual:.0f}s of virtual time, {virtual / busy:.0f}x real time in each worker" if busy
+             else "no seed ran to its end")  # a worker that died reports no time
     console.print(f"{len(outcomes)} seeds in {wall:.1f}s ({60 * len(outcomes) / wall:.0f} seeds/min with {jobs} "
-                  f"job(s)); {virtual:.0f}s of virtual time, {virtual / busy if busy else 0:.0f}x real time in "
-                  f"each worker; run directories: {sim_dir}", highlight=False, soft_wrap=True)
+                  f"job(s)); {speed}; run directories: {sim_dir}", highlight=False, soft_wrap=True)
     for o in outcomes:
         if o["error"] is not None:
             console.print(f"[yellow]unjudged:[/] {o['topology']} seed {o['seed']}: {o['error']}  replay: "
