@@ -124,6 +124,7 @@ class Cluster(ClusterAdmin):
         (self.dir.root / "topology.yaml").write_text(scaled + yaml.safe_dump(self.topology.to_dict(), sort_keys=False))
         self.registry = Registry(self.runs_dir, self.dir.root.name, self.dir.socket_dir())
         self.registry.data["run_dir"] = str(self.dir.root.resolve())
+        self.registry.start_watchman()
         self.control = ControlClient(self.token)
         self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults)
         if self.topology.network.backend == "netns":

@@ -52,6 +52,7 @@ class Registry:
     def __init__(self, runs_dir: Path, run_id: str, sock_dir: Path) -> None:
         self.path = runs_dir / ".live" / f"{run_id}.json"
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.watchman: subprocess.Popen | None = None
         me = os.getpid()
         self.data = {"supervisor_pid": me, "supervisor_create_time": start_time(me),
                      "sock_dir": str(sock_dir), "processes": [], "mounts": [], "netns": []}
@@ -63,6 +64,13 @@ class Registry:
             self.link.symlink_to(self.path.resolve())
         except OSError:  # no shared temporary directory: the runs directory's registry still serves
             pass
+
+    def start_watchman(self) -> None:
+        """Start the process that reaps this run at once if the supervisor dies (`watchman`)."""
+        self.watchman = subprocess.Popen(
+            [sys.executable, "-m", "testbed.supervisor.watchman", str(self.path.resolve()), str(os.getpid())],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True)
 
     def add_process(self, pid: int) -> None:
         self.data["processes"].append({"pid": pid, "create_time": start_time(pid)})
@@ -86,6 +94,14 @@ class Registry:
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
         self.link.unlink(missing_ok=True)
+        if self.watchman is not None:  # nothing is left to watch
+            self.watchman.terminate()
+            try:
+                self.watchman.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.watchman.kill()
+                self.watchman.wait()
+            self.watchman = None
 
 
 def kill_tree(pid: int, create_time: float | None) -> None:
@@ -106,7 +122,7 @@ def reap_leftovers(runs_dir: Path) -> list[str]:
     `INDEX` links to."""
     live = runs_dir / ".live"
     links = sorted(INDEX.glob("*.json")) if INDEX.is_dir() else []
-    reaped = [f.stem for f in _registries(runs_dir) if _reap(f)]
+    reaped = [f.stem for f in _registries(runs_dir) if reap_registry(f)]
     for tmp in live.glob("*.tmp") if live.is_dir() else []:  # a registry's next version, cut off mid-write
         if not tmp.with_suffix(".json").exists() and _older_than(tmp, STALE_TMP_S):
             tmp.unlink(missing_ok=True)
@@ -116,7 +132,7 @@ def reap_leftovers(runs_dir: Path) -> list[str]:
     return reaped
 
 
-def _reap(f: Path) -> bool:
+def reap_registry(f: Path) -> bool:
     """Reap one registry's run if its supervisor is gone; whether it was."""
     try:
         data = json.loads(f.read_text())
@@ -135,6 +151,9 @@ def _reap(f: Path) -> bool:
         shutil.rmtree(sock, ignore_errors=True)
     f.unlink(missing_ok=True)
     f.with_suffix(".tmp").unlink(missing_ok=True)
+    link = INDEX / f.name
+    if link.is_symlink() and not link.exists():  # its link in the machine's index, dangling now
+        link.unlink(missing_ok=True)
     return True
 
 
