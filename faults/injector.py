@@ -313,7 +313,11 @@ class FaultInjector:
         groups, isolated, table = plan
         self.layers.add(f.origin, table, isolated, c.link_counters())
         acked = self._push(all_nodes)
-        return {"groups": groups, "isolated": isolated, "table": table.to_dict(), "pushed": acked}
+        effect = {"groups": groups, "isolated": isolated, "table": table.to_dict(), "pushed": acked}
+        bridged = sorted({n for g in groups for n in g if sum(n in h for h in groups) > 1})
+        if bridged:  # a node in two groups talks to both: said, in case a broad name put it there
+            effect["bridged"] = bridged
+        return effect
 
     def _push(self, all_nodes: list[str]) -> dict[str, bool]:
         c = self.cluster
@@ -327,7 +331,8 @@ class FaultInjector:
             src, dst = self._targets(p["from"], view), self._targets(p["to"], view)
             return [src, dst], [], network.one_way_table(src, dst, all_nodes, 0)
         if "groups" in p:
-            groups = [sorted({n for member in g for n in self._targets(member, view)}) for g in p["groups"]]
+            named = [sorted({n for member in g for n in self._targets(member, view)}) for g in p["groups"]]
+            groups = network.effective_groups(named, all_nodes)  # recorded as applied: the unnamed in the last
         else:
             groups = network.shape_groups(p["shape"], all_nodes, nodes, self.rng)
         controller = view.active_controller

@@ -34,8 +34,7 @@ def partition_table(groups: Sequence[Sequence[str]], all_nodes: Sequence[str], s
         raise ValueError(f"a partition needs at least two groups, got {len(groups)}")
     _check_names([name for group in groups for name in group], all_nodes)
     named = {name for group in groups for name in group}
-    members = [set(group) for group in groups]
-    members[-1].update(node for node in all_nodes if node not in named)
+    members = [set(group) for group in effective_groups(groups, all_nodes)]
     universe = [*all_nodes, *([CLIENTS] if CLIENTS in named else [])]
     rules = {
         (a, b): _DROP
@@ -44,6 +43,15 @@ def partition_table(groups: Sequence[Sequence[str]], all_nodes: Sequence[str], s
         if a != b and not any(a in group and b in group for group in members)
     }
     return LinkTable(seq, rules)
+
+
+def effective_groups(groups: Sequence[Sequence[str]], all_nodes: Sequence[str]) -> list[list[str]]:
+    """The groups as the partition applies them: every node of `all_nodes` that no group
+    names is in the last group (`partition_table`), so the record of a partition says
+    where each node really was."""
+    named = {name for group in groups for name in group}
+    rest = [node for node in all_nodes if node not in named]
+    return [list(group) for group in groups[:-1]] + [[*groups[-1], *rest]] if groups else []
 
 
 def shape_groups(shape: str, nodes: Sequence[str], target_nodes: Sequence[str],

@@ -410,6 +410,7 @@ class _FaultChecker:
                     found = self.target(key, "partition")
                     if found is not None:
                         params[key] = found
+            self.ends_differ(params, "one-way cut")
         return None
 
     def groups(self, value: object) -> tuple[tuple[str, ...], ...] | None:
@@ -423,9 +424,18 @@ class _FaultChecker:
                 self.error(key, f"expected a non-empty list of targets, got {describe(group)}")
                 continue
             members = [self.target(f"{key}[{i}]", "partition", member) for i, member in enumerate(group)]
-            if None not in members:
+            twice = sorted({str(m) for m in members if m is not None and members.count(m) > 1})
+            if twice:
+                self.error(key, f"names {', '.join(twice)} twice (expected each target once in a group)")
+            elif None not in members:
                 groups.append(tuple(members))  # type: ignore[arg-type]
         return tuple(groups) if len(groups) == len(value) else None
+
+    def ends_differ(self, params: dict[str, Any], what: str) -> None:
+        """A one-way cut or a slow link from a target to itself acts on no link."""
+        if params.get("from") is not None and params.get("from") == params.get("to"):
+            self.error("to", f"{params['to']} is also from: a {what} from a target to itself acts on no link "
+                             f"(expected two different targets)")
 
     def slow(self, params: dict[str, Any]) -> None:
         m = self.m
@@ -444,3 +454,4 @@ class _FaultChecker:
                 found = self.target(key, "slow")
                 if found is not None:
                     params[key] = found
+        self.ends_differ(params, "slow link")

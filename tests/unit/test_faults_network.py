@@ -8,6 +8,7 @@ import pytest
 
 from broker.wire.linkfilter import LinkFilter, LinkRule, LinkTable
 from faults.network import (
+    effective_groups,
     heal_table,
     one_way_table,
     partition_table,
@@ -186,3 +187,17 @@ def test_compose_keeps_clients_rules() -> None:
     t = partition_table([["clients"], ["controller-1", "broker-1"]], nodes, 1)
     both = compose([t], nodes, 2)
     assert not reachable(both, "producer-0-1", "broker-1") and reachable(both, "controller-1", "broker-1")
+
+
+def test_the_nodes_no_group_names_are_in_the_last_group_and_the_record_says_so() -> None:
+    """`[[clients], [broker:3]]` cuts the clients from every node and `[[broker:3], [clients]]`
+    cuts broker 3 from every node (the unnamed nodes join the last group): the order of the
+    groups is the fault, so the recorded groups are those applied (a new user read the
+    recorded `[['clients'], ['broker-3']]` as "the clients lose broker 3")."""
+    assert effective_groups([["clients"], ["broker-3"]], NODES) == [
+        ["clients"], ["broker-3", "controller-1", "broker-1", "broker-2", "broker-4"]]
+    assert effective_groups([["broker-3"], ["clients"]], NODES) == [
+        ["broker-3"], ["clients", "controller-1", "broker-1", "broker-2", "broker-4"]]
+    table = partition_table([["broker-3"], ["clients"]], NODES, seq=1)
+    assert cut_pairs(table, [*NODES, "clients"]) == between(["broker-3"], ["clients", "controller-1", "broker-1",
+                                                                           "broker-2", "broker-4"])
