@@ -87,6 +87,8 @@ def describe_fault(rec: dict, elapsed: float) -> str:
     if refused:  # an add-broker or remove-broker whose rebalance could not make every move
         note += f" [yellow]({len(refused)} of its moves refused: " + "; ".join(
             f"{p} {why.split(':')[0]}" for p, why in sorted(refused.items())) + ")[/]"
+    if effect.get("slowed_by"):  # the netns backend without netem
+        note += f" [yellow](slowed by {effect['slowed_by']})[/]"
     killed = [n for n, clean in (effect.get("clean") or {}).items() if clean is False]
     if killed:  # R37's controlled shutdown did not finish in time: the node was killed instead
         note += f" [yellow](not clean: {', '.join(killed)} killed when its controlled shutdown timed out)[/]"

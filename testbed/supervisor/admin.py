@@ -153,6 +153,11 @@ class ClusterAdmin:
         """The kernel rules in force (netns backend); None where the network is userspace only."""
         return None
 
+    def slow_in_kernel(self) -> bool | None:
+        """Whether `slow` is carried out by the kernel (netem, netns backend); None where the
+        network is userspace only."""
+        return None
+
     def link_counters(self) -> dict[str, dict]:
         """Messages each running node's filter dropped, delayed or duplicated, per link."""
         out: dict[str, dict] = {}

@@ -455,6 +455,9 @@ class Cluster(ClusterAdmin):
     def network_rules(self) -> list[str] | None:
         return None if self.network is None else list(self.network.rules)
 
+    def slow_in_kernel(self) -> bool | None:
+        return None if self.network is None else self.network.netem
+
     def sync_links(self) -> dict[str, bool]:
         """Push the current table to the nodes that lack it and can answer now."""
         assert self.control is not None
