@@ -309,7 +309,7 @@ class FaultInjector:
                                        p.get("loss", 0.0), p.get("duplicate", 0.0), 0)
             self.layers.add(f.origin, table, [], c.link_counters())
             self._push(all_nodes)
-            return {"table": table.to_dict()}
+            return {"from": sorted(src), "to": sorted(dst), "table": table.to_dict()}  # the ends as resolved
         plan = self._plan_partition(f, nodes, view, all_nodes)
         if plan is None:
             return {"skipped": "max_down"}

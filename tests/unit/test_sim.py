@@ -161,6 +161,8 @@ def _assert_tour_effects(run_dir: Path, ends: list[dict]) -> None:
         assert {e["action"] for e in effect["files"]["broker-3"].values()} == {action}, (mode, effect)
     assert by[("partition", None)]["effect"]["groups"] and by[("heal", None)]["effect"]["healed"]
     assert by[("partition", "one-way")]["effect"]["table"]["rules"]
+    [slowed] = [f["effect"] for f in ends if f["do"] == "slow"]  # no from/to: every link, the ends as resolved
+    assert slowed["from"] == slowed["to"] and {"broker-1", "controller-1"} <= set(slowed["from"]), slowed
     dropped = [f["effect"].get("dropped_by_link") for f in ends if f["do"] == "heal"]
     assert any(dropped), "no partition dropped a message"
     kinds = {e["kind"] for e in read_jsonl(run_dir / "events.jsonl")}
