@@ -77,6 +77,10 @@ def run_lab(lab: Lab, console: Console, runs_dir: Path, time_scale: float, spark
     interactive = step and sys.stdin.isatty()
     if step and not interactive:
         console.print("[yellow]--step needs a terminal on standard input: the lab runs unattended[/]")
+    if interactive:
+        console.print("[yellow]--step pauses the schedule, not the cluster: its timeouts go on while you read, "
+                      "so a lab about a race of timeouts may differ from its guide, and the report's times "
+                      "include the pauses[/]")
     runs, codes = [], []
     for i, part in enumerate(lab.parts):
         console.rule(f"part {i + 1} of {len(lab.parts)}: {part.label}")
