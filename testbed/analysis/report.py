@@ -36,7 +36,9 @@ _WORD = {True: ("ok", "OK"), False: ("failed", "FAILED"), None: ("unjudged", "UN
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value))
+    """A value as a table cell shows it: nothing measured (a fault never undone, a recovery
+    that never came) is a dash, not Python's None."""
+    return "—" if value is None else html.escape(str(value))
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:
@@ -50,8 +52,10 @@ def _verdicts(r: dict) -> str:
     for name in CHECK_NAMES + ("converged",):
         e = r["expect"].get(name)
         count = r["checks"].get(name, {}).get("count", "") if name != "converged" else r.get("converged")
+        if isinstance(count, bool):  # converged: 1 or 0, as the terminal and expect: write it
+            count = int(count)
         cls, word = _WORD[e["held"]] if e else ("", "")
-        rows.append([_e(name), _e(count), _e(e["expected"] if e else "not expected"),
+        rows.append([_e(name), _e(count), _e(e["expected"] if e else ""),
                      f'<span class="{cls}">{word}</span>'])
     return _table(["check", "count", "expected", "verdict"], rows)
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from broker.common.jsonl import read_jsonl
 from testbed.analysis.runinfo import workload_start
+from testbed.analysis.terminal import cause_line
 
 #: at most this many lines per fact: a lab's answer, not a log
 MAX_LINES = 8
@@ -75,9 +76,12 @@ def _capped(lines: list[str], more: str = "more") -> list[str]:
 def acknowledged(run: RunRecords) -> list[str]:
     ops = run.counts.get("operations", {})
     acked = run.counts.get("acknowledged", {})
-    by_acks = ", ".join(f"acks={k}: {v}" for k, v in sorted(acked.items())) or "none"
-    return [f"acknowledged writes: {by_acks}; sends that failed: {ops.get('send:fail', 0)}, "
-            f"with an unknown outcome (timed out): {ops.get('send:info', 0)}"]
+    by_acks = ", ".join(f"acks={k}: {v}" for k, v in sorted(acked.items()) if k != "0") or "none"
+    lines = [f"acknowledged writes: {by_acks}; sends that failed: {ops.get('send:fail', 0)}, "
+             f"with an unknown outcome (timed out): {ops.get('send:info', 0)}"]
+    if acked.get("0"):  # R20: acks=0 gets no answer, so nothing of it is acknowledged
+        lines.append(f"sent with acks=0 (no answer, so never acknowledged): {acked['0']}")
+    return lines
 
 
 def _lost(run: RunRecords, check: str, what: str) -> list[str]:
@@ -87,9 +91,7 @@ def _lost(run: RunRecords, check: str, what: str) -> list[str]:
     values = ", ".join(f"{e.get('value')} (at {_partition(e)} offset {e.get('offset')})"
                        for e in c["examples"][:5])
     lines = [f"{c['count']} acknowledged {what} writes lost, e.g. {values}"]
-    for cause in c.get("causes", [])[:4]:
-        ranges = ", ".join(f"{lo}" if lo == hi else f"{lo}-{hi}" for lo, hi in cause["offsets"][:4])
-        lines.append(f"{cause['count']} at {_partition(cause)} offsets {ranges}: lost {cause['cause']}")
+    lines += _capped([cause_line(check, cause) for cause in c.get("causes", [])], "more causes (see the report)")
     if c.get("unattributed"):
         lines.append(f"{c['unattributed']} of them with no cause found in the records")
     return lines
@@ -161,8 +163,8 @@ def unavailability(run: RunRecords) -> list[str]:
     total = figures.get("unavailable_s", {})
     lines = [f"partition-seconds without a leader: {total.get('no-leader', 0.0)}, "
              f"without enough in-sync replicas for acks=all: {total.get('no-acks-all', 0.0)}"]
-    lines += [f"{_partition(w)} {w['kind']} from {w['start_s']}s to {w['end_s']}s"
-              for w in figures.get("availability", [])[:4]]
+    lines += _capped([f"{_partition(w)} {w['kind']} from {w['start_s']}s to {w['end_s']}s"
+                      for w in figures.get("availability", [])], "more windows (see the report)")
     return lines
 
 

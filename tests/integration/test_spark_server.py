@@ -50,7 +50,7 @@ def test_a_shared_server_judges_like_an_embedded_session_and_its_loss_falls_back
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]  # its topology expects the loss
         checks = json.loads((run / "results.json").read_text())["checks"]
         assert {name: checks[name]["count"] for name in CHECK_NAMES} == EXPECTED["lost"]
-        assert checks["lost_writes"]["causes"][0]["cause"].startswith("when broker 2 was elected at leader epoch 1")
+        assert checks["lost_writes"]["causes"][0]["cause"].startswith("when broker 2 (its LEO 5) was elected at leader epoch 1")
         os.killpg(pid, signal.SIGKILL)  # the server dies without `down`
         r = cli("spark", "status")
         assert r.returncode == 1 and "is gone" in r.stdout

@@ -484,8 +484,8 @@ def test_results_json_shape_and_verdicts(judged: dict[str, RunVerdict]) -> None:
 def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict[str, RunVerdict]) -> None:
     lost = judged["lost"].results["checks"]
     cause = lost["lost_writes"]["examples"][0]["cause"]
-    assert cause.startswith("offset 5 of orders/0 lost when broker 2 was elected at leader epoch 1 by a clean "
-                            "election after its predecessor was fenced with LEO 5")
+    assert cause.startswith("offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader epoch 1 by "
+                            "a clean election after its predecessor was fenced (at ")
     assert "broker-1 truncated its log from 7 to 5 (diverging-epoch" in cause
     assert "lossy-crash of broker-1" in cause
     assert lost["lost_writes"]["unattributed"] == 0
@@ -495,13 +495,13 @@ def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict
     assert "with no recorded election" in overwritten["examples"][0]["cause"]
     recovered = judged["recovered"].results["checks"]["lost_writes"]
     assert recovered["unattributed"] == 0
-    assert ("when broker 2 was elected at leader epoch 1 by unclean recovery (balanced, from the log infos: "
-            "broker 2 epoch 0 LEO 5, broker 3 epoch 0 LEO 4) with LEO 5") in recovered["examples"][0]["cause"]
+    assert ("when broker 2 (its LEO 5) was elected at leader epoch 1 by unclean recovery (balanced, from the log "
+            "infos: broker 2 epoch 0 LEO 5, broker 3 epoch 0 LEO 4) (at ") in recovered["examples"][0]["cause"]
     manual = judged["manual-elect"].results["checks"]["lost_writes"]
     assert manual["unattributed"] == 0
     assert manual["examples"][0]["cause"] == (
-        "offset 0 of orders/0 lost when broker 2 was elected at leader epoch 1 by unclean recovery (manual: the "
-        "operator's choice) with LEO 0 (at 3.000 s, R32); after lossy-crash of broker-2 (loss partial) at 2.500 s")
+        "offset 0 of orders/0 lost when broker 2 (its LEO 0) was elected at leader epoch 1 by unclean recovery "
+        "(manual: the operator's choice) (at 3.000 s, R32); after lossy-crash of broker-2 (loss partial) at 2.500 s")
 
 
 def test_unavailability_windows_closer_than_100ms_are_one(judged: dict[str, RunVerdict]) -> None:
@@ -527,7 +527,7 @@ def test_a_killed_leader_counts_as_no_leader_until_it_is_replaced_or_back(judged
 def test_losses_are_grouped_by_cause_with_offset_ranges(judged: dict[str, RunVerdict]) -> None:
     [group] = judged["lost"].results["checks"]["lost_writes"]["causes"]
     assert (group["topic"], group["partition"], group["count"], group["offsets"]) == ("orders", 0, 1, [[5, 5]])
-    assert group["cause"].startswith("when broker 2 was elected at leader epoch 1")
+    assert group["cause"].startswith("when broker 2 (its LEO 5) was elected at leader epoch 1")
     assert judged["clean"].results["checks"]["lost_writes"]["causes"] == []
 
 
@@ -561,7 +561,9 @@ def test_faults_span_from_start_to_undo_and_only_applied_faults_count(judged: di
     assert [(f["do"], f["at_s"], f["until_s"]) for f in faults] == [
         ("kill", 1.5, 2.0), ("partition", 2.5, 3.0), ("slow", 3.2, 4.0)]  # the slow link: to the run's end
     assert judged["faults"].ok is True
-    assert (judged["faults"].run_dir / "report.html").read_text().count("<svg") >= 2
+    page = (judged["faults"].run_dir / "report.html").read_text()
+    assert page.count("<svg") >= 2
+    assert "<td>None</td>" not in page and "<td>—</td>" in page  # the partition's target: none, shown as a dash
 
 
 def test_a_spark_failure_leaves_the_run_unjudged_with_the_reason(tmp_path: Path, spark, monkeypatch) -> None:  # noqa: F811

@@ -162,7 +162,7 @@ def test_the_answers_are_the_runs_numbers(tmp_path: Path) -> None:
     run = RunRecords.load(_run(tmp_path))
     assert FACTS["lost_writes"](run) == [
         "2 acknowledged acks=all writes lost, e.g. v3 (at orders/0 offset 3), v4 (at orders/0 offset 4)",
-        "2 at orders/0 offsets 3-4: lost when broker 2 was elected at leader epoch 1 with LEO 3"]
+        "2 values of orders/0 at offsets 3-4 lost when broker 2 was elected at leader epoch 1 with LEO 3"]
     assert FACTS["lost_writes_acks1"](run) == ["no acks=1 write was lost"]
     assert FACTS["elections"](run) == ["2.00s orders/0: broker 2 leads at leader epoch 1 (election; ISR [2], ELR [])"]
     assert FACTS["isr_changes"](run) == ["1.00s orders/0: ISR shrinks [1, 2, 3] -> [1, 2] (isr-shrink)",
