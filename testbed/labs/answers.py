@@ -138,12 +138,31 @@ def elections(run: RunRecords) -> list[str]:
     return _capped(lines, "leader changes") or ["no leader changed: every partition kept its first leader"]
 
 
+_SETS = (("isr", "ISR"), ("elr", "ELR"), ("last_known_elr", "LastKnownELR"))
+
+
 def isr_changes(run: RunRecords) -> list[str]:
+    """Each committed change of a partition's ISR, ELR or LastKnownELR (R25-R29), with its reason."""
     lines = []
-    for e, key, before, isr in _changes(run, "isr"):
-        verb = "shrinks" if len(isr) < len(before) else "grows" if len(isr) > len(before) else "changes"
-        lines.append(f"{run.at(e['time_ns'])} {key}: ISR {verb} {before} -> {isr} ({e.get('reason')})")
-    return _capped(lines, "ISR changes") or ["the ISR never changed"]
+    last: dict[str, dict[str, list]] = {}
+    for e in run.events:
+        if e.get("kind") != "partition-changed":
+            continue
+        key = _partition(e)
+        now = {f: sorted(e.get(f) or []) for f, _ in _SETS}
+        before = last.get(key)
+        last[key] = now
+        if before is None:
+            continue  # its creation
+        said = []
+        for f, name in _SETS:
+            if now[f] != before[f]:
+                verb = ("shrinks" if len(now[f]) < len(before[f]) else "grows" if len(now[f]) > len(before[f])
+                        else "changes")
+                said.append(f"{name} {verb} {before[f]} -> {now[f]}")
+        if said:
+            lines.append(f"{run.at(e['time_ns'])} {key}: {', '.join(said)} ({e.get('reason')})")
+    return _capped(lines, "ISR and ELR changes") or ["no ISR or ELR change"]
 
 
 def truncations(run: RunRecords) -> list[str]:

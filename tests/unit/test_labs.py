@@ -167,6 +167,14 @@ def test_the_answers_are_the_runs_numbers(tmp_path: Path) -> None:
     assert FACTS["elections"](run) == ["2.00s orders/0: broker 2 leads at leader epoch 1 (election; ISR [2], ELR [])"]
     assert FACTS["isr_changes"](run) == ["1.00s orders/0: ISR shrinks [1, 2, 3] -> [1, 2] (isr-shrink)",
                                          "2.00s orders/0: ISR shrinks [1, 2] -> [2] (election)"]
+    with open(run.run_dir / "events.jsonl", "a") as events:  # R29: an unclean restart moves an ELR member on
+        events.write(json.dumps({**RunBuilder.change(T0 + 3 * S, leader=2, epoch=1, isr=[2], reason="isr-shrink",
+                                                     elr=[3]), "partition_epoch": 2}) + "\n")
+        events.write(json.dumps({**RunBuilder.change(T0 + 4 * S, leader=2, epoch=1, isr=[2], reason="unclean-exclusion"),
+                                 "last_known_elr": [3], "partition_epoch": 3}) + "\n")
+    assert FACTS["isr_changes"](RunRecords.load(run.run_dir))[2:] == [
+        "3.00s orders/0: ELR grows [] -> [3] (isr-shrink)",
+        "4.00s orders/0: ELR shrinks [3] -> [], LastKnownELR grows [] -> [3] (unclean-exclusion)"]
     assert FACTS["truncations"](run) == [
         "2.00s broker-2 truncated orders/0 from offset 5 to 3 (high-watermark, leader epoch 0)"]
     assert FACTS["errors"](run) == ["1 send operations (acks=all) answered NOT_ENOUGH_REPLICAS"]
