@@ -36,8 +36,13 @@ def main(argv: list[str]) -> int:
               f"runs and `analyze` use it until `python run.py spark down`", flush=True)
         return _warm_up(info, args.warm_up) if started and args.warm_up else 0
     if args.action == "down":
-        info = spark_server.down()
-        print("no Spark server is up" if info is None else f"Spark Connect server {info.url} (pid {info.pid}) stopped")
+        stopped = spark_server.down()
+        if stopped is None:
+            print("no Spark server is up")
+        else:
+            info, running = stopped
+            print(f"Spark Connect server {info.url} (pid {info.pid}) "
+                  f"{'stopped' if running else 'was already gone: its record and scratch files removed'}")
         return 0
     info = spark_server.recorded()
     if info is None:

@@ -110,14 +110,16 @@ def up(master: str = "local[*]") -> tuple[ServerInfo, bool]:
     return info, True
 
 
-def down() -> ServerInfo | None:
-    """Stop the recorded server (its whole process group); returns it, None when there was none."""
+def down() -> tuple[ServerInfo, bool] | None:
+    """Stop the recorded server (its whole process group); returns it and whether it was still
+    running (a killed server leaves only its record), None when there was none."""
     info = recorded()
     if info is None:
         return None
+    running = not exited(info.pid)
     _stop(info)
     state_file().unlink(missing_ok=True)
-    return info
+    return info, running
 
 
 def _stop(info: ServerInfo) -> None:

@@ -61,7 +61,7 @@ def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) 
         controller_ids = tuple(c.id for c in cluster.controllers)
         racks = frozenset(b.rack for b in cluster.brokers if b.rack is not None)
     if topics is not INVALID:
-        replicas = None if cluster is INVALID or seed is None else _initial_replicas(cluster, topics, seed)
+        replicas = None if cluster is INVALID or seed is None else initial_replicas(cluster, topics, seed)
         return Known(broker_ids, controller_ids, racks, {t.name: t.partitions for t in topics}, replicas,
                      {t.name: t.replication_factor for t in topics})
     # Topics are broken, but names that did parse still let references be checked, as long
@@ -112,7 +112,7 @@ def with_created_topics(known: Known, raw_faults: object) -> Known:
     return dataclasses.replace(known, topics=topics)
 
 
-def _initial_replicas(cluster: Any, topics: Any, seed: int) -> dict[str, tuple[int, ...]] | None:
+def initial_replicas(cluster: Any, topics: Any, seed: int) -> dict[str, tuple[int, ...]] | None:
     """Every partition's replicas as the controller will place them (R34), every broker up."""
     racks = {b.id: b.rack for b in cluster.brokers}
     out: dict[str, tuple[int, ...]] = {}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import yaml
 
 from faults.schedule import build_schedule, format_schedule
+from testbed.config.references import initial_replicas
 from testbed.config.specs import DEFAULT_EXPECT
 from testbed.topology import Topology, never_firing
 
@@ -22,5 +23,20 @@ def describe(t: Topology, time_scale: float = 1.0) -> str:
         + ", ".join(f"{name}: {expectation}" for name, expectation in DEFAULT_EXPECT.items())]
     notes = [f"# note: {note}" for note in never_firing(t)]
     return "\n".join([*scaled, *notes, "# resolved topology", yaml.safe_dump(t.to_dict(), sort_keys=False).rstrip(), *defaults, "",
+                      *_placement(t),
                       "# fault schedule (time, action, target, params, origin)",
                       format_schedule(schedule) if schedule else "(no faults)"])
+
+
+def _placement(t: Topology) -> list[str]:
+    """The replicas of each partition as the controller will place them at the start (R34,
+    the run's seed): what a rack outage takes, before anything runs."""
+    replicas = initial_replicas(t.cluster, t.topics, t.seed)
+    if not replicas:
+        return []
+    racks = {b.id: b.rack for b in t.cluster.brokers}
+    lines = ["# replicas at the start (R34; the first is the preferred leader)"]
+    for partition, brokers in replicas.items():
+        spread = f"  racks {', '.join(str(racks[b]) for b in brokers)}" if any(racks.values()) else ""
+        lines.append(f"{partition}: {list(brokers)}{spread}")
+    return [*lines, ""]

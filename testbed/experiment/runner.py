@@ -98,7 +98,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         t0 = time.monotonic()
         cluster.start()
         console.print(f"cluster ready in {time.monotonic() - t0:.2f}s: {len(topology.cluster.brokers)} brokers, "
-                      f"{sum(tp.partitions for tp in topology.topics)} partitions led  "
+                      f"{(n := sum(tp.partitions for tp in topology.topics))} partition{'s' * (n != 1)} led  "
                       f"[dim]({cluster.dir.root})[/]")
         sock = cluster.dir.socket_dir()
         # ipc reaches the clients inside their namespace on the netns backend; loopback would not

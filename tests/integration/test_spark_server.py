@@ -62,4 +62,5 @@ def test_a_shared_server_judges_like_an_embedded_session_and_its_loss_falls_back
     finally:
         r = cli("spark", "down")
     assert r.returncode == 0 and not state.exists()
+    assert "was already gone" in r.stdout, r.stdout  # it was killed above, not stopped by `down`
     assert pid is not None and exited(pid)
