@@ -5,6 +5,8 @@ and a key that action does not take is an error rather than silently ignored.
 """
 from __future__ import annotations
 
+import re
+
 from typing import Any
 
 from faults.fault_spec import (
@@ -153,6 +155,10 @@ def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, broke
         if gone:
             w.error(join(entry, "replicas"), f"broker {', '.join(map(str, gone))} is not in the cluster at {when} "
                     f"(brokers then: {sorted(brokers)})")
+
+
+#: the targets that name one node: a link from one to itself is no link
+_ONE_NODE = re.compile(r"(broker|controller):\d+|leader-of \S+|active-controller")
 
 
 def _named_topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[str, int],
@@ -432,8 +438,10 @@ class _FaultChecker:
         return tuple(groups) if len(groups) == len(value) else None
 
     def ends_differ(self, params: dict[str, Any], what: str) -> None:
-        """A one-way cut or a slow link from a target to itself acts on no link."""
-        if params.get("from") is not None and params.get("from") == params.get("to"):
+        """A one-way cut or a slow link from one node to itself acts on no link (from a group
+        to itself, `brokers` to `brokers`, it acts on the links inside the group)."""
+        if (params.get("from") is not None and params.get("from") == params.get("to")
+                and _ONE_NODE.fullmatch(str(params["to"]))):
             self.error("to", f"{params['to']} is also from: a {what} from a target to itself acts on no link "
                              f"(expected two different targets)")
 

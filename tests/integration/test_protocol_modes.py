@@ -176,7 +176,7 @@ def test_r13_r13a_seed_004_hw_truncation_then_immediate_election_loses_where_lea
         with_protocol(base, "hw-truncation", truncation="high-watermark", fencing="zookeeper"),
         with_protocol(base, "leader-epoch", truncation="leader-epoch", fencing="zookeeper")])
     assert any(e["node"] == "broker-1" and e["reason"] == "high-watermark" for e in events(hw, "truncated"))
-    assert_loss_caused_by(vh, "broker 1 was elected")
+    assert_loss_caused_by(vh, "when broker 1 (its LEO ")
     assert not any(e["reason"] == "high-watermark" for e in events(epochs, "truncated"))
     assert_no_loss(ve)
 
@@ -218,7 +218,7 @@ def test_r30_last_replica_standing_loses_without_elr_and_not_with_it(tmp_path: P
     (lrs, vl), (elr, ve) = run_and_judge(tmp_path, [
         with_protocol(base, "elr-false", elr=False, unclean_recovery="none"),
         with_protocol(base, "elr-true", elr=True, unclean_recovery="none")])
-    assert_loss_caused_by(vl, "broker 1 was elected")
+    assert_loss_caused_by(vl, "when broker 1 (its LEO ")
     assert not any(e["elr"] for e in events(lrs, "partition-changed"))
     assert any(e["elr"] == [2, 3] for e in events(elr, "partition-changed"))
     assert_no_loss(ve)

@@ -211,7 +211,7 @@ MALFORMED = [
                  ["names broker:1 twice"], id="partition-group-twice"),
     pytest.param(fault(at="1s", do="partition", shape="one-way", **{"from": "broker:1", "to": "broker:1"}),
                  "faults[0].to", ["from a target to itself acts on no link"], id="one-way-to-itself"),
-    pytest.param(fault(at="1s", do="slow", delay="5ms", **{"from": "rack:a", "to": "rack:a"}),
+    pytest.param(fault(at="1s", do="slow", delay="5ms", **{"from": "leader-of orders/0", "to": "leader-of orders/0"}),
                  "faults[0].to", ["slow link from a target to itself"], id="slow-to-itself"),
     pytest.param(fault(at="1s", do="reassign", partition="orders/0", replicas=["broker:1", 2, 3]),
                  "faults[0].replicas", ["expected broker ids (integers", "got 'broker:1'"], id="reassign-names"),
@@ -286,6 +286,13 @@ def test_malformed_topology_names_the_key_and_the_fix(data: dict[str, Any], path
     matching = [e for e in errors if e.startswith(prefix)]
     assert matching, f"no error at {path}: {errors}"
     assert any(all(word in e for word in words) for e in matching), matching
+
+
+def test_a_slow_link_inside_a_group_is_valid() -> None:
+    """From a group to itself (`brokers` to `brokers`, `rack:a` to `rack:a`) a slow fault acts
+    on the links inside the group; only one node to itself names no link."""
+    for group in ("brokers", "rack:a"):
+        parse_topology(fault(at="1s", do="slow", delay="5ms", **{"from": group, "to": group}), SRC)
 
 
 def test_r39_a_removed_brokers_id_is_not_added_back() -> None:
