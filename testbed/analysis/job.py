@@ -29,7 +29,7 @@ from testbed.analysis.offsets import FLAGS, only, suspects
 from testbed.analysis.runinfo import ConfigTables
 from testbed.analysis.scope import Observed, Scope, narrowed, observe, whole
 from testbed.analysis.values import VALUE, acknowledgements, nonmonotonic_sends, sends_backwards
-from testbed.topology import CHECK_NAMES
+from testbed.config.specs import CHECK_NAMES
 
 MAX_EXAMPLES = 20
 ATTRIBUTED = ("lost_writes", "lost_writes_acks1", "inconsistent_offsets")

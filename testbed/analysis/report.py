@@ -19,7 +19,7 @@ from testbed.analysis.plots import fault_bands, overview, partition_timelines, s
 from testbed.analysis.runinfo import RunInfo
 from testbed.analysis.terminal import ranges_text
 from testbed.analysis.verdict import RunVerdict
-from testbed.topology import CHECK_NAMES
+from testbed.config.specs import CHECK_NAMES
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;

@@ -19,10 +19,9 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from testbed.config.specs import DEFAULT_EXPECT
-from testbed.config.topology_spec import TOPIC_ACTIONS
-from testbed.topology import Expectation, Topology, TopologyError, parse_topology
-
+from testbed.config.parser import TopologyError, parse_topology
+from testbed.config.specs import DEFAULT_EXPECT, Expectation
+from testbed.config.topology_spec import TOPIC_ACTIONS, Topology
 
 
 @dataclass(frozen=True)

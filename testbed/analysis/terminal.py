@@ -6,7 +6,7 @@ from rich.table import Table
 
 from testbed.analysis.job import ATTRIBUTED
 from testbed.analysis.verdict import RunVerdict
-from testbed.topology import CHECK_NAMES
+from testbed.config.specs import CHECK_NAMES
 
 _MAX_CAUSES = 5
 _MAX_RANGES = 6
