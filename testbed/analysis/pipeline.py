@@ -13,7 +13,6 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
-from testbed.common import owned_dirs
 from testbed.analysis.ingest import IngestError, find_runs, ingest, run_ids
 from testbed.analysis.job import RunData, run_job
 from testbed.analysis.report import write_reports
@@ -24,6 +23,7 @@ from testbed.analysis.session import (SMALL_INPUT_BYTES, get_spark, is_remote, j
 from testbed.analysis.summary import write_summary
 from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
+from testbed.common import owned_dirs
 
 
 def default_summary_dir(runs: list[Path]) -> Path:

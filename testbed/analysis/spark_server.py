@@ -19,10 +19,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-
 from testbed.analysis import jvm_scratch
-from testbed.common.pids import exited
 from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR
+from testbed.common.pids import exited
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT = 120.0

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import psutil
+from testbed.common.pids import exited
 
 
 def make(prefix: str, parent: Path | None = None) -> Path:
@@ -39,7 +39,7 @@ def scratch(prefix: str, parent: Path | None = None) -> Iterator[Path]:
 def reap(prefix: str, parent: Path | None = None) -> None:
     """Remove the directories of `prefix` in `parent` whose owning process is gone."""
     for d, owner in _owned(prefix, parent):
-        if not psutil.pid_exists(owner):
+        if exited(owner):
             shutil.rmtree(d, ignore_errors=True)
 
 

@@ -5,8 +5,6 @@ and a key that action does not take is an error rather than silently ignored.
 """
 from __future__ import annotations
 
-import re
-
 from typing import Any
 
 from faults.fault_spec import (
@@ -23,8 +21,10 @@ from testbed.config.nemesis_section import parse_nemesis
 from testbed.config.references import (
     TARGET_GRAMMAR,
     Known,
+    names_one_node,
     replica_list_problem,
     target_problem,
+    topic_named,
     topic_partition_problem,
 )
 from testbed.config.specs import NodeSpec
@@ -157,10 +157,6 @@ def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, broke
                     f"(brokers then: {sorted(brokers)})")
 
 
-#: the targets that name one node: a link from one to itself is no link
-_ONE_NODE = re.compile(r"(broker|controller):\d+|leader-of \S+|active-controller")
-
-
 def _named_topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[str, int],
                       ever: set[str]) -> None:
     """A fault that names a partition (`partition: T/P`, `target: leader-of T/P`) names one of
@@ -168,9 +164,7 @@ def _named_topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics:
     none to act on (an unknown topic is its own error)."""
     for key in ("partition", "target"):
         value = spec.params.get(key) if key == "partition" else spec.target
-        if not isinstance(value, str) or "/" not in value:
-            continue
-        topic = value.split()[-1].rsplit("/", 1)[0]
+        topic = topic_named(value) if isinstance(value, str) else None
         if topic in ever and topic not in topics:
             w.error(join(entry, key), f"topic {topic!r} does not exist at {when} (topics then: "
                     f"{', '.join(sorted(topics)) or 'none'}): deleted before it, or made only after it")
@@ -441,7 +435,7 @@ class _FaultChecker:
         """A one-way cut or a slow link from one node to itself acts on no link (from a group
         to itself, `brokers` to `brokers`, it acts on the links inside the group)."""
         if (params.get("from") is not None and params.get("from") == params.get("to")
-                and _ONE_NODE.fullmatch(str(params["to"]))):
+                and names_one_node(str(params["to"]))):
             self.error("to", f"{params['to']} is also from: a {what} from a target to itself acts on no link "
                              f"(expected two different targets)")
 

@@ -33,6 +33,20 @@ _TARGET_WORDS = frozenset(
 )
 _PARTITION_TARGET_RE = re.compile(r"^(leader-of|followers-of|isr-of) (\S+)$")
 _TOPIC_PARTITION_RE = re.compile(r"^([A-Za-z0-9._-]+)/(\d+)$")
+#: the targets that name one node (a link from one to itself is no link)
+_ONE_NODE_RE = re.compile(r"(broker|controller):\d+|leader-of \S+|active-controller")
+
+
+def topic_named(text: str) -> str | None:
+    """The topic of `TOPIC/P` or of a partition target (`leader-of TOPIC/P`); None for others."""
+    partition = _PARTITION_TARGET_RE.match(text)
+    match = _TOPIC_PARTITION_RE.match(partition.group(2) if partition else text)
+    return match.group(1) if match else None
+
+
+def names_one_node(target: str) -> bool:
+    """The target resolves to one node at most (`broker:2`, `leader-of orders/0`), not a group."""
+    return _ONE_NODE_RE.fullmatch(target) is not None
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,8 @@ def describe_fault(rec: dict, elapsed: float) -> str:
         note = f" [yellow](skipped: {effect['skipped']})[/]"
     elif "groups" in effect:
         note = " " + " | ".join(",".join(g) for g in effect["groups"])
-    refused = (effect.get("rebalance") or {}).get("refused") if isinstance(effect.get("rebalance"), dict) else None
+    rebalance = effect.get("rebalance")
+    refused = rebalance.get("refused") if isinstance(rebalance, dict) else None
     if refused:  # an add-broker or remove-broker whose rebalance could not make every move
         note += f" [yellow]({len(refused)} of its moves refused: " + "; ".join(
             f"{p} {why.split(':')[0]}" for p, why in sorted(refused.items())) + ")[/]"

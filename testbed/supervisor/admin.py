@@ -91,12 +91,16 @@ class ClusterAdmin:
     while_waiting: Callable[[], None] | None = None
 
     def _looked(self, predicate: Callable[[ClusterStatus], bool], status: ClusterStatus) -> bool:
-        """One look of a `wait_until`: whether `predicate` holds, and if not, `while_waiting`."""
+        """One look of a `wait_until`: whether `predicate` holds, and if not, `_meanwhile`."""
         if predicate(status):
             return True
+        self._meanwhile()
+        return False
+
+    def _meanwhile(self) -> None:
+        """Between two looks of any wait: the faults that fall due meanwhile fire (`while_waiting`)."""
         if self.while_waiting is not None:
             self.while_waiting()
-        return False
 
     def wait_until(self, predicate: Callable[[ClusterStatus], bool], timeout: float,
                    what: str = "the condition") -> ClusterStatus:

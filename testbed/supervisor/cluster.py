@@ -277,11 +277,10 @@ class Cluster(ClusterAdmin):
         return last[0]
 
     def retry_while(self, ask: Callable[[], Any], again: Callable[[Any], bool], timeout: float) -> Any:
-        def retry(answer: Any) -> bool:  # while a fault waits, the faults due meanwhile fire (`_looked`)
+        def retry(answer: Any) -> bool:
             if not again(answer):
                 return False
-            if self.while_waiting is not None:
-                self.while_waiting()
+            self._meanwhile()
             return True
         try:
             return Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(0.05), retry=retry_if_result(retry))(ask)
@@ -480,8 +479,7 @@ class Cluster(ClusterAdmin):
                           until=lambda: proc.poll() is not None)  # gone: its answer may be gone too
         deadline = time.monotonic() + (timeout if timeout is not None else self.scaled(10))
         while proc.poll() is None and time.monotonic() < deadline:
-            if self.while_waiting is not None:  # a shutdown that waits (no quorum to move its
-                self.while_waiting()  # leaderships) holds no fault of the schedule back
+            self._meanwhile()  # a shutdown that waits (no quorum to move its leaderships) holds no fault back
             try:
                 proc.wait(timeout=0.05)
             except subprocess.TimeoutExpired:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from testbed.analysis import spark_server
 from testbed.common.pids import exited
 from testbed.topology import CHECK_NAMES
 from tests.unit.test_analysis import EXPECTED, _lost
