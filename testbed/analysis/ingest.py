@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
@@ -103,7 +104,8 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple
                 writes.append(pool.submit(_to_parquet, spark, spec, files, warehouse / spec.table))
                 frames[spec.table] = (spark.read.schema(_stored_schema(spec)).parquet(hadoop_path(warehouse / spec.table))
                                       .where(F.col(RUN_ID).isin(ids)))
-            else:
+            else:  # and no earlier judgment's table of it stays beside this one's
+                shutil.rmtree(warehouse / spec.table, ignore_errors=True)
                 frames[spec.table] = spark.createDataFrame([], _stored_schema(spec))
         for write in writes:
             write.result()

@@ -96,3 +96,19 @@ def test_final_logs_torn_or_without_a_replica_leave_the_run_unjudged(tmp_path: P
     assert verdicts["short-final"].results["problems"] == [
         f"{short / 'final' / 'logs.jsonl'} holds no record of 1 replica(s) whose LEO in final/replicas.jsonl is "
         f"above 0: the final logs are incomplete, so what survived cannot be told"]
+
+
+def test_a_record_file_gone_since_the_last_judgment_leaves_no_table_behind(
+        tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """`analysis/tables/` is the judgment's own: a run judged with its faults.jsonl, then
+    judged again without it, kept the first judgment's faults table beside the second's."""
+    builder = RunBuilder(tmp_path, "refaulted")
+    builder.fault(builder.history[0]["time_ns"], "pause", "broker:2", ["broker-2"])
+    d = builder.write()
+    analyze_runs([d])
+    tables = d / "analysis" / "tables"
+    assert (tables / "faults").is_dir()
+    (d / "faults.jsonl").unlink()
+    [verdict] = analyze_runs([d])
+    assert not (tables / "faults").exists()
+    assert (tables / "history").is_dir() and verdict.results["checks"]
