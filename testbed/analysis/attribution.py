@@ -41,6 +41,13 @@ def _rule(col: Column) -> Column:
     return F.coalesce(F.concat(F.lit(", "), mapping[col]), F.lit(""))
 
 
+def _election_rule(reason: Column, elr: Column) -> Column:
+    """The rule behind an election that lost a write: without the ELR, a clean election of a
+    leaderless partition is R30's (the last ISR member elected again when it returns, its
+    restart clean or not: Last Replica Standing), not R25's."""
+    return F.when((reason == "election") & ~F.coalesce(elr, F.lit(True)), F.lit(", R30")).otherwise(_rule(reason))
+
+
 def _reason_text(col: Column) -> Column:
     mapping = F.create_map(*[F.lit(x) for kv in _REASONS.items() for x in kv])
     return F.coalesce(mapping[col], F.regexp_replace(col, "-", " "))
@@ -91,11 +98,12 @@ def _crash(rows: DataFrame, crashes: DataFrame, election: DataFrame, key: list[s
             .select(*key, "c_node", "c_do", "c_loss", "c_ns"))
 
 
-def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, what: str) -> DataFrame:
+def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, runs: DataFrame,
+              what: str) -> DataFrame:
     """`rows` (PART, offset, time_ns, ...) with a `cause` sentence, `why` (the sentence without
     the offset, shared by every row of one election, truncation or crash, so losses group by
     it) and `attributed` flag; `what` names the anomaly ("lost", "overwritten"); `spans` are
-    the applied faults."""
+    the applied faults; `runs` says which runs have the ELR (`config_tables`)."""
     key = [*PART, "offset"]
     e = elections(t)
     election = _first_after(rows, e, key, "elected_ns", F.col("leo") <= F.col("offset"),
@@ -114,11 +122,11 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, w
                .join(hosts, ["run_id", "node"]).withColumnRenamed("node", "c_node"))
     crash = _crash(rows, crashes, election, key)
     out = (rows.join(election, key, "left").join(truncation, key, "left").join(crash, key, "left")
-           .join(starts, "run_id", "left"))
+           .join(starts, "run_id", "left").join(runs.select("run_id", F.col("elr").alias("run_elr")), "run_id", "left"))
     election_text = F.when(F.col("e_leader").isNotNull(), F.format_string(
         "when broker %d (its LEO %d) was elected at leader epoch %d by %s%s (at %.3f s%s)",
         "e_leader", "e_leo", "e_epoch", _reason_text(F.col("e_reason")), F.coalesce("e_recovery", F.lit("")),
-        seconds("elected_ns"), _rule(F.col("e_reason"))))
+        seconds("elected_ns"), _election_rule(F.col("e_reason"), F.col("run_elr"))))
     truncation_text = F.when(F.col("t_node").isNotNull(), F.format_string(
         "after %s truncated its log from %d to %d (%s, at %.3f s%s)", "t_node", "t_from", "t_to", "t_reason",
         seconds("t_ns"), _rule(F.col("t_reason"))))
@@ -133,4 +141,4 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, w
                         .otherwise(F.lit("with no recorded election, truncation or lossy crash that explains it")))
             .withColumn("cause", F.concat(head, F.col("why")))
             .drop("e_leader", "e_epoch", "e_reason", "e_leo", "elected_ns", "e_recovery", "t_node", "t_from", "t_to",
-                  "t_reason", "t_ns", "c_node", "c_do", "c_loss", "c_ns", "t0"))
+                  "t_reason", "t_ns", "c_node", "c_do", "c_loss", "c_ns", "t0", "run_elr"))

@@ -71,14 +71,14 @@ def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, sta
     if any_["unsure_ack"]:
         unsure = only(scope.acked, found, "unsure_ack")
         missing = H.missing_acknowledged(unsure, of_values(o.committed, unsure), scope.coverage).localCheckpoint()
-        frames["lost_writes"] = attribute(H.lost(missing, "all"), t, spans, starts, "lost")
-        frames["lost_writes_acks1"] = attribute(H.lost(missing, "1"), t, spans, starts, "lost")
+        frames["lost_writes"] = attribute(H.lost(missing, "all"), t, spans, starts, config.runs, "lost")
+        frames["lost_writes_acks1"] = attribute(H.lost(missing, "1"), t, spans, starts, config.runs, "lost")
         frames["unseen"] = H.unseen(missing)
     if any_["disagree"]:
         obs = H.observations(only(scope.acked, found, "disagree"), only(scope.polls, found, "disagree"),
                              replica_prefixes(only(scope.logs, found, "disagree")))
         frames["inconsistent_offsets"] = attribute(H.inconsistent_offsets(obs).localCheckpoint(), t, spans, starts,
-                                                   "overwritten")
+                                                   config.runs, "overwritten")
     if any_["replaced"]:
         frames["committed_regressions"] = H.committed_regressions(only(scope.polls, found, "replaced"),
                                                                   only(near, found, "replaced"))

@@ -389,7 +389,27 @@ def _manual_elect(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+def _last_standing(root: Path) -> None:
+    """R30 without the ELR: the leader, alone in the ISR, loses power (its unsynced data
+    with it), is fenced and stays the only candidate, and is elected again with its emptied
+    log when it returns (a teacher's lab 8 read R25 in the cause)."""
+    r = RunBuilder(root, "last-standing", expect={"lost_writes": ">0"})
+    r.topology["protocol"] = {"elr": False}
+    r.fault(T0 + 21 * S // 10, "lossy-crash", "broker:1", ["broker-1"], {"loss": "unsynced"},
+            {"killed": {"broker-1": 11}, "files": {}})
+    r.events += [RunBuilder.change(T0 + 15 * S // 10, leader=1, epoch=0, isr=[1], reason="isr-shrink"),
+                 RunBuilder.change(T0 + 22 * S // 10, leader=-1, epoch=1, isr=[1], reason="fence"),
+                 RunBuilder.change(T0 + 3 * S, leader=1, epoch=2, isr=[1], reason="election"),
+                 {"node": "broker-1", "time_ns": T0 + 3 * S + 200, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 2, "partition_epoch": 2, "isr": [1], "elr": [],
+                  "last_known_elr": [], "leo": 0, "hwm": 0}]
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.logs = {node: [] for node in r.logs}
+    r.replicas = {node: {"leo": 0, "hwm": 0, "is_leader": node == "broker-1", "leader_epoch": 2} for node in r.logs}
+    r.write()
+
+
+BUILDERS = [_last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen, _grown, _shrunk]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -421,6 +441,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "deleted-topic": {**ZERO, "unseen": 1},
     "made-again": ZERO,
     "manual-elect": {**ZERO, "lost_writes": 5},
+    "last-standing": {**ZERO, "lost_writes": 5},
     "unclean-tie": ZERO,
     "grown": ZERO,
     "shrunk": ZERO,
@@ -504,6 +525,16 @@ def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict
         "(manual: the operator's choice) (at 3.000 s, R32); after lossy-crash of broker-2 (loss partial) at 2.500 s")
 
 
+def test_R30_a_loss_of_the_last_replica_standing_cites_R30(judged: dict[str, RunVerdict]) -> None:
+    lost = judged["last-standing"].results["checks"]["lost_writes"]
+    assert lost["unattributed"] == 0
+    assert lost["examples"][0]["cause"] == (
+        "offset 0 of orders/0 lost when broker 1 (its LEO 0) was elected at leader epoch 2 by a clean election "
+        "(at 3.000 s, R30); after lossy-crash of broker-1 (loss unsynced) at 2.100 s")
+    fenced = judged["lost"].results["checks"]["lost_writes"]["examples"][0]["cause"]
+    assert "R25" in fenced  # with the ELR, a clean election stays R25's
+
+
 def test_unavailability_windows_closer_than_100ms_are_one(judged: dict[str, RunVerdict]) -> None:
     windows = [w for w in judged["flapping"].results["figures"]["availability"] if w["kind"] == "no-acks-all"]
     assert [(round(w["end_s"] - w["start_s"], 3)) for w in windows] == [0.06, 0.1]
@@ -544,14 +575,18 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     lines = sum(1 for d in root.iterdir() if (d / "history.jsonl").is_file()
                 for line in (d / "history.jsonl").read_text().splitlines() if line.strip())
     assert spark.read.parquet(str(root / "summary" / "tables" / "history")).count() == lines
-    # every hand-made run has one topology and protocol setting, so the summary is one row
-    [row] = [r.asDict() for r in spark.read.parquet(str(root / "summary" / "summary.parquet")).collect()]
-    assert row["topology"] == "handmade" and row["runs"] == len(BUILDERS)
+    # every hand-made run has one topology, and all but `last-standing` (without the ELR) one
+    # protocol setting, so the summary is two rows
+    rows = sorted((r.asDict() for r in spark.read.parquet(str(root / "summary" / "summary.parquet")).collect()),
+                  key=lambda r: r["runs"])
+    assert [(r["topology"], r["runs"]) for r in rows] == [("handmade", 1), ("handmade", len(BUILDERS) - 1)]
+    alone, row = rows
+    assert "elr=false" in alone["protocol"] and (alone["runs_with_loss"], alone["lost_writes"]) == (1, 5)
     # the `lost`, `recovered` and `manual-elect` runs
     assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (3, 7, 1)
     assert row["unjudged"] == 2  # `mismatch`, and `deleted-topic` (its one topic gone: no convergence to show)
     # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
-    assert row["failed"] == sum(v.ok is False for v in judged.values())
+    assert alone["failed"] + row["failed"] == sum(v.ok is False for v in judged.values())
     html = (root / "summary" / "summary.html").read_text()
     assert f"isrlab summary of {len(BUILDERS)} runs" in html and "<td>handmade</td>" in html
 
