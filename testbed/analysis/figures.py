@@ -27,15 +27,17 @@ _DOWN = ("kill", "lossy-crash", "disk-loss", "pause")
 def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataFrame) -> DataFrame:
     """Windows (start_s, end_s) per partition without a leader (`no-leader`) and without
     acks=all service (`no-acks-all`: no leader, or |ISR| < min(MinISR, replicas) so acks=all
-    is refused, R20),
+    is refused, R20, or an ISR member down so the HWM waits for it, R15),
     from the controller's committed partition changes and from the faults (`spans`) that
-    took a leader down: a killed or paused leader leads nothing from the fault until the
-    controller elects another (its session expires first) or the node is back. Windows that
-    overlap or are less than `MERGE_GAP_NS` apart are merged."""
+    took a node down: a killed or paused leader leads nothing from the fault until the
+    controller elects another (its session expires first) or the node is back, and a killed
+    or paused follower holds every acks=all write until it leaves the ISR (R17, which needs
+    an active controller) or is back. Windows that overlap or are less than `MERGE_GAP_NS`
+    apart are merged."""
     changes = (partition_changes(t)
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
-               .select(*PART, "time_ns", "t0", "t_end", "leader",
+               .select(*PART, "time_ns", "t0", "t_end", "leader", "isr",
                        (F.col("leader").isNull() | (F.col("leader") < 0)).alias("no_leader"),
                        # R20: acks=all is refused below min(MinISR, the partition's replica count)
                        (F.col("leader").isNull() | (F.col("leader") < 0)
@@ -64,6 +66,13 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                               F.least("until", "up_ns").alias("end_ns"))
                       .where(F.col("start_ns") < F.col("end_ns")))
     windows += [led_while_down.withColumn("kind", F.lit(kind)) for kind in ("no-leader", "no-acks-all")]
+    held_while_down = (changes.select(*PART, "time_ns", "t0", "until", "leader", F.explode("isr").alias("member"))
+                       .where(F.col("member") != F.col("leader"))
+                       .join(down.withColumnRenamed("leader", "member"), ["run_id", "member"])
+                       .select(*PART, "t0", F.greatest("time_ns", "down_ns").alias("start_ns"),
+                               F.least("until", "up_ns").alias("end_ns"))
+                       .where(F.col("start_ns") < F.col("end_ns")))
+    windows.append(held_while_down.withColumn("kind", F.lit("no-acks-all")))
     return (_merge_close(reduce(DataFrame.unionByName, windows))
             .select(*PART, "kind", seconds("start_ns").alias("start_s"), seconds("end_ns").alias("end_s")))
 

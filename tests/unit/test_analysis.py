@@ -263,6 +263,19 @@ def _dead_leader(root: Path, name: str = "dead-leader") -> RunBuilder:
     return r
 
 
+def _follower_down(root: Path) -> None:
+    """Follower broker 3 is killed at 1.2 s and leaves the ISR at 1.5 s (R17); follower
+    broker 2 is paused from 1.7 to 1.9 s and never leaves it (no active controller): every
+    acks=all write waits for a follower in the ISR (R15), so both are without acks=all
+    service, and neither is without a leader."""
+    r = RunBuilder(root, "follower-down")
+    r.events += [RunBuilder.change(T0 + S + 500 * MS, leader=1, epoch=0, isr=[1, 2], reason="isr-shrink")]
+    r.fault(T0 + S + 200 * MS, "kill", "broker:3", ["broker-3"], origin="faults[0]")
+    r.fault(T0 + S + 700 * MS, "pause", "broker:2", ["broker-2"], origin="faults[1]")
+    r.fault(T0 + S + 900 * MS, "resume", "broker:2", ["broker-2"], origin="faults[2]")
+    r.write()
+
+
 def _late_start(root: Path) -> None:
     """The dead leader's run, whose workload started 200 ms after its first record: every
     time the analysis reports is from the workload's start (the fault schedule's time 0)."""
@@ -409,7 +422,7 @@ def _last_standing(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+BUILDERS = [_follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen, _grown, _shrunk]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -442,6 +455,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "made-again": ZERO,
     "manual-elect": {**ZERO, "lost_writes": 5},
     "last-standing": {**ZERO, "lost_writes": 5},
+    "follower-down": ZERO,
     "unclean-tie": ZERO,
     "grown": ZERO,
     "shrunk": ZERO,
@@ -553,6 +567,12 @@ def test_a_killed_leader_counts_as_no_leader_until_it_is_replaced_or_back(judged
     assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in late["availability"]) == [
         ("no-acks-all", 0.9, 1.6), ("no-leader", 1.0, 1.1), ("no-leader", 1.3, 1.5)]
     assert [f["at_s"] for f in late["faults"]] == [1.0, 1.3]  # the kills, from the workload's start
+
+
+def test_R15_a_follower_down_in_the_isr_holds_acks_all_service(judged: dict[str, RunVerdict]) -> None:
+    figures = judged["follower-down"].results["figures"]
+    spans = sorted((w["kind"], w["start_s"], w["end_s"]) for w in figures["availability"])
+    assert spans == [("no-acks-all", 1.2, 1.5), ("no-acks-all", 1.7, 1.9)]
 
 
 def test_losses_are_grouped_by_cause_with_offset_ranges(judged: dict[str, RunVerdict]) -> None:
