@@ -181,7 +181,7 @@ def unavailability(run: RunRecords) -> list[str]:
     figures = run.results.get("figures", {})
     total = figures.get("unavailable_s", {})
     lines = [f"partition-seconds without a leader: {total.get('no-leader', 0.0)}, "
-             f"without enough in-sync replicas for acks=all: {total.get('no-acks-all', 0.0)}"]
+             f"without acks=all service: {total.get('no-acks-all', 0.0)}"]
     lines += _capped([f"{_partition(w)} {w['kind']} from {w['start_s']}s to {w['end_s']}s"
                       for w in figures.get("availability", [])], "more windows (see the report)")
     return lines
