@@ -182,8 +182,8 @@ def test_the_answers_are_the_runs_numbers(tmp_path: Path) -> None:
                                         "(v3 against x3), 2 offsets in all below 5"]
     assert FACTS["acknowledged"](run) == [
         "acknowledged writes: acks=all: 5; sends that failed: 1, with an unknown outcome (timed out): 0"]
-    assert FACTS["unavailability"](run)[0] == ("partition-seconds without a leader: 0.5, without enough "
-                                               "in-sync replicas for acks=all: 1.25")
+    assert FACTS["unavailability"](run)[0] == ("partition-seconds without a leader: 0.5, without acks=all "
+                                               "service: 1.25")
     assert FACTS["controllers"](run) == ["0.00s controller-1 became the active controller in term 1"]
     assert FACTS["final_state"](run) == ["orders/0: leader broker-1; broker-1 LEO 5 HWM 5, broker-2 LEO 5 HWM 5, "
                                          "broker-3 LEO 5 HWM 5"]
