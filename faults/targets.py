@@ -18,8 +18,8 @@ from broker.common.names import node_name
 
 Partition = tuple[str, int]
 
-_PARTITION_TARGET = re.compile(r"(leader-of|followers-of|isr-of) ([A-Za-z0-9._-]+)/(\d+)")
-_NODE_TARGET = re.compile(r"(broker|controller):(\d+)")
+_PARTITION_TARGET = re.compile(r"(leader-of|followers-of|isr-of) ([A-Za-z0-9._-]+)/([0-9]{1,9})")
+_NODE_TARGET = re.compile(r"(broker|controller):([0-9]{1,9})")
 
 
 class TargetError(ValueError):

@@ -5,7 +5,7 @@ from typing import Any
 
 from testbed.config import scalars
 from testbed.config.specs import ClusterSpec, NodeSpec
-from testbed.config.walker import INVALID, Walker, is_int, join, valid
+from testbed.config.walker import INVALID, Walker, describe, is_int, join, valid
 
 
 def parse_cluster(w: Walker, value: object, path: str) -> ClusterSpec | Any:
@@ -44,10 +44,13 @@ def _parse_nodes(w: Walker, value: object, path: str, kind: str) -> tuple[NodeSp
         if value < 1:
             w.error(path, f"{value} is too small (expected at least one {kind})")
             return INVALID
+        if value > scalars.MAX_NODES:
+            w.error(path, f"{describe(value)} is too many (expected at most {scalars.MAX_NODES} {kind}s on one host)")
+            return INVALID
         return tuple(NodeSpec(kind, i) for i in range(1, value + 1))
     if isinstance(value, dict):
         w.mapping(value, path, ("count", "racks"), required=("count",))
-        count = w.field(value, "count", path, scalars.integer(1))
+        count = w.field(value, "count", path, scalars.integer(1, scalars.MAX_NODES))
         racks = w.field(value, "racks", path, scalars.rack_list, None)
         if not valid(count, racks):
             return INVALID
@@ -62,7 +65,7 @@ def _parse_nodes(w: Walker, value: object, path: str, kind: str) -> tuple[NodeSp
         e = w.mapping(entry, entry_path, ("id", "rack"), required=("id",), what=" {id, rack}")
         if e is None:
             continue
-        node_id = w.field(e, "id", entry_path, scalars.integer(1))
+        node_id = w.field(e, "id", entry_path, scalars.integer(1, scalars.MAX_NODE_ID))
         rack = w.field(e, "rack", entry_path, scalars.rack, None)
         if not valid(node_id, rack):
             continue
@@ -74,4 +77,7 @@ def _parse_nodes(w: Walker, value: object, path: str, kind: str) -> tuple[NodeSp
             continue
         first_index[node_id] = index
         nodes.append(NodeSpec(kind, node_id, rack))
+    if len(entries) > scalars.MAX_NODES:
+        w.error(path, f"{len(entries)} {kind}s are too many (expected at most {scalars.MAX_NODES} on one host)")
+        return INVALID
     return tuple(nodes) if len(nodes) == len(entries) else INVALID

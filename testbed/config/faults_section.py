@@ -30,7 +30,7 @@ from testbed.config.references import (
 from testbed.config.specs import NodeSpec
 from testbed.config.topics_section import TOPIC_NAME_RE, parse_topic
 from testbed.config.units import format_duration, parse_duration
-from testbed.config.walker import INVALID, Walker, describe, is_int, join, valid
+from testbed.config.walker import INVALID, Walker, describe, is_digits, is_int, join, valid
 from testbed.config.yaml_dump import topic_to_yaml
 
 # Keys each fault action takes besides `at` and `do`.
@@ -54,6 +54,8 @@ _ACTION_KEYS: dict[str, tuple[str, ...]] = {
     "delete-topic": ("topic",),
     "add-partitions": ("topic", "count"),
 }
+#: a key some fault action takes (an entry whose `do` is missing or wrong is checked against these)
+_ANY_FAULT_KEY = frozenset({"at", "do"}).union(*_ACTION_KEYS.values())
 #: the actions whose validity depends on the brokers and topics of the moment they fire
 _ADMIN_ACTIONS = frozenset({"add-broker", "remove-broker", "create-topic", "delete-topic", "add-partitions"})
 _DEFAULT_TARGETS = {"restart": "stopped", "resume": "paused"}
@@ -229,7 +231,11 @@ def _parse_fault(w: Walker, value: object, path: str, known: Known, duration: fl
     if at is not INVALID and duration is not None and at > duration:
         w.error(join(path, "at"), f"{format_duration(at)} is after the end of the run (duration {format_duration(duration)})")
         at = INVALID
-    if do is INVALID:
+    if do is INVALID:  # which keys belong is not known; those of no action at all are named still
+        for key in value:
+            if key not in _ANY_FAULT_KEY:
+                w.error(join(path, key), "unknown key (a fault entry is {at, do, ...} with the keys of its "
+                                         "action, or {nemesis: {...}})")
         return INVALID
     allowed = ("at", "do") + _ACTION_KEYS[do]
     w.mapping(value, path, allowed)
@@ -314,7 +320,7 @@ class _FaultChecker:
         if do in ("delete-topic", "add-partitions") and self.require(do, "topic", "topic: the name of a topic"):
             self.topic_name(params)
         if do == "add-partitions" and self.require(do, "count", "count: how many partitions to add"):
-            params["count"] = self.w.field(m, "count", self.path, scalars.integer(1))
+            params["count"] = self.w.field(m, "count", self.path, scalars.integer(1, scalars.MAX_PARTITIONS))
             self.failed |= not valid(params["count"])
         return target, params
 
@@ -343,7 +349,7 @@ class _FaultChecker:
         entry = self.w.mapping(self.m["broker"], path, ("id", "rack"), required=("id",), what=" {id, rack}")
         broker_id = rack = INVALID
         if entry is not None:
-            broker_id = self.w.field(entry, "id", path, scalars.integer(1))
+            broker_id = self.w.field(entry, "id", path, scalars.integer(1, scalars.MAX_NODE_ID))
             rack = self.w.field(entry, "rack", path, scalars.rack, None)
         if entry is None or not valid(broker_id, rack) or "id" not in entry:
             self.failed = True
@@ -365,7 +371,7 @@ class _FaultChecker:
         if isinstance(value, str) and value.startswith("broker:"):
             if at_start:
                 return self.target("target", do)
-            if value.split(":", 1)[1].isdigit():
+            if is_digits(value.split(":", 1)[1]):
                 return value
         self.error("target", f"{describe(value)}: {do} needs broker:N, {purpose}")
         return None

@@ -56,6 +56,10 @@ def parse_yaml(text: str, source: str) -> Any:
         raise TopologyError([_yaml_error(source, exc)]) from None
     except yaml.YAMLError as exc:
         raise TopologyError([f"{source}: invalid YAML: {exc}"]) from None
+    except RecursionError:
+        raise TopologyError([f"{source}: invalid YAML: lists or mappings nested too deeply to read"]) from None
+    except ValueError:  # Python's int() refuses a number of over 4,300 digits
+        raise TopologyError([f"{source}: invalid YAML: a number of more than 4,300 digits, too long to read"]) from None
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -14,6 +14,11 @@ from testbed.config.units import format_duration, parse_duration
 from testbed.config.walker import INVALID, Walker, join, valid
 
 
+#: the most faults one nemesis may draw: its schedule is drawn whole when the topology is
+#: read (a fault every microsecond for 10 s took gigabytes before anything ran)
+MAX_NEMESIS_FAULTS = 10_000
+
+
 def parse_nemesis(
     w: Walker, value: object, path: str, known: Known, duration: float | None, total_nodes: int | None
 ) -> NemesisSpec | Any:
@@ -37,6 +42,11 @@ def parse_nemesis(
     if max_down is not INVALID and total_nodes is not None and max_down >= total_nodes:
         w.error(join(path, "max_down"), f"{max_down} must be less than the number of nodes ({total_nodes})")
         max_down = INVALID
+    if valid(start, until, every) and (until - start) / every[0] > MAX_NEMESIS_FAULTS:
+        w.error(join(path, "every"), f"from {format_duration(start)} to {format_duration(until)} a fault every "
+                f"{format_duration(every[0])} or more is up to {(until - start) / every[0]:,.0f} faults (expected at most "
+                f"{MAX_NEMESIS_FAULTS:,}: every at least {format_duration((until - start) / MAX_NEMESIS_FAULTS)})")
+        every = INVALID
     parts = (start, until, every, do, targets, max_down)
     if not valid(*parts):
         return INVALID

@@ -34,7 +34,7 @@ from testbed.config.units import format_duration, parse_duration
 from testbed.config.walker import INVALID, Walker, describe, join, valid
 from testbed.config.workload_section import parse_workload
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 
 
 class TopologyError(ValueError):
@@ -67,7 +67,7 @@ def _parse_topology(w: Walker, data: object) -> Topology | None:
     m = data
     name = w.field(m, "name", "", scalars.pattern(_NAME_RE, "a name (letters, digits, '.', '_', '-')"))
     description = w.field(m, "description", "", scalars.text, "")
-    seed = w.field(m, "seed", "", scalars.integer(0), 0)
+    seed = w.field(m, "seed", "", scalars.integer(0, scalars.MAX_SEED), 0)
     duration = w.field(m, "duration", "", scalars.positive_duration, 10.0)
     timing = _parse_timing(w, m.get("timing", {}), "timing")
     cluster = parse_cluster(w, m.get("cluster", {}), "cluster")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.protocol.placement import PlacementError, place_topic
-from testbed.config.walker import INVALID, describe, is_int
+from testbed.config.walker import INVALID, describe, is_digits, is_int
 
 TARGET_GRAMMAR = (
     "broker:N, controller:N, rack:X, leader-of TOPIC/P, leader-of any, followers-of TOPIC/P, "
@@ -31,10 +31,10 @@ _TARGET_WORDS = frozenset(
         "paused",
     }
 )
-_PARTITION_TARGET_RE = re.compile(r"^(leader-of|followers-of|isr-of) (\S+)$")
-_TOPIC_PARTITION_RE = re.compile(r"^([A-Za-z0-9._-]+)/(\d+)$")
+_PARTITION_TARGET_RE = re.compile(r"^(leader-of|followers-of|isr-of) (\S+)\Z", re.ASCII)
+_TOPIC_PARTITION_RE = re.compile(r"^([A-Za-z0-9._-]+)/([0-9]{1,9})\Z")
 #: the targets that name one node (a link from one to itself is no link)
-_ONE_NODE_RE = re.compile(r"(broker|controller):\d+|leader-of \S+|active-controller")
+_ONE_NODE_RE = re.compile(r"(broker|controller):[0-9]{1,9}|leader-of \S+|active-controller", re.ASCII)
 
 
 def topic_named(text: str) -> str | None:
@@ -191,7 +191,7 @@ def target_problem(target: object, known: Known) -> str | None:
         return None
     kind, colon, rest = target.partition(":")
     if colon and kind in ("broker", "controller"):
-        if not rest.isdigit():
+        if not is_digits(rest):
             return f"{target!r}: expected {kind}:N with N a {kind} id"
         ids = known.broker_ids if kind == "broker" else known.controller_ids
         if ids is not None and int(rest) not in ids:

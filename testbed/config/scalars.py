@@ -16,15 +16,29 @@ from testbed.config.units import (
 )
 from testbed.config.walker import describe, is_int
 
-_EXPECTATION_RE = re.compile(r"^(==|>=|<=|>|<)?\s*(\d+)$")
+_EXPECTATION_RE = re.compile(r"^(==|>=|<=|>|<)?\s*([0-9]{1,18})\Z", re.ASCII)
 
 
-def integer(minimum: int) -> Callable[[object], int]:
+#: The most of each thing one host's run can hold. Beyond them a topology is refused before
+#: anything is laid out: a trillion partitions or brokers made `validate` itself hang for
+#: minutes and take gigabytes, where a run could never start.
+MAX_NODES = 100  # brokers, and controllers, of a cluster
+MAX_NODE_ID = 2**31 - 1  # Kafka's broker and node ids are int32
+MAX_PARTITIONS = 10_000  # of one topic, and added by one add-partitions
+MAX_CLIENTS = 1_000  # processes of one producers: or consumers: entry
+MAX_BATCH = 100_000  # records of one produce request, and requests in flight
+MAX_SEED = 2**63 - 1  # a seed is a 64-bit number (and a history's LongType)
+
+
+def integer(minimum: int, maximum: int | None = None) -> Callable[[object], int]:
     def convert(value: object) -> int:
         if not is_int(value):
             raise ValueError(f"expected an integer >= {minimum}, got {describe(value)}")
         if value < minimum:
             raise ValueError(f"{value} is too small (expected an integer >= {minimum})")
+        if maximum is not None and value > maximum:
+            raise ValueError(f"{describe(value).removeprefix('int ')} is too large "
+                             f"(expected an integer from {minimum} to {maximum:,})")
         return value
 
     return convert

@@ -10,7 +10,7 @@ from testbed.config.references import replica_list_problem
 from testbed.config.specs import NodeSpec, TopicSpec
 from testbed.config.walker import INVALID, Walker, describe, is_int, join, valid
 
-TOPIC_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+TOPIC_NAME_RE = re.compile(r"^[A-Za-z0-9._-]+\Z")
 
 
 def parse_topics(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ...] | None) -> tuple[TopicSpec, ...] | Any:
@@ -41,9 +41,9 @@ def parse_topic(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ..
     if m is None:
         return INVALID
     name = w.field(m, "name", path, scalars.pattern(TOPIC_NAME_RE, "a topic name (letters, digits, '.', '_', '-')"))
-    partitions = w.field(m, "partitions", path, scalars.integer(1), 1)
+    partitions = w.field(m, "partitions", path, scalars.integer(1, scalars.MAX_PARTITIONS), 1)
     default_rf = min(3, len(brokers)) if brokers else 1
-    rf = w.field(m, "replication_factor", path, scalars.integer(1), default_rf)
+    rf = w.field(m, "replication_factor", path, scalars.integer(1, scalars.MAX_NODES), default_rf)
     if rf is not INVALID and brokers is not None and rf > len(brokers) and not rf_checked_later:
         w.error(join(path, "replication_factor"), f"{rf} is larger than the number of brokers ({len(brokers)})")
         rf = INVALID
@@ -92,6 +92,7 @@ def _parse_assignment(
         result[key] = tuple(replicas)
     missing = [p for p in range(partitions) if p not in value]
     if missing:
-        w.error(path, f"partitions {', '.join(map(str, missing))} have no replicas (expected every partition 0..{partitions - 1})")
+        shown = ", ".join(map(str, missing[:20])) + (f" and {len(missing) - 20:,} more" if len(missing) > 20 else "")
+        w.error(path, f"partitions {shown} have no replicas (expected every partition 0..{partitions - 1})")
         ok = False
     return dict(sorted(result.items())) if ok else INVALID

@@ -8,6 +8,7 @@ what was expected, without the key path, which only the caller knows.
 """
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, localcontext
 
@@ -23,11 +24,11 @@ _DURATION_UNITS: dict[str, Decimal] = {
 _SIZE_UNITS: dict[str, int] = {"GiB": 1 << 30, "MiB": 1 << 20, "KiB": 1 << 10, "B": 1}
 _RATE_UNITS: dict[str, Decimal] = {"s": Decimal(1), "m": Decimal(60)}
 
-_NUMBER = r"(\d+(?:\.\d+)?)"
-_DURATION_RE = re.compile(rf"^{_NUMBER}\s*(us|ms|s|m)$")
-_SIZE_RE = re.compile(rf"^{_NUMBER}\s*(B|KiB|MiB|GiB)$")
-_BARE_RE = re.compile(rf"^{_NUMBER}$")
-_RATE_RE = re.compile(rf"^{_NUMBER}\s*/\s*(s|m)$")
+_NUMBER = r"([0-9]+(?:\.[0-9]+)?)"
+_DURATION_RE = re.compile(rf"^{_NUMBER}\s*(us|ms|s|m)\Z", re.ASCII)
+_SIZE_RE = re.compile(rf"^{_NUMBER}\s*(B|KiB|MiB|GiB)\Z", re.ASCII)
+_BARE_RE = re.compile(rf"^{_NUMBER}\Z", re.ASCII)
+_RATE_RE = re.compile(rf"^{_NUMBER}\s*/\s*(s|m)\Z", re.ASCII)
 
 
 def _is_number(value: object) -> bool:
@@ -59,7 +60,7 @@ def parse_duration(value: object) -> float:
         raise ValueError(f"{value!r} is not a duration (expected a number and a unit: us, ms, s or m, e.g. 250ms)")
     with localcontext() as ctx:
         ctx.prec = _PRECISION
-        return float(Decimal(match.group(1)) * _DURATION_UNITS[match.group(2)])
+        return _finite(float(Decimal(match.group(1)) * _DURATION_UNITS[match.group(2)]), "duration")
 
 
 def format_duration(seconds: float) -> str:
@@ -130,7 +131,7 @@ def parse_rate(value: object) -> float:
     anyone gives to `rate: 500`.
     """
     if _is_number(value):
-        return float(value)
+        return _finite(float(value), "rate")
     if not isinstance(value, str):
         raise ValueError(f"expected a rate such as 500/s or 30/m, got {_describe(value)}")
     match = _RATE_RE.match(value.strip())
@@ -138,7 +139,15 @@ def parse_rate(value: object) -> float:
         raise ValueError(f"{value!r} is not a rate (expected e.g. 500/s, 30/m or a number per second)")
     with localcontext() as ctx:
         ctx.prec = _PRECISION
-        return float(Decimal(match.group(1)) / _RATE_UNITS[match.group(2)])
+        return _finite(float(Decimal(match.group(1)) / _RATE_UNITS[match.group(2)]), "rate")
+
+
+def _finite(number: float, what: str) -> float:
+    """`number`, unless it is too large for a float (`inf`) or not a number (YAML's `.nan`):
+    neither can be written back into the resolved topology a run leaves behind."""
+    if not math.isfinite(number):
+        raise ValueError(f"expected a finite {what}, got {'a number too large' if number == number else 'NaN'}")
+    return number
 
 
 def format_rate(per_second: float) -> str:

@@ -28,6 +28,13 @@ def join(path: str, key: object) -> str:
     return f"{path}.{key}" if path else str(key)
 
 
+def is_digits(text: str) -> bool:
+    """`text` is a plain decimal number of at most 9 digits: `str.isdigit` is true of `²` and
+    of other scripts' digits, which `int` refuses or reads, and a number of thousands of
+    digits is no id, index or count of this program."""
+    return text.isascii() and text.isdigit() and len(text) <= 9
+
+
 def describe(value: object) -> str:
     if value is None:
         return "nothing (null)"
@@ -36,8 +43,17 @@ def describe(value: object) -> str:
     if isinstance(value, list):
         return f"a list of {len(value)}"
     if isinstance(value, str):
-        return repr(value)
-    return f"{type(value).__name__} {value!r}"
+        return _shortened(repr(value))
+    return f"{type(value).__name__} {_shortened(repr(value))}"
+
+
+#: a value quoted in an error is cut to this many characters (a whole file read as one
+#: string, a number of a thousand digits)
+_SHOWN = 80
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= _SHOWN else f"{text[:_SHOWN - 15]}... ({len(text)} characters)"
 
 
 def yaml_value(value: object) -> str:

@@ -53,13 +53,13 @@ def _parse_producer(w: Walker, value: object, path: str, known: Known) -> Produc
     m = w.mapping(value, path, keys)
     if m is None:
         return INVALID
-    count = w.field(m, "count", path, scalars.integer(1), 1)
+    count = w.field(m, "count", path, scalars.integer(1, scalars.MAX_CLIENTS), 1)
     topic = _client_topic(w, m, path, known)
     acks = w.field(m, "acks", path, scalars.acks, "all")
     rate = w.field(m, "rate", path, scalars.producer_rate, 100.0)
-    batch = w.field(m, "batch", path, scalars.integer(1), 10)
+    batch = w.field(m, "batch", path, scalars.integer(1, scalars.MAX_BATCH), 10)
     retries = w.field(m, "retries", path, scalars.integer(0), 5)
-    in_flight = w.field(m, "in_flight", path, scalars.integer(1), 1)
+    in_flight = w.field(m, "in_flight", path, scalars.integer(1, scalars.MAX_BATCH), 1)
     partitions: Any = None
     if "partitions" in m:
         limit = topic[1] if topic is not INVALID else None
@@ -79,7 +79,7 @@ def _parse_consumer(w: Walker, value: object, path: str, known: Known) -> Consum
     m = w.mapping(value, path, ("count", "topic", "from"))
     if m is None:
         return INVALID
-    count = w.field(m, "count", path, scalars.integer(1), 1)
+    count = w.field(m, "count", path, scalars.integer(1, scalars.MAX_CLIENTS), 1)
     topic = _client_topic(w, m, path, known)
     start = w.field(m, "from", path, scalars.choice("earliest", "latest"), "earliest")
     if not valid(count, topic, start):

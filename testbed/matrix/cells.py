@@ -14,7 +14,7 @@ from testbed.config.loader import read_yaml
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.topology_spec import Topology
-from testbed.config.walker import yaml_value
+from testbed.config.walker import describe, is_digits, yaml_value
 from testbed.matrix.spec import SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY, MatrixError, MatrixSpec
 
 #: `DEFAULT_EXPECT` as a topology's `expect:` block says it
@@ -60,10 +60,10 @@ def expand(spec: MatrixSpec) -> list[Cell]:
         try:
             data = read_yaml(base)
         except TopologyError as exc:
-            errors.extend(exc.errors)
+            errors.extend(f"{spec.source}: base: {e}" for e in exc.errors)
             continue
         if not isinstance(data, dict):
-            errors.append(f"{base}: expected a topology (a mapping) as the matrix's base")
+            errors.append(f"{spec.source}: base: {base}: expected a topology (a mapping), got {describe(data)}")
             continue
         name = str(data.get("name", base.stem))
         names.append(name)
@@ -175,7 +175,7 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any, source: str) -> None
     parts = key.split(".")
     for i, part in enumerate(parts):
         where, last = ".".join(parts[:i + 1]), i == len(parts) - 1
-        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+        if isinstance(node, list) and is_digits(part) and int(part) < len(node):
             if last:
                 node[int(part)] = value
             node = node[int(part)]
@@ -184,7 +184,7 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any, source: str) -> None
         elif isinstance(node, dict):
             if last:
                 node[part] = value
-            elif part not in node and parts[i + 1].isdigit():  # an entry of a list the base does not have
+            elif part not in node and is_digits(parts[i + 1]):  # an entry of a list the base does not have
                 raise TopologyError([f"{source}: vary: {key}: the base has no {where} (a list: give it in the base "
                                      f"to vary its entries)"])
             node = node.setdefault(part, {})
@@ -238,6 +238,6 @@ def _matches(cell: Cell, only: str) -> bool:
 def parse_shard(text: str) -> tuple[int, int]:
     """`K/N` with 1 <= K <= N."""
     k, sep, n = text.partition("/")
-    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
+    if not sep or not is_digits(k) or not is_digits(n) or not 1 <= int(k) <= int(n):
         raise ValueError(f"--shard {text!r}: expected K/N with 1 <= K <= N (e.g. 2/4)")
     return int(k), int(n)

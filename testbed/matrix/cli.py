@@ -13,7 +13,7 @@ from pathlib import Path
 from rich.console import Console
 
 from testbed.matrix.cells import Cell, expand, parse_shard, select
-from testbed.matrix.spec import MatrixError, is_matrix_file, load_matrix
+from testbed.matrix.spec import MAX_SEEDS, MatrixError, is_matrix_file, load_matrix
 from testbed.config.cli_values import spark_master_problem, time_scale_problem, unusable_dir
 
 
@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--dry-run", action="store_true", help="list every cell (id and seed); run nothing")
     args = ap.parse_args(argv)
     problems = [f"--{name} must be {rule}" for name, bad, rule in (
-        ("jobs", args.jobs < 1, ">= 1"), ("seeds", args.seeds is not None and args.seeds < 1, ">= 1"),
+        ("jobs", args.jobs < 1, ">= 1"), ("seeds", args.seeds is not None and not 1 <= args.seeds <= MAX_SEEDS, f"from 1 to {MAX_SEEDS:,}"),
         ("deflake", args.deflake < 0, ">= 0")) if bad]
     if (problem := time_scale_problem(args.time_scale)) is not None:
         problems.append(problem)

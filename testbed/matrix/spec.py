@@ -7,6 +7,7 @@ wrong type is reported with the topology key it lands on.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from testbed.config.specs import EXPECT_KEYS
 from testbed.config.walker import Walker, describe, is_int, join, yaml_value
 
 MATRIX_KEYS = ("base", "vary", "faults", "seeds", "expect")
+#: the most seeds one matrix runs of each cell (the cells are expanded before any runs)
+MAX_SEEDS = 100_000
 #: `when:` may select the fault schedule, the seed and the base (by its topology's name) too,
 #: not only varied keys
 SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY = "faults", "seed", "topology"
@@ -169,14 +172,18 @@ def _schedules(w: Walker, value: object, here: Path) -> tuple[tuple[str, tuple[A
             continue
         if isinstance(entries, str):
             entries = _schedule_file(w, path, locate(here, entries) or here / entries)
-        if entries is None:
-            continue
-        if not isinstance(entries, list):
+            if entries is _UNREADABLE:
+                continue
+        if not isinstance(entries, list):  # null too: a topology's `faults:` is refused alike
             w.error(path, f"expected a list of faults (as in a topology's faults:) or a file holding one, "
                           f"got {describe(entries)}")
             continue
         out.append((name, tuple(entries)))
     return tuple(out)
+
+
+#: a schedule file that could not be read (its errors are reported already)
+_UNREADABLE = object()
 
 
 def _schedule_file(w: Walker, path: str, file: Path) -> Any:
@@ -186,7 +193,7 @@ def _schedule_file(w: Walker, path: str, file: Path) -> Any:
     except TopologyError as exc:
         for message in exc.errors:
             w.error(path, message)
-        return None
+        return _UNREADABLE
     if isinstance(data, dict) and "faults" in data:
         return data["faults"]
     return data
@@ -194,11 +201,11 @@ def _schedule_file(w: Walker, path: str, file: Path) -> Any:
 
 def _seeds(w: Walker, value: object) -> tuple[int, ...] | None:
     if is_int(value):
-        if value < 1:
-            w.error("seeds", f"expected a count of at least 1 or a list of seeds, got {value}")
+        if not 1 <= value <= MAX_SEEDS:
+            w.error("seeds", f"expected a count from 1 to {MAX_SEEDS:,} or a list of seeds, got {describe(value)}")
             return None
         return tuple(range(value))
-    if isinstance(value, list) and value and all(is_int(s) and s >= 0 for s in value):
+    if isinstance(value, list) and value and all(is_int(s) and 0 <= s <= scalars.MAX_SEED for s in value):
         twice = sorted({s for s in value if value.count(s) > 1})
         if twice:
             w.error("seeds", f"lists a seed twice: {', '.join(map(str, twice))}")
@@ -206,8 +213,8 @@ def _seeds(w: Walker, value: object) -> tuple[int, ...] | None:
         return tuple(value)
     if isinstance(value, list) and value:
         for i, s in enumerate(value):
-            if not (is_int(s) and s >= 0):
-                w.error(f"seeds[{i}]", f"expected a non-negative integer seed, got {describe(s)}")
+            if not (is_int(s) and 0 <= s <= scalars.MAX_SEED):
+                w.error(f"seeds[{i}]", f"expected an integer seed from 0 to 2**63-1, got {describe(s)}")
         return None
     w.error("seeds", f"expected a count (>= 1) or a non-empty list of non-negative integers, got {describe(value)}")
     return None
@@ -253,5 +260,8 @@ def _not_a_value(key: str, wanted: object, known: tuple[object, ...]) -> str:
 
 
 def _hashable(value: object) -> object:
-    """YAML's `1` and `true` compare equal in Python; a value is told apart by its type too."""
+    """YAML's `1` and `true` compare equal in Python; a value is told apart by its type too.
+    A list or mapping (a varied assignment, a `when:` written as a list) by its JSON text."""
+    if isinstance(value, list | dict):
+        return (type(value).__name__, json.dumps(value, sort_keys=True, default=repr))
     return (type(value).__name__, value)

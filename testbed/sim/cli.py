@@ -36,6 +36,7 @@ from rich.table import Table
 from testbed.analysis.cli import EXIT_FAILED, EXIT_OK, EXIT_UNJUDGED
 from testbed.analysis.verdict import RunVerdict
 from testbed.config.loader import read_yaml
+from testbed.config.scalars import MAX_SEED
 from testbed.matrix.results import broken_expectations, check_count
 from testbed.sim import scope
 from testbed.sim.worker import PARENT_ENV, seed_dir
@@ -45,6 +46,8 @@ from testbed.topology import Topology, TopologyError, load_topology, never_firin
 ROOT = Path(__file__).resolve().parents[2]
 #: the sim's own files (the topologies the workers read, their logs): hidden from `find_runs`
 SIM_FILES = ".sim"
+#: the most seeds one `sim` runs of each topology (its list of runs is made before any runs)
+MAX_SIM_SEEDS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -73,10 +76,10 @@ def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
     console = Console()
     problems = []
-    if args.seeds is not None and args.seeds < 1:
-        problems.append(f"--seeds {args.seeds}: expected a count of at least 1")
-    if args.seed is not None and args.seed < 0:
-        problems.append(f"--seed {args.seed}: expected a non-negative integer")
+    if args.seeds is not None and not 1 <= args.seeds <= MAX_SIM_SEEDS:
+        problems.append(f"--seeds {args.seeds}: expected a count from 1 to {MAX_SIM_SEEDS:,}")
+    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
+        problems.append(f"--seed {args.seed}: expected an integer from 0 to 2**63-1")
     if args.jobs < 1:
         problems.append(f"--jobs {args.jobs}: expected at least 1")
     if problems:

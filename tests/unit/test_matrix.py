@@ -149,9 +149,9 @@ def test_a_base_path_is_looked_up_beside_the_matrix_then_from_the_working_direct
     ({"base": "base.yaml", "vary": {"seed": [1, 2]}}, "m.yaml: vary.seed: seed is set by the matrix's own seed key"),
     ({"base": "base.yaml", "faults": {"a/b": []}}, "m.yaml: faults.a/b: expected a schedule name"),
     ({"base": "base.yaml", "faults": {"x": "missing.yaml"}}, "m.yaml: faults.x: "),
-    ({"base": "base.yaml", "seeds": 0}, "m.yaml: seeds: expected a count of at least 1"),
+    ({"base": "base.yaml", "seeds": 0}, "m.yaml: seeds: expected a count from 1 to 100,000"),
     ({"base": "base.yaml", "seeds": [1, 1]}, "m.yaml: seeds: lists a seed twice: 1"),
-    ({"base": "base.yaml", "seeds": [1, -2, "x"]}, "m.yaml: seeds[1]: expected a non-negative integer seed, got int -2"),
+    ({"base": "base.yaml", "seeds": [1, -2, "x"]}, "m.yaml: seeds[1]: expected an integer seed from 0 to 2**63-1, got int -2"),
     ({"base": "base.yaml", "expect": [{"when": {}, "expect": {"lost_wrties": 0}}]},
      "m.yaml: expect[0].expect.lost_wrties: unknown check (expected one of: lost_writes, "),
     ({"base": "base.yaml", "seeds": "three"}, "m.yaml: seeds: expected a count"),
@@ -173,10 +173,28 @@ def test_a_base_path_is_looked_up_beside_the_matrix_then_from_the_working_direct
      "m.yaml: expect[0].when.faults: kill: the matrix has no faults to select (it names none)"),
     ({"name": "t", "cluster": {}, "topics": []},
      "m.yaml: a topology, not a matrix file (a matrix names its topologies in base:)"),
+    # Found by fuzzing `validate`: a traceback, a hang, and a schedule dropped without a word.
+    ({"base": "base.yaml", "vary": {"protocol.elr": [True]},
+      "expect": [{"when": {"protocol.elr": [True]}, "expect": {"lost_writes": 0}}]},
+     "m.yaml: expect[0].when.protocol.elr: [True] is none of the matrix's values for protocol.elr (true)"),
+    ({"base": "base.yaml", "seeds": 2**70},
+     "m.yaml: seeds: expected a count from 1 to 100,000 or a list of seeds, got int 1180591620717411303424"),
+    ({"base": "base.yaml", "faults": {"outage": None, "kill": [{"at": "1s", "do": "kill", "target": "broker:1"}]}},
+     "m.yaml: faults.outage: expected a list of faults (as in a topology's faults:) or a file holding one, "
+     "got nothing (null)"),
 ])
 def test_a_malformed_matrix_names_the_file_and_the_key(tmp_path: Path, matrix: object, expected: str) -> None:
     text = errors_of(write(tmp_path, matrix))
     assert expected.replace("m.yaml", str(tmp_path / "m.yaml")) in text, text
+
+
+def test_a_base_that_is_no_topology_is_named_with_the_matrix_file(tmp_path: Path) -> None:
+    (tmp_path / "list.yaml").write_text("- a\n- b\n", encoding="utf-8")
+    (tmp_path / "broken.yaml").write_text("name: [\n", encoding="utf-8")
+    text = errors_of(write(tmp_path, {"base": ["list.yaml", "broken.yaml"]}))
+    assert f"{tmp_path / 'm.yaml'}: base: {tmp_path / 'list.yaml'}: expected a topology (a mapping), got a list of 2" \
+        in text, text
+    assert f"{tmp_path / 'm.yaml'}: base: {tmp_path / 'broken.yaml'}: line " in text, text
 
 
 @pytest.mark.parametrize(("vary", "expected"), [

@@ -276,6 +276,35 @@ MALFORMED = [
                  ["not an expectation", ">=N"], id="expect-bad-form"),
     pytest.param(with_("expect.lost_writes", "<0"), "expect.lost_writes", ["can never hold"], id="expect-below-zero"),
     pytest.param(with_("expect.converged", 1), "expect.converged", ["expected true or false"], id="converged-int"),
+    # Found by fuzzing `validate`: each hung, crashed or was accepted, and could never run.
+    pytest.param(with_("topics.0.partitions", 2**40), "topics[0].partitions",
+                 ["too large", "from 1 to 10,000"], id="partitions-beyond-one-host"),
+    pytest.param(with_("cluster.brokers", {"count": 10**12}), "cluster.brokers.count",
+                 ["too large", "from 1 to 100"], id="broker-count-beyond-one-host"),
+    pytest.param(with_("cluster.controllers", 10**12 + 1), "cluster.controllers",
+                 ["too many", "at most 100"], id="controller-count-beyond-one-host"),
+    pytest.param(with_("cluster.brokers", [{"id": 2**31}]), "cluster.brokers[0].id",
+                 ["too large"], id="broker-id-beyond-int32"),
+    pytest.param({**base(), "workload": {"producers": [{"count": 10**12}]}}, "workload.producers[0].count",
+                 ["too large"], id="clients-beyond-one-host"),
+    pytest.param(with_("seed", 2**63), "seed", ["too large"], id="seed-beyond-64-bits"),
+    pytest.param(with_("duration", "9" * 400 + "s"), "duration", ["expected a finite duration"], id="infinite-duration"),
+    pytest.param({**base(), "workload": {"producers": [{"rate": float("nan")}]}}, "workload.producers[0].rate",
+                 ["expected a finite rate, got NaN"], id="nan-rate"),
+    pytest.param(fault(at="1s", do="kill", target="broker:\u00b2".encode().decode("unicode_escape")),
+                 "faults[0].target", ["expected broker:N"], id="superscript-digit-id"),
+    pytest.param(fault(at="1s", do="kill", target="broker:\u0661".encode().decode("unicode_escape")),
+                 "faults[0].target", ["expected broker:N"], id="arabic-indic-digit-id"),
+    pytest.param(fault(at="1s", do="remove-broker", target="broker:\u00b2".encode().decode("unicode_escape")),
+                 "faults[0].target", ["remove-broker needs broker:N"], id="superscript-digit-remove-broker"),
+    pytest.param(fault(at="1s", do="kill", target="leader-of orders/" + "1" * 4301), "faults[0].target",
+                 ["is not TOPIC/PARTITION"], id="partition-number-of-4301-digits"),
+    pytest.param(fault(at="1s", do="kill", target="leader-of orders/0\n".encode().decode("unicode_escape")),
+                 "faults[0].target", ["unknown target"], id="target-with-a-newline"),
+    pytest.param(nemesis(**{"from": "0s", "until": "10s", "every": "1us..2us"}), "faults[0].nemesis.every",
+                 ["10,000,000 faults", "every at least 1ms"], id="nemesis-too-often"),
+    pytest.param({**base(), "faults": [{"nemsis": {"do": ["kill"]}}]}, "faults[0].nemsis",
+                 ["unknown key", "{nemesis: {...}}"], id="nemesis-typo-named"),
 ]
 
 
@@ -393,6 +422,24 @@ def test_duplicate_yaml_keys_are_refused(tmp_path: Path) -> None:
     with pytest.raises(TopologyError) as info:
         load_topology(path)
     assert info.value.errors == [f"{path}: line 3, column 1: invalid YAML: duplicate key 'seed' (first given on line 2)"]
+
+
+def test_yaml_too_deep_or_too_long_to_read_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    deep, long = tmp_path / "deep.yaml", tmp_path / "long.yaml"
+    deep.write_text("name: x\ntopics: " + "[" * 1000 + "]" * 1000 + "\n")
+    long.write_text("name: x\nseed: " + "9" * 4301 + "\n")
+    for path, words in ((deep, "nested too deeply"), (long, "more than 4,300 digits")):
+        with pytest.raises(TopologyError) as info:
+            load_topology(path)
+        (message,) = info.value.errors
+        assert message.startswith(f"{path}: invalid YAML") and words in message, message
+
+
+def test_a_missing_partitions_list_is_cut_short() -> None:
+    data = with_("topics.0.partitions", 10_000)
+    data["topics"][0].update(placement="explicit", assignment={0: [1, 2, 3]})
+    [message] = [e for e in errors_of(data) if "have no replicas" in e]
+    assert "partitions 1, 2, 3" in message and "and 9,979 more" in message and len(message) < 300
 
 
 def test_missing_file_and_non_mapping_file(tmp_path: Path) -> None:
