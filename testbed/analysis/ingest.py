@@ -56,8 +56,8 @@ def find_runs(paths: list[Path]) -> list[Path]:
         if _is_run(path):
             runs.append(path.resolve())
             continue
-        found = sorted(p.parent.resolve() for p in path.rglob("topology.yaml")
-                       if not any(part.startswith(".") for part in p.relative_to(path).parts))
+        found = sorted({p.parent.resolve() for name in _RUN_MARKS for p in path.rglob(name)
+                        if not any(part.startswith(".") for part in p.relative_to(path).parts)})
         if not found:
             raise IngestError(f"{path}: neither a run directory (no history.jsonl or topology.yaml) "
                               f"nor a directory holding runs")
@@ -77,8 +77,13 @@ def run_ids(runs: list[Path]) -> dict[Path, str]:
     return {run: str(run) for run in runs}  # unreachable: distinct absolute paths differ somewhere
 
 
+#: a directory holding either is a run, given itself or found in a tree alike (a run whose
+#: topology.yaml is gone is found, and judged unjudged, not left out of its tree's verdict)
+_RUN_MARKS = ("history.jsonl", "topology.yaml")
+
+
 def _is_run(path: Path) -> bool:
-    return (path / "history.jsonl").is_file() or (path / "topology.yaml").is_file()
+    return any((path / name).is_file() for name in _RUN_MARKS)
 
 
 def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple[Tables, dict[str, str]]:
@@ -174,7 +179,7 @@ def _to_parquet(spark: SparkSession, spec: RecordFile, files: dict[Path, str], t
 
 def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str, str]:
     """Per run, the first line of its files that is corrupt or misses a required field, other
-    than a truncated (non-JSON) last line. Bad lines are rare, so they are collected first,
+    than a truncated (non-JSON, unterminated) last line. Bad lines are rare, so they are collected first,
     from every table in one action, and only their files (a table's rows of one run) are
     scanned again for their last line and line numbers."""
     specs = {spec.table: spec for spec in RECORD_FILES}
@@ -191,7 +196,7 @@ def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str
                 .agg(F.max(SEQ).alias("_last")).collect()}
         for row in sorted(rows, key=lambda r: r[SEQ]):
             torn = (specs[table].appended and row[SEQ] == last[row[RUN_ID]] and row[CORRUPT] is not None
-                    and not _is_json(row[CORRUPT]))
+                    and not _is_json(row[CORRUPT]) and not _ends_a_line(runs[row[RUN_ID]] / specs[table].path))
             if not torn:
                 first.setdefault((table, row[RUN_ID]), row)
     out = {}
@@ -205,6 +210,14 @@ def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str
         out.setdefault(run_id, f"{runs[run_id] / spec.path}: line {line}: {why}, so the file does not match the "
                                f"{spec.table} format of DESIGN section 7: {text[:300]}")
     return out
+
+
+def _ends_a_line(path: Path) -> bool:
+    """A writer killed mid-line leaves a last line without its newline; a whole line of
+    garbage at the end is damage, not a torn tail."""
+    with open(path, "rb") as f:
+        f.seek(-1, 2)
+        return f.read(1) == b"\n"
 
 
 def _is_json(text: str) -> bool:

@@ -112,3 +112,23 @@ def test_a_record_file_gone_since_the_last_judgment_leaves_no_table_behind(
     [verdict] = analyze_runs([d])
     assert not (tables / "faults").exists()
     assert (tables / "history").is_dir() and verdict.results["checks"]
+
+
+def test_a_run_without_its_topology_is_found_in_a_tree_as_when_given_alone(tmp_path: Path) -> None:
+    """A tree's run whose topology.yaml was deleted was left out of the tree's verdict (exit 0),
+    where given alone it was found and not judged (exit 2)."""
+    RunBuilder(tmp_path, "good").write()
+    bare = RunBuilder(tmp_path, "no-topology").write()
+    (bare / "topology.yaml").unlink()
+    assert find_runs([tmp_path]) == [(tmp_path / "good").resolve(), bare.resolve()]
+    assert find_runs([bare]) == [bare.resolve()]
+
+
+def test_a_whole_line_of_garbage_at_the_end_is_damage_not_a_torn_tail(tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """Only a last line without its newline is what a writer killed mid-line leaves."""
+    d = RunBuilder(tmp_path, "garbage-tail").write()
+    with (d / "history.jsonl").open("a") as f:
+        f.write("this is not json {{{\n")
+    [verdict] = analyze_runs([d])
+    assert verdict.ok is None
+    assert any("history.jsonl: line " in p and "is not valid JSON" in p for p in verdict.results["problems"])
