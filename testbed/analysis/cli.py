@@ -68,9 +68,17 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
         runs.add_row(v.run_id, verdict_word(v.ok), str(checks.get("lost_writes", {}).get("count", "")),
                      str(checks.get("lost_writes_acks1", {}).get("count", "")), ", ".join(failed))
     console.print(runs)
+    # the table cuts run ids to fit the terminal (80 columns in a CI log): each run that did
+    # not pass is named whole, on a line of its own
     for v in verdicts:
         for problem in v.results.get("problems", []) if v.ok is None else []:
-            console.print(f"[yellow]not judged:[/] {v.run_id}: {problem}")
+            console.print(f"[yellow]not judged:[/] {escape(v.run_id)}: {escape(problem)}", highlight=False,
+                          soft_wrap=True)
+        if v.ok is False:
+            broken = ", ".join(f"{name} {e['observed']} (expected {e['expected']})"
+                               for name, e in v.results.get("expect", {}).items() if e["held"] is False)
+            console.print(f"[red]failed:[/] {escape(v.run_id)}: {escape(broken)}  report: "
+                          f"{escape(str(v.run_dir / 'report.html'))}", highlight=False, soft_wrap=True)
     if summary_dir is None or not (summary_dir / "summary.parquet").exists():
         return  # none was written: the judgment failed, and every run says why above
     summary = get_spark().read.parquet(hadoop_path(summary_dir / "summary.parquet")).collect()

@@ -27,3 +27,18 @@ def test_a_tree_without_a_summary_prints_its_runs_only(tmp_path: Path) -> None:
                           RunVerdict(Path("runs/r2"), None, {"checks": {}, "expect": {}, "problems": ["why"]})],
                 tmp_path / "summary")
     assert "not judged: r1: why" in console.export_text()
+
+
+def test_a_tree_names_each_failed_run_whole_in_a_narrow_log() -> None:
+    """In a CI log (80 columns) the table cut run ids to 15 characters, and a failed run had
+    no line of its own: four runs of one topology could not be told apart."""
+    console = Console(record=True, width=80)
+    run_id = "20261126T155258Z-matrix-m1/elr-clean-recovery-elr=false-lrs-seed=1"
+    failed = RunVerdict(Path("runs") / run_id, False, {
+        "checks": {"lost_writes": {"count": 355}}, "problems": [],
+        "expect": {"lost_writes": {"expected": "0", "observed": 355, "held": False},
+                   "log_divergence": {"expected": "0", "observed": 0, "held": True}}}, id=run_id)
+    _print_tree(console, [failed, RunVerdict(Path("runs/ok"), True, {"checks": {}, "expect": {}, "problems": []})],
+                None)
+    lines = [line for line in console.export_text().splitlines() if line.startswith("failed:")]
+    assert lines == [f"failed: {run_id}: lost_writes 355 (expected 0)  report: runs/{run_id}/report.html"]
