@@ -228,11 +228,11 @@ def _matches(cell: Cell, only: str) -> bool:
         return only in cell.id or only in cell.setting
     selectors = {k: _show(v) for k, v in cell.selectors().items()} | {
         k.split(".")[-1]: _show(v) for k, v in cell.settings}
-    for term in only.split(","):
-        key, _, value = term.partition("=")
-        if selectors.get(key.strip()) != value.strip():
-            return False
-    return True
+    terms = [(key.strip(), value.strip()) for key, _, value in (t.partition("=") for t in only.split(","))]
+    if any(key not in selectors for key, _ in terms):  # a piece of an id (`tiny-elr=true`), not key=value
+        return only in cell.id or only in cell.setting
+    # a value as the setting shows it (`rate=100/s`) or as the id spells it (`rate=100_s`)
+    return all(value in (selectors[key], selectors[key].replace("/", "_")) for key, value in terms)
 
 
 def parse_shard(text: str) -> tuple[int, int]:

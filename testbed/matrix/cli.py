@@ -50,16 +50,21 @@ def main(argv: list[str]) -> int:
         print("\n".join(problems), file=sys.stderr)
         return 2
     try:
-        chosen = select(load_cells(args.matrix, args.seeds), args.only)
+        every = load_cells(args.matrix, args.seeds)
     except MatrixError as exc:
         print(exc, file=sys.stderr)
         return 2
+    chosen = select(every, args.only)
     cells = select(chosen, shard=shard)
     if not cells and chosen:
         print(f"{args.matrix}: share {args.shard} holds no cell (fewer cells than shares): nothing to run")
         return 0  # a CI job with more shards than cells passes its empty share
     if not cells:
-        print(f"{args.matrix}: no cell matches" + (f" --only {args.only}" if args.only else ""), file=sys.stderr)
+        keys = sorted({key for c in every for key in c.selectors()} | {k.split(".")[-1] for c in every
+                                                                         for k, _ in c.settings})
+        print(f"{args.matrix}: no cell matches" + (f" --only {args.only} (it takes key=value[,key=value] over "
+                                                  f"{', '.join(keys)}, or a piece of a cell id)"
+                                                  if args.only else ""), file=sys.stderr)
         return 2
     if args.dry_run:
         for cell in cells:
@@ -73,7 +78,8 @@ def main(argv: list[str]) -> int:
     from testbed.matrix.runner import new_matrix_dir, run_matrix
     try:
         return run_matrix(cells, new_matrix_dir(args.runs_dir, str(args.matrix), shard), args.jobs,
-                          args.time_scale, args.deflake, args.spark_master, Console(), args.keep_going)
+                          args.time_scale, args.deflake, args.spark_master, Console(), args.keep_going,
+                          source=args.matrix)
     finally:
         stop_spark()
 

@@ -11,6 +11,7 @@ matrix starts no further cell unless `--keep-going`.
 from __future__ import annotations
 
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
@@ -37,12 +39,13 @@ CELLS_DIR = ".cells"  # hidden: `find_runs` does not take the cells' topologies 
 
 def run_matrix(cells: list[Cell], matrix_dir: Path, jobs: int = 1, time_scale: float = 1.0,
                deflake: int = 0, spark_master: str | None = None, console: Console | None = None,
-               keep_going: bool = False) -> int:
+               keep_going: bool = False, source: Path | None = None) -> int:
     """Run and judge `cells` under `matrix_dir` (one run directory per cell, named by its id);
     print the summary; return 0 when every cell met its expectation (a flaky cell met it on a
     later attempt and is listed apart), 1 when one failed every attempt, 2 when one could not
     be judged (with `keep_going`, which runs every cell even after one could not run, an
-    unjudged cell counts as failed: 1)."""
+    unjudged cell counts as failed: 1). `source`, the matrix file or directory the cells came
+    from, makes each failed cell's replay command."""
     console = console or Console()
     matrix_dir.mkdir(parents=True, exist_ok=True)
     results = {c.id: CellResult(c) for c in cells}
@@ -52,7 +55,8 @@ def run_matrix(cells: list[Cell], matrix_dir: Path, jobs: int = 1, time_scale: f
         runs, why_not = _run_cells(todo, matrix_dir, suffix, jobs, time_scale, console,
                                    "cells" if attempt == 0 else f"retry {attempt}", keep_going)
         ran = [runs[c.id] for c in todo if c.id not in why_not]
-        console.print(f"judging {len(ran)} cells in one Spark job ...")
+        if ran:
+            console.print(f"judging {len(ran)} cells in one Spark job ...")
         judged = analyze_runs(ran, spark_master, summary_dir=matrix_dir / f"summary{suffix}") if ran else []
         verdicts = {v.run_dir.name: v for v in judged}
         for cell in todo:
@@ -64,7 +68,7 @@ def run_matrix(cells: list[Cell], matrix_dir: Path, jobs: int = 1, time_scale: f
         if not todo:
             break
     write_cells(list(results.values()), matrix_dir / "summary", spark_master)
-    print_summary(console, list(results.values()), matrix_dir)
+    print_summary(console, list(results.values()), matrix_dir, source)
     return matrix_exit_code(list(results.values()), keep_going)
 
 
@@ -137,10 +141,12 @@ def _not_run(run_dir: Path, why: str) -> RunVerdict:
     return RunVerdict(run_dir, None, {"problems": [f"{run_dir}: {why}"]})
 
 
-def print_summary(console: Console, results: list[CellResult], matrix_dir: Path) -> None:
+def print_summary(console: Console, results: list[CellResult], matrix_dir: Path, source: Path | None = None) -> None:
     """Per base topology and varied setting, and fault schedule: cells, cells with acks=all
     loss, lost writes, the median partition-seconds without a leader, and the expectations
-    that failed; then the flaky, failed and unjudged cells by name."""
+    that failed; then the flaky, failed and unjudged cells by name, each with its report (if
+    it has one: a cell that never ran has none) and, given the matrix `source`, the command
+    that runs it again."""
     groups: dict[tuple[str, str], list[CellResult]] = {}
     for r in results:
         setting = " ".join(part for part in (r.cell.topology.name, r.cell.setting) if part)
@@ -159,8 +165,14 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path)
     console.print(table)
     for status, colour in (("flaky", "yellow"), ("failed", "red"), ("unjudged", "yellow")):
         for r in (r for r in results if r.status == status):
-            console.print(f"[{colour}]{status}:[/] {r.cell.id}: {broken_expectations(r.last)}  "
-                          f"report: {r.last.run_dir / 'report.html'}")
+            report = r.last.run_dir / "report.html"
+            console.print(f"[{colour}]{status}:[/] {escape(r.cell.id)}: {escape(broken_expectations(r.last))}"
+                          + (f"  report: {escape(str(report))}" if report.is_file() else ""),
+                          highlight=False, soft_wrap=True)
+            if source is not None and status != "flaky":
+                console.print(f"  replay: python run.py matrix {shlex.quote(str(source))} --only "
+                              f"{shlex.quote(r.cell.id)}", style="dim", markup=False, highlight=False,
+                              soft_wrap=True)
     passed = sum(1 for r in results if r.status == "passed")
     console.print(f"{passed} of {len(results)} cells met their expectations; run directories: {matrix_dir}")
 

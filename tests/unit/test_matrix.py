@@ -223,6 +223,8 @@ def test_only_selects_by_value_or_id_and_shards_split_the_cells_exactly(tmp_path
     assert len(select(cells, "elr=true")) == 5 and len(select(cells, "seed=4")) == 2
     # a cell's id as the summary prints it selects that cell (its `=` read as a key selected none)
     assert [c.id for c in select(cells, "tiny-elr=false-seed=3")] == ["tiny-elr=false-seed=3"]
+    # so does a piece of one: `tiny-elr` is no key, so the text is a piece of an id
+    assert len(select(cells, "tiny-elr=false")) == 5 and select(cells, "nokey=1") == []
     shards = [select(cells, shard=(k, 3)) for k in (1, 2, 3)]
     assert sorted(c.id for s in shards for c in s) == sorted(c.id for c in cells)
     assert {len(s) for s in shards} == {3, 4}
@@ -241,6 +243,7 @@ def test_a_value_with_a_slash_gives_an_id_that_is_one_directory_name(tmp_path: P
     assert [c.id for c in cells] == ["tiny-rate=100_s-seed=5", "tiny-rate=300_s-seed=5"]
     assert cells[0].setting == "rate=100/s" and cells[0].topology.workload.producers[0].rate == 100
     assert [c.id for c in select(cells, "rate=100/s")] == [cells[0].id]
+    assert [c.id for c in select(cells, "rate=100_s")] == [cells[0].id]  # as the id spells it
     assert [c.id for c in select(cells, "300/s")] == [cells[1].id]
 
 
@@ -325,14 +328,19 @@ def test_the_summary_groups_cells_by_setting_and_schedule_and_the_page_links_eac
         CellResult(cells["tiny-elr=false-kill-seed=2"], [_judged(runs / "d", False, 4, 0.5, broken=True),
                                                          _judged(runs / "d.retry1", True, 0, 0.5)]),
     ]
+    for name in ("c", "d.retry1"):  # b and d never wrote one (a cell that never ran has none)
+        (runs / name).mkdir(parents=True)
+        (runs / name / "report.html").write_text("<html></html>")
     console = Console(record=True, width=250)
-    print_summary(console, results, runs)
+    print_summary(console, results, runs, source=path)
     text = console.export_text()
     rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in text.splitlines() if "tiny elr=" in line]
     assert rows == [["tiny elr=true", "kill", "2", "0", "0", "2.00", ""],
                     ["tiny elr=false", "kill", "2", "1", "7", "1.25", "lost_writes"]], text
-    assert "failed: tiny-elr=false-kill-seed=1: lost_writes 7 (expected >0)" in text
+    assert f"failed: tiny-elr=false-kill-seed=1: lost_writes 7 (expected >0)  report: {runs}/c/report.html" in text
+    assert f"  replay: python run.py matrix {path} --only tiny-elr=false-kill-seed=1" in text
     assert "flaky: tiny-elr=false-kill-seed=2: " in text and "d.retry1/report.html" in text
+    assert text.count("replay:") == 1  # a flaky cell passed on its retry: nothing to replay
     assert "2 of 4 cells met their expectations" in text
     page = _page(results, runs / "summary")
     assert "<h1>isrlab matrix: 2 of 4 cells met their expectations</h1>" in page
