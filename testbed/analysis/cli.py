@@ -65,8 +65,9 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
     for v in verdicts:
         checks = v.results.get("checks", {})
         failed = [k for k, e in v.results.get("expect", {}).items() if e["held"] is False]
-        runs.add_row(v.run_id, verdict_word(v.ok), str(checks.get("lost_writes", {}).get("count", "")),
-                     str(checks.get("lost_writes_acks1", {}).get("count", "")), ", ".join(failed))
+        counts = [str(checks.get(name, {}).get("count", "")) if v.ok is not None else "—"  # no partial verdict
+                  for name in ("lost_writes", "lost_writes_acks1")]
+        runs.add_row(v.run_id, verdict_word(v.ok), *counts, ", ".join(failed))
     console.print(runs)
     # the table cuts run ids to fit the terminal (80 columns in a CI log): each run that did
     # not pass is named whole, on a line of its own
@@ -82,11 +83,11 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
     if summary_dir is None or not (summary_dir / "summary.parquet").exists():
         return  # none was written: the judgment failed, and every run says why above
     summary = get_spark().read.parquet(hadoop_path(summary_dir / "summary.parquet")).collect()
-    table = Table(title="summary per topology and protocol setting")
-    columns = list(summary[0].asDict()) if summary else []
-    for col in columns:
-        table.add_column(col)
-    for row in summary:
-        table.add_row(*(str(row[c]) for c in columns))
-    console.print(table)
-    console.print(f"summary: {summary_dir / 'summary.html'} and {summary_dir / 'summary.parquet'}")
+    console.print("summary per topology and protocol setting:")
+    for row in summary:  # a line each: eleven columns of a table fit no 80-column log
+        console.print(f"  {escape(row['topology'])} ({escape(row['protocol'])}): {row['runs']} runs, "
+                      f"{row['failed']} failed, {row['unjudged']} not judged, {row['runs_with_loss']} with loss "
+                      f"({row['lost_writes'] or 0} acks=all and {row['lost_writes_acks1'] or 0} acks=1 writes lost), "
+                      f"{row['no_leader_s']} partition-s without a leader, {row['no_acks_all_s']} without acks=all "
+                      f"service", highlight=False, soft_wrap=True)
+    console.print(f"summary: {summary_dir / 'summary.html'} and {summary_dir / 'summary.parquet'}", soft_wrap=True)

@@ -44,7 +44,8 @@ def write_summary(spark: SparkSession, infos: dict[str, RunInfo], verdicts: list
                .agg(F.count("*").alias("runs"), F.sum((loss > 0).cast("int")).alias("runs_with_loss"),
                     F.sum("lost_writes").alias("lost_writes"), F.sum("lost_writes_acks1").alias("lost_writes_acks1"),
                     F.sum(F.col("ok").isNull().cast("int")).alias("unjudged"),
-                    F.sum((F.col("ok") == F.lit(False)).cast("int")).alias("failed"),
+                    # `ok` null == False is null: a group of unjudged runs has 0 failed, not null
+                    F.sum(F.coalesce(F.col("ok") == F.lit(False), F.lit(False)).cast("int")).alias("failed"),
                     F.round(F.sum("no_leader_s"), 3).alias("no_leader_s"),
                     F.round(F.sum("no_acks_all_s"), 3).alias("no_acks_all_s"))
                .orderBy("topology", "protocol"))
