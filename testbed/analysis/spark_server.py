@@ -19,9 +19,12 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import psutil
+
 from testbed.analysis import jvm_scratch
 from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR
 from testbed.common.pids import exited
+from testbed.config.cli_values import http2_answers
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 START_TIMEOUT = 120.0
@@ -53,23 +56,22 @@ def recorded() -> ServerInfo | None:
         return None
 
 
-#: an HTTP/2 client's greeting (its preface and an empty SETTINGS frame): a gRPC server
-#: answers it with a SETTINGS frame of its own
-_H2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
-
-
 def answering(info: ServerInfo, timeout: float = 2.0) -> bool:
     """Its process lives and its gRPC port answers an HTTP/2 greeting within `timeout`. The
     kernel accepts a connection for a server that is stopped (SIGSTOP) or hung, which then
     answers nothing: a connection alone let `analyze` wait on such a server for ever."""
-    if exited(info.pid):
+    return _alive(info) and http2_answers("127.0.0.1", info.port, timeout)
+
+
+def _alive(info: ServerInfo) -> bool:
+    """The recorded process runs and is a Spark Connect server: a record whose pid the
+    system gave to another process since (or a pid of 0, which `killpg` reads as our own
+    group) names nothing to stop; `down` sent SIGTERM to whatever held the number."""
+    if info.pid <= 1 or exited(info.pid):
         return False
     try:
-        with socket.create_connection(("127.0.0.1", info.port), timeout=timeout) as conn:
-            conn.settimeout(timeout)
-            conn.sendall(_H2_GREETING)
-            return len(conn.recv(9)) > 0
-    except OSError:  # refused, reset, or no answer in time
+        return SERVER_CLASS in " ".join(psutil.Process(info.pid).cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
         return False
 
 
@@ -115,8 +117,11 @@ def down() -> tuple[ServerInfo, bool] | None:
     info = recorded()
     if info is None:
         return None
-    running = not exited(info.pid)
-    _stop(info)
+    running = _alive(info)
+    if running:
+        _stop(info)
+    else:
+        jvm_scratch.sweep()  # what a killed server left
     state_file().unlink(missing_ok=True)
     return info, running
 
@@ -125,7 +130,7 @@ def _stop(info: ServerInfo) -> None:
     """SIGTERM to the server's process group, SIGKILL if it has not exited 15 s later; then
     its scratch directory goes (a killed JVM leaves its temporary files)."""
     for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
-        if exited(info.pid):
+        if not _alive(info):
             break
         try:
             os.killpg(info.pid, sig)

@@ -47,13 +47,14 @@ def spark_master_problem(master: str | None) -> str | None:
         return (f"--spark-master {master!r}: expected local, local[N], local[*], spark://host:port, yarn, "
                 f"k8s://... or the URL of a Spark Connect server, sc://host:port")
     if master.startswith("sc://") and not connect_server_accepts(master):
-        return f"--spark-master {master}: no Spark Connect server accepts a connection there"
+        return f"--spark-master {master}: no Spark Connect server answers there (nothing answered HTTP/2 in 2 s)"
     return None
 
 
 def connect_server_accepts(url: str, timeout: float = 2.0) -> bool:
-    """Something accepts a TCP connection at the host and port of a Spark Connect URL
-    (`sc://host[:port][/;param=value...]`)."""
+    """Something answers HTTP/2, as a gRPC server does, at the host and port of a Spark
+    Connect URL (`sc://host[:port][/;param=value...]`): a silent listener that only accepts
+    connections made `analyze` retry for a minute and then leave the run unjudged."""
     netloc = url[len("sc://"):].split("/", 1)[0]
     host, port = netloc, str(SPARK_CONNECT_PORT)
     if netloc.startswith("["):  # [IPv6]:port
@@ -62,7 +63,25 @@ def connect_server_accepts(url: str, timeout: float = 2.0) -> bool:
     elif ":" in netloc:
         host, port = netloc.rsplit(":", 1)
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout):
-            return True
-    except (OSError, ValueError):
+        return http2_answers(host, int(port), timeout)
+    except ValueError:  # not a port number, or out of range
+        return False
+
+
+#: an HTTP/2 client's connection preface and an empty SETTINGS frame (RFC 9113, 3.4)
+_H2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_H2_SETTINGS = 4  # the frame type a server's preface begins with
+
+
+def http2_answers(host: str, port: int, timeout: float = 2.0) -> bool:
+    """`host:port` answers an HTTP/2 greeting with its own SETTINGS frame within `timeout`.
+    The kernel accepts a connection for a server that is stopped (SIGSTOP) or hung, and any
+    listener accepts one: only an answer says a gRPC server is there."""
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as conn:
+            conn.settimeout(timeout)
+            conn.sendall(_H2_GREETING)
+            head = conn.recv(9)
+            return len(head) >= 4 and head[3] == _H2_SETTINGS
+    except (OSError, OverflowError):  # refused, reset, no answer in time; a port beyond 65535
         return False

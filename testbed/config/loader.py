@@ -5,6 +5,8 @@ than the one the user reads; so duplicates are errors here, with the line of eac
 """
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,8 @@ from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.topology_spec import Topology
 
 
+#: the longest file isrlab reads as YAML (the longest shipped one is a few KiB)
+MAX_FILE_BYTES = 16 * 2**20
 #: the keys only a matrix file has (`testbed.matrix.spec`): a topology never has them
 MATRIX_ONLY_KEYS = frozenset({"base", "vary", "seeds"})
 
@@ -39,7 +43,17 @@ def read_yaml(path: str | Path) -> Any:
     duplicate keys refused; every error names the file (and the line where YAML knows it)."""
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        kind = os.stat(path).st_mode  # before opening: opening a FIFO waits for a writer
+        if stat.S_ISDIR(kind):
+            raise TopologyError([f"{source}: a directory, not a file (expected a YAML file)"])
+        if not stat.S_ISREG(kind):  # a FIFO waited for ever, /dev/zero was read until memory ran out
+            raise TopologyError([f"{source}: not a regular file (expected a YAML file)"])
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+        if len(data) > MAX_FILE_BYTES:
+            raise TopologyError([f"{source}: larger than {MAX_FILE_BYTES // 2**20} MiB, no topology, matrix or "
+                                 f"fault schedule is that long"])
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise TopologyError([f"{source}: no such file"]) from None
     except (OSError, UnicodeDecodeError) as exc:

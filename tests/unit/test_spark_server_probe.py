@@ -1,15 +1,39 @@
 """Whether the `spark up` server answers (`spark_server.answering`): a live pid and an open
 port are not enough, since the kernel accepts a connection for a server that is stopped or
 hung; such a server must count as gone (analyze then falls back, `spark status` exits 1),
-not be waited on for ever."""
+not be waited on for ever. And `spark down` stops only a Spark Connect server: a record
+naming another process leaves it alone."""
 from __future__ import annotations
 
-import os
+import json
 import socket
+import subprocess
+import sys
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
-from testbed.analysis.spark_server import ServerInfo, answering
+import pytest
+
+from testbed.analysis import spark_server
+from testbed.analysis.spark_server import SERVER_CLASS, ServerInfo, answering
+from testbed.common.pids import exited
+from testbed.config.cli_values import connect_server_accepts
+
+
+def _process(*argv: str) -> subprocess.Popen:
+    """A process of its own session whose command line holds `argv` (as the JVM's holds the
+    server's class)."""
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", *argv], start_new_session=True)
+
+
+@pytest.fixture
+def server_process() -> Iterator[int]:
+    proc = _process(SERVER_CLASS)
+    yield proc.pid
+    proc.kill()
+    proc.wait()
 
 
 def _listener(answer: bool, done: threading.Event) -> tuple[socket.socket, int]:
@@ -28,23 +52,61 @@ def _listener(answer: bool, done: threading.Event) -> tuple[socket.socket, int]:
     return server, server.getsockname()[1]
 
 
-def test_a_server_that_answers_its_greeting_answers() -> None:
+def test_a_server_that_answers_its_greeting_answers(server_process: int) -> None:
     done = threading.Event()
     server, port = _listener(answer=True, done=done)
     with server:
         try:
-            assert answering(ServerInfo(os.getpid(), port, "local[*]", "", 0.0), timeout=2.0)
+            assert answering(ServerInfo(server_process, port, "local[*]", "", 0.0), timeout=2.0)
         finally:
             done.set()
 
 
-def test_a_server_that_accepts_but_never_answers_does_not_answer_within_the_timeout() -> None:
+def test_a_server_that_accepts_but_never_answers_does_not_answer_within_the_timeout(server_process: int) -> None:
     done = threading.Event()
     server, port = _listener(answer=False, done=done)
     with server:
         try:
             start = time.monotonic()
-            assert not answering(ServerInfo(os.getpid(), port, "local[*]", "", 0.0), timeout=0.5)
+            assert not answering(ServerInfo(server_process, port, "local[*]", "", 0.0), timeout=0.5)
             assert time.monotonic() - start < 2.5
         finally:
             done.set()
+
+
+def test_a_listener_that_never_answers_is_no_spark_master() -> None:
+    """`--spark-master sc://...` of a port that only accepts: a minute of gRPC retries, then
+    the run's stored verdict was overwritten as unjudged."""
+    done = threading.Event()
+    server, port = _listener(answer=False, done=done)
+    with server:
+        try:
+            assert not connect_server_accepts(f"sc://127.0.0.1:{port}", timeout=0.5)
+        finally:
+            done.set()
+    done = threading.Event()
+    server, port = _listener(answer=True, done=done)
+    with server:
+        try:
+            assert connect_server_accepts(f"sc://127.0.0.1:{port}", timeout=2.0)
+        finally:
+            done.set()
+
+
+@pytest.mark.parametrize("pid", ["another", 0])
+def test_spark_down_stops_no_process_but_the_server(pid: object, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A record whose pid now names another process (here: one not a Spark Connect server),
+    or pid 0 (which `killpg` reads as our own group), is stale: `down` removes it and signals
+    nothing (it sent SIGTERM to whatever held the number)."""
+    other = _process("not-a-server")
+    try:
+        state = tmp_path / "spark-server.json"
+        monkeypatch.setenv("ISRLAB_SPARK_SERVER_FILE", str(state))
+        recorded = other.pid if pid == "another" else 0
+        state.write_text(json.dumps({"pid": recorded, "port": 1, "master": "local[*]", "log": "", "started": 0.0}))
+        assert spark_server.down() == (ServerInfo(recorded, 1, "local[*]", "", 0.0), False)
+        assert not state.exists() and not exited(other.pid)
+    finally:
+        other.kill()
+        other.wait()
