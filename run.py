@@ -17,6 +17,8 @@ import sys
 import traceback
 from pathlib import Path
 
+from testbed.config.cli_values import float_arg, int_arg, path_arg
+
 #: the exit code of a command stopped by Ctrl-C (SIGINT), as a shell reports one
 EXIT_INTERRUPTED = 130
 #: the exit code of a command that judged nothing (README, "Exit codes"); an internal error's too
@@ -27,12 +29,12 @@ COMMANDS = ("validate", "status", "bench", "analyze", "spark", "matrix", "lab", 
 def _run_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python run.py", description="Run one isrlab experiment.",
                                  epilog="Other commands: " + ", ".join(COMMANDS) + " (python run.py CMD --help)")
-    ap.add_argument("topology", type=Path, help="a topology YAML file (schema v1)")
-    ap.add_argument("--seed", type=int, help="override the topology's seed")
-    ap.add_argument("--time-scale", type=float, default=1.0,
+    ap.add_argument("topology", type=path_arg, help="a topology YAML file (schema v1)")
+    ap.add_argument("--seed", type=int_arg, help="override the topology's seed")
+    ap.add_argument("--time-scale", type=float_arg, default=1.0,
                     help="multiply every protocol timeout and wait (use >1 on a slow or loaded machine)")
     ap.add_argument("--keep-data", action="store_true", help="keep the brokers' data directories after the run")
-    ap.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default runs/)")
+    ap.add_argument("--runs-dir", type=path_arg, default=Path("runs"), help="where run directories go (default runs/)")
     ap.add_argument("--dry-run", action="store_true", help="print the resolved topology and fault schedule; start nothing")
     ap.add_argument("--spark-master", default=None,
                     help="where the analysis job runs: local[N], spark://host:port, ... (default embedded local[*])")
@@ -78,7 +80,7 @@ def cmd_validate(argv: list[str]) -> int:
     from testbed.matrix.spec import MatrixError, is_matrix_file, load_matrix
     ap = argparse.ArgumentParser(prog="python run.py validate",
                                  description="Check topologies against schema v1, and matrix files with every cell.")
-    ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("files", nargs="+", type=path_arg)
     args = ap.parse_args(argv)
     code = 0
     for f in args.files:
@@ -110,11 +112,11 @@ def cmd_validate(argv: list[str]) -> int:
 def cmd_status(argv: list[str]) -> int:
     from testbed.supervisor.status_command import print_status, watch_status
     ap = argparse.ArgumentParser(prog="python run.py status", description="Leaders, ISR, ELR, HWM/LEO of the running cluster.")
-    ap.add_argument("--runs-dir", type=Path, default=Path("runs"))
+    ap.add_argument("--runs-dir", type=path_arg, default=Path("runs"))
     ap.add_argument("--watch", action="store_true",
                     help="a live view, redrawn 4 times a second: per partition leader, epoch, ISR, ELR, "
                          "LastKnownELR, and LEO/HWM bars per replica, with the faults fired (Ctrl-C ends it)")
-    ap.add_argument("--frames", type=int, default=None, help="with --watch: stop after N frames")
+    ap.add_argument("--frames", type=int_arg, default=None, help="with --watch: stop after N frames")
     args = ap.parse_args(argv)
     if args.frames is not None and (not args.watch or args.frames < 1):
         print("--frames needs --watch and a count >= 1", file=sys.stderr)

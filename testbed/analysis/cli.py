@@ -15,7 +15,7 @@ from testbed.analysis.pipeline import analyze_runs, default_summary_dir
 from testbed.analysis.session import SparkUnreachable, get_spark, stop_spark
 from testbed.analysis.terminal import print_verdict, verdict_word
 from testbed.analysis.verdict import RunVerdict
-from testbed.config.cli_values import spark_master_problem, unusable_dir
+from testbed.config.cli_values import path_arg, spark_master_problem, unusable_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_UNJUDGED = 0, 1, 2
 
@@ -29,10 +29,10 @@ def exit_code(verdicts: list[RunVerdict]) -> int:
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python run.py analyze", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("paths", nargs="+", type=Path, help="run directories, or directories holding runs")
+    ap.add_argument("paths", nargs="+", type=path_arg, help="run directories, or directories holding runs")
     ap.add_argument("--spark-master", default=None,
                     help="local[N], spark://host:port, ... (default: embedded local[*])")
-    ap.add_argument("--summary-dir", type=Path, default=None,
+    ap.add_argument("--summary-dir", type=path_arg, default=None,
                     help="where the summary of several runs goes (default: <common parent>/summary)")
     args = ap.parse_args(argv)
     console = Console()

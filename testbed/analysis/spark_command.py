@@ -9,6 +9,7 @@ import argparse
 import time
 
 from testbed.analysis import spark_server
+from testbed.config.cli_values import int_arg
 
 #: Judgments of a synthetic run a new server makes before `up` returns (see `pipeline.warm_server`)
 WARM_UP_ROUNDS = 3
@@ -19,7 +20,7 @@ def main(argv: list[str]) -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("action", choices=("up", "down", "status"))
     ap.add_argument("--master", default="local[*]", help="the server's Spark master (default local[*])")
-    ap.add_argument("--warm-up", type=int, default=WARM_UP_ROUNDS, metavar="N",
+    ap.add_argument("--warm-up", type=int_arg, default=WARM_UP_ROUNDS, metavar="N",
                     help=f"judgments of a small synthetic run on a server `up` starts (default {WARM_UP_ROUNDS}, "
                          f"0 for none)")
     args = ap.parse_args(argv)

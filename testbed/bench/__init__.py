@@ -25,6 +25,8 @@ from testbed.bench import cluster_figures as cf
 from testbed.bench import e2e
 from testbed.bench import sim as sim_bench
 from testbed.bench.figures import Figure, percentile
+from testbed.config.cli_values import float_arg, int_arg, range_problem, spark_master_problem
+from testbed.config.scalars import MAX_BATCH, MAX_CLIENTS
 from testbed.supervisor.netns import requirements_missing
 
 GROUPS = ("ready", "failover", "throughput", "latency", "rss", "e2e", "pipeline", "sim", "netns")
@@ -34,26 +36,42 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="python run.py bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
-    ap.add_argument("--repeat", type=int, default=3, help="measurements per figure (default 3)")
+    ap.add_argument("--repeat", type=int_arg, default=3, help="measurements per figure (default 3)")
     ap.add_argument("--only", default=",".join(GROUPS), help=f"comma-separated groups of {', '.join(GROUPS)}")
-    ap.add_argument("--window", type=float, default=3.0, help="seconds per throughput measurement")
-    ap.add_argument("--producers", type=int, default=2)
-    ap.add_argument("--batch", type=int, default=500)
-    ap.add_argument("--latency-sends", type=int, default=1000, help="acks=all sends timed one at a time, per round")
-    ap.add_argument("--e2e-repeat", type=int, default=1, help="quickstart runs (about 40 s each with their analyses)")
-    ap.add_argument("--pipeline-records", default="1000000",
+    ap.add_argument("--window", type=float_arg, default=3.0, help="seconds per throughput measurement")
+    ap.add_argument("--producers", type=int_arg, default=2)
+    ap.add_argument("--batch", type=int_arg, default=500)
+    ap.add_argument("--latency-sends", type=int_arg, default=1000, help="acks=all sends timed one at a time, per round")
+    ap.add_argument("--e2e-repeat", type=int_arg, default=1, help="quickstart runs (about 40 s each with their analyses)")
+    ap.add_argument("--pipeline-records", type=_record_counts, default="1000000",
                     help="history records of the synthetic runs the pipeline judges, comma-separated (0 skips)")
-    ap.add_argument("--sim-seeds", type=int, default=1000,
+    ap.add_argument("--sim-seeds", type=int_arg, default=1000,
                     help="quickstart seeds `run.py sim` runs and judges for the sim's figure (default 1000, "
                          "about 5 minutes; fewer are extrapolated to 1,000, 0 skips it)")
     ap.add_argument("--spark-master", default="local[2]")
     args = ap.parse_args(argv)
     unknown = set(args.only.split(",")) - set(GROUPS)
     if unknown:
-        ap.error(f"--only: unknown group(s) {', '.join(sorted(unknown))} (groups: {', '.join(GROUPS)})")
-    if args.repeat < 1 or args.e2e_repeat < 1:
-        ap.error("--repeat and --e2e-repeat must be at least 1")
+        ap.error(f"--only: unknown group(s) {', '.join(repr(u) for u in sorted(unknown))} "
+                 f"(groups: {', '.join(GROUPS)})")
+    bounds = (("--repeat", args.repeat, 1, 100), ("--e2e-repeat", args.e2e_repeat, 1, 100),
+              ("--window", args.window, 0.1, 3600), ("--producers", args.producers, 1, MAX_CLIENTS),
+              ("--batch", args.batch, 1, MAX_BATCH), ("--latency-sends", args.latency_sends, 1, 1_000_000),
+              ("--sim-seeds", args.sim_seeds, 0, 1_000_000))
+    for problem in (range_problem(*b) for b in bounds):
+        if problem is not None:
+            ap.error(problem)
+    if (problem := spark_master_problem(args.spark_master)) is not None:
+        ap.error(problem)
     return args
+
+
+def _record_counts(text: str) -> list[int]:
+    """`--pipeline-records 1000000,10000000`: each a count of history records, 0 to skip."""
+    counts = [int_arg(part) for part in text.split(",")]
+    if any(not 0 <= c <= 100_000_000 for c in counts):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected counts from 0 to 100,000,000")
+    return counts
 
 
 def measure(args: argparse.Namespace, runs: Path) -> list[Figure]:
@@ -105,7 +123,7 @@ def measure(args: argparse.Namespace, runs: Path) -> list[Figure]:
     if "e2e" in only:
         figures += _e2e(runs, args.e2e_repeat)
     if "pipeline" in only:
-        for records in (int(x) for x in args.pipeline_records.split(",") if int(x) > 0):
+        for records in (r for r in args.pipeline_records if r > 0):
             figures.append(Figure(f"pipeline_{records}_s", f"pipeline, {records:,} records", "s",
                                   [e2e.pipeline(records, args.spark_master)],
                                   f"synthetic clean run, {args.spark_master}, warm session; target: the linear "

@@ -3,17 +3,57 @@
 traceback after the cluster started."""
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import re
 import socket
 from pathlib import Path
 
+#: the most a --time-scale may stretch a run's timeouts (a day's run at 1000x is a day)
+MAX_TIME_SCALE = 1000.0
+_INT = re.compile(r"-?[0-9]+", re.ASCII)
+_FLOAT = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|[-+]?(nan|inf|infinity)", re.ASCII | re.I)
+
+
+def path_arg(text: str) -> Path:
+    """A path as argparse takes one: `Path("")` is the working directory, so an empty value
+    judged every run under it; a line break in a path is a pasting accident."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path (expected a file or directory)")
+    if "\n" in text or "\0" in text:
+        raise argparse.ArgumentTypeError(f"{text!r}: a path with a line break or NUL in it")
+    return Path(text)
+
+
+def int_arg(text: str) -> int:
+    """An integer of the digits 0-9 (`int` also reads `١٢` and `1_000`)."""
+    if not _INT.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of the digits 0-9")
+    return int(text)
+
+
+def float_arg(text: str) -> float:
+    """A number of the digits 0-9 (`float` also reads `１.５`); NaN and infinities parse, for
+    the checks that name what they should be instead."""
+    if not _FLOAT.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of the digits 0-9 (e.g. 1.5)")
+    return float(text)
+
+
+def range_problem(flag: str, value: int | float | None, low: float, high: float) -> str | None:
+    """Why `flag` cannot be `value`: outside low..high (NaN is); None when it can or is not given."""
+    if value is None or low <= value <= high:
+        return None
+    return f"{flag} {value}: expected a number from {low:g} to {high:,g}"
+
 
 def unusable_dir(path: Path, flag: str) -> str | None:
     """Why `path` (the value of `flag`) cannot hold what a command writes, made if missing;
     None when it can. Asked before anything starts, so that a runs directory under a file
     or without write permission is one line, not a traceback after the cluster started."""
+    if path.exists() and not path.is_dir():
+        return f"{flag} {path}: a file, not a directory"
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -28,6 +68,8 @@ def time_scale_problem(value: float) -> str | None:
     it can."""
     if not math.isfinite(value) or value <= 0:
         return f"--time-scale must be a finite number > 0, got {value}"
+    if value > MAX_TIME_SCALE:
+        return f"--time-scale must be at most {MAX_TIME_SCALE:g}, got {value:g}"
     return None
 
 
@@ -46,6 +88,8 @@ def spark_master_problem(master: str | None) -> str | None:
     if not _MASTER.fullmatch(master):
         return (f"--spark-master {master!r}: expected local, local[N], local[*], spark://host:port, yarn, "
                 f"k8s://... or the URL of a Spark Connect server, sc://host:port")
+    if master.startswith("local") and any(not 1 <= int(n) <= 1_000_000 for n in re.findall(r"[0-9]+", master)):
+        return f"--spark-master {master}: its numbers (threads, workers, cores, MB) must be from 1 to 1,000,000"
     if master.startswith("sc://") and not connect_server_accepts(master):
         return f"--spark-master {master}: no Spark Connect server answers there (nothing answered HTTP/2 in 2 s)"
     return None

@@ -16,6 +16,7 @@ from pathlib import Path
 from testbed.config.loader import load_topology, parse_yaml
 from testbed.config.parser import TopologyError
 from testbed.config.topology_spec import Topology
+from testbed.config.walker import is_digits
 from testbed.labs.answers import FACTS
 
 LABS_DIR = Path(__file__).resolve().parents[2] / "topologies" / "labs"
@@ -178,7 +179,7 @@ def find_lab(which: str, root: Path = LABS_DIR) -> Lab:
     """A lab by number (`3`, `03`) or directory name (`03-follower-failure`); an unknown one
     is an error that lists the labs."""
     dirs = lab_dirs(root)
-    wanted = [d for d in dirs if (which.isdigit() and int(d.name[:2]) == int(which)) or d.name == which]
+    wanted = [d for d in dirs if (is_digits(which) and int(d.name[:2]) == int(which)) or d.name == which]
     if not wanted:
         listing = "\n".join(f"  {d.name[:2]}  {d.name[3:]}" for d in dirs) or "  (none)"
         raise LabError([f"no lab {which!r}; the labs ({root}):\n{listing}"])

@@ -14,7 +14,7 @@ from rich.table import Table
 from faults.schedule import ScheduledFault
 from testbed.labs.catalog import Lab, LabError, all_labs, find_lab
 from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.config.cli_values import spark_master_problem, time_scale_problem, unusable_dir
+from testbed.config.cli_values import float_arg, path_arg, spark_master_problem, time_scale_problem, unusable_dir
 
 if TYPE_CHECKING:  # the runner imports the pipeline: `lab list` should not wait for it
     from testbed.experiment.runner import BeforeFault
@@ -26,8 +26,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("lab", help="`list`, or a lab by number (3) or name (03-follower-failure)")
     ap.add_argument("--step", action="store_true",
                     help="pause before each fault, show the cluster, and wait for Enter (on a terminal only)")
-    ap.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where run directories go (default runs/)")
-    ap.add_argument("--time-scale", type=float, default=1.0, help="as for a run (use >1 on a slow machine)")
+    ap.add_argument("--runs-dir", type=path_arg, default=Path("runs"), help="where run directories go (default runs/)")
+    ap.add_argument("--time-scale", type=float_arg, default=1.0, help="as for a run (use >1 on a slow machine)")
     ap.add_argument("--spark-master", default=None, help="as for a run")
     args = ap.parse_args(argv)
     if (problem := time_scale_problem(args.time_scale) or spark_master_problem(args.spark_master)) is not None:

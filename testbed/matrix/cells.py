@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,8 +43,7 @@ def _selectors(settings: tuple[tuple[str, Any], ...], schedule: str | None, seed
 
 def repeated_ids(cells: list[Cell]) -> list[str]:
     """Cell ids that two cells share (two bases of one name, two matrix files alike)."""
-    ids = [c.id for c in cells]
-    return sorted({i for i in ids if ids.count(i) > 1})
+    return sorted(i for i, n in Counter(c.id for c in cells).items() if n > 1)
 
 
 def expand(spec: MatrixSpec) -> list[Cell]:

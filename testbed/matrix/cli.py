@@ -14,30 +14,39 @@ from rich.console import Console
 
 from testbed.matrix.cells import Cell, expand, parse_shard, select
 from testbed.matrix.spec import MAX_SEEDS, MatrixError, is_matrix_file, load_matrix
-from testbed.config.cli_values import spark_master_problem, time_scale_problem, unusable_dir
+from testbed.config.cli_values import float_arg, int_arg, path_arg, spark_master_problem, time_scale_problem, unusable_dir
+
+
+#: cells run at once on one host (each is a cluster of processes)
+MAX_JOBS = 64
+#: runs of a failed cell again
+MAX_DEFLAKE = 100
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python run.py matrix", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("matrix", type=Path, help="a matrix YAML file, or a directory of them")
-    ap.add_argument("--jobs", type=int, default=1, help="cells run at a time (default 1)")
-    ap.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 instead of the file's seeds")
+    ap.add_argument("matrix", type=path_arg, help="a matrix YAML file, or a directory of them")
+    ap.add_argument("--jobs", type=int_arg, default=1, help="cells run at a time (default 1)")
+    ap.add_argument("--seeds", type=int_arg, default=None, help="seeds 0..N-1 instead of the file's seeds")
     ap.add_argument("--only", default=None,
                     help="cells whose values match key=value[,key=value] (varied keys, faults, seed), "
                          "or whose id contains the text")
-    ap.add_argument("--deflake", type=int, default=0, help="run each failed cell again up to N times")
+    ap.add_argument("--deflake", type=int_arg, default=0, help="run each failed cell again up to N times")
     ap.add_argument("--shard", default=None, help="K/N: run the K-th of N deterministic shares of the cells")
     ap.add_argument("--keep-going", action="store_true",
                     help="run every cell even after one could not run (it then counts as failed: exit 1)")
-    ap.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where the matrix's directory goes")
-    ap.add_argument("--time-scale", type=float, default=1.0, help="as for a single run")
+    ap.add_argument("--runs-dir", type=path_arg, default=Path("runs"), help="where the matrix's directory goes")
+    ap.add_argument("--time-scale", type=float_arg, default=1.0, help="as for a single run")
     ap.add_argument("--spark-master", default=None, help="where the one analysis job runs (default embedded)")
     ap.add_argument("--dry-run", action="store_true", help="list every cell (id and seed); run nothing")
     args = ap.parse_args(argv)
     problems = [f"--{name} must be {rule}" for name, bad, rule in (
-        ("jobs", args.jobs < 1, ">= 1"), ("seeds", args.seeds is not None and not 1 <= args.seeds <= MAX_SEEDS, f"from 1 to {MAX_SEEDS:,}"),
-        ("deflake", args.deflake < 0, ">= 0")) if bad]
+        ("jobs", not 1 <= args.jobs <= MAX_JOBS, f"from 1 to {MAX_JOBS}"),
+        ("seeds", args.seeds is not None and not 1 <= args.seeds <= MAX_SEEDS, f"from 1 to {MAX_SEEDS:,}"),
+        ("deflake", not 0 <= args.deflake <= MAX_DEFLAKE, f"from 0 to {MAX_DEFLAKE}"),
+        ("only", args.only is not None and not args.only.strip("=, "), "a selector (key=value or a piece of a cell id)"),
+    ) if bad]
     if (problem := time_scale_problem(args.time_scale)) is not None:
         problems.append(problem)
     if (problem := spark_master_problem(args.spark_master)) is not None:

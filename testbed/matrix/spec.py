@@ -20,7 +20,7 @@ from testbed.config.walker import Walker, describe, is_int, join, yaml_value
 
 MATRIX_KEYS = ("base", "vary", "faults", "seeds", "expect")
 #: the most seeds one matrix runs of each cell (the cells are expanded before any runs)
-MAX_SEEDS = 100_000
+MAX_SEEDS = 10_000
 #: `when:` may select the fault schedule, the seed and the base (by its topology's name) too,
 #: not only varied keys
 SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY = "faults", "seed", "topology"

@@ -40,12 +40,14 @@ from testbed.config.scalars import MAX_SEED
 from testbed.matrix.results import broken_expectations, check_count
 from testbed.sim import scope
 from testbed.sim.worker import PARENT_ENV, seed_dir
-from testbed.config.cli_values import spark_master_problem, unusable_dir
+from testbed.config.cli_values import int_arg, path_arg, spark_master_problem, unusable_dir
 from testbed.topology import Topology, TopologyError, load_topology, never_firing, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the sim's own files (the topologies the workers read, their logs): hidden from `find_runs`
 SIM_FILES = ".sim"
+#: worker processes at once
+MAX_JOBS = 64
 #: the most seeds one `sim` runs of each topology (its list of runs is made before any runs)
 MAX_SIM_SEEDS = 1_000_000
 
@@ -60,13 +62,13 @@ class Target:
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python run.py sim", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("topologies", type=Path, nargs="+", metavar="TOPOLOGY", help="topology YAML files (schema v1)")
-    ap.add_argument("--seeds", type=int, help="run N seeds of each: 0..N-1, or S..S+N-1 with --seed S "
+    ap.add_argument("topologies", type=path_arg, nargs="+", metavar="TOPOLOGY", help="topology YAML files (schema v1)")
+    ap.add_argument("--seeds", type=int_arg, help="run N seeds of each: 0..N-1, or S..S+N-1 with --seed S "
                                               "(default: each topology's own seed)")
-    ap.add_argument("--seed", type=int, help="run this one seed (replay a failing one); with --seeds N, the first of N")
+    ap.add_argument("--seed", type=int_arg, help="run this one seed (replay a failing one); with --seeds N, the first of N")
     ap.add_argument("--keep", action="store_true", help="keep the brokers' data directories")
-    ap.add_argument("--jobs", type=int, default=1, help="worker processes at once (default 1)")
-    ap.add_argument("--runs-dir", type=Path, default=Path("runs"), help="where the sim's directory goes")
+    ap.add_argument("--jobs", type=int_arg, default=1, help="worker processes at once (default 1)")
+    ap.add_argument("--runs-dir", type=path_arg, default=Path("runs"), help="where the sim's directory goes")
     ap.add_argument("--spark-master", default=None, help="where the one analysis job runs (default local[*])")
     ap.add_argument("--no-judge", action="store_true", help="write the run directories only, judge nothing")
     return ap
@@ -80,8 +82,13 @@ def main(argv: list[str]) -> int:
         problems.append(f"--seeds {args.seeds}: expected a count from 1 to {MAX_SIM_SEEDS:,}")
     if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
         problems.append(f"--seed {args.seed}: expected an integer from 0 to 2**63-1")
-    if args.jobs < 1:
-        problems.append(f"--jobs {args.jobs}: expected at least 1")
+    if args.seed is not None and args.seeds is not None and args.seed + args.seeds - 1 > MAX_SEED >= args.seed:
+        problems.append(f"--seed {args.seed} --seeds {args.seeds}: the last seed, {args.seed + args.seeds - 1}, "
+                        f"is beyond 2**63-1")
+    if not 1 <= args.jobs <= MAX_JOBS:
+        problems.append(f"--jobs {args.jobs}: expected from 1 to {MAX_JOBS}")
+    if not args.no_judge and (problem := spark_master_problem(args.spark_master)) is not None:
+        problems.append(problem)  # before --runs-dir is made
     if problems:
         console.print("\n".join(problems), style="red", markup=False, soft_wrap=True)
         return EXIT_UNJUDGED
@@ -95,8 +102,7 @@ def main(argv: list[str]) -> int:
     for t in targets:
         for note in [*scope.ignored(t.topology), *never_firing(t.topology)]:
             console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
-    unusable = unusable_dir(args.runs_dir, "--runs-dir") or (
-        spark_master_problem(args.spark_master) if not args.no_judge else None)
+    unusable = unusable_dir(args.runs_dir, "--runs-dir")
     if unusable is not None:
         console.print(unusable, style="red", markup=False, soft_wrap=True)
         return EXIT_UNJUDGED

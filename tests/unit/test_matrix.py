@@ -149,7 +149,7 @@ def test_a_base_path_is_looked_up_beside_the_matrix_then_from_the_working_direct
     ({"base": "base.yaml", "vary": {"seed": [1, 2]}}, "m.yaml: vary.seed: seed is set by the matrix's own seed key"),
     ({"base": "base.yaml", "faults": {"a/b": []}}, "m.yaml: faults.a/b: expected a schedule name"),
     ({"base": "base.yaml", "faults": {"x": "missing.yaml"}}, "m.yaml: faults.x: "),
-    ({"base": "base.yaml", "seeds": 0}, "m.yaml: seeds: expected a count from 1 to 100,000"),
+    ({"base": "base.yaml", "seeds": 0}, "m.yaml: seeds: expected a count from 1 to 10,000"),
     ({"base": "base.yaml", "seeds": [1, 1]}, "m.yaml: seeds: lists a seed twice: 1"),
     ({"base": "base.yaml", "seeds": [1, -2, "x"]}, "m.yaml: seeds[1]: expected an integer seed from 0 to 2**63-1, got int -2"),
     ({"base": "base.yaml", "expect": [{"when": {}, "expect": {"lost_wrties": 0}}]},
@@ -178,7 +178,7 @@ def test_a_base_path_is_looked_up_beside_the_matrix_then_from_the_working_direct
       "expect": [{"when": {"protocol.elr": [True]}, "expect": {"lost_writes": 0}}]},
      "m.yaml: expect[0].when.protocol.elr: [True] is none of the matrix's values for protocol.elr (true)"),
     ({"base": "base.yaml", "seeds": 2**70},
-     "m.yaml: seeds: expected a count from 1 to 100,000 or a list of seeds, got int 1180591620717411303424"),
+     "m.yaml: seeds: expected a count from 1 to 10,000 or a list of seeds, got int 1180591620717411303424"),
     ({"base": "base.yaml", "faults": {"outage": None, "kill": [{"at": "1s", "do": "kill", "target": "broker:1"}]}},
      "m.yaml: faults.outage: expected a list of faults (as in a topology's faults:) or a file holding one, "
      "got nothing (null)"),

@@ -194,7 +194,7 @@ def test_a_paused_node_acts_on_nothing_until_resumed(tmp_path: Path) -> None:
     (["--seeds", "0"], "--seeds 0: expected a count from 1 to 1,000,000"),
     (["--seeds", "-3"], "--seeds -3: expected a count from 1 to 1,000,000"),
     (["--seed", "-1"], "--seed -1: expected an integer from 0 to 2**63-1"),
-    (["--jobs", "0"], "--jobs 0: expected at least 1"),
+    (["--jobs", "0"], "--jobs 0: expected from 1 to 64"),
     ([str(ROOT / "topologies" / "quickstart.yaml")], "name: 'quickstart' is given twice"),  # one directory
 ])
 def test_bad_arguments_are_refused(argv: list[str], message: str, tmp_path: Path,

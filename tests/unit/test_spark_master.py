@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -36,15 +37,41 @@ def test_a_master_spark_does_not_know_is_refused_saying_what_is_expected(master:
     assert problem is not None and problem.startswith(f"--spark-master {master!r}: expected local, local[N]")
 
 
-def test_a_connect_url_is_refused_when_nothing_accepts_a_connection_there() -> None:
+def _answering_listener() -> socket.socket:
+    """A port that answers every HTTP/2 greeting with a SETTINGS frame, as a gRPC server does."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            conn.recv(64)
+            conn.sendall(bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+            conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    return listener
+
+
+def test_a_connect_url_is_refused_when_nothing_answers_there() -> None:
     port = _closed_port()
     assert spark_master_problem(f"sc://127.0.0.1:{port}") == (
-        f"--spark-master sc://127.0.0.1:{port}: no Spark Connect server accepts a connection there")
-    with socket.create_server(("127.0.0.1", 0)) as listener:
+        f"--spark-master sc://127.0.0.1:{port}: no Spark Connect server answers there (nothing answered HTTP/2 in 2 s)")
+    with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, answers nothing
+        assert not connect_server_accepts(f"sc://127.0.0.1:{silent.getsockname()[1]}", timeout=0.5)
+    with _answering_listener() as listener:
         port = listener.getsockname()[1]
         assert spark_master_problem(f"sc://127.0.0.1:{port}/;use_ssl=false") is None
         assert connect_server_accepts(f"sc://127.0.0.1:{port}")
         assert not connect_server_accepts("sc://127.0.0.1:notaport")
+        assert not connect_server_accepts("sc://127.0.0.1:99999")
+
+
+@pytest.mark.parametrize("master", ["local[0]", "local[2,0]", "local-cluster[0,1,1024]", "local[99999999999]"])
+def test_a_local_master_of_no_threads_is_refused(master: str) -> None:
+    assert spark_master_problem(master) == (
+        f"--spark-master {master}: its numbers (threads, workers, cores, MB) must be from 1 to 1,000,000")
 
 
 def test_analyze_with_an_unreachable_server_changes_nothing_and_exits_2(tmp_path: Path) -> None:
@@ -54,15 +81,21 @@ def test_analyze_with_an_unreachable_server_changes_nothing_and_exits_2(tmp_path
     done = subprocess.run([sys.executable, "run.py", "analyze", str(run), "--spark-master",
                            f"sc://127.0.0.1:{_closed_port()}"], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "no Spark Connect server accepts a connection there" in done.stdout
+    assert "no Spark Connect server answers there" in done.stdout
     assert sorted(p.name for p in run.rglob("*")) == before
     assert time.monotonic() - started < 60
 
 
 GONE = """
-import socket, time
+import socket, threading, time
 from testbed.analysis import session
 listener = socket.create_server(("127.0.0.1", 0))
+def greet():  # answers the greeting the master check sends, as a gRPC server would
+    conn, _ = listener.accept()
+    conn.recv(64)
+    conn.sendall(bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
+    conn.close()
+threading.Thread(target=greet, daemon=True).start()
 session.get_spark(f"sc://127.0.0.1:{listener.getsockname()[1]}")
 listener.close()
 started = time.monotonic()

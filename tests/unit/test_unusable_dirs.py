@@ -36,5 +36,5 @@ def test_a_summary_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "run.py", "analyze", str(tmp_path / "tree"), "--summary-dir",
                            str(tmp_path / "afile")], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert f"--summary-dir {tmp_path / 'afile'}: cannot be made" in " ".join(done.stdout.split())
+    assert f"--summary-dir {tmp_path / 'afile'}: a file, not a directory" in " ".join(done.stdout.split())
     assert not (tmp_path / "tree" / "one" / "results.json").exists(), "nothing was judged"
