@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 import traceback
 from pathlib import Path
@@ -167,6 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if cmd in handlers:
             return handlers[cmd](argv[1:])
+        if not Path(cmd).exists() and (close := difflib.get_close_matches(cmd, COMMANDS, n=1, cutoff=0.7)):
+            print(f"python run.py: {cmd!r} is neither a command nor a file; did you mean `python run.py "
+                  f"{close[0]}`? (commands: {', '.join(COMMANDS)}; or give a topology file)", file=sys.stderr)
+            return EXIT_UNJUDGED
         return cmd_run(argv)
     except KeyboardInterrupt:  # what the command started was stopped on the way out (its finally blocks)
         print("isrlab: interrupted; everything it started is stopped", file=sys.stderr)

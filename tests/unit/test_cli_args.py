@@ -1,0 +1,55 @@
+"""Command-line values are refused before a command starts anything, each in one line that
+says which argument and what it takes (found by trying every command's flags with empty,
+foreign-script, endless and out-of-range values)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+import run
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = str(ROOT / "topologies" / "quickstart.yaml")
+MATRIX = str(ROOT / "topologies" / "matrix" / "example.yaml")
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["analyze", ""], "argument paths: an empty path"),  # Path("") is ".": it judged every run under it
+    ([QUICKSTART, "--runs-dir", "", "--dry-run"], "argument --runs-dir: an empty path"),
+    ([QUICKSTART, "--seed", "\u0661\u0662", "--dry-run"], "'\u0661\u0662': expected a whole number of the digits 0-9"),
+    ([QUICKSTART, "--seed", "1_000", "--dry-run"], "expected a whole number of the digits 0-9"),
+    ([QUICKSTART, "--time-scale", "\uff11.\uff15", "--dry-run"], "expected a number of the digits 0-9"),
+    ([QUICKSTART, "--time-scale", "1e30", "--dry-run"], "--time-scale must be at most 1000"),
+    (["matrix", MATRIX, "--dry-run", "--jobs", "1000000"], "--jobs must be from 1 to 64"),
+    (["matrix", MATRIX, "--dry-run", "--deflake", "1000"], "--deflake must be from 0 to 100"),
+    (["matrix", MATRIX, "--dry-run", "--only", "="], "--only must be a selector"),
+    (["sim", QUICKSTART, "--seed", str(2**63 - 1), "--seeds", "3"], "is beyond 2**63-1"),
+    (["bench", "--only", "pipeline", "--pipeline-records", "abc"], "argument --pipeline-records: 'abc'"),
+    (["bench", "--only", "pipeline", "--window", "nan"], "--window nan: expected a number from 0.1"),
+    (["valdate", QUICKSTART], "did you mean `python run.py validate`?"),
+])
+def test_a_bad_value_is_one_line_naming_the_argument(argv: list[str], said: str,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    assert _exit_code(argv) == 2
+    captured = capsys.readouterr()
+    assert said in captured.out + captured.err, captured.out + captured.err
+
+
+def _exit_code(argv: list[str]) -> int:
+    """What `python run.py ARGV` exits with (argparse's refusals exit by SystemExit)."""
+    try:
+        return run.main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+def test_a_fifo_given_as_a_topology_is_refused_without_opening_it(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Opening a FIFO waits for a writer: `validate` and a run hung for ever."""
+    fifo = tmp_path / "t.yaml"
+    os.mkfifo(fifo)
+    assert run.main(["validate", str(fifo)]) == 1
+    captured = capsys.readouterr()
+    assert f"{fifo}: not a regular file" in captured.out + captured.err
