@@ -72,8 +72,10 @@ def parse_yaml(text: str, source: str) -> Any:
         raise TopologyError([f"{source}: invalid YAML: {exc}"]) from None
     except RecursionError:
         raise TopologyError([f"{source}: invalid YAML: lists or mappings nested too deeply to read"]) from None
-    except ValueError:  # Python's int() refuses a number of over 4,300 digits
-        raise TopologyError([f"{source}: invalid YAML: a number of more than 4,300 digits, too long to read"]) from None
+    except ValueError as exc:  # a value YAML types but Python refuses: 2026-13-45, a number of 5,000 digits
+        why = ("a number of more than 4,300 digits, too long to read" if "integer string conversion" in str(exc)
+               else f"a value that cannot be read ({exc})")
+        raise TopologyError([f"{source}: invalid YAML: {why}"]) from None
 
 
 class _StrictLoader(yaml.SafeLoader):

@@ -428,7 +428,10 @@ def test_yaml_too_deep_or_too_long_to_read_is_an_error_not_a_crash(tmp_path: Pat
     deep, long = tmp_path / "deep.yaml", tmp_path / "long.yaml"
     deep.write_text("name: x\ntopics: " + "[" * 1000 + "]" * 1000 + "\n")
     long.write_text("name: x\nseed: " + "9" * 4301 + "\n")
-    for path, words in ((deep, "nested too deeply"), (long, "more than 4,300 digits")):
+    date = tmp_path / "date.yaml"
+    date.write_text("name: x\nseed: 2026-13-45\n")  # YAML's timestamp, a month Python refuses
+    for path, words in ((deep, "nested too deeply"), (long, "more than 4,300 digits"),
+                        (date, "a value that cannot be read (month must be in 1..12)")):
         with pytest.raises(TopologyError) as info:
             load_topology(path)
         (message,) = info.value.errors
