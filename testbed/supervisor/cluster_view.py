@@ -28,11 +28,10 @@ def read_status(run_dir: Path, timeout: float = 0.3) -> ClusterStatus | None:
     if not configs:
         return None
     client = ControlClient(configs[0].token)
-    try:
-        return ClusterStatus.of(
-            {c.name: client.call(c.control_endpoint, "status", timeout=timeout) for c in configs
-             if c.kind == "controller"},
-            {c.id: client.call(c.control_endpoint, "status", timeout=timeout) for c in configs if c.kind == "broker"})
+    try:  # every node at once: one moment, whichever of them is dead or paused
+        answers = client.call_all({(c.kind, c.name): c.control_endpoint for c in configs}, "status", timeout=timeout)
+        return ClusterStatus.of({c.name: answers[(c.kind, c.name)] for c in configs if c.kind == "controller"},
+                                {c.id: answers[(c.kind, c.name)] for c in configs if c.kind == "broker"})
     finally:
         client.close()
 

@@ -5,6 +5,7 @@ import itertools
 import os
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from broker.common.errors import Errors
 from broker.protocol.messages import ControlRequest, ControlResponse
@@ -13,6 +14,7 @@ from broker.wire.transport import Expired, Response, Transport
 
 #: how often a request with an `until` condition asks it (s)
 UNTIL_POLL = 0.01
+K = TypeVar("K")
 
 
 class ControlClient:
@@ -51,6 +53,24 @@ class ControlClient:
         if isinstance(msg, ControlResponse) and msg.error == Errors.NONE:
             return msg.body
         return None
+
+    def call_all(self, endpoints: dict[K, str], op: str, timeout: float = 1.0) -> dict[K, dict | None]:
+        """`call` of every node at once: one moment's answers. Asked one after another, a
+        dead node's timeout fell between the others' answers, and `run.py status` showed a
+        follower's log end past its leader's."""
+        msg = ControlRequest(self.token, op, {})
+        rids = {self.transport.request(endpoint, msg, timeout, time.monotonic()): key
+                for key, endpoint in endpoints.items()}
+        out: dict[K, dict | None] = dict.fromkeys(endpoints.keys())
+        deadline = time.monotonic() + timeout + 0.05
+        while rids and (left := deadline - time.monotonic()) > 0:
+            for item in self.transport.poll(left, time.monotonic):
+                if isinstance(item, Response | Expired) and item.request_id in rids:
+                    key = rids.pop(item.request_id)
+                    if isinstance(item, Response) and isinstance(item.msg, ControlResponse) \
+                            and item.msg.error == Errors.NONE:
+                        out[key] = item.msg.body
+        return out
 
     def close(self) -> None:
         self.transport.close()

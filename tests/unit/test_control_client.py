@@ -30,3 +30,43 @@ def test_a_request_stops_waiting_once_its_condition_holds(tmp_path: Path) -> Non
     finally:
         client.close()
         silent.close()
+
+
+def test_every_node_is_asked_at_once_so_a_dead_one_costs_one_timeout_not_one_each(tmp_path: Path) -> None:
+    """`run.py status` asked the nodes one after another: a dead node's timeout fell between
+    the others' answers, and the table mixed two moments (a follower's LEO past its leader's)."""
+    import threading
+
+    from broker.common.errors import Errors
+    from broker.protocol.messages import ControlResponse
+    from broker.wire.transport import Request, Transport
+
+    live = {name: Transport(name, bind=f"ipc://{tmp_path}/{name}.sock") for name in ("broker-1", "broker-3")}
+    stop = threading.Event()
+
+    def serve(node: Transport) -> None:
+        while not stop.is_set():
+            for item in node.poll(0.02, time.monotonic):
+                if isinstance(item, Request):
+                    node.reply(item.handle, ControlResponse(Errors.NONE, {"node": node.name, "at": time.monotonic()}))
+    threads = [threading.Thread(target=serve, args=(node,), daemon=True) for node in live.values()]
+    for thread in threads:
+        thread.start()
+    client = ControlClient("token")
+    try:
+        start = time.monotonic()
+        answers = client.call_all({name: f"ipc://{tmp_path}/{name}.sock" for name in ("broker-1", "broker-2",
+                                                                                      "broker-3")},
+                                  "status", timeout=2.0)
+        assert answers["broker-2"] is None and [answers[b]["node"] for b in ("broker-1", "broker-3")] == [
+            "broker-1", "broker-3"]
+        # broker-3 was asked with broker-1, not after broker-2's timeout (2 s)
+        assert abs(answers["broker-3"]["at"] - answers["broker-1"]["at"]) < 1.0
+        assert time.monotonic() - start < 4.0  # one timeout for the dead broker-2, not one per node
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        client.close()
+        for node in live.values():
+            node.close()
