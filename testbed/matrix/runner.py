@@ -170,8 +170,11 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
                           + (f"  report: {escape(str(report))}" if report.is_file() else ""),
                           highlight=False, soft_wrap=True)
             if source is not None and status != "flaky":
+                runs_dir = matrix_dir.parent
+                where = "" if runs_dir.resolve() == Path("runs").resolve() else \
+                    f" --runs-dir {shlex.quote(str(runs_dir))}"
                 console.print(f"  replay: python run.py matrix {shlex.quote(str(source))} --only "
-                              f"{shlex.quote(r.cell.id)}", style="dim", markup=False, highlight=False,
+                              f"{shlex.quote(r.cell.id)}{where}", style="dim", markup=False, highlight=False,
                               soft_wrap=True)
     passed = sum(1 for r in results if r.status == "passed")
     console.print(f"{passed} of {len(results)} cells met their expectations; run directories: {matrix_dir}")

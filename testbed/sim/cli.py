@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -150,8 +151,12 @@ def _new_sim_dir(runs_dir: Path, name: str) -> Path:
     return runs_dir / f"{stamp}-sim-{name}"
 
 
-def replay_command(source: Path, seed: int) -> str:
-    return f"python run.py sim {source} --seed {seed} --keep"
+def replay_command(source: Path, seed: int, runs_dir: Path | None = None) -> str:
+    """The command that runs one seed again, into the sweep's own `--runs-dir` (the default
+    `runs/` is left unsaid)."""
+    where = "" if runs_dir is None or runs_dir.resolve() == Path("runs").resolve() else \
+        f" --runs-dir {shlex.quote(str(runs_dir))}"
+    return f"python run.py sim {shlex.quote(str(source))} --seed {seed} --keep{where}"
 
 
 def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: bool = False,
@@ -178,7 +183,8 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     for o in outcomes:
         if o["error"] is not None:
             console.print(f"[yellow]unjudged:[/] {o['topology']} seed {o['seed']}: {o['error']}  replay: "
-                          f"{replay_command(sources[o['topology']], o['seed'])}", highlight=False, soft_wrap=True)
+                          f"{replay_command(sources[o['topology']], o['seed'], sim_dir.parent)}", highlight=False,
+                          soft_wrap=True)
     ran = [o for o in outcomes if o["error"] is None]
     if not judge:
         return EXIT_UNJUDGED if len(ran) < len(outcomes) else EXIT_OK
@@ -278,5 +284,6 @@ def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[st
             name, seed = v.run_dir.name.rsplit("-seed=", 1)
             word = "failed" if v.ok is False else "unjudged"
             console.print(f"[{'red' if v.ok is False else 'yellow'}]{word}:[/] {name} seed {seed}: "
-                          f"{broken_expectations(v)}  replay: {replay_command(sources[name], int(seed))}  "
+                          f"{broken_expectations(v)}  replay: "
+                          f"{replay_command(sources[name], int(seed), v.run_dir.parent.parent)}  "
                           f"report: {v.run_dir / 'report.html'}", highlight=False, soft_wrap=True)

@@ -338,7 +338,7 @@ def test_the_summary_groups_cells_by_setting_and_schedule_and_the_page_links_eac
     assert rows == [["tiny elr=true", "kill", "2", "0", "0", "2.00", ""],
                     ["tiny elr=false", "kill", "2", "1", "7", "1.25", "lost_writes"]], text
     assert f"failed: tiny-elr=false-kill-seed=1: lost_writes 7 (expected >0)  report: {runs}/c/report.html" in text
-    assert f"  replay: python run.py matrix {path} --only tiny-elr=false-kill-seed=1" in text
+    assert f"  replay: python run.py matrix {path} --only tiny-elr=false-kill-seed=1 --runs-dir {tmp_path}" in text
     assert "flaky: tiny-elr=false-kill-seed=2: " in text and "d.retry1/report.html" in text
     assert text.count("replay:") == 1  # a flaky cell passed on its retry: nothing to replay
     assert "2 of 4 cells met their expectations" in text

@@ -302,6 +302,8 @@ def test_the_summary_names_every_failed_and_unjudged_seed_with_its_replay_comman
             "python run.py sim topologies/x.yaml --seed 1 --keep") in out
     assert "failed: x seed 2: lost_writes 3 (expected 0) replay: python run.py sim topologies/x.yaml --seed 2 --keep" in out
     assert "seed 0:" not in out
+    # the sweep's own --runs-dir, for a replay that lands beside it (the default runs/ goes unsaid)
+    assert f"--seed 2 --keep --runs-dir {tmp_path.parent} report:" in out
 
 
 def test_a_killed_sim_leaves_no_worker_running(tmp_path: Path) -> None:
