@@ -170,6 +170,14 @@ def _mismatch(root: Path) -> None:
     (d / "history.jsonl").write_text("".join(lines))
 
 
+def _garbage_tail(root: Path) -> None:
+    """A whole line of garbage at the end (newline and all) is damage, not the torn last line
+    a writer killed mid-line leaves (it was taken for one, and the run judged)."""
+    d = RunBuilder(root, "garbage-tail").write()
+    with (d / "history.jsonl").open("a") as f:
+        f.write("this is not json {{{\n")
+
+
 def _unseen(root: Path) -> None:
     """The final read stopped at offset 2 and the leader's files hold only 0-2 of HWM 5."""
     r = RunBuilder(root, "unseen")
@@ -422,7 +430,7 @@ def _last_standing(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+BUILDERS = [_garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen, _grown, _shrunk]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
@@ -588,6 +596,12 @@ def test_a_mismatching_line_is_rejected_with_its_file_and_line(judged: dict[str,
     assert any("mismatch/history.jsonl: line 3:" in p for p in v.results["problems"]), v.results["problems"]
 
 
+def test_a_whole_line_of_garbage_at_the_end_is_damage_not_a_torn_tail(judged: dict[str, RunVerdict]) -> None:
+    v = judged["garbage-tail"]
+    assert v.ok is None
+    assert any("garbage-tail/history.jsonl: line " in p and "is not valid JSON" in p for p in v.results["problems"])
+
+
 def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark) -> None:  # noqa: F811
     root = judged["clean"].run_dir.parent
     assert (root / "summary" / "tables" / "history").is_dir()
@@ -604,7 +618,7 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     assert "elr=false" in alone["protocol"] and (alone["runs_with_loss"], alone["lost_writes"]) == (1, 5)
     # the `lost`, `recovered` and `manual-elect` runs
     assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (3, 7, 1)
-    assert row["unjudged"] == 2  # `mismatch`, and `deleted-topic` (its one topic gone: no convergence to show)
+    assert row["unjudged"] == 3  # `mismatch`, `garbage-tail`, and `deleted-topic` (its one topic gone: no convergence)
     # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
     assert alone["failed"] + row["failed"] == sum(v.ok is False for v in judged.values())
     html = (root / "summary" / "summary.html").read_text()

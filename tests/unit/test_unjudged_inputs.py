@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.analysis.ingest import IngestError, find_runs, run_ids
+from testbed.analysis.ingest import IngestError, find_runs, ingest, run_ids
 from testbed.analysis.pipeline import analyze_runs
 from tests.unit.analysis_fixtures import RunBuilder, spark  # noqa: F401  (the fixture)
 
@@ -100,18 +100,18 @@ def test_final_logs_torn_or_without_a_replica_leave_the_run_unjudged(tmp_path: P
 
 def test_a_record_file_gone_since_the_last_judgment_leaves_no_table_behind(
         tmp_path: Path, spark: object) -> None:  # noqa: F811
-    """`analysis/tables/` is the judgment's own: a run judged with its faults.jsonl, then
-    judged again without it, kept the first judgment's faults table beside the second's."""
+    """`analysis/tables/` is the judgment's own: a run ingested with its faults.jsonl, then
+    again without it, kept the first ingest's faults table beside the second's."""
     builder = RunBuilder(tmp_path, "refaulted")
     builder.fault(builder.history[0]["time_ns"], "pause", "broker:2", ["broker-2"])
     d = builder.write()
-    analyze_runs([d])
     tables = d / "analysis" / "tables"
+    ingest(spark, {d: "refaulted"}, tables)
     assert (tables / "faults").is_dir()
     (d / "faults.jsonl").unlink()
-    [verdict] = analyze_runs([d])
+    _, rejected = ingest(spark, {d: "refaulted"}, tables)
     assert not (tables / "faults").exists()
-    assert (tables / "history").is_dir() and verdict.results["checks"]
+    assert (tables / "history").is_dir() and rejected == {}
 
 
 def test_a_run_without_its_topology_is_found_in_a_tree_as_when_given_alone(tmp_path: Path) -> None:
@@ -122,13 +122,3 @@ def test_a_run_without_its_topology_is_found_in_a_tree_as_when_given_alone(tmp_p
     (bare / "topology.yaml").unlink()
     assert find_runs([tmp_path]) == [(tmp_path / "good").resolve(), bare.resolve()]
     assert find_runs([bare]) == [bare.resolve()]
-
-
-def test_a_whole_line_of_garbage_at_the_end_is_damage_not_a_torn_tail(tmp_path: Path, spark: object) -> None:  # noqa: F811
-    """Only a last line without its newline is what a writer killed mid-line leaves."""
-    d = RunBuilder(tmp_path, "garbage-tail").write()
-    with (d / "history.jsonl").open("a") as f:
-        f.write("this is not json {{{\n")
-    [verdict] = analyze_runs([d])
-    assert verdict.ok is None
-    assert any("history.jsonl: line " in p and "is not valid JSON" in p for p in verdict.results["problems"])
