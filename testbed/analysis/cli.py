@@ -14,7 +14,7 @@ from testbed.analysis.ingest import IngestError, find_runs, hadoop_path
 from testbed.analysis.pipeline import analyze_runs, default_summary_dir
 from testbed.analysis.session import SparkUnreachable, get_spark, stop_spark
 from testbed.analysis.terminal import print_verdict, verdict_word
-from testbed.analysis.verdict import RunVerdict
+from testbed.analysis.verdict import RunVerdict, broken_expectations
 from testbed.config.cli_values import path_arg, spark_master_problem, unusable_dir
 
 EXIT_OK, EXIT_FAILED, EXIT_UNJUDGED = 0, 1, 2
@@ -76,9 +76,7 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
             console.print(f"[yellow]not judged:[/] {escape(v.run_id)}: {escape(problem)}", highlight=False,
                           soft_wrap=True)
         if v.ok is False:
-            broken = ", ".join(f"{name} {e['observed']} (expected {e['expected']})"
-                               for name, e in v.results.get("expect", {}).items() if e["held"] is False)
-            console.print(f"[red]failed:[/] {escape(v.run_id)}: {escape(broken)}  report: "
+            console.print(f"[red]failed:[/] {escape(v.run_id)}: {escape(broken_expectations(v))}  report: "
                           f"{escape(str(v.run_dir / 'report.html'))}", highlight=False, soft_wrap=True)
     if summary_dir is None or not (summary_dir / "summary.parquet").exists():
         return  # none was written: the judgment failed, and every run says why above

@@ -84,3 +84,10 @@ def _final_logs_missing(run_dir: Path) -> str | None:
         return (f"{final / 'logs.jsonl'} is missing: the run stopped after recording its replicas and before "
                 f"their logs, so what survived cannot be told")
     return None
+
+
+def broken_expectations(verdict: RunVerdict) -> str:
+    """`lost_writes 0 (expected >0), ...`, or why the run was not judged."""
+    broken = ", ".join(f"{name} {e['observed']} (expected {e['expected']})"
+                       for name, e in verdict.results.get("expect", {}).items() if e["held"] is False)
+    return broken or "; ".join(verdict.results.get("problems", []))

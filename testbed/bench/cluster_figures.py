@@ -17,7 +17,8 @@ from testbed.clients.stats import StatsInbox
 from testbed.supervisor.cluster import Cluster
 from testbed.supervisor.netns import NetnsNetwork
 from testbed.supervisor.processes import Registry
-from testbed.topology import Topology, parse_topology
+from testbed.config.parser import parse_topology
+from testbed.config.topology_spec import Topology
 
 RECORD_BYTES = 100
 #: The partition whose leader the failover figures take down.

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from testbed.sim.run import run_seed
-from testbed.topology import load_topology
+from testbed.config.loader import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "topologies" / "quickstart.yaml"

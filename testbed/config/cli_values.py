@@ -7,6 +7,7 @@ import argparse
 import math
 import os
 import re
+import shlex
 import socket
 from pathlib import Path
 
@@ -46,6 +47,14 @@ def range_problem(flag: str, value: int | float | None, low: float, high: float)
     if value is None or low <= value <= high:
         return None
     return f"{flag} {value}: expected a number from {low:g} to {high:,g}"
+
+
+def runs_dir_flag(runs_dir: Path | None) -> str:
+    """` --runs-dir D` for a command printed to run again (a replay) into `runs_dir`; nothing
+    for the default `runs/`."""
+    if runs_dir is None or runs_dir.resolve() == Path("runs").resolve():
+        return ""
+    return f" --runs-dir {shlex.quote(str(runs_dir))}"
 
 
 def unusable_dir(path: Path, flag: str) -> str | None:

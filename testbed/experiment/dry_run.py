@@ -10,7 +10,8 @@ import yaml
 from faults.schedule import build_schedule, format_schedule
 from testbed.config.references import initial_replicas
 from testbed.config.specs import DEFAULT_EXPECT
-from testbed.topology import Topology, never_firing
+from testbed.config.nemesis_section import never_firing
+from testbed.config.topology_spec import Topology
 
 
 def describe(t: Topology, time_scale: float = 1.0) -> str:

@@ -14,7 +14,7 @@ from broker.storage.layout import partition_dirs
 from broker.storage.log import read_partition_dir
 from testbed.supervisor.admin import ClusterAdmin
 from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.topology import Topology
+from testbed.config.topology_spec import Topology
 
 
 def partitions_now(status: ClusterStatus, topology: Topology) -> list[tuple[str, int]]:

@@ -30,7 +30,9 @@ from testbed.supervisor.cluster import Cluster, ClusterError
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.netns import refusal as netns_refusal
 from testbed.supervisor.run_dir import new_run_id
-from testbed.topology import Topology, never_firing, not_yet_acted_on
+from testbed.config.features import not_yet_acted_on
+from testbed.config.nemesis_section import never_firing
+from testbed.config.topology_spec import Topology
 
 #: Topology features this build acts on (the rest are reported as not yet acted on).
 SUPPORTED: frozenset[str] = frozenset({

@@ -21,7 +21,7 @@ def main(argv: list[str]) -> int:
     from rich.console import Console
 
     from testbed.experiment.runner import run_cluster
-    from testbed.topology import load_topology
+    from testbed.config.loader import load_topology
     outcome = run_cluster(load_topology(cell), runs_dir=runs_dir, time_scale=time_scale,
                           console=Console(force_terminal=False, width=120), run_dir=run_dir)
     return 0 if outcome.counts is not None else 1

@@ -11,7 +11,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from testbed.analysis.session import get_spark
 from testbed.matrix.results import CellResult, check_count
-from testbed.topology import CHECK_NAMES
+from testbed.config.specs import CHECK_NAMES
 
 _COLUMNS = StructType([StructField(name, StringType()) for name in ("cell", "setting", "faults", "status", "report")]
                       + [StructField("seed", LongType()), StructField("attempts", IntegerType())]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from testbed.analysis.cli import EXIT_FAILED, EXIT_OK, EXIT_UNJUDGED
-from testbed.analysis.verdict import RunVerdict
+from testbed.analysis.verdict import RunVerdict, broken_expectations
 from testbed.matrix.cells import Cell
 
 
@@ -35,13 +35,6 @@ def check_count(verdict: RunVerdict, check: str) -> int | None:
     """The count a check found in a judged cell (None when the cell was not judged)."""
     entry = verdict.results.get("checks", {}).get(check)
     return None if entry is None else int(entry["count"])
-
-
-def broken_expectations(verdict: RunVerdict) -> str:
-    """`lost_writes 0 (expected >0), ...`, or why the cell was not judged."""
-    broken = ", ".join(f"{name} {e['observed']} (expected {e['expected']})"
-                       for name, e in verdict.results.get("expect", {}).items() if e["held"] is False)
-    return broken or "; ".join(verdict.results.get("problems", []))
 
 
 def matrix_exit_code(results: list[CellResult], keep_going: bool = False) -> int:

@@ -31,6 +31,7 @@ from testbed.analysis.pipeline import analyze_runs
 from testbed.analysis.verdict import RunVerdict
 from testbed.matrix.cells import Cell
 from testbed.matrix.page import write_cells
+from testbed.config.cli_values import runs_dir_flag
 from testbed.matrix.results import CellResult, broken_expectations, check_count, matrix_exit_code
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -170,12 +171,9 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
                           + (f"  report: {escape(str(report))}" if report.is_file() else ""),
                           highlight=False, soft_wrap=True)
             if source is not None and status != "flaky":
-                runs_dir = matrix_dir.parent
-                where = "" if runs_dir.resolve() == Path("runs").resolve() else \
-                    f" --runs-dir {shlex.quote(str(runs_dir))}"
                 console.print(f"  replay: python run.py matrix {shlex.quote(str(source))} --only "
-                              f"{shlex.quote(r.cell.id)}{where}", style="dim", markup=False, highlight=False,
-                              soft_wrap=True)
+                              f"{shlex.quote(r.cell.id)}{runs_dir_flag(matrix_dir.parent)}", style="dim",
+                              markup=False, highlight=False, soft_wrap=True)
     passed = sum(1 for r in results if r.status == "passed")
     console.print(f"{passed} of {len(results)} cells met their expectations; run directories: {matrix_dir}")
 

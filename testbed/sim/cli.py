@@ -41,8 +41,11 @@ from testbed.config.scalars import MAX_SEED
 from testbed.matrix.results import broken_expectations, check_count
 from testbed.sim import scope
 from testbed.sim.worker import PARENT_ENV, seed_dir
-from testbed.config.cli_values import int_arg, path_arg, spark_master_problem, unusable_dir
-from testbed.topology import Topology, TopologyError, load_topology, never_firing, parse_topology
+from testbed.config.cli_values import int_arg, path_arg, runs_dir_flag, spark_master_problem, unusable_dir
+from testbed.config.loader import load_topology
+from testbed.config.nemesis_section import never_firing
+from testbed.config.parser import TopologyError, parse_topology
+from testbed.config.topology_spec import Topology
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the sim's own files (the topologies the workers read, their logs): hidden from `find_runs`
@@ -154,9 +157,7 @@ def _new_sim_dir(runs_dir: Path, name: str) -> Path:
 def replay_command(source: Path, seed: int, runs_dir: Path | None = None) -> str:
     """The command that runs one seed again, into the sweep's own `--runs-dir` (the default
     `runs/` is left unsaid)."""
-    where = "" if runs_dir is None or runs_dir.resolve() == Path("runs").resolve() else \
-        f" --runs-dir {shlex.quote(str(runs_dir))}"
-    return f"python run.py sim {shlex.quote(str(source))} --seed {seed} --keep{where}"
+    return f"python run.py sim {shlex.quote(str(source))} --seed {seed} --keep{runs_dir_flag(runs_dir)}"
 
 
 def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: bool = False,

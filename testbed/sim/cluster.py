@@ -34,7 +34,8 @@ from testbed.supervisor.client_configs import build_client_configs
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.node_configs import build_node_configs
 from testbed.supervisor.run_dir import RunDir
-from testbed.topology import NodeSpec, Topology
+from testbed.config.specs import NodeSpec
+from testbed.config.topology_spec import Topology
 
 #: how often a wait asks its condition again, as the supervisor polls its nodes
 POLL = 0.05

@@ -22,7 +22,7 @@ from testbed.sim.cluster import SimCluster
 from testbed.sim.scratch import place_data, release_data
 from testbed.supervisor.admin import ClusterError
 from testbed.supervisor.run_dir import RunDir
-from testbed.topology import Topology
+from testbed.config.topology_spec import Topology
 
 #: waits after the workload, in virtual seconds (a run of processes scales them by --time-scale)
 STOP_CLIENTS = 5.0

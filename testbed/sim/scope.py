@@ -8,7 +8,7 @@ since on virtual time they change no outcome.
 """
 from __future__ import annotations
 
-from testbed.topology import Topology
+from testbed.config.topology_spec import Topology
 
 
 def refused(t: Topology) -> list[str]:

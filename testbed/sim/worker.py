@@ -21,7 +21,7 @@ import yaml
 from broker.common.lifetime import die_with_parent
 from testbed.sim.run import run_seed
 from testbed.sim.scratch import reap_orphans, remove_mine
-from testbed.topology import parse_topology
+from testbed.config.parser import parse_topology
 
 #: the pid of the `run.py sim` that started the worker, which it dies with
 PARENT_ENV = "ISRLAB_SIM_PID"

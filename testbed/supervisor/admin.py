@@ -40,7 +40,8 @@ from faults.targets import ClusterView
 from testbed.config import scalars
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.run_dir import RunDir
-from testbed.topology import NodeSpec, Topology
+from testbed.config.specs import NodeSpec
+from testbed.config.topology_spec import Topology
 
 
 class ClusterError(RuntimeError):

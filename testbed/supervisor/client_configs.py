@@ -10,7 +10,7 @@ from testbed.clients.client_config import (
     ConsumerSettings,
     ProducerSettings,
 )
-from testbed.topology import Topology
+from testbed.config.topology_spec import Topology
 
 #: a client's request timeout, its first retry backoff and a consumer's long-poll wait,
 #: before --time-scale

@@ -46,7 +46,9 @@ from testbed.supervisor.node_configs import build_node_configs
 from testbed.supervisor.process_metrics import MetricsSampler
 from testbed.supervisor.processes import Registry, kill_tree, reap_leftovers, spawn
 from testbed.supervisor.run_dir import RunDir, new_run_id
-from testbed.topology import NodeSpec, Topology, load_topology
+from testbed.config.loader import load_topology
+from testbed.config.specs import NodeSpec
+from testbed.config.topology_spec import Topology
 
 __all__ = ["Cluster", "ClusterError", "RebalanceInProgress"]
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from broker.wire.linkfilter import LinkRule
 from faults import kernel_rules
-from testbed.topology import Topology
+from testbed.config.topology_spec import Topology
 
 #: the run's own subnet, inside its namespaces only
 SUBNET_PREFIX = "10.200"

@@ -11,7 +11,8 @@ from broker.noderuntime.config import NodeConfig, StorageSettings
 from broker.protocol.settings import Timeouts
 from testbed.supervisor.netns import NetnsNetwork
 from testbed.supervisor.run_dir import RunDir
-from testbed.topology import NodeSpec, Timing, Topology
+from testbed.config.specs import NodeSpec, Timing
+from testbed.config.topology_spec import Topology
 
 
 def node_timeouts(timing: Timing) -> Timeouts:
