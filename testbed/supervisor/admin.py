@@ -244,7 +244,7 @@ class ClusterAdmin:
                         on_plan: Callable[[dict], None] | None = None) -> RebalanceInProgress:
         """The first half of `rebalance`: plan, hand the plan to `on_plan`, start every move;
         the cluster serves (and faults may strike) while the moves run."""
-        status = self.status()
+        status = self._controller_status("plan the rebalance")
         # each partition as it will be: a reassignment in progress (a remove-broker's, waiting
         # while this one fires) counts by its target, not by its old and new replicas together
         current = {(p.topic, p.partition): p.target_replicas for p in status.partitions()}
@@ -266,8 +266,10 @@ class ClusterAdmin:
     def complete_rebalance(self, r: RebalanceInProgress, timeout: float | None = None) -> dict:
         """The second half: wait until every started move has completed, then elect the new
         preferred leaders."""
-        self.wait_until(lambda s: all(s.partition(*p).replicas == t for p, t in r.moving.items()),
-                        timeout=timeout if timeout is not None else self.scaled(60),
+        def moved(s: ClusterStatus) -> bool:  # a partition deleted meanwhile has nothing left to move
+            now = {(p.topic, p.partition): p.replicas for p in s.partitions()}
+            return s.controller is not None and all(now.get(p, t) == t for p, t in r.moving.items())
+        self.wait_until(moved, timeout=timeout if timeout is not None else self.scaled(60),
                         what=f"the rebalance's {len(r.moving)} reassignments completed")
         elected = self.elect_preferred() if r.leaders_changed or r.moving else {"elected": [], "refused": {}}
         return r.plan | {"refused": r.refused, "elected": elected["elected"]}
@@ -303,7 +305,7 @@ class ClusterAdmin:
             return {"error": f"delete-topic {name}: {error}"}
         done = {"deleted": name, "partitions": before}  # committed: its data is gone, whatever follows
         try:
-            self.wait_until(lambda s: not any(p.topic == name for p in s.partitions())
+            self.wait_until(lambda s: s.controller is not None and not any(p.topic == name for p in s.partitions())
                             and not any(r.topic == name for r in s.replicas()),
                             timeout=timeout if timeout is not None else self.scaled(15),
                             what=f"topic {name} gone from the controller and every broker")
@@ -325,7 +327,14 @@ class ClusterAdmin:
         return {"topic": name, "partitions": list(range(current, current + count))}
 
     def _partitions_of(self, topic: str) -> list[PartitionMetadata]:
-        return [p for p in self.status().partitions() if p.topic == topic]
+        return [p for p in self._controller_status(f"read topic {topic}").partitions() if p.topic == topic]
+
+    def _controller_status(self, why: str) -> ClusterStatus:
+        """The status once a controller is active: with none (killed, paused, cut off, or
+        electing), the status holds no partitions, and a plan or a count made from it would
+        act on an empty cluster (a remove-broker moving nothing before its broker leaves)."""
+        return self.wait_until(lambda s: s.controller is not None, timeout=self.scaled(10),
+                               what=f"an active controller to {why}")
 
     def _wait_led(self, topic: str, count: int, timeout: float | None) -> None:
         def led(s: ClusterStatus) -> bool:

@@ -83,6 +83,51 @@ def test_an_add_broker_inside_a_remove_brokers_wait_plans_around_it(tmp_path: Pa
     assert 6.0 <= (resume["time_ns"] - t0) / 1e9 < 6.1
 
 
+NO_CONTROLLER = {
+    "name": "no-ctl", "seed": 1, "duration": "10s",
+    "cluster": {"controllers": 1, "brokers": {"count": 4, "racks": ["a", "b"]}},
+    "topics": [{"name": "orders", "partitions": 4, "replication_factor": 3, "min_insync_replicas": 2}],
+    "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "100/s", "batch": 5}]},
+}
+
+
+def _removed(faults: list[dict], tmp_path: Path) -> tuple[dict, list[dict]]:
+    run = tmp_path / "run"
+    outcome = run_seed(parse_topology({**NO_CONTROLLER, "faults": faults}, "no-ctl"), run)
+    assert outcome.error is None and outcome.converged
+    lines = read_jsonl(run / "faults.jsonl")
+    [removed] = [r["effect"] for r in lines if r["do"] == "remove-broker" and r["phase"] == "end"]
+    return removed, lines
+
+
+def test_r39_a_controller_killed_while_a_remove_brokers_moves_wait_is_waited_for(tmp_path: Path) -> None:
+    """R39 (found by a tester, on processes): the active controller killed while a
+    remove-broker's moves waited (their new replica, broker 4, down) left the status without
+    partitions, and the wait's look at `orders/0` raised KeyError: the run died with a
+    traceback. A look with no active controller is now "not yet"; the moves complete once
+    the controller and broker 4 are back."""
+    removed, _ = _removed([{"at": "1s", "do": "kill", "target": "broker:4"},
+                           {"at": "2s", "do": "remove-broker", "target": "broker:1"},
+                           {"at": "2500ms", "do": "kill", "target": "controller:1"},
+                           {"at": "3s", "do": "restart", "target": "broker:4"},
+                           {"at": "4s", "do": "restart", "target": "controller:1"}], tmp_path)
+    assert "error" not in removed and removed["rebalance"]["replicas_moved"] == 3
+    assert removed["rebalance"]["shutdown"] and removed["rebalance"]["unregistered"]
+
+
+def test_r39_a_remove_broker_with_no_active_controller_waits_for_one_to_plan(tmp_path: Path) -> None:
+    """R39: a remove-broker that fired while no controller was active planned from a status
+    without partitions: it moved nothing, then shut its broker down with every replica it
+    held (the cluster never converged). It now waits for an active controller (the restart
+    due at 3 s fires inside that wait) and moves broker 1's three replicas first."""
+    removed, lines = _removed([{"at": "1s", "do": "kill", "target": "controller:1"},
+                               {"at": "2s", "do": "remove-broker", "target": "broker:1"},
+                               {"at": "3s", "do": "restart", "target": "controller:1"}], tmp_path)
+    [plan] = [r["params"]["plan"] for r in lines if r["do"] == "rebalance" and r["phase"] == "start"]
+    assert len(plan["target"]) == 4 and all(1 not in replicas for replicas in plan["target"].values())
+    assert removed["rebalance"]["replicas_moved"] == 3 and removed["rebalance"]["unregistered"]
+
+
 def test_a_fault_line_names_what_an_admin_fault_acted_on_and_an_empty_undo_is_not_shown() -> None:
     add = {"do": "add-partitions", "target": None, "resolved": [], "params": {"topic": "orders", "count": 2},
            "effect": {"topic": "orders", "partitions": [4, 5]}}
