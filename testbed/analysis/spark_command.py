@@ -50,8 +50,9 @@ def main(argv: list[str]) -> int:
         print("no Spark server is up")
         return 1
     if not spark_server.answering(info):
-        print(f"the Spark server recorded at {info.url} (pid {info.pid}) is gone or does not answer; "
-              f"`python run.py spark up` starts a new one")
+        state = "runs but does not answer (starting, stopped or hung)" if spark_server.running(info) else "is gone"
+        print(f"the Spark server recorded at {info.url} (pid {info.pid}) {state}; "
+              f"`python run.py spark down` stops what is left of it, `python run.py spark up` starts a new one")
         return 1
     print(f"Spark Connect server up: {info.url} (pid {info.pid}, {info.master}, "
           f"up {time.time() - info.started:.0f} s, log {info.log})")

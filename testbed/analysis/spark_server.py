@@ -10,13 +10,16 @@ Its state lives in `ISRLAB_SPARK_SERVER_FILE` (default `/tmp/isrlab-<uid>/spark-
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
 import socket
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import psutil
@@ -49,21 +52,48 @@ def state_file() -> Path:
 
 
 def recorded() -> ServerInfo | None:
-    """The server `up` recorded, whether or not it still runs."""
+    """The server `up` recorded, whether or not it still runs; None for no record, or for one
+    that is not a record `up` writes (not JSON, a field missing or of another type)."""
     try:
-        return ServerInfo(**json.loads(state_file().read_text()))
+        data = json.loads(state_file().read_text())
+        info = ServerInfo(**data)
     except (OSError, ValueError, TypeError):
         return None
+    types = {f.name: f.type for f in fields(ServerInfo)}
+    for name, kind in types.items():
+        value = getattr(info, name)
+        wanted = {"int": int, "str": str, "float": (int, float)}[kind]
+        if isinstance(value, bool) or not isinstance(value, wanted):
+            return None
+    return info if 0 < info.port < 65536 else None
+
+
+@contextmanager
+def _exclusive() -> Iterator[Path]:
+    """The record's directory made, and `up` and `down` one at a time: two `up` at once
+    started two servers, of which the record named one."""
+    path = state_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_suffix(".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield path
+
+
+def _record(path: Path, info: ServerInfo) -> None:
+    """Written whole or not at all: a reader never sees half a record."""
+    part = path.with_name(f".{path.name}.{os.getpid()}")
+    part.write_text(json.dumps(asdict(info)))
+    os.replace(part, path)
 
 
 def answering(info: ServerInfo, timeout: float = 2.0) -> bool:
     """Its process lives and its gRPC port answers an HTTP/2 greeting within `timeout`. The
     kernel accepts a connection for a server that is stopped (SIGSTOP) or hung, which then
     answers nothing: a connection alone let `analyze` wait on such a server for ever."""
-    return _alive(info) and http2_answers("127.0.0.1", info.port, timeout)
+    return running(info) and http2_answers("127.0.0.1", info.port, timeout)
 
 
-def _alive(info: ServerInfo) -> bool:
+def running(info: ServerInfo) -> bool:
     """The recorded process runs and is a Spark Connect server: a record whose pid the
     system gave to another process since (or a pid of 0, which `killpg` reads as our own
     group) names nothing to stop; `down` sent SIGTERM to whatever held the number."""
@@ -76,61 +106,69 @@ def _alive(info: ServerInfo) -> bool:
 
 
 def up(master: str = "local[*]") -> tuple[ServerInfo, bool]:
-    """Start a server unless one is up; returns it and whether this call started it."""
-    info = recorded()
-    if info is not None and answering(info):
-        return info, False
-    if info is not None:
-        _stop(info)  # recorded but not answering: whatever is left of it goes
-    path = state_file()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    log = path.with_suffix(".log")
-    port = _free_port()
-    import pyspark
-    submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
-    scratch = jvm_scratch.make()
-    confs = [*SETTINGS, *jvm_scratch.settings(scratch), ("spark.connect.grpc.binding.address", "127.0.0.1"),
-             ("spark.connect.grpc.binding.port", str(port))]
-    cmd = ["bash", str(submit), "--class", SERVER_CLASS, "--name", "isrlab Spark Connect server",
-           "--master", master, "--driver-java-options", jvm_scratch.java_options(scratch),
-           *[arg for k, v in confs for arg in ("--conf", f"{k}={v}")]]
-    env = {**os.environ, "SPARK_CONF_DIR": USER_CONF_DIR or str(SPARK_CONF_DIR),
-           "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_CONNECT_MODE": "0"}
-    with open(log, "w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                start_new_session=True)
-    jvm_scratch.own(scratch, proc.pid)  # spark-submit execs the JVM: one process, one start time
-    info = ServerInfo(proc.pid, port, master, str(log), time.time())
-    deadline = time.monotonic() + START_TIMEOUT
-    while not answering(info):
-        if proc.poll() is not None or time.monotonic() > deadline:
+    """Start a server unless one is up; returns it and whether this call started it. The
+    server is on record from its start, so that `down` finds one whose `up` was killed while
+    it started; an `up` interrupted otherwise stops it on the way out."""
+    with _exclusive() as path:
+        info = recorded()
+        if info is not None and answering(info):
+            return info, False
+        if info is not None:
+            _stop(info)  # recorded but not answering: whatever is left of it goes
+        log = path.with_suffix(".log")
+        port = _free_port()
+        import pyspark
+        submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
+        scratch = jvm_scratch.make()
+        confs = [*SETTINGS, *jvm_scratch.settings(scratch), ("spark.connect.grpc.binding.address", "127.0.0.1"),
+                 ("spark.connect.grpc.binding.port", str(port))]
+        cmd = ["bash", str(submit), "--class", SERVER_CLASS, "--name", "isrlab Spark Connect server",
+               "--master", master, "--driver-java-options", jvm_scratch.java_options(scratch),
+               *[arg for k, v in confs for arg in ("--conf", f"{k}={v}")]]
+        env = {**os.environ, "SPARK_CONF_DIR": USER_CONF_DIR or str(SPARK_CONF_DIR),
+               "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_CONNECT_MODE": "0"}
+        with open(log, "w") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                    start_new_session=True)
+        jvm_scratch.own(scratch, proc.pid)  # spark-submit execs the JVM: one process, one start time
+        info = ServerInfo(proc.pid, port, master, str(log), time.time())
+        _record(path, info)
+        try:
+            deadline = time.monotonic() + START_TIMEOUT
+            while not answering(info):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the Spark Connect server did not start (see {log})")
+                time.sleep(0.2)  # polling a port that opens once the JVM is up
+        except BaseException:  # a failed start, Ctrl-C or SIGTERM: no server outlives an `up` that did not end
             _stop(info)
-            raise RuntimeError(f"the Spark Connect server did not start (see {log})")
-        time.sleep(0.2)  # polling a port that opens once the JVM is up
-    path.write_text(json.dumps(asdict(info)))
-    return info, True
+            path.unlink(missing_ok=True)
+            raise
+        return info, True
 
 
 def down() -> tuple[ServerInfo, bool] | None:
     """Stop the recorded server (its whole process group); returns it and whether it was still
-    running (a killed server leaves only its record), None when there was none."""
-    info = recorded()
-    if info is None:
-        return None
-    running = _alive(info)
-    if running:
-        _stop(info)
-    else:
-        jvm_scratch.sweep()  # what a killed server left
-    state_file().unlink(missing_ok=True)
-    return info, running
+    running (a killed server leaves only its record), None when there was none (a record
+    that is not one `up` writes is removed)."""
+    with _exclusive() as path:
+        info = recorded()
+        if info is None:
+            path.unlink(missing_ok=True)
+            return None
+        alive = running(info)
+        if alive:
+            _stop(info)
+        else:
+            jvm_scratch.sweep()  # what a killed server left
+        path.unlink(missing_ok=True)
+        return info, alive
 
 
 def _stop(info: ServerInfo) -> None:
     """SIGTERM to the server's process group, SIGKILL if it has not exited 15 s later; then
     its scratch directory goes (a killed JVM leaves its temporary files)."""
     for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 5.0)):
-        if not _alive(info):
+        if not running(info):
             break
         try:
             os.killpg(info.pid, sig)

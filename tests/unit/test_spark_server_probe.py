@@ -110,3 +110,49 @@ def test_spark_down_stops_no_process_but_the_server(pid: object, tmp_path: Path,
     finally:
         other.kill()
         other.wait()
+
+
+@pytest.mark.parametrize("record", ['{"pid": "123", "port": 4, "master": "local[*]", "log": "/x", "started": 0}',
+                                    '{"pid": 5, "port": 0, "master": "local[*]", "log": "/x", "started": 0}',
+                                    '{"pid": true, "port": 4, "master": "local[*]", "log": "/x", "started": 0}',
+                                    "[1, 2]", "garbage{"])
+def test_a_record_up_did_not_write_is_no_server_and_down_removes_it(record: str, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a tester: a pid written as a string made every command (analyze, spark
+    up/down/status) fail with a TypeError until the file was deleted by hand."""
+    state = tmp_path / "spark-server.json"
+    monkeypatch.setenv("ISRLAB_SPARK_SERVER_FILE", str(state))
+    state.write_text(record)
+    assert spark_server.recorded() is None
+    assert spark_server.down() is None and not state.exists()
+
+
+def test_an_up_interrupted_while_its_server_starts_leaves_no_server(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a tester: Ctrl-C (or SIGKILL) of `spark up` while the JVM started left a
+    server running that no record named, so `spark down` could not stop it. The server is on
+    record from its start (what `down` finds after a SIGKILL), and an interrupted `up`
+    stops it and removes the record."""
+    state = tmp_path / "spark-server.json"
+    monkeypatch.setenv("ISRLAB_SPARK_SERVER_FILE", str(state))
+    started: list[subprocess.Popen] = []
+    real = subprocess.Popen
+
+    def popen(cmd: list[str], **kwargs: object) -> subprocess.Popen:  # the JVM, as a process that holds its class
+        started.append(real([sys.executable, "-c", "import time; time.sleep(60)", *cmd], start_new_session=True))
+        return started[0]
+
+    def interrupted(info: ServerInfo, timeout: float = 2.0) -> bool:
+        assert spark_server.recorded() == info and spark_server.running(info), "not on record while it starts"
+        raise KeyboardInterrupt
+    monkeypatch.setattr(spark_server.subprocess, "Popen", popen)
+    monkeypatch.setattr(spark_server, "answering", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            spark_server.up()
+        started[0].wait(timeout=10)
+        assert not state.exists()
+    finally:
+        for proc in started:
+            proc.kill()
+            proc.wait()
