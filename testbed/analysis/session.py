@@ -35,6 +35,8 @@ CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
 APP_NAME = "isrlab-analysis"
 #: how long a stopped JVM may take to exit before it is killed (s)
 JVM_EXIT_WAIT = 10.0
+#: how long the sessions may take to stop before their JVM is killed under them (s)
+SESSION_STOP_WAIT = 10.0
 
 _session: RemoteSession | None = None  # the pipeline's session: a Spark Connect client
 _driver: SparkSession | None = None  # the classic session of this process's own JVM, if it has one
@@ -286,11 +288,31 @@ def renice(pid: int, nice: int) -> None:
             pass  # a thread that ended, or no right to raise a priority
 
 
+def _stop_sessions(sessions: list, driver: SparkSession | None, gone: bool) -> bool:
+    """Stop each session, in a thread of its own that may take `SESSION_STOP_WAIT`; whether
+    they all stopped in that time."""
+    def stop_all() -> None:
+        for each in sessions:
+            if gone and each is not driver:  # its release would be retried against a gone server,
+                each.client.close()  # and so would the clean-up at the process's exit of an unclosed client
+                continue
+            try:
+                each.stop()
+            except (Py4JError, ConnectionError, PySparkException):
+                pass  # the JVM died with the failure: there is nothing left to stop
+    stopping = threading.Thread(target=stop_all, name="isrlab-stop-sessions", daemon=True)
+    stopping.start()
+    stopping.join(SESSION_STOP_WAIT)
+    return not stopping.is_alive()
+
+
 def stop_spark() -> None:
     """Stop the session and its JVM, so that no process outlives the caller, nor its
     temporary files. After a failure the JVM may be gone already: the session is forgotten
     all the same, so the next `get_spark` starts a new one (a new JVM: PySpark would keep
-    talking to the exited one)."""
+    talking to the exited one). A JVM that does not answer (stopped by SIGSTOP, or hung) is
+    killed once its sessions have had `SESSION_STOP_WAIT` to stop: py4j waits for an answer
+    without a timeout, and a command that had printed its verdict never exited."""
     global _session, _driver, _master, _url, _scratch
     with _lock:
         session, driver, url = _session, _driver, _url
@@ -301,24 +323,15 @@ def stop_spark() -> None:
         others = _others[:]
         _others.clear()
         gone = driver is None and url is not None and not connect_server_accepts(url)  # a server that died mid-judgment
-        for each in (*others, session, driver):
-            if each is None:
-                continue
-            if gone and each is not driver:  # its release would be retried against a gone server,
-                each.client.close()  # and so would the clean-up at the process's exit of an unclosed client
-                continue
-            try:
-                each.stop()
-            except (Py4JError, ConnectionError, PySparkException):
-                pass  # the JVM died with the failure: there is nothing left to stop
+        stopped = _stop_sessions([each for each in (*others, session, driver) if each is not None], driver, gone)
         proc = getattr(SparkContext._gateway, "proc", None) if driver is not None else None
-        if _archive is not None and proc is not None and proc.poll() is None:
+        if stopped and _archive is not None and proc is not None and proc.poll() is None:
             _archive.save(proc.pid)
         if proc is not None:  # waited for, so that it is gone when the caller says so
             if proc.stdin is not None:
                 proc.stdin.close()  # Spark's gateway exits at the end of its standard input
             try:
-                proc.wait(timeout=JVM_EXIT_WAIT)
+                proc.wait(timeout=JVM_EXIT_WAIT if stopped else 0)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()

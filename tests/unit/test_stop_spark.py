@@ -69,3 +69,27 @@ def test_a_killed_process_leaves_no_temporary_files_of_its_jvm() -> None:
     while scratch.exists() and time.monotonic() < deadline:
         time.sleep(0.1)  # the JVM's exit after its standard input closed
     assert not scratch.exists()
+
+
+STOPPED = """
+import os, signal, time
+from pyspark import SparkContext
+from testbed.analysis import session
+session.SESSION_STOP_WAIT = 2.0
+session.get_spark().range(3).count()
+proc = SparkContext._gateway.proc
+os.kill(proc.pid, signal.SIGSTOP)
+start = time.monotonic()
+session.stop_spark()
+print(proc.returncode, round(time.monotonic() - start), flush=True)
+"""
+
+
+def test_a_stopped_jvm_is_killed_and_the_command_exits() -> None:
+    """Found by a tester: with the JVM stopped (SIGSTOP), `analyze` printed its verdict and
+    then never exited, its session's stop waiting on the JVM's answer (py4j has no timeout).
+    The JVM is killed once the sessions have had `SESSION_STOP_WAIT`, and the process exits."""
+    done = subprocess.run([sys.executable, "-c", STOPPED], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    code, seconds = done.stdout.strip().splitlines()[-1].split()
+    assert code == "-9" and int(seconds) < 10, done.stdout
