@@ -36,6 +36,7 @@ class ClusterControl(Protocol):
 
     stopped: set[str]
     paused: set[str]
+    removed: set[str]  # brokers a remove-broker took out (R39)
     #: called at every look of the cluster's waits (`FaultInjector.while_waiting`)
     while_waiting: Callable[[], None] | None
 
@@ -188,6 +189,9 @@ class FaultInjector:
     def _apply(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:
         c = self.cluster
         do = f.do
+        # R39: a removed broker never runs again, whichever fault names it (the undo of a kill
+        # that struck it before its removal restarted it, and it registered anew)
+        nodes = [n for n in nodes if n not in c.removed]
         up = [n for n in nodes if n not in c.stopped]
         if do == "kill":
             return {"killed": {n: c.kill(n) for n in up}}

@@ -152,6 +152,7 @@ class SimCluster(ClusterAdmin):
             answer = ask()
             if not again(answer) or self.loop.now >= deadline:
                 return answer
+            self._meanwhile()  # the faults due while it waits fire, as on processes
             self.loop.run_until(min(deadline, self.loop.now + POLL))
 
     def _request_node(self, node: str, request: object, timeout: float) -> object | None:

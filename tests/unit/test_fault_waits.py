@@ -128,6 +128,48 @@ def test_r39_a_remove_broker_with_no_active_controller_waits_for_one_to_plan(tmp
     assert removed["rebalance"]["replicas_moved"] == 3 and removed["rebalance"]["unregistered"]
 
 
+def test_r39_a_removed_broker_is_not_restarted_by_the_undo_of_a_kill_before_its_removal(tmp_path: Path) -> None:
+    """R39 (found by a tester): the nemesis killed broker 1, a remove-broker took it out while
+    it was down, and the kill's own undo restarted it: it registered anew, the partitions
+    added later were placed on it, and the supervisor, which counted it removed, waited out
+    their leadership (add-partitions timed out, the run did not converge)."""
+    topology = {**NO_CONTROLLER, "seed": 0,
+                "faults": [{"nemesis": {"from": "2s", "until": "5s", "every": "3s..3s", "do": ["kill"],
+                                        "target": ["broker:1"], "max_down": 1}},
+                           {"at": "2.1s", "do": "remove-broker", "target": "broker:1"},
+                           {"at": "6s", "do": "add-partitions", "topic": "orders", "count": 4}]}
+    run = tmp_path / "run"
+    outcome = run_seed(parse_topology(topology, "no-ctl"), run)
+    assert outcome.error is None and outcome.converged
+    ends = {(r["origin"], r["do"]): r["effect"] for r in read_jsonl(run / "faults.jsonl") if r["phase"] == "end"}
+    assert ends[("nemesis[0]#0", "kill")] == {"killed": {"broker-1": 1}}
+    assert ends[("nemesis[0]#0.undo", "restart")] == {"restarted": {}}
+    assert ends[("faults[2]", "add-partitions")] == {"topic": "orders", "partitions": [4, 5, 6, 7]}
+    registered = [e for e in read_jsonl(run / "events.jsonl") if e["kind"] == "broker-registered" and e["node"] == "broker-1"]
+    assert len(registered) == 1, "broker 1 registered again after its removal"
+
+
+def test_an_admin_request_asked_again_on_virtual_time_lets_due_faults_fire(tmp_path: Path) -> None:
+    """Found by a tester: in the simulation, an elect-preferred asked again while no
+    controller was active (two of three paused) held the schedule back: the resume due at
+    3.5 s fired at 12.65 s, after the workload, where on processes it fires from inside the
+    wait (`retry_while` now lets due faults fire between its asks, as the process cluster's)."""
+    topology = {"name": "asked-again", "seed": 0, "duration": "8s",
+                "cluster": {"controllers": 3, "brokers": {"count": 3, "racks": ["a", "b", "c"]}},
+                "topics": [{"name": "orders", "partitions": 3, "replication_factor": 3, "min_insync_replicas": 2}],
+                "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "100/s", "batch": 5}]},
+                "faults": [{"at": "2s", "do": "pause", "target": "controller:1"},
+                           {"at": "2s", "do": "pause", "target": "controller:2"},
+                           {"at": "2.5s", "do": "elect-preferred"}, {"at": "3.5s", "do": "resume"}]}
+    run = tmp_path / "run"
+    outcome = run_seed(parse_topology(topology, "asked-again"), run)
+    assert outcome.error is None and outcome.converged
+    t0 = json.loads((run / "summary.json").read_text())["workload_start_ns"]
+    at = {(r["do"], r["phase"]): (r["time_ns"] - t0) / 1e9 for r in read_jsonl(run / "faults.jsonl")}
+    assert 3.5 <= at[("resume", "start")] < 3.6
+    assert at[("elect-preferred", "end")] < 4.0
+
+
 def test_a_fault_line_names_what_an_admin_fault_acted_on_and_an_empty_undo_is_not_shown() -> None:
     add = {"do": "add-partitions", "target": None, "resolved": [], "params": {"topic": "orders", "count": 2},
            "effect": {"topic": "orders", "partitions": [4, 5]}}
