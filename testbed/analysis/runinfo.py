@@ -83,22 +83,73 @@ def workload_start(run_dir: Path) -> int | None:
 def topic_faults_done(run_dir: Path) -> list[tuple[str, dict]] | None:
     """(action, params) of the topic faults (R40) that took effect, from faults.jsonl's end
     lines in order: a fault that failed or never fired made no topic. None without the file
-    (the schedule then says what the run has)."""
+    (the schedule then says what the run has).
+
+    A fault whose end says it failed may have taken effect all the same: the controller's
+    answer was lost, or the wait for the brokers timed out, after the change was committed
+    (a tester's delete-topic "did not answer" while its topic was deleted, and the run was
+    taken for one that never converged). For those, the controller's own events decide
+    (`_committed`): the topic deleted, or partitions of it created, after the fault began."""
     try:
         text = (run_dir / "faults.jsonl").read_text(encoding="utf-8")
     except OSError:
         return None
-    done = []
+    done: list[tuple[str, dict, int | None]] = []  # with the start of a fault that says it failed
+    started: dict[object, int] = {}
     for line in text.splitlines():
         try:
             rec = json.loads(line)
         except ValueError:
             continue  # a torn last line: the supervisor was killed while writing it
-        if (isinstance(rec, dict) and rec.get("phase") == "end" and rec.get("do") in TOPIC_ACTIONS
-                and isinstance(rec.get("effect"), dict) and "error" not in rec["effect"]
-                and "skipped" not in rec["effect"] and isinstance(rec.get("params"), dict)):
-            done.append((rec["do"], rec["params"]))
-    return done
+        if not (isinstance(rec, dict) and rec.get("do") in TOPIC_ACTIONS and isinstance(rec.get("params"), dict)):
+            continue
+        if rec.get("phase") == "start" and isinstance(rec.get("time_ns"), int):
+            started[str(rec.get("origin"))] = rec["time_ns"]
+        effect = rec.get("effect")
+        if rec.get("phase") != "end" or not isinstance(effect, dict) or "skipped" in effect:
+            continue
+        failed_at = started.get(str(rec.get("origin")), -1) if "error" in effect else None
+        done.append((rec["do"], rec["params"], failed_at))
+    commits = _committed(run_dir) if any(at is not None for *_, at in done) else []
+    return [(do, params) for do, params, at in done
+            if at is None or any(t >= at and kind == _EVIDENCE[do] and topic == _topic_of(do, params)
+                                 for t, kind, topic in commits)]
+
+
+#: the controller's event that shows a topic fault took effect
+_EVIDENCE = {"create-topic": "create", "add-partitions": "create", "delete-topic": "delete"}
+
+
+def _topic_of(do: str, params: dict) -> object:
+    topic = params.get("topic")
+    return topic.get("name") if do == "create-topic" and isinstance(topic, dict) else topic
+
+
+def _committed(run_dir: Path) -> list[tuple[int, str, object]]:
+    """(time_ns, "create" or "delete", topic) of the commits that make or delete topics'
+    partitions, from events.jsonl (read only when a topic fault says it failed): the
+    controller's, or a broker's deletion of its replicas of a deleted topic (the controller
+    whose batch held the deletion may have lost its leadership before another committed it)."""
+    out: list[tuple[int, str, object]] = []
+    try:
+        with open(run_dir / "events.jsonl", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if '"topic-deleted"' not in line and not ('"partition-changed"' in line and '"create"' in line):
+                    continue
+                try:
+                    rec = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(rec, dict) or not isinstance(rec.get("time_ns"), int):
+                    continue
+                if rec.get("kind") == "topic-deleted" or (rec.get("kind") == "replica-deleted"
+                                                          and rec.get("reason") == "topic-deleted"):
+                    out.append((rec["time_ns"], "delete", rec.get("topic")))
+                elif rec.get("kind") == "partition-changed" and rec.get("reason") == "create":
+                    out.append((rec["time_ns"], "create", rec.get("topic")))
+    except OSError:
+        pass
+    return out
 
 
 @dataclass(frozen=True)

@@ -39,3 +39,33 @@ def test_r40_topic_changes_name_their_topic() -> None:
     assert [(r[1], r[2]) for r in rows] == [("create-topic", "later"), ("add-partitions", "orders"),
                                             ("delete-topic", "doomed")]
     assert "3 partitions" in rows[0][3] and "partitions 4, 5 added" in rows[1][3] and "2 partitions" in rows[2][3]
+
+
+def test_r40_a_topic_fault_that_says_it_failed_counts_when_the_controller_committed_it(tmp_path) -> None:
+    """Found by a tester: a delete-topic whose answer never came ("the controller did not
+    answer") was committed all the same; the analysis still expected the topic's replicas
+    at the end, and the run was taken for one that never converged. A failed topic fault now
+    counts when the controller's events show its change after the fault began; a refusal,
+    which commits nothing, still does not."""
+    from testbed.analysis.runinfo import topic_faults_done
+
+    def fault(origin: str, do: str, params: dict, at: int, effect: dict) -> str:
+        line = {"do": do, "target": None, "resolved": [], "params": params, "origin": origin}
+        return "".join(json.dumps({**line, "time_ns": t, "phase": phase, "effect": e}) + "\n"
+                       for t, phase, e in ((at, "start", {}), (at + 5, "end", effect)))
+    lost = {"error": "the controller did not answer"}
+    (tmp_path / "faults.jsonl").write_text(
+        fault("faults[0]", "delete-topic", {"topic": "scratch"}, 100, lost)
+        + fault("faults[1]", "add-partitions", {"topic": "orders", "count": 2}, 200, {"error": "timed out"})
+        + fault("faults[2]", "create-topic", {"topic": {"name": "inv", "partitions": 1}}, 300, lost)
+        + fault("faults[3]", "create-topic", {"topic": {"name": "orders", "partitions": 1}}, 400,
+                {"error": "create-topic orders: TOPIC_ALREADY_EXISTS"})
+        + fault("faults[4]", "add-partitions", {"topic": "pay", "count": 1}, 500, {"topic": "pay", "partitions": [3]}))
+    events = [{"kind": "partition-changed", "topic": "inv", "partition": 0, "reason": "create", "time_ns": 50},
+              {"kind": "replica-deleted", "topic": "scratch", "partition": 1, "reason": "topic-deleted", "time_ns": 102},
+              {"kind": "partition-changed", "topic": "orders", "partition": 4, "reason": "create", "time_ns": 204},
+              {"kind": "partition-changed", "topic": "orders", "partition": 0, "reason": "leader-change", "time_ns": 401}]
+    (tmp_path / "events.jsonl").write_text("".join(json.dumps({"node": "controller-1", **e}) + "\n" for e in events))
+    assert topic_faults_done(tmp_path) == [("delete-topic", {"topic": "scratch"}),
+                                           ("add-partitions", {"topic": "orders", "count": 2}),
+                                           ("add-partitions", {"topic": "pay", "count": 1})]
