@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import errno
 import sys
 import traceback
 from pathlib import Path
@@ -157,6 +158,10 @@ def cmd_sim(argv: list[str]) -> int:
     return sim_main(argv)
 
 
+#: What a full, read-only or failing disk raises: not isrlab's defect, so no traceback
+_MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
@@ -176,7 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # what the command started was stopped on the way out (its finally blocks)
         print("isrlab: interrupted; everything it started is stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception:  # noqa: BLE001 - a defect of isrlab's own: never exit 1, which says an expectation failed
+    except Exception as exc:  # noqa: BLE001 - a defect of isrlab's own: never exit 1, which says an expectation failed
+        pipeline = sys.modules.get("testbed.analysis.pipeline")  # loaded if anything was judged
+        if pipeline is not None and isinstance(exc, pipeline.SummaryError):  # a Spark failure after the verdicts
+            print(f"isrlab: {exc}", file=sys.stderr)
+            return EXIT_UNJUDGED
+        if isinstance(exc, OSError) and exc.errno in _MACHINE_ERRNOS:  # the machine's, not a defect
+            print(f"isrlab: {exc.strerror}: {exc.filename or ''}; the command stopped there (what it wrote "
+                  f"before stands), and everything it started is stopped", file=sys.stderr)
+            return EXIT_UNJUDGED
         traceback.print_exc()
         print("isrlab: an internal error stopped the command (the traceback above is a defect to report); "
               "nothing was judged, and everything it started is stopped", file=sys.stderr)

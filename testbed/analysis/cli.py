@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from testbed.analysis.ingest import IngestError, find_runs, hadoop_path
-from testbed.analysis.pipeline import analyze_runs, default_summary_dir
+from testbed.analysis.pipeline import SummaryError, analyze_runs, default_summary_dir
 from testbed.analysis.session import SparkUnreachable, get_spark, stop_spark
 from testbed.analysis.terminal import print_verdict, verdict_word
 from testbed.analysis.verdict import RunVerdict, broken_expectations
@@ -53,6 +53,10 @@ def main(argv: list[str]) -> int:
         return exit_code(verdicts)
     except (IngestError, SparkUnreachable) as exc:  # the second: a server gone since the check above
         console.print(f"[red]cannot analyze:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        return EXIT_UNJUDGED
+    except SummaryError as exc:
+        _print_tree(console, exc.verdicts, None)
+        console.print(f"[red]no summary:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
         return EXIT_UNJUDGED
     finally:
         stop_spark()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
@@ -183,11 +183,15 @@ def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str
     from every table in one action, and only their files (a table's rows of one run) are
     scanned again for their last line and line numbers."""
     specs = {spec.table: spec for spec in RECORD_FILES}
-    bad = reduce(DataFrame.unionByName, [
-        frame.where(F.col(_BAD)).select(F.lit(table).alias("table"), SEQ, CORRUPT, RUN_ID,
-                                        F.to_json(F.struct(*specs[table].schema.fieldNames())).alias("fields"))
-        for table, frame in frames.items()]).collect()
-    first: dict[tuple[str, str], Row] = {}
+    # the text as bytes: a line that is not UTF-8 comes back as it is, where a string column
+    # failed to decode on the client (an internal error instead of the line named)
+    bad = [{**row.asDict(), CORRUPT: _text(row[CORRUPT]), "fields": _text(row["fields"])}
+           for row in reduce(DataFrame.unionByName, [
+               frame.where(F.col(_BAD)).select(
+                   F.lit(table).alias("table"), SEQ, F.col(CORRUPT).cast("binary").alias(CORRUPT), RUN_ID,
+                   F.to_json(F.struct(*specs[table].schema.fieldNames())).cast("binary").alias("fields"))
+               for table, frame in frames.items()]).collect()]
+    first: dict[tuple[str, str], dict] = {}
     for table in sorted({row["table"] for row in bad}):
         rows = [row for row in bad if row["table"] == table]
         frame = frames[table]
@@ -210,6 +214,10 @@ def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str
         out.setdefault(run_id, f"{runs[run_id] / spec.path}: line {line}: {why}, so the file does not match the "
                                f"{spec.table} format of DESIGN section 7: {text[:300]}")
     return out
+
+
+def _text(data: bytes | bytearray | None) -> str | None:
+    return None if data is None else bytes(data).decode("utf-8", "replace")
 
 
 def _ends_a_line(path: Path) -> bool:

@@ -13,6 +13,7 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
+from broker.common.files import replace_durably
 from testbed.analysis.ingest import IngestError, find_runs, ingest, run_ids
 from testbed.analysis.job import RunData, run_job
 from testbed.analysis.report import write_reports
@@ -138,6 +139,8 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     reason in its results.json, never a partial verdict. When the JVM itself is gone the
     session is dropped, so the next call starts a new one."""
     runs = find_runs([Path(p) for p in paths])
+    if unwritable := [why for run in runs if (why := _unwritable(run)) is not None]:
+        raise IngestError("; ".join(unwritable[:5]) + (f"; and {len(unwritable) - 5} more" if len(unwritable) > 5 else ""))
     infos = {rid: load_run_info(run, rid) for run, rid in run_ids(runs).items()}
     failed = None
     try:
@@ -145,7 +148,7 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
         size = _input_bytes(runs)
         spark = get_spark(spark_master, log=jvm_log_for(warehouse), small_input=size < SMALL_INPUT_BYTES)
         data, rejected = _judge(spark, infos, warehouse, size)
-    except (PySparkException, Py4JError) as exc:
+    except (PySparkException, Py4JError, ConnectionError) as exc:  # the last: a JVM killed as it started
         failed = f"the Spark job failed, so the run was not judged: {spark_failure(exc)}"
         data, rejected = {}, dict.fromkeys(infos, failed)
         if not jvm_alive() or not isinstance(exc, PySparkException | Py4JJavaError):  # the JVM is gone
@@ -153,14 +156,38 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     verdicts = []
     for rid, info in infos.items():
         verdict = judge(info, data.get(rid), rejected.get(rid))
-        (info.run_dir / "results.json").write_text(json.dumps(verdict.results, indent=1, default=str))
+        replace_durably(info.run_dir / "results.json", json.dumps(verdict.results, indent=1, default=str).encode())
         verdicts.append(verdict)
     write_reports([(info, verdict, data.get(rid)) for (rid, info), verdict in zip(infos.items(), verdicts)
                    if reports == "all" or verdict.ok is not True])
     if (len(verdicts) > 1 or summary_dir is not None) and failed is None:  # a matrix's round of one cell too
         target = summary_dir or default_summary_dir(runs)
-        write_summary(spark, infos, verdicts, target)
+        try:
+            write_summary(spark, infos, verdicts, target)
+        except (PySparkException, Py4JError, ConnectionError) as exc:
+            if not jvm_alive() or not isinstance(exc, PySparkException | Py4JJavaError):
+                stop_spark()
+            raise SummaryError(verdicts, f"every run was judged (each run's results.json), but the summary in "
+                                         f"{target} could not be written: {spark_failure(exc)}") from None
     return verdicts
+
+
+class SummaryError(RuntimeError):
+    """The runs were judged and their verdicts written; the Spark job of their summary failed."""
+
+    def __init__(self, verdicts: list[RunVerdict], message: str) -> None:
+        super().__init__(message)
+        self.verdicts = verdicts
+
+
+def _unwritable(run: Path) -> str | None:
+    """Why a judgment could not write what it writes into `run` (its tables, results.json,
+    report.html), asked before anything is written: a read-only run directory or an
+    immutable verdict was found after the tables had been rewritten."""
+    for path in (run, run / "analysis", run / "analysis" / "tables", run / "results.json", run / "report.html"):
+        if path.exists() and not os.access(path, os.W_OK | (os.X_OK if path.is_dir() else 0)):
+            return f"{path}: not writable (a judgment writes its tables, results.json and report.html in the run directory)"
+    return None
 
 
 def _input_bytes(runs: list[Path]) -> int:
@@ -179,10 +206,13 @@ def _judge(spark: RemoteSession, infos: dict[str, RunInfo], warehouse: Path,
 
 
 def spark_failure(exc: BaseException) -> str:
-    """The first line of a Spark error (the JVM's stack trace stays out of results.json)."""
-    text = str(exc).strip() or type(exc).__name__
-    return f"{type(exc).__name__}: {text.splitlines()[0][:400]}"
+    """The first line of a Spark error (the JVM's stack trace stays out of results.json), or
+    its first three when the first only announces the rest (a gRPC error's
+    "<_MultiThreadedRendezvous of RPC that terminated with:", its status and details below)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+    head = " ".join(lines[:3]) if lines[0].endswith(":") else lines[0]
+    return f"{type(exc).__name__}: {head[:400]}"
 
 
 
-__all__ = ["IngestError", "analyze_runs"]
+__all__ = ["IngestError", "SummaryError", "analyze_runs"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import yaml
 from markdown_it import MarkdownIt
 
+from broker.common.files import replace_durably
 from testbed.analysis.job import ATTRIBUTED, RunData
 from testbed.analysis.membership import admin_rows
 from testbed.analysis.plots import fault_bands, overview, partition_timelines, series_plot
@@ -133,7 +134,7 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
 
 
 def write_report(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> None:
-    (info.run_dir / "report.html").write_text(render(info, verdict, data), encoding="utf-8")
+    replace_durably(info.run_dir / "report.html", render(info, verdict, data).encode("utf-8"))
 
 
 #: below this many reports, starting worker processes costs more than it saves

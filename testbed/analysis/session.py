@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import threading
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +29,10 @@ from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
 from testbed.analysis.spark_settings import (CONNECT_SETTINGS, SETTINGS, SMALL_INPUT_JIT, SPARK_CONF_DIR,
                                              USER_CONF_DIR)
 from testbed.config.cli_values import connect_server_accepts
+
+# A server that died mid-judgment: the client's retries say so on stderr as well as in the
+# exception the verdict reports; the user's terminal gets the verdict's line only.
+warnings.filterwarnings("ignore", category=UserWarning, module=r"pyspark\.sql\.connect\.client\.retries")
 
 DEFAULT_MASTER = "local[*]"
 #: The environment variable by which PySpark's functions choose between Connect and classic columns

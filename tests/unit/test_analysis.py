@@ -164,10 +164,16 @@ def _truncated_line(root: Path) -> None:
 
 
 def _mismatch(root: Path) -> None:
+    """A line of the wrong types in its history, and one that is not UTF-8 in its events:
+    a tester's byte 0xe9 made the collection of the bad lines fail to decode (an internal
+    error for the whole judgment, instead of the run's first bad line named)."""
     d = RunBuilder(root, "mismatch").write()
     lines = (d / "history.jsonl").read_text().splitlines(keepends=True)
     lines.insert(2, '{"process": "producer-0", "type": "ok", "f": "send", "time_ns": "soon"}\n')
     (d / "history.jsonl").write_text("".join(lines))
+    events = (d / "events.jsonl").read_bytes().splitlines(keepends=True)
+    events.insert(1, b'{"process": "broker-1", "kind": "caf\xe9", "time_ns": 1}\n')
+    (d / "events.jsonl").write_bytes(b"".join(events))
 
 
 def _garbage_tail(root: Path) -> None:

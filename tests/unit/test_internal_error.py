@@ -3,6 +3,8 @@ never exit 1, which says that an expectation failed (README, "Exit codes"): a cr
 recording a fault once ended a run with 1."""
 from __future__ import annotations
 
+import errno
+
 import pytest
 
 import run
@@ -16,3 +18,31 @@ def test_an_internal_error_exits_unjudged_with_its_traceback(monkeypatch: pytest
     assert run.main(["validate", "x.yaml"]) == run.EXIT_UNJUDGED == 2
     err = capsys.readouterr().err
     assert "TypeError: Dict key must be str" in err and "an internal error stopped the command" in err
+
+
+def test_a_full_or_read_only_disk_is_the_machines_error_named_without_a_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a tester: a results.json that met a full disk was reported as a defect of
+    isrlab's, with its traceback."""
+    def full(argv: list[str]) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device", "/runs/r/report.html")
+    monkeypatch.setattr(run, "cmd_validate", full)
+    assert run.main(["validate", "x.yaml"]) == run.EXIT_UNJUDGED
+    err = capsys.readouterr().err
+    assert "isrlab: No space left on device: /runs/r/report.html; the command stopped there" in err
+    assert "Traceback" not in err and "internal error" not in err
+
+
+def test_a_summary_that_spark_could_not_write_says_the_runs_were_judged(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a tester: the JVM killed while a tree's summary was made left every run's
+    results.json judged, and the command said "nothing was judged"."""
+    from testbed.analysis.pipeline import SummaryError
+
+    def summary_failed(argv: list[str]) -> int:
+        raise SummaryError([], "every run was judged (each run's results.json), but the summary in /s could "
+                               "not be written: SparkConnectGrpcException: gone")
+    monkeypatch.setattr(run, "cmd_sim", summary_failed)
+    assert run.main(["sim", "x.yaml"]) == run.EXIT_UNJUDGED
+    err = capsys.readouterr().err
+    assert "isrlab: every run was judged" in err and "nothing was judged" not in err and "Traceback" not in err

@@ -38,3 +38,19 @@ def test_a_summary_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stdout + done.stderr
     assert f"--summary-dir {tmp_path / 'afile'}: a file, not a directory" in " ".join(done.stdout.split())
     assert not (tmp_path / "tree" / "one" / "results.json").exists(), "nothing was judged"
+
+
+def test_a_run_directory_that_cannot_take_a_verdict_is_refused_before_anything_is_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a tester: a read-only run directory, or an immutable results.json, was an
+    internal error raised after the run's tables had been rewritten. (The permission is
+    played by `os.access`, since root may write where the test could forbid it.)"""
+    from testbed.analysis import pipeline
+    d = RunBuilder(tmp_path / "tree", "one").write()
+    (d / "results.json").write_text('{"ok": true}')
+    real = pipeline.os.access
+    monkeypatch.setattr(pipeline.os, "access", lambda path, mode: Path(path).name != "results.json"
+                        and real(path, mode))
+    with pytest.raises(pipeline.IngestError, match=r"one/results\.json: not writable"):
+        pipeline.analyze_runs([tmp_path / "tree"])
+    assert (d / "results.json").read_text() == '{"ok": true}' and not (d / "analysis").exists()

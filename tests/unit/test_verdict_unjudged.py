@@ -65,3 +65,17 @@ def test_the_final_files_appear_whole_or_not_at_all(tmp_path: Path, monkeypatch:
     assert len(calls) == 2 and not target.exists() and list(target.parent.iterdir()) == []
     assert final_state.write_logs(target, {b: data / b for b in ("broker-1", "broker-2")}) == 0
     assert target.read_text() == "" and [p.name for p in target.parent.iterdir()] == ["logs.jsonl"]
+
+
+def test_a_grpc_failure_keeps_its_status_and_details_as_the_reason() -> None:
+    """Found by a tester: every JVM or server death was reported as
+    "SparkConnectGrpcException: <_MultiThreadedRendezvous of RPC that terminated with:"."""
+    from testbed.analysis.pipeline import spark_failure
+
+    class SparkConnectGrpcException(Exception):
+        pass
+    grpc = SparkConnectGrpcException('<_MultiThreadedRendezvous of RPC that terminated with:\n'
+                                     '\tstatus = StatusCode.UNAVAILABLE\n\tdetails = "Connection refused"\n\tdebug = x')
+    assert spark_failure(grpc) == ('SparkConnectGrpcException: <_MultiThreadedRendezvous of RPC that terminated '
+                                   'with: status = StatusCode.UNAVAILABLE details = "Connection refused"')
+    assert spark_failure(ValueError("a job failed\nat line 2")) == "ValueError: a job failed"
