@@ -13,7 +13,6 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
-from broker.common.files import replace_durably
 from testbed.analysis.ingest import IngestError, find_runs, ingest, run_ids
 from testbed.analysis.job import RunData, run_job
 from testbed.analysis.report import write_reports
@@ -25,6 +24,7 @@ from testbed.analysis.summary import write_summary
 from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
 from testbed.common import owned_dirs
+from testbed.common.whole_files import write_whole
 
 
 def default_summary_dir(runs: list[Path]) -> Path:
@@ -156,7 +156,7 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     verdicts = []
     for rid, info in infos.items():
         verdict = judge(info, data.get(rid), rejected.get(rid))
-        replace_durably(info.run_dir / "results.json", json.dumps(verdict.results, indent=1, default=str).encode())
+        write_whole(info.run_dir / "results.json", json.dumps(verdict.results, indent=1, default=str).encode())
         verdicts.append(verdict)
     write_reports([(info, verdict, data.get(rid)) for (rid, info), verdict in zip(infos.items(), verdicts)
                    if reports == "all" or verdict.ok is not True])

@@ -13,13 +13,13 @@ from pathlib import Path
 import yaml
 from markdown_it import MarkdownIt
 
-from broker.common.files import replace_durably
 from testbed.analysis.job import ATTRIBUTED, RunData
 from testbed.analysis.membership import admin_rows
 from testbed.analysis.plots import fault_bands, overview, partition_timelines, series_plot
 from testbed.analysis.runinfo import RunInfo
 from testbed.analysis.terminal import ranges_text
 from testbed.analysis.verdict import RunVerdict
+from testbed.common.whole_files import write_whole
 from testbed.config.specs import CHECK_NAMES
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}
@@ -134,7 +134,7 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
 
 
 def write_report(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> None:
-    replace_durably(info.run_dir / "report.html", render(info, verdict, data).encode("utf-8"))
+    write_whole(info.run_dir / "report.html", render(info, verdict, data).encode("utf-8"))
 
 
 #: below this many reports, starting worker processes costs more than it saves

@@ -27,6 +27,7 @@ import psutil
 from testbed.analysis import jvm_scratch
 from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR
 from testbed.common.pids import exited
+from testbed.common.whole_files import write_whole
 from testbed.config.cli_values import http2_answers
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -79,11 +80,6 @@ def _exclusive() -> Iterator[Path]:
         yield path
 
 
-def _record(path: Path, info: ServerInfo) -> None:
-    """Written whole or not at all: a reader never sees half a record."""
-    part = path.with_name(f".{path.name}.{os.getpid()}")
-    part.write_text(json.dumps(asdict(info)))
-    os.replace(part, path)
 
 
 def answering(info: ServerInfo, timeout: float = 2.0) -> bool:
@@ -132,7 +128,7 @@ def up(master: str = "local[*]") -> tuple[ServerInfo, bool]:
                                     start_new_session=True)
         jvm_scratch.own(scratch, proc.pid)  # spark-submit execs the JVM: one process, one start time
         info = ServerInfo(proc.pid, port, master, str(log), time.time())
-        _record(path, info)
+        write_whole(path, json.dumps(asdict(info)).encode())  # whole: a reader never sees half a record
         try:
             deadline = time.monotonic() + START_TIMEOUT
             while not answering(info):
