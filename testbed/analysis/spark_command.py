@@ -9,7 +9,7 @@ import argparse
 import time
 
 from testbed.analysis import spark_server
-from testbed.config.cli_values import int_arg
+from testbed.config.cli_values import int_arg, spark_master_problem
 
 #: Judgments of a synthetic run a new server makes before `up` returns (see `pipeline.warm_server`)
 WARM_UP_ROUNDS = 3
@@ -27,6 +27,9 @@ def main(argv: list[str]) -> int:
     if args.warm_up < 0:
         ap.error(f"--warm-up: {args.warm_up} is negative (expected an integer >= 0)")
     if args.action == "up":
+        if (problem := _master_problem(args.master)) is not None:
+            print(f"cannot start the Spark server: {problem}")
+            return 2
         try:
             info, started = spark_server.up(args.master)
         except RuntimeError as exc:
@@ -35,6 +38,9 @@ def main(argv: list[str]) -> int:
         what = "started" if started else "already up"
         print(f"Spark Connect server {what}: {info.url} (pid {info.pid}, {info.master}, log {info.log}); "
               f"runs and `analyze` use it until `python run.py spark down`", flush=True)
+        if not started and info.master != args.master:
+            print(f"its master is {info.master}, not --master {args.master}: `python run.py spark down` first "
+                  f"to start one on {args.master}")
         return _warm_up(info, args.warm_up) if started and args.warm_up else 0
     if args.action == "down":
         stopped = spark_server.down()
@@ -57,6 +63,15 @@ def main(argv: list[str]) -> int:
     print(f"Spark Connect server up: {info.url} (pid {info.pid}, {info.master}, "
           f"up {time.time() - info.started:.0f} s, log {info.log})")
     return 0
+
+
+def _master_problem(master: str) -> str | None:
+    """Why a server cannot run on `master`, checked before a JVM starts (a master Spark does
+    not know started one, which then failed)."""
+    if master.startswith("sc://"):
+        return f"--master {master}: the URL of a Spark Connect server, not a Spark master (local[*], local[N], spark://...)"
+    problem = spark_master_problem(master)
+    return None if problem is None else problem.replace("--spark-master", "--master", 1)
 
 
 def _warm_up(info: spark_server.ServerInfo, rounds: int) -> int:

@@ -101,7 +101,27 @@ def spark_master_problem(master: str | None) -> str | None:
         return f"--spark-master {master}: its numbers (threads, workers, cores, MB) must be from 1 to 1,000,000"
     if master.startswith("sc://") and not connect_server_accepts(master):
         return f"--spark-master {master}: no Spark Connect server answers there (nothing answered HTTP/2 in 2 s)"
+    if master.startswith("spark://") and not standalone_master_accepts(master):
+        return (f"--spark-master {master}: no Spark master accepts a connection there in 2 s (a standalone "
+                f"master's URL is spark://host:port, port {STANDALONE_PORT} unless it says)")
     return None
+
+
+STANDALONE_PORT = 7077  # a standalone Spark master's port when its URL names none
+
+
+def standalone_master_accepts(url: str, timeout: float = 2.0) -> bool:
+    """Some master of a standalone cluster's URL (`spark://host[:port][,host[:port]...]`)
+    accepts a TCP connection: Spark's driver tries an absent master for a minute, then the
+    run was left unjudged and its stored verdict overwritten."""
+    for netloc in url[len("spark://"):].split(","):
+        host, _, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", str(STANDALONE_PORT))
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return True
+        except (OSError, OverflowError, ValueError):  # refused, no answer in time, not a port
+            continue
+    return False
 
 
 def connect_server_accepts(url: str, timeout: float = 2.0) -> bool:

@@ -156,3 +156,14 @@ def test_an_up_interrupted_while_its_server_starts_leaves_no_server(tmp_path: Pa
         for proc in started:
             proc.kill()
             proc.wait()
+
+
+@pytest.mark.parametrize("master", ["garbage", "sc://127.0.0.1:1", "spark://127.0.0.1:1"])
+def test_spark_up_refuses_a_master_it_cannot_run_on_before_a_jvm_starts(
+        master: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a tester: `spark up --master garbage` started a JVM, which then failed."""
+    from testbed.analysis import spark_command
+    monkeypatch.setenv("ISRLAB_SPARK_SERVER_FILE", str(tmp_path / "spark-server.json"))
+    monkeypatch.setattr(spark_server, "up", lambda master: pytest.fail("a server was started"))
+    assert spark_command.main(["up", "--master", master]) == 2
+    assert capsys.readouterr().out.startswith(f"cannot start the Spark server: --master ")
