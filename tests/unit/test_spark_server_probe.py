@@ -166,4 +166,4 @@ def test_spark_up_refuses_a_master_it_cannot_run_on_before_a_jvm_starts(
     monkeypatch.setenv("ISRLAB_SPARK_SERVER_FILE", str(tmp_path / "spark-server.json"))
     monkeypatch.setattr(spark_server, "up", lambda master: pytest.fail("a server was started"))
     assert spark_command.main(["up", "--master", master]) == 2
-    assert capsys.readouterr().out.startswith(f"cannot start the Spark server: --master ")
+    assert capsys.readouterr().out.startswith("cannot start the Spark server: --master ")
