@@ -2,10 +2,14 @@
 (results.json and report.html in each run, a summary for several runs)."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -147,7 +151,8 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
         warehouse = warehouse_for(runs, summary_dir)
         size = _input_bytes(runs)
         spark = get_spark(spark_master, log=jvm_log_for(warehouse), small_input=size < SMALL_INPUT_BYTES)
-        data, rejected = _judge(spark, infos, warehouse, size)
+        with _sole_judgment(warehouse):
+            data, rejected = _judge(spark, infos, warehouse, size)
     except (PySparkException, Py4JError, ConnectionError) as exc:  # the last: a JVM killed as it started
         failed = f"the Spark job failed, so the run was not judged: {spark_failure(exc)}"
         data, rejected = {}, dict.fromkeys(infos, failed)
@@ -178,6 +183,21 @@ class SummaryError(RuntimeError):
     def __init__(self, verdicts: list[RunVerdict], message: str) -> None:
         super().__init__(message)
         self.verdicts = verdicts
+
+
+@contextmanager
+def _sole_judgment(warehouse: Path) -> Iterator[None]:
+    """One judgment at a time fills and reads a warehouse: two `analyze` of one run at once
+    replaced each other's tables, and the first failed reading files the second had removed.
+    A judgment that finds another under way says so and waits for it."""
+    warehouse.parent.mkdir(parents=True, exist_ok=True)
+    with open(warehouse.parent / ".judging", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"isrlab: another judgment is filling {warehouse}; waiting for it to end", file=sys.stderr, flush=True)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _unwritable(run: Path) -> str | None:

@@ -54,3 +54,28 @@ def test_a_run_directory_that_cannot_take_a_verdict_is_refused_before_anything_i
     with pytest.raises(pipeline.IngestError, match=r"one/results\.json: not writable"):
         pipeline.analyze_runs([tmp_path / "tree"])
     assert (d / "results.json").read_text() == '{"ok": true}' and not (d / "analysis").exists()
+
+
+def test_a_second_judgment_of_one_warehouse_waits_for_the_first(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a tester: two `analyze` of one run at once replaced each other's tables, and
+    the first failed reading files the second had removed."""
+    import fcntl
+    import threading
+
+    from testbed.analysis import pipeline
+    warehouse = tmp_path / "run" / "analysis" / "tables"
+    entered = threading.Event()
+
+    def second() -> None:
+        with pipeline._sole_judgment(warehouse):
+            entered.set()
+    with pipeline._sole_judgment(warehouse):
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        assert not entered.wait(0.5), "two judgments filled one warehouse at once"
+    waiting.join(5)
+    assert entered.is_set()
+    assert f"another judgment is filling {warehouse}; waiting for it to end" in capsys.readouterr().err
+    with open(tmp_path / "run" / "analysis" / ".judging") as lock:  # released at the end of both
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
