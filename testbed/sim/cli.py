@@ -244,6 +244,8 @@ def _run_workers(runs: list[tuple[Path, str, int]], sim_dir: Path, jobs: int, ke
                 assert proc.stdout is not None
                 for line in proc.stdout:
                     o = json.loads(line)
+                    if o.pop("internal", False):
+                        o["error"] += f" (its traceback: {log})"
                     seen.add((o["topology"], o["seed"]))
                     with lock:
                         outcomes.append(o)

@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import yaml
@@ -48,9 +49,15 @@ def main(argv: list[str] | None = None) -> int:
         topology = parse_topology({**data, "seed": seed}, path)  # checked by `run.py sim` first
         run_dir = seed_dir(args.sim_dir, topology.name, seed)
         began = time.perf_counter()  # the worker's own speed, for the summary; never seen by the run
-        outcome = run_seed(topology, run_dir, keep_data=args.keep)
-        print(json.dumps({"topology": topology.name, "seed": seed, "run_dir": str(run_dir), "error": outcome.error,
-                          "virtual_s": outcome.virtual_seconds, "wall_s": time.perf_counter() - began}), flush=True)
+        line: dict = {"topology": topology.name, "seed": seed, "run_dir": str(run_dir)}
+        try:
+            outcome = run_seed(topology, run_dir, keep_data=args.keep)
+            line |= {"error": outcome.error, "virtual_s": outcome.virtual_seconds}
+        except Exception as exc:  # noqa: BLE001 - a defect met by one seed: the seed says so, the next ones run
+            traceback.print_exc()  # into the worker's log, which `run.py sim` names
+            line |= {"error": f"an internal error of the simulation ended the seed: {type(exc).__name__}: {exc}",
+                     "virtual_s": 0.0, "internal": True}
+        print(json.dumps(line | {"wall_s": time.perf_counter() - began}), flush=True)
     return 0
 
 

@@ -4,6 +4,7 @@ it does on processes, and bad input is refused before anything runs. The verdict
 simulated seeds (the same pipeline) are in tests/integration/test_sim_judged.py."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -374,3 +375,33 @@ def test_a_partitions_record_names_the_groups_applied_and_the_nodes_cut_from_the
         (["broker-3"], ["broker-1", "broker-2", "clients", "controller-1"], ["broker-3"]),
         (["broker-1", "clients"], ["broker-1", "broker-2", "broker-3", "controller-1"], [])]
     assert [e.get("bridged") for e in ends] == [None, None, ["broker-1"]]  # `brokers` named broker 1 again
+
+
+WORKER_WITH_A_DEFECT = """
+import sys
+from testbed.sim import worker
+from testbed.sim.run import SeedOutcome
+
+def run_seed(topology, run_dir, keep_data=False):
+    if topology.seed == 0:
+        raise KeyError("orders/0 is unknown to the controller")
+    return SeedOutcome(True, None, None, 10.0)
+worker.run_seed = run_seed
+sys.exit(worker.main(sys.argv[1:]))
+"""
+
+
+def test_a_seed_that_meets_a_defect_is_unjudged_with_it_and_the_worker_runs_on(tmp_path: Path) -> None:
+    """Found by a tester: a seed that raised (a KeyError in the supervisor's admin code)
+    ended its worker, and every seed left to that worker was "the worker exited 1", the
+    exception only in the worker's log."""
+    quickstart = str(ROOT / "topologies" / "quickstart.yaml")
+    done = subprocess.run([sys.executable, "-c", WORKER_WITH_A_DEFECT, str(tmp_path), "--run", quickstart, "0",
+                           "--run", quickstart, "1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr[-2000:]
+    first, second = (json.loads(line) for line in done.stdout.splitlines())
+    assert first["error"] == ("an internal error of the simulation ended the seed: "
+                              "KeyError: 'orders/0 is unknown to the controller'") and first["internal"]
+    assert second["seed"] == 1 and second["error"] is None
+    assert "KeyError" in done.stderr and "Traceback" in done.stderr
