@@ -8,9 +8,9 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
-from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
