@@ -28,7 +28,7 @@ from testbed.analysis.summary import write_summary
 from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
 from testbed.common import owned_dirs
-from testbed.common.whole_files import write_whole
+from testbed.analysis.whole_files import write_whole
 
 
 def default_summary_dir(runs: list[Path]) -> Path:

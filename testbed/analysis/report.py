@@ -19,7 +19,7 @@ from testbed.analysis.plots import fault_bands, overview, partition_timelines, s
 from testbed.analysis.runinfo import RunInfo
 from testbed.analysis.terminal import ranges_text
 from testbed.analysis.verdict import RunVerdict
-from testbed.common.whole_files import write_whole
+from testbed.analysis.whole_files import write_whole
 from testbed.config.specs import CHECK_NAMES
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px;color:#222}

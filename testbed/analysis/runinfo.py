@@ -21,7 +21,7 @@ from pyspark.sql.types import (
 
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.specs import DEFAULT_EXPECT, Expectation
-from testbed.config.topology_spec import TOPIC_ACTIONS, Topology
+from testbed.config.topology_spec import TOPIC_ACTIONS, Topology, fault_topic
 
 
 @dataclass(frozen=True)
@@ -88,14 +88,14 @@ def topic_faults_done(run_dir: Path) -> list[tuple[str, dict]] | None:
     A fault whose end says it failed may have taken effect all the same: the controller's
     answer was lost, or the wait for the brokers timed out, after the change was committed
     (a tester's delete-topic "did not answer" while its topic was deleted, and the run was
-    taken for one that never converged). For those, the controller's own events decide
-    (`_committed`): the topic deleted, or partitions of it created, after the fault began."""
+    taken for one that never converged). For those, the events decide (`_committed`): the
+    topic deleted, or partitions of it created, after the fault began."""
     try:
         text = (run_dir / "faults.jsonl").read_text(encoding="utf-8")
     except OSError:
         return None
     done: list[tuple[str, dict, int | None]] = []  # with the start of a fault that says it failed
-    started: dict[object, int] = {}
+    started: dict[str, int] = {}  # origin -> time_ns of its start line
     for line in text.splitlines():
         try:
             rec = json.loads(line)
@@ -112,17 +112,12 @@ def topic_faults_done(run_dir: Path) -> list[tuple[str, dict]] | None:
         done.append((rec["do"], rec["params"], failed_at))
     commits = _committed(run_dir) if any(at is not None for *_, at in done) else []
     return [(do, params) for do, params, at in done
-            if at is None or any(t >= at and kind == _EVIDENCE[do] and topic == _topic_of(do, params)
+            if at is None or any(t >= at and kind == _EVIDENCE[do] and topic == fault_topic(do, params)
                                  for t, kind, topic in commits)]
 
 
-#: the controller's event that shows a topic fault took effect
+#: what `_committed` finds when a topic fault took effect
 _EVIDENCE = {"create-topic": "create", "add-partitions": "create", "delete-topic": "delete"}
-
-
-def _topic_of(do: str, params: dict) -> object:
-    topic = params.get("topic")
-    return topic.get("name") if do == "create-topic" and isinstance(topic, dict) else topic
 
 
 def _committed(run_dir: Path) -> list[tuple[int, str, object]]:

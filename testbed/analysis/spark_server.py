@@ -19,15 +19,15 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
 
 from testbed.analysis import jvm_scratch
 from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR
+from testbed.analysis.whole_files import write_whole
 from testbed.common.pids import exited
-from testbed.common.whole_files import write_whole
 from testbed.config.cli_values import http2_answers
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -56,17 +56,12 @@ def recorded() -> ServerInfo | None:
     """The server `up` recorded, whether or not it still runs; None for no record, or for one
     that is not a record `up` writes (not JSON, a field missing or of another type)."""
     try:
-        data = json.loads(state_file().read_text())
-        info = ServerInfo(**data)
+        info = ServerInfo(**json.loads(state_file().read_text()))
     except (OSError, ValueError, TypeError):
         return None
-    types = {f.name: f.type for f in fields(ServerInfo)}
-    for name, kind in types.items():
-        value = getattr(info, name)
-        wanted = {"int": int, "str": str, "float": (int, float)}[kind]
-        if isinstance(value, bool) or not isinstance(value, wanted):
-            return None
-    return info if 0 < info.port < 65536 else None
+    typed = (type(info.pid) is int and type(info.port) is int and 0 < info.port < 65536  # `is`: not a bool
+             and type(info.started) in (int, float) and isinstance(info.master, str) and isinstance(info.log, str))
+    return info if typed else None
 
 
 @contextmanager
@@ -78,8 +73,6 @@ def _exclusive() -> Iterator[Path]:
     with open(path.with_suffix(".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield path
-
-
 
 
 def answering(info: ServerInfo, timeout: float = 2.0) -> bool:

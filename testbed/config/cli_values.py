@@ -115,29 +115,33 @@ def standalone_master_accepts(url: str, timeout: float = 2.0) -> bool:
     accepts a TCP connection: Spark's driver tries an absent master for a minute, then the
     run was left unjudged and its stored verdict overwritten."""
     for netloc in url[len("spark://"):].split(","):
-        host, _, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", str(STANDALONE_PORT))
         try:
-            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            with socket.create_connection(_address(netloc, STANDALONE_PORT), timeout=timeout):
                 return True
         except (OSError, OverflowError, ValueError):  # refused, no answer in time, not a port
             continue
     return False
 
 
-def connect_server_accepts(url: str, timeout: float = 2.0) -> bool:
-    """Something answers HTTP/2, as a gRPC server does, at the host and port of a Spark
-    Connect URL (`sc://host[:port][/;param=value...]`): a silent listener that only accepts
-    connections made `analyze` retry for a minute and then leave the run unjudged."""
-    netloc = url[len("sc://"):].split("/", 1)[0]
-    host, port = netloc, str(SPARK_CONNECT_PORT)
-    if netloc.startswith("["):  # [IPv6]:port
+def _address(netloc: str, default_port: int) -> tuple[str, int]:
+    """(host, port) of a URL's `host[:port]` or `[IPv6]:port`; ValueError for a port that
+    is not a number."""
+    host, port = netloc, str(default_port)
+    if netloc.startswith("["):
         host, _, rest = netloc[1:].partition("]")
         port = rest[1:] if rest.startswith(":") else port
     elif ":" in netloc:
         host, port = netloc.rsplit(":", 1)
+    return host, int(port)
+
+
+def connect_server_accepts(url: str, timeout: float = 2.0) -> bool:
+    """Something answers HTTP/2, as a gRPC server does, at the host and port of a Spark
+    Connect URL (`sc://host[:port][/;param=value...]`): a silent listener that only accepts
+    connections made `analyze` retry for a minute and then leave the run unjudged."""
     try:
-        return http2_answers(host, int(port), timeout)
-    except ValueError:  # not a port number, or out of range
+        return http2_answers(*_address(url[len("sc://"):].split("/", 1)[0], SPARK_CONNECT_PORT), timeout)
+    except ValueError:  # not a port number
         return False
 
 

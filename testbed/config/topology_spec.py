@@ -33,6 +33,13 @@ from testbed.config.yaml_dump import (
 TOPIC_ACTIONS = ("create-topic", "add-partitions", "delete-topic")
 
 
+def fault_topic(do: str, params: dict) -> object:
+    """The topic a topic fault (`TOPIC_ACTIONS`) acts on: a create-topic names it inside its
+    topic's spec, the others as `topic`."""
+    topic = params.get("topic")
+    return topic.get("name") if do == "create-topic" and isinstance(topic, dict) else topic
+
+
 @dataclass(frozen=True)
 class Topology:
     name: str
@@ -84,7 +91,7 @@ class Topology:
             admin = [f for f in self.faults if getattr(f, "do", None) in TOPIC_ACTIONS]
             happened = [(f.do, f.params) for f in sorted(admin, key=lambda f: f.at)]
         for do, params in happened:
-            name = params["topic"]["name"] if do == "create-topic" else params["topic"]
+            name = fault_topic(do, params)
             if do == "create-topic":
                 spec = params["topic"]
                 found[name] = [spec["partitions"], spec["replication_factor"], spec["min_insync_replicas"], False]

@@ -1,4 +1,4 @@
-"""A verdict file is replaced whole or not at all (`testbed.common.whole_files`): a tester's
+"""A verdict file is replaced whole or not at all (`testbed.analysis.whole_files`): a tester's
 full disk left 4 KB of invalid JSON as a run's results.json."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.common import whole_files
-from testbed.common.whole_files import write_whole
+from testbed.analysis import whole_files
+from testbed.analysis.whole_files import write_whole
 
 
 def test_a_write_that_fails_leaves_the_old_file_and_no_part(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
