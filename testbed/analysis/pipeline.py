@@ -24,7 +24,7 @@ from testbed.analysis.runinfo import RunInfo, config_tables, load_run_info
 from testbed.analysis.schemas import RECORD_FILES
 from testbed.analysis.session import (SMALL_INPUT_BYTES, get_spark, is_remote, jvm_alive, new_session, stop_spark,
                                       tune_for)
-from testbed.analysis.summary import write_summary
+from testbed.analysis.summary import remove_summary, write_summary
 from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
 from testbed.common import owned_dirs
@@ -165,13 +165,17 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
         verdicts.append(verdict)
     write_reports([(info, verdict, data.get(rid)) for (rid, info), verdict in zip(infos.items(), verdicts)
                    if reports == "all" or verdict.ok is not True])
-    if (len(verdicts) > 1 or summary_dir is not None) and failed is None:  # a matrix's round of one cell too
+    if len(verdicts) > 1 or summary_dir is not None:  # a matrix's round of one cell too
         target = summary_dir or default_summary_dir(runs)
+        if failed is not None:
+            remove_summary(target)
+            return verdicts
         try:
             write_summary(spark, infos, verdicts, target)
         except (PySparkException, Py4JError, ConnectionError) as exc:
             if not jvm_alive() or not isinstance(exc, PySparkException | Py4JJavaError):
                 stop_spark()
+            remove_summary(target)
             raise SummaryError(verdicts, f"every run was judged (each run's results.json), but the summary in "
                                          f"{target} could not be written: {spark_failure(exc)}") from None
     return verdicts

@@ -28,7 +28,7 @@ from testbed.analysis import jvm_scratch, spark_server
 from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
 from testbed.analysis.spark_settings import (CONNECT_SETTINGS, SETTINGS, SMALL_INPUT_JIT, SPARK_CONF_DIR,
                                              USER_CONF_DIR)
-from testbed.config.cli_values import connect_server_accepts
+from testbed.config.cli_values import connect_server_accepts, connect_server_refuses
 
 # A server that died mid-judgment: the client's retries say so on stderr as well as in the
 # exception the verdict reports; the user's terminal gets the verdict's line only.
@@ -81,7 +81,7 @@ def new_session() -> RemoteSession:
     with _lock:
         if _session is None or _url is None:
             raise RuntimeError("no Spark session to share a server with: call get_spark first")
-        other = _with_retries(RemoteSession.builder.remote(_url).create())
+        other = _with_retries(RemoteSession.builder.remote(_url).create(), _url)
         _others.append(other)
         return other
 
@@ -123,14 +123,28 @@ def _get_spark(master: str | None, log: Path | None, small_input: bool) -> Remot
         raise SparkUnreachable(f"--spark-master {wanted}: no Spark Connect server accepts a connection there")
     url = wanted if wanted.startswith("sc://") else _embedded(wanted, log, small_input)
     os.environ[CONNECT_MODE] = "1"  # pyspark.sql.functions builds Spark Connect columns from now on
-    _session = _with_retries(RemoteSession.builder.remote(url).getOrCreate())
+    _session = _with_retries(RemoteSession.builder.remote(url).getOrCreate(), url)
     _master, _url = wanted, url
     return _session
 
 
-def _with_retries(session: RemoteSession) -> RemoteSession:
-    session.client.set_retry_policies([DefaultPolicy(max_retries=RETRIES)])
+def _with_retries(session: RemoteSession, url: str) -> RemoteSession:
+    session.client.set_retry_policies([_WhileListening(url)])
     return session
+
+
+class _WhileListening(DefaultPolicy):
+    """Spark's retries of a transport error, `RETRIES` times, while the server still
+    listens: a JVM killed mid-judgment refuses connections at once, and each request made
+    after (the judgment's, its threads', clearing the cache, stopping) waited out the
+    retries: the command took 36 s to say that the runs could not be judged."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(max_retries=RETRIES)
+        self._url = url
+
+    def can_retry(self, e: BaseException) -> bool:
+        return super().can_retry(e) and not connect_server_refuses(self._url)
 
 
 class SparkUnreachable(ConnectionError):

@@ -3,6 +3,7 @@ with loss, the lost writes and the unavailability, as Parquet and HTML."""
 from __future__ import annotations
 
 import html
+import shutil
 from pathlib import Path
 
 from pyspark.sql import functions as F
@@ -61,3 +62,11 @@ def write_summary(spark: SparkSession, infos: dict[str, RunInfo], verdicts: list
         + "".join(f"<th>{html.escape(c)}</th>" for c in header) + f"</tr>{body}</table></body></html>",
         encoding="utf-8")
     return out
+
+
+def remove_summary(target: Path) -> None:
+    """Remove the summary in `target`: a judgment that failed writes none, and an earlier
+    judgment's would contradict the runs' results.json, which now say they were not judged
+    (and `run.py analyze` printed it, reading it through a Spark that was gone)."""
+    shutil.rmtree(target / "summary.parquet", ignore_errors=True)
+    (target / "summary.html").unlink(missing_ok=True)

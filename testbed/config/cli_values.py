@@ -145,6 +145,22 @@ def connect_server_accepts(url: str, timeout: float = 2.0) -> bool:
         return False
 
 
+def connect_server_refuses(url: str, timeout: float = 1.0) -> bool:
+    """Nothing listens any more at the host and port of a Spark Connect URL: a connection is
+    refused (or the URL names no port). A listener that is busy, stopped or slow is not
+    refused, so this says "gone", never "slow"."""
+    try:
+        with socket.create_connection(_address(url[len("sc://"):].split("/", 1)[0], SPARK_CONNECT_PORT),
+                                      timeout=timeout):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except (OSError, OverflowError):  # no answer in time, unreachable: not known to be gone
+        return False
+    except ValueError:  # not a port number
+        return True
+
+
 #: an HTTP/2 client's connection preface and an empty SETTINGS frame (RFC 9113, 3.4)
 _H2_GREETING = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
 _H2_SETTINGS = 4  # the frame type a server's preface begins with

@@ -212,8 +212,9 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
             reports = ("report.html in those named above (python run.py analyze <seed directory> writes any "
                        "other's)" if any(v.ok is not True for v in verdicts) else
                        "python run.py analyze <seed directory> writes a seed's report.html")
-            console.print(f"results.json in every seed's directory; {reports}; summary: "
-                          f"{sim_dir / 'summary' / 'summary.html'}", highlight=False, soft_wrap=True)
+            summary = sim_dir / "summary" / "summary.html"  # none when the judgment failed
+            console.print(f"results.json in every seed's directory; {reports}"
+                          + (f"; summary: {summary}" if summary.is_file() else ""), highlight=False, soft_wrap=True)
     if len(ran) < len(outcomes) or any(v.ok is None for v in verdicts):
         return EXIT_UNJUDGED
     return EXIT_OK if all(v.ok for v in verdicts) else EXIT_FAILED

@@ -10,6 +10,7 @@ import pickle
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from testbed.analysis import RunVerdict, analyze_runs, pipeline
 from testbed.analysis.blocks import BLOCK
@@ -659,6 +660,31 @@ def test_a_spark_failure_leaves_the_run_unjudged_with_the_reason(tmp_path: Path,
     assert problem.startswith("the Spark job failed, so the run was not judged: ") and "the executor failed" in problem
     assert "\n" not in problem
     assert spark.range(3).count() == 3  # the session outlives a failed job
+
+
+def test_a_spark_failure_removes_the_summary_an_earlier_judgment_of_the_tree_wrote(
+        tmp_path: Path, spark, monkeypatch) -> None:  # noqa: F811
+    """Found by killing the JVM of a tree's re-judgment: the earlier summary stayed beside runs
+    whose results.json now said they were not judged, and `run.py analyze` crashed reading
+    it through the Spark that was gone."""
+    from testbed.analysis.cli import _print_tree
+
+    for name in ("a", "b"):
+        RunBuilder(tmp_path / "tree", name).write()
+    first = analyze_runs([tmp_path / "tree"])
+    summary = tmp_path / "tree" / "summary"
+    assert all(v.ok for v in first) and (summary / "summary.html").is_file() and (summary / "summary.parquet").is_dir()
+
+    def failing_job(*_: object) -> None:
+        spark.sql("SELECT assert_true(false, 'the executor failed')").collect()
+    monkeypatch.setattr(pipeline, "run_job", failing_job)
+    again = analyze_runs([tmp_path / "tree"])
+    assert [v.ok for v in again] == [None, None]
+    assert not (summary / "summary.html").exists() and not (summary / "summary.parquet").exists()
+    monkeypatch.setattr("testbed.analysis.cli.get_spark", lambda: pytest.fail("no summary is read"))
+    console = Console(record=True, width=200)
+    _print_tree(console, again, summary)
+    assert "summary per topology" not in console.export_text()
 
 
 def test_judging_a_run_twice_gives_the_same_results(tmp_path: Path, spark) -> None:  # noqa: F811

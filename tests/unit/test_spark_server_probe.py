@@ -14,12 +14,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 from testbed.analysis import spark_server
 from testbed.analysis.spark_server import SERVER_CLASS, ServerInfo, answering
 from testbed.common.pids import exited
-from testbed.config.cli_values import connect_server_accepts
+from testbed.config.cli_values import connect_server_accepts, connect_server_refuses
 
 
 def _process(*argv: str) -> subprocess.Popen:
@@ -91,6 +92,27 @@ def test_a_listener_that_never_answers_is_no_spark_master() -> None:
             assert connect_server_accepts(f"sc://127.0.0.1:{port}", timeout=2.0)
         finally:
             done.set()
+
+
+class _Unavailable(grpc.RpcError):
+    def code(self) -> grpc.StatusCode:
+        return grpc.StatusCode.UNAVAILABLE
+
+
+def test_a_transport_error_is_retried_while_the_server_listens_and_not_once_it_is_gone() -> None:
+    """A JVM killed mid-judgment: every request after it (the judgment's threads, clearing the
+    cache, stopping the sessions) waited out Spark's retries, 36 s in all before `analyze`
+    said the runs could not be judged; 3 s now."""
+    from testbed.analysis.session import _WhileListening
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        url = f"sc://127.0.0.1:{listener.getsockname()[1]}"
+        assert not connect_server_refuses(url)
+        assert _WhileListening(url).can_retry(_Unavailable())  # a busy or restarting server: tried again
+    assert connect_server_refuses(url)  # the same port, closed
+    assert not _WhileListening(url).can_retry(_Unavailable())
+    assert not _WhileListening(url).can_retry(ValueError("not a transport error"))
 
 
 @pytest.mark.parametrize("pid", ["another", 0])
