@@ -34,6 +34,11 @@ class JsonlAppender:
         if objs:
             os.write(self.fd, b"".join(orjson.dumps(o, option=_OPTIONS) for o in objs))
 
+    def write_lines(self, data: bytes) -> None:
+        """Lines already serialised, each ending in a newline, in one `write`."""
+        if data:
+            os.write(self.fd, data)
+
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)

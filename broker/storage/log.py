@@ -21,7 +21,7 @@ from pathlib import Path
 from broker.common.record_batch import (
     BatchInfo,
     CorruptBatch,
-    iter_records,
+    batch_records,
     record_set_count,
     scan_batches,
     stamp_batch,
@@ -359,10 +359,7 @@ def read_partition_dir(path: Path) -> list[tuple[int, int, bytes]]:
             break
         data = segment_path.read_bytes()
         batches, problem = scan_batches(data, expect_offset=base)
-        view = memoryview(data)
-        for b in batches:
-            for offset, value in iter_records(view[b.position:b.position + b.size]):
-                out.append((offset, b.leader_epoch, value))
+        out.extend(batch_records(data, batches))
         if problem is not None:
             break
         if batches:

@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import orjson
+
 from broker.common.jsonl import JsonlAppender
 from broker.storage.layout import partition_dirs
 from broker.storage.log import read_partition_dir
@@ -42,16 +44,22 @@ def write_replicas(path: Path, status: ClusterStatus) -> int:
 
 
 def write_logs(path: Path, data_dirs: dict[str, Path]) -> int:
-    """Every record of every replica, read from the segment files without opening a log."""
+    """Every record of every replica, read from the segment files without opening a log.
+
+    A line is the JSON of `{"node", "topic", "partition", "offset", "leader_epoch", "value"}`
+    as `JsonlAppender` writes a dict, put together from its replica's part, written once, and
+    each record's numbers and value: a dict and its serialisation per record were a tenth of
+    a simulated seed's time (22 ms of the quickstart's 240)."""
     n = 0
     with _whole(path) as out:
         for node, data_dir in sorted(data_dirs.items()):
             for topic, partition, d in partition_dirs(data_dir):
-                lines = [{"node": node, "topic": topic, "partition": partition, "offset": o,
-                          "leader_epoch": e, "value": v.decode("utf-8", "replace")}
-                         for o, e, v in read_partition_dir(d)]
-                out.write_many(lines)
-                n += len(lines)
+                head = orjson.dumps({"node": node, "topic": topic, "partition": partition})[:-1] + b',"offset":'
+                records = read_partition_dir(d)
+                out.write_lines(b"".join(b'%s%d,"leader_epoch":%d,"value":%s}\n'
+                                         % (head, o, e, orjson.dumps(v.decode("utf-8", "replace")))
+                                         for o, e, v in records))
+                n += len(records)
     return n
 
 
