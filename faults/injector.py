@@ -99,9 +99,10 @@ class FaultInjector:
         return self._fire_while(lambda f: f.at <= elapsed)
 
     def fire_overdue(self, duration: float) -> list[dict]:
-        """Fire the faults due before `duration` that one waiting past it held back: late,
-        not never (the workload's end does not wait for a fault)."""
-        return self._fire_while(lambda f: f.at < duration)
+        """At the workload's end: fire the faults due by `duration` that one waiting past it
+        held back (late, not never: the workload's end does not wait for a fault), and those
+        due at the end itself (`at` equal to the duration is in the run)."""
+        return self._fire_while(lambda f: f.at <= duration)
 
     def _fire_while(self, due: Callable[[ScheduledFault], bool]) -> list[dict]:
         ends = []

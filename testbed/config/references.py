@@ -55,7 +55,7 @@ class Known:
 
     broker_ids: tuple[int, ...] | None
     controller_ids: tuple[int, ...] | None
-    racks: frozenset[str] | None
+    racks: frozenset[str] | None  # the brokers'
     topics: dict[str, int | None] | None  # name -> partitions (None if that count is broken)
     #: "topic/P" -> its replicas when the run starts (the placement the controller will make);
     #: None when the cluster or topics are broken
@@ -64,29 +64,33 @@ class Known:
     replication: dict[str, int] | None = None
     #: the brokers of `broker_ids` that `add-broker` faults add (R38), not there at the start
     added_brokers: frozenset[int] = frozenset()
+    #: the racks of the controllers that have one: a `rack:` target names those nodes too
+    controller_racks: frozenset[str] = frozenset()
 
 
 def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) -> Known:
     """What the cluster and topics sections defined; either may be INVALID (and `seed` None)."""
+    controller_racks: frozenset[str] = frozenset()
     if cluster is INVALID:
         broker_ids = controller_ids = racks = None
     else:
         broker_ids = tuple(b.id for b in cluster.brokers)
         controller_ids = tuple(c.id for c in cluster.controllers)
         racks = frozenset(b.rack for b in cluster.brokers if b.rack is not None)
+        controller_racks = frozenset(c.rack for c in cluster.controllers if c.rack is not None)
     if topics is not INVALID:
         replicas = None if cluster is INVALID or seed is None else initial_replicas(cluster, topics, seed)
         return Known(broker_ids, controller_ids, racks, {t.name: t.partitions for t in topics}, replicas,
-                     {t.name: t.replication_factor for t in topics})
+                     {t.name: t.replication_factor for t in topics}, controller_racks=controller_racks)
     # Topics are broken, but names that did parse still let references be checked, as long
     # as every entry's name parsed (else an unknown name may be the broken one).
     names: dict[str, int | None] = {}
     for entry in raw_topics if isinstance(raw_topics, list) else []:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            return Known(broker_ids, controller_ids, racks, None)
+            return Known(broker_ids, controller_ids, racks, None, controller_racks=controller_racks)
         count = entry.get("partitions", 1)
         names[entry["name"]] = count if is_int(count) and count >= 1 else None
-    return Known(broker_ids, controller_ids, racks, names or None)
+    return Known(broker_ids, controller_ids, racks, names or None, controller_racks=controller_racks)
 
 
 def with_added_brokers(known: Known, raw_faults: object) -> Known:
@@ -198,9 +202,9 @@ def target_problem(target: object, known: Known) -> str | None:
             return f"{target!r}: there is no {kind} {rest} ({kind} ids: {', '.join(map(str, ids))})"
         return None
     if colon and kind == "rack":
-        if known.racks is not None and rest not in known.racks:
-            racks = ", ".join(sorted(known.racks)) or "no broker has a rack"
-            return f"{target!r}: no broker is in rack {rest!r} (racks: {racks})"
+        if known.racks is not None and rest not in known.racks | known.controller_racks:
+            racks = ", ".join(sorted(known.racks | known.controller_racks)) or "no node has a rack"
+            return f"{target!r}: no node is in rack {rest!r} (racks: {racks})"
         return None
     match = _PARTITION_TARGET_RE.match(target)
     if match is not None:

@@ -142,7 +142,8 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                         wake.append(start + injector.next_at() * time_scale)
                     time.sleep(max(0.0, min(wake) - time.monotonic()))  # until the next fault or redraw
                 # A fault that waited past the workload's end (a remove-broker whose moves never
-                # completed) held back those due after it: they fire now, late, not never.
+                # completed) held back those due after it: they fire now, late, not never; and
+                # so do those due at the end itself.
                 for rec in injector.fire_overdue(topology.duration):
                     console.print(describe_fault(rec, ended(rec)))
                 injector.elapsed = None

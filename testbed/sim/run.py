@@ -57,8 +57,9 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         while (due := injector.next_at()) is not None and due < topology.duration:
             loop.run_until(start + due)
             injector.fire_due(due)  # its own time: start + due - start may round below it
-        injector.elapsed = None
         loop.run_until(start + topology.duration)
+        injector.fire_overdue(topology.duration)  # as processes do: those due at the end itself
+        injector.elapsed = None
         cluster.stop_clients(STOP_CLIENTS)
         injector.undo_all()
         try:

@@ -375,7 +375,7 @@ class ClusterAdmin:
         """The snapshot fault targets resolve against (`faults/targets.py`)."""
         return self.status(timeout=self.scaled(0.3)).view(
             brokers={s.name: s.rack for s in self.brokers if s.name not in self.removed},
-            controllers=[s.name for s in self.controllers()],
+            controllers={s.name: s.rack for s in self.controllers()},
             stopped=self.stopped - self.removed, paused=self.paused)
 
 

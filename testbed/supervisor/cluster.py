@@ -429,7 +429,8 @@ class Cluster(ClusterAdmin):
             replicas = {f"{p.topic}/{p.partition}": tuple(p.replicas) for p in parts}
         return Known(broker_ids=tuple(b.id for b in self.brokers), controller_ids=tuple(c.id for c in self.controllers()),
                      racks=frozenset(b.rack for b in self.brokers if b.rack is not None), topics=topics,
-                     replicas=replicas)
+                     replicas=replicas,
+                     controller_racks=frozenset(c.rack for c in self.controllers() if c.rack is not None))
 
     # ------------------------------------------------------------------ network
     def push_links(self, table: LinkTable) -> dict[str, bool]:

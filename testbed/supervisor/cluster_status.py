@@ -98,10 +98,10 @@ class ClusterStatus:
                     return False
         return True
 
-    def view(self, brokers: Mapping[str, str | None], controllers: Iterable[str],
+    def view(self, brokers: Mapping[str, str | None], controllers: Mapping[str, str | None],
              stopped: Iterable[str], paused: Iterable[str]) -> ClusterView:
         """What fault targets resolve against: this snapshot plus the supervisor's own process
-        bookkeeping (`brokers`: node name -> rack in topology order, `controllers`: names).
+        bookkeeping (`brokers` and `controllers`: node name -> rack, in topology order).
 
         The active controller is the one whose status answered (the single controller until
         the quorum lands); a stopped or paused controller does not answer, so it is never
@@ -117,4 +117,5 @@ class ClusterStatus:
             leaders={(p.topic, p.partition): broker_name(p.leader) if p.leader >= 0 else None for p in parts},
             isr={(p.topic, p.partition): tuple(map(broker_name, p.isr)) for p in parts},
             replicas={(p.topic, p.partition): tuple(map(broker_name, p.replicas)) for p in parts},
+            controller_racks={name: rack for name, rack in controllers.items() if rack is not None},
         )

@@ -55,6 +55,14 @@ def test_named_targets(target, expected):
     assert resolve(target, view(), rng()) == expected
 
 
+def test_a_rack_is_every_node_in_it_a_controller_with_a_rack_too():
+    """DESIGN 6 gives controllers a rack (`controllers: [{id, rack}]`), and `rack:a` is a rack
+    losing power: its controller went on running (a tester's rack outage)."""
+    v = view(controller_racks={"controller-2": "a", "controller-3": "c"})
+    assert resolve("rack:a", v, rng()) == ["controller-2", "broker-1", "broker-3"]
+    assert resolve("rack:c", v, rng()) == ["controller-3", "broker-4"]
+
+
 def test_stopped_and_paused_list_those_nodes_in_topology_order():
     v = view(stopped=frozenset({"broker-4", "controller-1", "broker-2"}), paused=frozenset({"broker-3"}))
     assert resolve("stopped", v, rng()) == ["controller-1", "broker-2", "broker-4"]
@@ -129,7 +137,7 @@ def test_the_status_snapshot_builds_the_view():
     )
     v = status.view(
         brokers={"broker-1": "a", "broker-2": "b", "broker-3": None},
-        controllers=["controller-1"],
+        controllers={"controller-1": "c"},
         stopped={"broker-1"},
         paused=[],
     )
@@ -143,11 +151,12 @@ def test_the_status_snapshot_builds_the_view():
         isr={("orders", 0): ("broker-2", "broker-3"), ("orders", 1): ()},
         replicas={("orders", 0): ("broker-1", "broker-2", "broker-3"),
                   ("orders", 1): ("broker-3", "broker-1", "broker-2")},
+        controller_racks={"controller-1": "c"},
     )
     assert resolve("followers-of orders/0", v, rng()) == ["broker-1", "broker-3"]
 
 
 def test_a_snapshot_without_a_controller_knows_no_partitions():
-    v = ClusterStatus(None, {1: None}).view({"broker-1": None}, ["controller-1"], {"controller-1"}, ())
+    v = ClusterStatus(None, {1: None}).view({"broker-1": None}, {"controller-1": None}, {"controller-1"}, ())
     assert v.active_controller is None and v.leaders == {} and v.isr == {} and v.replicas == {}
     assert resolve("leader-of orders/0", v, rng()) == []

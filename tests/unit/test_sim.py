@@ -281,6 +281,30 @@ def test_a_run_without_producers_records_its_final_read_of_empty_partitions(tmp_
     assert len(reads) == partitions and all(records == [] for _, _, records in reads)
 
 
+def test_a_fault_due_at_the_end_of_the_workload_fires_then(tmp_path: Path) -> None:
+    """`at` equal to the duration is in the run (validate refuses only later ones), and the
+    fault fires as the workload ends, in the sim as on processes; it never fired before (a
+    tester's `faults.jsonl` was empty)."""
+    data = {**FAULT_TOUR, "duration": "2s", "faults": [{"at": "2s", "do": "kill", "target": "broker:3"}]}
+    run_dir = tmp_path / "run"
+    assert run_seed(parse_topology(data, "at-the-end"), run_dir).error is None
+    fired = [(r["do"], r["phase"], r["resolved"]) for r in read_jsonl(run_dir / "faults.jsonl")]
+    assert fired[:2] == [("kill", "start", ["broker-3"]), ("kill", "end", ["broker-3"])], fired
+
+
+def test_a_rack_outage_takes_the_controller_of_that_rack_down_too(tmp_path: Path) -> None:
+    """Found by a tester: `rack:a` resolved to rack a's brokers only, and its controller (given
+    `rack: a` as DESIGN 6 allows) went on running through the outage."""
+    data = {**FAULT_TOUR, "duration": "2s",
+            "cluster": {"controllers": [{"id": 5, "rack": "a"}, {"id": 1, "rack": "b"}, {"id": 9, "rack": "c"}],
+                        "brokers": {"count": 4, "racks": ["a", "b", "c"]}},
+            "faults": [{"at": "1s", "do": "kill", "target": "rack:a"}]}
+    run_dir = tmp_path / "run"
+    assert run_seed(parse_topology(data, "rack"), run_dir).error is None
+    [start] = [r for r in read_jsonl(run_dir / "faults.jsonl") if r["do"] == "kill" and r["phase"] == "start"]
+    assert start["resolved"] == ["controller-5", "broker-1", "broker-4"]
+
+
 def test_the_summary_names_every_failed_and_unjudged_seed_with_its_replay_command(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A seed whose cluster never converged is judged `ok: None` by the pipeline: it is

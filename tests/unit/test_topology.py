@@ -160,7 +160,7 @@ MALFORMED = [
     pytest.param(fault(at="1s", do="kill", target="controller:2"), "faults[0].target",
                  ["there is no controller 2"], id="unknown-controller"),
     pytest.param(fault(at="1s", do="pause", target="rack:z"), "faults[0].target",
-                 ["no broker is in rack 'z'", "a, b, c"], id="unknown-rack"),
+                 ["no node is in rack 'z'", "a, b, c"], id="unknown-rack"),
     pytest.param(fault(at="1s", do="kill", target="leader-of payments/0"), "faults[0].target",
                  ["unknown topic 'payments'"], id="leader-of-unknown-topic"),
     pytest.param(fault(at="1s", do="kill", target="isr-of orders/6"), "faults[0].target",
@@ -184,7 +184,7 @@ MALFORMED = [
     pytest.param(fault(at="1s", do="partition", groups=[["broker:1"]]), "faults[0].groups",
                  ["at least two groups"], id="one-group"),
     pytest.param(fault(at="1s", do="partition", groups=[["broker:1"], ["broker:2", "rack:q"]]),
-                 "faults[0].groups[1][1]", ["no broker is in rack 'q'"], id="group-member"),
+                 "faults[0].groups[1][1]", ["no node is in rack 'q'"], id="group-member"),
     pytest.param(fault(at="1s", do="partition", shape="one-way", **{"from": "broker:1"}), "faults[0].to",
                  ["required key missing", "one-way needs to"], id="one-way-without-to"),
     pytest.param(fault(at="1s", do="partition", shape="isolate"), "faults[0].target",
@@ -542,6 +542,12 @@ def test_controllers_as_a_list_and_racks_as_ints() -> None:
     t = parse_topology(data, SRC)
     assert t.cluster.controllers == (NodeSpec("controller", 7, "1"), NodeSpec("controller", 9),
                                      NodeSpec("controller", 11))
+
+
+def test_a_rack_that_only_a_controller_is_in_is_a_target() -> None:
+    data = with_("cluster.controllers", [{"id": 5, "rack": "z"}])
+    data["faults"] = [{"at": "1s", "do": "kill", "target": "rack:z"}]
+    assert parse_topology(data, SRC).faults[0].target == "rack:z"
 
 
 def test_explicit_assignment_is_checked_partition_by_partition() -> None:
