@@ -6,6 +6,7 @@ than the one the user reads; so duplicates are errors here, with the line of eac
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,15 @@ def _yaml_error(source: str, exc: yaml.MarkedYAMLError) -> str:
     problem = exc.problem or exc.context or "syntax error"
     context = f" ({exc.context})" if exc.context and exc.problem else ""
     return f"{source}: {where}invalid YAML: {problem}{context}"
+
+
+# Integers as YAML 1.2 reads them, which is what "numbers of the digits 0-9" means: PyYAML reads
+# YAML 1.1, where `010` is 8, `0x10` 16, `1_000` 1000 and `1:30` 90, each without a word. Those
+# forms stay strings here, so validate names them; an integer is read in base 10. (Floats keep
+# YAML 1.1's forms: the writer of a run's topology.yaml quotes by them.)
+_INT = "tag:yaml.org,2002:int"
+_StrictLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != _INT]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+_StrictLoader.add_implicit_resolver(_INT, re.compile(r"^[-+]?[0-9]+$"), list("-+0123456789"))
+_StrictLoader.add_constructor(_INT, lambda loader, node: int(loader.construct_scalar(node), 10))

@@ -34,7 +34,9 @@ from testbed.config.units import format_duration, parse_duration
 from testbed.config.walker import INVALID, Walker, describe, join, valid
 from testbed.config.workload_section import parse_workload
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+#: a topology's name names its run directories (`<stamp>-<name>-s<seed>`, a sweep's
+#: `<name>-seed=<n>`), which a file system allows 255 bytes
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 
 
 class TopologyError(ValueError):
@@ -65,7 +67,7 @@ def _parse_topology(w: Walker, data: object) -> Topology | None:
         return None
     w.mapping(data, "", keys, required=("name", "topics"))
     m = data
-    name = w.field(m, "name", "", scalars.pattern(_NAME_RE, "a name (letters, digits, '.', '_', '-')"))
+    name = w.field(m, "name", "", scalars.pattern(_NAME_RE, "a name (at most 100 letters, digits, '.', '_', '-')"))
     description = w.field(m, "description", "", scalars.text, "")
     seed = w.field(m, "seed", "", scalars.integer(0, scalars.MAX_SEED), 0)
     duration = w.field(m, "duration", "", scalars.positive_duration, 10.0)

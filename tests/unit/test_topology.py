@@ -87,6 +87,9 @@ MALFORMED = [
     pytest.param(with_("topics.0.replication_factor", 4), "topics[0].replication_factor",
                  ["4 is larger than the number of brokers (3)"], id="rf-above-brokers"),
     pytest.param({k: v for k, v in base().items() if k != "name"}, "name", ["required key missing"], id="no-name"),
+    # names that name files: a tester's 240-character name passed, and the run then crashed
+    pytest.param(with_("name", "x" * 101), "name", ["at most 100 letters"], id="name-too-long"),
+    pytest.param(with_("topics.0.name", "t" * 250), "topics[0].name", ["at most 249 letters"], id="topic-name-too-long"),
     pytest.param(with_("duration", 5), "duration", ["bare number", "write 5s"], id="bare-duration"),
     pytest.param(with_("seed", True), "seed", ["expected an integer", "bool"], id="bool-seed"),
     pytest.param(with_("timing.session_timeout", "50ms"), "timing.session_timeout",
@@ -414,6 +417,27 @@ def test_yaml_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
     (message,) = info.value.errors
     assert message.startswith(f"{path}: line ")
     assert "invalid YAML" in message
+
+
+@pytest.mark.parametrize("written, read", [("010", 10), ("007", 7), ("-0", 0), ("+12", 12)])
+def test_an_integer_of_the_digits_0_9_is_read_in_base_10(tmp_path: Path, written: str, read: int) -> None:
+    """PyYAML reads YAML 1.1, where a tester's `seed: 010` was seed 8 and `partitions: 010` 8."""
+    path = tmp_path / "t.yaml"
+    path.write_text(f"name: t\nseed: {written}\ncluster: {{brokers: {{count: 3}}}}\ntopics: [{{name: o}}]\n")
+    assert load_topology(path).seed == abs(read)
+
+
+@pytest.mark.parametrize("written, key, shown", [("seed: 0x10", "seed", "'0x10'"), ("seed: 1_000", "seed", "'1_000'"),
+                                                 ("seed: 0o7", "seed", "'0o7'"), ("duration: 1:30", "duration", "'1:30'")])
+def test_other_number_forms_of_yaml_1_1_are_named_not_read(tmp_path: Path, written: str, key: str, shown: str) -> None:
+    """Hexadecimal, underscores and sexagesimal passed as 16, 1000 and 90 without a word (a
+    `1:30` duration was then "90 is a bare number", a value the user never wrote)."""
+    path = tmp_path / "t.yaml"
+    path.write_text(f"name: t\n{written}\ncluster: {{brokers: {{count: 3}}}}\ntopics: [{{name: o}}]\n")
+    with pytest.raises(TopologyError) as info:
+        load_topology(path)
+    [error] = info.value.errors
+    assert error.startswith(f"{path}: {key}: ") and shown in error
 
 
 def test_duplicate_yaml_keys_are_refused(tmp_path: Path) -> None:
