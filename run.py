@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -23,6 +24,9 @@ from testbed.config.cli_values import float_arg, int_arg, path_arg
 
 #: the exit code of a command stopped by Ctrl-C (SIGINT), as a shell reports one
 EXIT_INTERRUPTED = 130
+#: the exit code of a command whose output's reader went away (`| head`), as a shell reports
+#: one that SIGPIPE ended
+EXIT_BROKEN_PIPE = 141
 #: the exit code of a command that judged nothing (README, "Exit codes"); an internal error's too
 EXIT_UNJUDGED = 2
 COMMANDS = ("validate", "status", "bench", "analyze", "spark", "matrix", "lab", "sim")
@@ -181,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # what the command started was stopped on the way out (its finally blocks)
         print("isrlab: interrupted; everything it started is stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # the output's reader went away (`| head`): stop as a shell tool would
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # standard output: else the exit's flush fails again
+        return EXIT_BROKEN_PIPE
     except Exception as exc:  # noqa: BLE001 - a defect of isrlab's own: never exit 1, which says an expectation failed
         pipeline = sys.modules.get("testbed.analysis.pipeline")  # loaded if anything was judged
         if pipeline is not None and isinstance(exc, pipeline.SummaryError):  # a Spark failure after the verdicts

@@ -312,7 +312,8 @@ class Cluster(ClusterAdmin):
         arguments are checked before anything is recorded: a bad one recorded an operation
         the history's format refuses, which left the whole run unjudged."""
         self.ensure_open()
-        problem = _produce_problem(topic, partition, values, acks)
+        problem = _produce_problem(topic, partition, values, acks) or _partition_problem(
+            topic, partition, self._known_now().topics or {})
         if problem is not None:
             raise ValueError(f"Cluster.produce: {problem}")
         if self._api_history is None:
@@ -537,6 +538,16 @@ class Cluster(ClusterAdmin):
         if self.closed:
             raise ClusterError(f"the cluster of {self.dir.root} has stopped (finish() or the end of its with-block); "
                                f"start a new Cluster for more")
+
+
+def _partition_problem(topic: str, partition: int, topics: dict[str, int | None]) -> str | None:
+    """Why `topic`/`partition` is none of `topics` (name -> partition count); None if it is."""
+    if topic not in topics:
+        return f"no topic {topic!r} (topics: {', '.join(sorted(topics)) or 'none'})"
+    count = topics[topic]
+    if count is not None and partition >= count:
+        return f"topic {topic!r} has no partition {partition} (partitions 0..{count - 1})"
+    return None
 
 
 def _produce_problem(topic: object, partition: object, values: object, acks: object) -> str | None:

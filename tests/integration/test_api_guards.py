@@ -26,7 +26,8 @@ def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(tmp_pa
     run_dir = tmp_path / "run"
     with Cluster.from_yaml(path, run_dir=run_dir, time_scale=TIME_SCALE) as c:
         before = len(_lines(run_dir / "history.jsonl"))
-        for bad in ({"acks": "bogus"}, {"values": [1, 2]}, {"partition": "0"}):
+        # the last two: a tester's partition 7 of a one-partition topic was recorded as a failed send
+        for bad in ({"acks": "bogus"}, {"values": [1, 2]}, {"partition": "0"}, {"partition": 7}, {"topic": "nope"}):
             args = {"topic": "orders", "partition": 0, "values": ["v"], "acks": "all"} | bad
             with pytest.raises(ValueError, match="Cluster.produce: "):
                 c.produce(args["topic"], args["partition"], args["values"], args["acks"])

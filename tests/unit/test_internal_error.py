@@ -46,3 +46,17 @@ def test_a_summary_that_spark_could_not_write_says_the_runs_were_judged(
     assert run.main(["sim", "x.yaml"]) == run.EXIT_UNJUDGED
     err = capsys.readouterr().err
     assert "isrlab: every run was judged" in err and "nothing was judged" not in err and "Traceback" not in err
+
+
+def test_an_output_whose_reader_went_away_stops_the_command_silently(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found by a tester: `run.py matrix m.yaml --dry-run | head -1` ended as an internal error
+    with a BrokenPipeError traceback, three times in five."""
+    def piped(argv: list[str]) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+    redirected = []
+    monkeypatch.setattr(run, "cmd_matrix", piped)
+    monkeypatch.setattr(run.os, "dup2", lambda fd, to: redirected.append(to))
+    assert run.main(["matrix", "m.yaml", "--dry-run"]) == run.EXIT_BROKEN_PIPE == 141
+    assert redirected == [1]  # standard output: the exit's own flush of it cannot fail again
+    assert capsys.readouterr().err == ""
