@@ -80,7 +80,8 @@ def _parse_assignment(
     for key, replicas in value.items():
         key_path = join(path, key)
         if not is_int(key) or not 0 <= key < partitions:
-            w.error(key_path, f"not a partition of this topic (expected partitions 0..{partitions - 1})")
+            quoted = f" (the key is the string {key!r}: write it unquoted)" if isinstance(key, str) else ""
+            w.error(key_path, f"not a partition of this topic (expected partitions 0..{partitions - 1}){quoted}")
             ok = False
             continue
         problem = replica_list_problem(replicas, broker_ids)

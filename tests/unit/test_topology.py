@@ -584,6 +584,11 @@ def test_explicit_assignment_is_checked_partition_by_partition() -> None:
         "t.yaml: topics[0].assignment[5]: not a partition of this topic (expected partitions 0..2)",
         "t.yaml: topics[0].assignment: partitions 2 have no replicas (expected every partition 0..2)",
     ]
+    data["topics"][0]["assignment"] = {"0": [1, 2, 3], 1: [2, 3, 1], 2: [3, 1, 2]}
+    assert errors_of(data) == [  # a tester's quoted keys: the message said only "not a partition"
+        "t.yaml: topics[0].assignment.0: not a partition of this topic (expected partitions 0..2) "
+        "(the key is the string '0': write it unquoted)",
+        "t.yaml: topics[0].assignment: partitions 0 have no replicas (expected every partition 0..2)"]
     data["topics"][0]["assignment"] = {1: [2, 3, 1], 0: [1, 2, 3], 2: [3, 1, 2]}
     topic = parse_topology(data, SRC).topic("orders")
     assert topic.assignment == {0: (1, 2, 3), 1: (2, 3, 1), 2: (3, 1, 2)}
