@@ -123,6 +123,11 @@ def standalone_master_accepts(url: str, timeout: float = 2.0) -> bool:
     return False
 
 
+def _connect_address(url: str) -> tuple[str, int]:
+    """(host, port) of a Spark Connect URL, `sc://host[:port][/;param=value...]`."""
+    return _address(url[len("sc://"):].split("/", 1)[0], SPARK_CONNECT_PORT)
+
+
 def _address(netloc: str, default_port: int) -> tuple[str, int]:
     """(host, port) of a URL's `host[:port]` or `[IPv6]:port`; ValueError for a port that
     is not a number."""
@@ -140,7 +145,7 @@ def connect_server_accepts(url: str, timeout: float = 2.0) -> bool:
     Connect URL (`sc://host[:port][/;param=value...]`): a silent listener that only accepts
     connections made `analyze` retry for a minute and then leave the run unjudged."""
     try:
-        return http2_answers(*_address(url[len("sc://"):].split("/", 1)[0], SPARK_CONNECT_PORT), timeout)
+        return http2_answers(*_connect_address(url), timeout)
     except ValueError:  # not a port number
         return False
 
@@ -150,8 +155,7 @@ def connect_server_refuses(url: str, timeout: float = 1.0) -> bool:
     refused (or the URL names no port). A listener that is busy, stopped or slow is not
     refused, so this says "gone", never "slow"."""
     try:
-        with socket.create_connection(_address(url[len("sc://"):].split("/", 1)[0], SPARK_CONNECT_PORT),
-                                      timeout=timeout):
+        with socket.create_connection(_connect_address(url), timeout=timeout):
             return False
     except ConnectionRefusedError:
         return True
