@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
+import psutil
 import pytest
 
 from testbed.analysis import spark_server
@@ -162,6 +163,10 @@ def test_an_up_interrupted_while_its_server_starts_leaves_no_server(tmp_path: Pa
 
     def popen(cmd: list[str], **kwargs: object) -> subprocess.Popen:  # the JVM, as a process that holds its class
         started.append(real([sys.executable, "-c", "import time; time.sleep(60)", *cmd], start_new_session=True))
+        deadline = time.monotonic() + 10  # until it has exec'd: before, its command line is ours
+        while SERVER_CLASS not in " ".join(psutil.Process(started[0].pid).cmdline()):
+            assert time.monotonic() < deadline, "the stand-in server never started"
+            time.sleep(0.01)
         return started[0]
 
     def interrupted(info: ServerInfo, timeout: float = 2.0) -> bool:
