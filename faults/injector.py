@@ -83,6 +83,7 @@ class FaultInjector:
         self.elapsed: Callable[[], float] | None = None
         self._firing = 0  # faults being fired now (an outer one, and one it let fire while it waited)
         self._meanwhile: list[dict] = []  # end records of the faults fired while another waited
+        self._shutting_down: set[str] = set()  # nodes whose controlled shutdown is under way
         cluster.while_waiting = self.while_waiting
 
     # ------------------------------------------------------------------ schedule
@@ -124,10 +125,23 @@ class FaultInjector:
         if self._firing < 1 or self.elapsed is None:
             return
         rng = self.rng
+        now = self.elapsed()
         try:
-            self._meanwhile.extend(self.fire_due(self.elapsed()))
+            self._meanwhile.extend(self._fire_while(lambda f: f.at <= now and not self._restarts_shutting_down(f)))
         finally:
             self.rng = rng
+
+    def _restarts_shutting_down(self, f: ScheduledFault) -> bool:
+        """`f` is a restart that may name a node whose controlled shutdown is under way: it
+        waits (with the faults after it) for that shutdown to end, then restarts the node,
+        late. Fired inside the wait it found the node still running and restarted nothing,
+        and the node stayed down (a tester's `restart` 100 ms after a `shutdown`)."""
+        if f.do != "restart" or not self._shutting_down:
+            return False
+        if f.target in (None, "stopped"):
+            return True
+        # a throwaway rng: the waiting fault's own draws stay its own
+        return bool(self._shutting_down.intersection(resolve(f.target, self.cluster.view(), random.Random(0))))
 
     # ------------------------------------------------------------------ one fault
     def _resolve(self, target: str | None, view: ClusterView) -> list[str]:
@@ -141,6 +155,13 @@ class FaultInjector:
             return self._fire(f)
         finally:
             self._firing -= 1
+
+    def _shutdown(self, node: str) -> bool:
+        self._shutting_down.add(node)
+        try:
+            return self.cluster.shutdown_node(node)
+        finally:
+            self._shutting_down.discard(node)
 
     def _fire(self, f: ScheduledFault) -> dict:
         self.rng = fault_rng(self.seed, f.origin)
@@ -203,7 +224,7 @@ class FaultInjector:
         if do == "restart":
             return {"restarted": {n: c.restart(n) for n in nodes if n in c.stopped}}
         if do == "shutdown":
-            return {"clean": {n: c.shutdown_node(n) for n in up}}
+            return {"clean": {n: self._shutdown(n) for n in up}}
         if do == "lossy-crash":
             effect: dict[str, Any] = {"killed": {}, "files": {}}
             for n in up:

@@ -1,0 +1,58 @@
+"""A `restart` that falls due while a controlled shutdown of its node is under way (the
+shutdown's wait lets due faults fire, `FaultInjector.while_waiting`): found by a tester on
+processes, where a restart 100 ms after a shutdown found the node still running, restarted
+nothing, and left it down for the rest of the run (exit 0, the whole cluster down later)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from broker.common.jsonl import read_jsonl
+from faults.injector import FaultInjector
+from faults.schedule import ScheduledFault
+from faults.targets import ClusterView
+
+
+class _SlowShutdowns:
+    """The part of a cluster the injector drives here: a controlled shutdown takes 0.5 s of
+    the schedule's clock, and lets due faults fire while it waits, as processes do."""
+
+    def __init__(self) -> None:
+        self.clock = 0.0
+        self.stopped: set[str] = set()
+        self.paused: set[str] = set()
+        self.removed: set[str] = set()
+        self.restarted: list[str] = []
+        self.while_waiting = lambda: None
+
+    def view(self) -> ClusterView:
+        return ClusterView({f"broker-{i}": None for i in (1, 2, 3)}, ("controller-1",), "controller-1",
+                           frozenset(self.stopped), frozenset(self.paused), {}, {}, {})
+
+    def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
+        for _ in range(5):  # the node is still running while its shutdown waits
+            self.clock += 0.1
+            self.while_waiting()
+        self.stopped.add(name)
+        return True
+
+    def restart(self, name: str) -> int:
+        self.stopped.discard(name)
+        self.restarted.append(name)
+        return 2
+
+
+def test_a_restart_due_during_its_nodes_shutdown_restarts_it_once_the_shutdown_ends(tmp_path: Path) -> None:
+    cluster = _SlowShutdowns()
+    schedule = [ScheduledFault(1.0, "shutdown", "broker:1", {}, "faults[0]"),
+                ScheduledFault(1.1, "restart", None, {}, "faults[1]"),
+                ScheduledFault(2.0, "shutdown", "broker:2", {}, "faults[2]"),
+                ScheduledFault(2.1, "restart", "broker:2", {}, "faults[3]")]
+    injector = FaultInjector(cluster, schedule, seed=1, record=tmp_path / "faults.jsonl")
+    injector.elapsed = lambda: cluster.clock
+    while injector.pending:  # the runner's loop: what is due now, then the clock moves on
+        injector.fire_due(cluster.clock)
+        cluster.clock += 0.05
+    ends = [(r["origin"], r["effect"]) for r in read_jsonl(tmp_path / "faults.jsonl") if r["phase"] == "end"]
+    assert ends == [("faults[0]", {"clean": {"broker-1": True}}), ("faults[1]", {"restarted": {"broker-1": 2}}),
+                    ("faults[2]", {"clean": {"broker-2": True}}), ("faults[3]", {"restarted": {"broker-2": 2}})]
+    assert cluster.stopped == set() and cluster.restarted == ["broker-1", "broker-2"]
