@@ -159,7 +159,10 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             inbox.close()
         converged = end_of_run(cluster, topology, console)
     except ClusterError as e:
-        console.print(f"[red]run failed:[/] {e}")
+        # a tester's --time-scale 0.01: the start's 0.1 s wait was the only hint of the cause
+        hint = (f" (--time-scale {time_scale:g} shortens every timeout and deadline alike, this wait's too; "
+                f"a cluster of processes needs about 1 s to start: try a larger one)" if time_scale < 0.1 else "")
+        console.print(f"[red]run failed:[/] {e}{hint}", soft_wrap=True)
         return Outcome(cluster.dir.root, False, None, EXIT_UNJUDGED)
     finally:
         cluster.close()

@@ -405,6 +405,9 @@ class Cluster(ClusterAdmin):
         returns its `faults.jsonl` end record (what the target resolved to, the effect)."""
         self.ensure_open()
         assert self.injector is not None, "start the cluster first"
+        if "at" in params:  # a tester's at="2s" fired at once, and the record did not say so
+            raise ClusterError(f"Cluster.fault: at={params['at']!r}: a fault of the API acts now (a schedule is a "
+                               f"topology's faults:)")
         # a number for a duration is seconds, as the injector takes it (YAML spells the unit: 20ms)
         given = {k: f"{v}s" if k in DURATION_PARAMS and isinstance(v, int | float) and not isinstance(v, bool) else v
                  for k, v in params.items()}
@@ -538,6 +541,8 @@ class Cluster(ClusterAdmin):
         if self.closed:
             raise ClusterError(f"the cluster of {self.dir.root} has stopped (finish() or the end of its with-block); "
                                f"start a new Cluster for more")
+        if self.control is None:  # a bare AssertionError before (AttributeError under python -O)
+            raise ClusterError("the cluster has not started: use it in a with-block, or call start() first")
 
 
 def _partition_problem(topic: str, partition: int, topics: dict[str, int | None]) -> str | None:

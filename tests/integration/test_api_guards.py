@@ -36,6 +36,8 @@ def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(tmp_pa
             c.fault("lossy-crash", target="broker:1", loss="nope")
         with pytest.raises(ClusterError, match=r"fault\.target: 'broker:9': there is no broker 9"):
             c.fault("kill", target="broker:9")
+        with pytest.raises(ClusterError, match=r"at='2s': a fault of the API acts now"):
+            c.fault("kill", target="broker:1", at="2s")
         with pytest.raises(ClusterError, match=r"no node 'broker-9' \(nodes: "):
             c.kill("broker-9")
         with pytest.raises(ClusterError, match=r"partition 'orders-0': expected TOPIC/P"):
