@@ -50,6 +50,8 @@ def parse_duration(value: object) -> float:
     A bare number is refused: `timeout: 5` is ambiguous between seconds and milliseconds, and
     Kafka's own settings use milliseconds, so guessing would be wrong half the time.
     """
+    if _is_number(value) and not math.isfinite(value):  # "write nans" was no help
+        raise ValueError(f"expected a duration such as 250ms or 5s, got {value}")
     if _is_number(value) or isinstance(value, str) and _BARE_RE.match(value.strip()):
         bare = str(value).strip()
         raise ValueError(f"{bare} is a bare number; a duration needs a unit: us, ms, s or m (write {bare}s)")

@@ -11,6 +11,7 @@ Every wait is on a condition with a deadline scaled by the run's time scale.
 from __future__ import annotations
 
 import dataclasses
+import math
 import secrets
 import subprocess
 import time
@@ -409,8 +410,8 @@ class Cluster(ClusterAdmin):
             raise ClusterError(f"Cluster.fault: at={params['at']!r}: a fault of the API acts now (a schedule is a "
                                f"topology's faults:)")
         # a number for a duration is seconds, as the injector takes it (YAML spells the unit: 20ms)
-        given = {k: f"{v}s" if k in DURATION_PARAMS and isinstance(v, int | float) and not isinstance(v, bool) else v
-                 for k, v in params.items()}
+        given = {k: f"{v}s" if k in DURATION_PARAMS and isinstance(v, int | float) and not isinstance(v, bool)
+                 and math.isfinite(v) else v for k, v in params.items()}  # nan was shown as 'nans'
         entry = {"at": "0s", "do": do, **({} if target is None else {"target": target}), **given}
         spec, errors = parse_fault_entry("Cluster.fault", entry, self._known_now())
         if spec is None:  # checked before anything acts: a bad loss mode used to kill its broker first

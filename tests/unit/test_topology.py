@@ -805,7 +805,8 @@ def test_parse_duration(text: str, seconds: float) -> None:
 @pytest.mark.parametrize(
     ("value", "words"),
     [(5, "write 5s"), (1.5, "write 1.5s"), ("5", "write 5s"), ("5 sec", "not a duration"), ("-1s", "not a duration"),
-     ("1h", "not a duration"), (None, "null"), (True, "bool")],
+     ("1h", "not a duration"), (None, "null"), (True, "bool"),
+     (float("nan"), "expected a duration such as 250ms or 5s, got nan"), (float("inf"), "got inf")],
 )
 def test_parse_duration_refuses(value: object, words: str) -> None:
     with pytest.raises(ValueError, match=words):
