@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from broker.common.names import node_name
 
@@ -30,21 +30,19 @@ class TargetError(ValueError):
 class ClusterView:
     """What target resolution may know about the cluster at one moment.
 
-    `brokers` maps node name to rack, in topology order; `leaders`, `isr` and `replicas` are
-    the controller's view (node names), empty when no controller answered;
-    `controller_racks` the racks of the controllers that have one (`rack:a` is every node
-    there, a rack's controller too).
+    `brokers` and `controllers` map node name to rack, in topology order (`rack:a` is every
+    node there, a rack's controller too); `leaders`, `isr` and `replicas` are the
+    controller's view (node names), empty when no controller answered.
     """
 
     brokers: dict[str, str | None]
-    controllers: tuple[str, ...]
+    controllers: dict[str, str | None]
     active_controller: str | None
     stopped: frozenset[str]
     paused: frozenset[str]
     leaders: dict[Partition, str | None]
     isr: dict[Partition, tuple[str, ...]]
     replicas: dict[Partition, tuple[str, ...]]
-    controller_racks: dict[str, str] = field(default_factory=dict)
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -86,7 +84,7 @@ def resolve(target: str, view: ClusterView, rng: random.Random) -> list[str]:
         return _pick([b for b in view.brokers if b in leaders], rng)
     if target.startswith("rack:") and len(target) > len("rack:"):
         rack = target[len("rack:"):]
-        return [n for n in view.nodes if (view.brokers.get(n) or view.controller_racks.get(n)) == rack]
+        return [n for racks in (view.controllers, view.brokers) for n, r in racks.items() if r == rack]
     match = _NODE_TARGET.fullmatch(target)
     if match is not None:
         node = node_name(match.group(1), int(match.group(2)))

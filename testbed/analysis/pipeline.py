@@ -17,6 +17,7 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
+import testbed.common.owned_dirs as owned_dirs
 from testbed.analysis.ingest import IngestError, find_runs, ingest, run_ids
 from testbed.analysis.job import RunData, run_job
 from testbed.analysis.report import write_reports
@@ -27,7 +28,6 @@ from testbed.analysis.session import (SMALL_INPUT_BYTES, get_spark, is_remote, j
 from testbed.analysis.summary import remove_summary, write_summary
 from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
-from testbed.common import owned_dirs
 from testbed.analysis.whole_files import write_whole
 
 

@@ -24,7 +24,8 @@ from pyspark.sql import SparkSession
 from pyspark.sql.connect.client.retries import DefaultPolicy
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
-from testbed.analysis import jvm_scratch, spark_server
+import testbed.analysis.jvm_scratch as jvm_scratch
+import testbed.analysis.spark_server as spark_server
 from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
 from testbed.analysis.spark_settings import (CONNECT_SETTINGS, SETTINGS, SMALL_INPUT_JIT, SPARK_CONF_DIR,
                                              USER_CONF_DIR)

@@ -110,12 +110,11 @@ class ClusterStatus:
         parts = self.partitions()
         return ClusterView(
             brokers=dict(brokers),
-            controllers=tuple(controllers),
+            controllers=dict(controllers),
             active_controller=self.controller.get("node") if self.controller else None,
             stopped=frozenset(stopped),
             paused=frozenset(paused),
             leaders={(p.topic, p.partition): broker_name(p.leader) if p.leader >= 0 else None for p in parts},
             isr={(p.topic, p.partition): tuple(map(broker_name, p.isr)) for p in parts},
             replicas={(p.topic, p.partition): tuple(map(broker_name, p.replicas)) for p in parts},
-            controller_racks={name: rack for name, rack in controllers.items() if rack is not None},
         )

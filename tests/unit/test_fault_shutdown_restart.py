@@ -25,7 +25,7 @@ class _SlowShutdowns:
         self.while_waiting = lambda: None
 
     def view(self) -> ClusterView:
-        return ClusterView({f"broker-{i}": None for i in (1, 2, 3)}, ("controller-1",), "controller-1",
+        return ClusterView({f"broker-{i}": None for i in (1, 2, 3)}, {"controller-1": None}, "controller-1",
                            frozenset(self.stopped), frozenset(self.paused), {}, {}, {})
 
     def shutdown_node(self, name: str, timeout: float | None = None) -> bool:

@@ -10,13 +10,13 @@ from faults.targets import ClusterView, TargetError, resolve
 from testbed.supervisor.cluster_status import ClusterStatus
 
 BROKERS = {"broker-1": "a", "broker-2": "b", "broker-3": "a", "broker-4": "c"}
-CONTROLLERS = ("controller-1", "controller-2", "controller-3")
+CONTROLLERS = dict.fromkeys(("controller-1", "controller-2", "controller-3"))
 
 
 def view(**changes) -> ClusterView:
     base = ClusterView(
         brokers=dict(BROKERS),
-        controllers=CONTROLLERS,
+        controllers=dict(CONTROLLERS),
         active_controller="controller-2",
         stopped=frozenset(),
         paused=frozenset(),
@@ -58,7 +58,7 @@ def test_named_targets(target, expected):
 def test_a_rack_is_every_node_in_it_a_controller_with_a_rack_too():
     """DESIGN 6 gives controllers a rack (`controllers: [{id, rack}]`), and `rack:a` is a rack
     losing power: its controller went on running (a tester's rack outage)."""
-    v = view(controller_racks={"controller-2": "a", "controller-3": "c"})
+    v = view(controllers={"controller-1": None, "controller-2": "a", "controller-3": "c"})
     assert resolve("rack:a", v, rng()) == ["controller-2", "broker-1", "broker-3"]
     assert resolve("rack:c", v, rng()) == ["controller-3", "broker-4"]
 
@@ -143,7 +143,7 @@ def test_the_status_snapshot_builds_the_view():
     )
     assert v == ClusterView(
         brokers={"broker-1": "a", "broker-2": "b", "broker-3": None},
-        controllers=("controller-1",),
+        controllers={"controller-1": "c"},
         active_controller="controller-1",
         stopped=frozenset({"broker-1"}),
         paused=frozenset(),
@@ -151,7 +151,6 @@ def test_the_status_snapshot_builds_the_view():
         isr={("orders", 0): ("broker-2", "broker-3"), ("orders", 1): ()},
         replicas={("orders", 0): ("broker-1", "broker-2", "broker-3"),
                   ("orders", 1): ("broker-3", "broker-1", "broker-2")},
-        controller_racks={"controller-1": "c"},
     )
     assert resolve("followers-of orders/0", v, rng()) == ["broker-1", "broker-3"]
 

@@ -56,8 +56,8 @@ def test_a_run_directory_that_cannot_take_a_verdict_is_refused_before_anything_i
     assert (d / "results.json").read_text() == '{"ok": true}' and not (d / "analysis").exists()
 
 
-def test_a_second_judgment_of_one_warehouse_waits_for_the_first(tmp_path: Path,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_second_judgment_of_one_warehouse_waits_for_the_first(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """Found by a tester: two `analyze` of one run at once replaced each other's tables, and
     the first failed reading files the second had removed."""
     import fcntl
@@ -65,7 +65,14 @@ def test_a_second_judgment_of_one_warehouse_waits_for_the_first(tmp_path: Path,
 
     from testbed.analysis import pipeline
     warehouse = tmp_path / "run" / "analysis" / "tables"
-    entered = threading.Event()
+    entered, blocked = threading.Event(), threading.Event()
+    real = fcntl.flock
+
+    def flock(fd: object, op: int) -> None:
+        if op == fcntl.LOCK_EX:  # the wait itself (a try is LOCK_EX | LOCK_NB)
+            blocked.set()
+        real(fd, op)
+    monkeypatch.setattr(pipeline.fcntl, "flock", flock)
 
     def second() -> None:
         with pipeline._sole_judgment(warehouse):
@@ -73,7 +80,8 @@ def test_a_second_judgment_of_one_warehouse_waits_for_the_first(tmp_path: Path,
     with pipeline._sole_judgment(warehouse):
         waiting = threading.Thread(target=second)
         waiting.start()
-        assert not entered.wait(0.5), "two judgments filled one warehouse at once"
+        assert blocked.wait(10), "the second judgment never waited for the lock"
+        assert not entered.is_set(), "two judgments filled one warehouse at once"
     waiting.join(5)
     assert entered.is_set()
     assert f"another judgment is filling {warehouse}; waiting for it to end" in capsys.readouterr().err
