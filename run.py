@@ -20,7 +20,10 @@ import sys
 import traceback
 from pathlib import Path
 
-from testbed.config.cli_values import float_arg, int_arg, path_arg
+if sys.version_info < (3, 11):  # before any import that needs a newer Python fails obscurely
+    sys.exit(f"isrlab needs Python 3.11 or newer; this is {sys.version.split()[0]} ({sys.executable})")
+
+from testbed.config.cli_values import float_arg, int_arg, joined_negative_numbers, path_arg
 
 #: the exit code of a command stopped by Ctrl-C (SIGINT), as a shell reports one
 EXIT_INTERRUPTED = 130
@@ -162,12 +165,14 @@ def cmd_sim(argv: list[str]) -> int:
     return sim_main(argv)
 
 
+#: isrlab's own top-level packages: a missing module of any other is a missing dependency
+_OWN_PACKAGES = frozenset({"testbed", "broker", "faults", "topologies"})
 #: What a full, read-only or failing disk raises: not isrlab's defect, so no traceback
 _MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = joined_negative_numbers(list(sys.argv[1:] if argv is None else argv))
     if not argv:
         _run_parser().print_help()
         return 2
@@ -188,6 +193,13 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # the output's reader went away (`| head`): stop as a shell tool would
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # standard output: else the exit's flush fails again
         return EXIT_BROKEN_PIPE
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.partition(".")[0] not in _OWN_PACKAGES:  # the installation's, not a defect
+            print(f"isrlab: the Python package {exc.name.partition('.')[0]!r} is not installed for "
+                  f"{sys.executable}: install isrlab and its dependencies first (README, \"Install and run\": "
+                  f"pip install -e .)", file=sys.stderr)
+            return EXIT_UNJUDGED
+        return _internal_error()
     except Exception as exc:  # noqa: BLE001 - a defect of isrlab's own: never exit 1, which says an expectation failed
         pipeline = sys.modules.get("testbed.analysis.pipeline")  # loaded if anything was judged
         if pipeline is not None and isinstance(exc, pipeline.SummaryError):  # a Spark failure after the verdicts
@@ -197,10 +209,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"isrlab: {exc.strerror}: {exc.filename or ''}; the command stopped there (what it wrote "
                   f"before stands), and everything it started is stopped", file=sys.stderr)
             return EXIT_UNJUDGED
-        traceback.print_exc()
-        print("isrlab: an internal error stopped the command (the traceback above is a defect to report); "
-              "nothing was judged, and everything it started is stopped", file=sys.stderr)
-        return EXIT_UNJUDGED
+        return _internal_error()
+
+
+def _internal_error() -> int:
+    traceback.print_exc()
+    print("isrlab: an internal error stopped the command (the traceback above is a defect to report); "
+          "nothing was judged, and everything it started is stopped", file=sys.stderr)
+    return EXIT_UNJUDGED
 
 
 if __name__ == "__main__":

@@ -42,6 +42,20 @@ def float_arg(text: str) -> float:
     return float(text)
 
 
+def joined_negative_numbers(argv: list[str]) -> list[str]:
+    """`argv` with `--option -inf` written `--option=-inf`: argparse reads a value that starts
+    with a dash and is not a plain negative decimal (`-inf`, `-nan`, `-1e3`) as an option, and
+    said only "expected one argument" where the option's own check names the problem."""
+    out: list[str] = []
+    for token in argv:
+        if (out and token.startswith("-") and _FLOAT.fullmatch(token) and out[-1].startswith("--")
+                and "=" not in out[-1] and out[-1] != "--"):
+            out[-1] = f"{out[-1]}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def range_problem(flag: str, value: int | float | None, low: float, high: float) -> str | None:
     """Why `flag` cannot be `value`: outside low..high (NaN is); None when it can or is not given."""
     if value is None or low <= value <= high:

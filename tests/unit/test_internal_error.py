@@ -60,3 +60,25 @@ def test_an_output_whose_reader_went_away_stops_the_command_silently(
     assert run.main(["matrix", "m.yaml", "--dry-run"]) == run.EXIT_BROKEN_PIPE == 141
     assert redirected == [1]  # standard output: the exit's own flush of it cannot fail again
     assert capsys.readouterr().err == ""
+
+
+def test_a_missing_dependency_is_named_with_how_to_install_it(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A new user's `python3 run.py ...` outside the virtual environment was an "internal error"
+    with a traceback ending in `No module named 'rich'`."""
+    def missing(argv: list[str]) -> int:
+        raise ModuleNotFoundError("No module named 'rich.console'", name="rich.console")
+    monkeypatch.setattr(run, "cmd_validate", missing)
+    assert run.main(["validate", "x.yaml"]) == run.EXIT_UNJUDGED
+    err = capsys.readouterr().err
+    assert "the Python package 'rich' is not installed" in err and "pip install -e ." in err
+    assert "Traceback" not in err and "internal error" not in err
+
+
+def test_a_missing_module_of_isrlab_itself_stays_a_defect(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    def missing(argv: list[str]) -> int:
+        raise ModuleNotFoundError("No module named 'testbed.gone'", name="testbed.gone")
+    monkeypatch.setattr(run, "cmd_validate", missing)
+    assert run.main(["validate", "x.yaml"]) == run.EXIT_UNJUDGED
+    assert "an internal error stopped the command" in capsys.readouterr().err
