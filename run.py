@@ -21,7 +21,8 @@ import traceback
 from pathlib import Path
 
 if sys.version_info < (3, 11):  # before any import that needs a newer Python fails obscurely
-    sys.exit(f"isrlab needs Python 3.11 or newer; this is {sys.version.split()[0]} ({sys.executable})")
+    print(f"isrlab needs Python 3.11 or newer; this is {sys.version.split()[0]} ({sys.executable})", file=sys.stderr)
+    sys.exit(2)  # judged nothing (README, "Exit codes"): not 1, which says an expectation failed
 
 from testbed.config.cli_values import float_arg, int_arg, joined_negative_numbers, path_arg
 
