@@ -7,8 +7,10 @@ They return the effect for `faults.jsonl` (DESIGN section 7).
 
 `medium: tmpfs` puts each data directory on its own tmpfs mount, so a matrix of runs costs
 no disk I/O. Mounting needs root; without it the caller warns and uses a plain directory,
-which the durability model treats the same. Mounts carry the source name `isrlab` so that
-leftovers of a killed supervisor can be found in /proc/mounts and removed (`isrlab_mounts`).
+which the durability model treats the same. A run registers its mounts, so that the next
+supervisor unmounts those of one that was killed (`testbed.supervisor.processes`); they
+carry the source name `isrlab`, so that a leak check finds any left in /proc/mounts
+(`isrlab_mounts`).
 """
 from __future__ import annotations
 
@@ -84,8 +86,8 @@ def unmount(path: Path) -> bool:
 
 
 def isrlab_mounts(under: Path) -> list[Path]:
-    """Every tmpfs this package mounted below `under` (from /proc/mounts), deepest first,
-    so a supervisor can remove what a killed predecessor left behind."""
+    """Every tmpfs this package mounted below `under` (from /proc/mounts), deepest first: what
+    the tests' leak checks look for after a run, a killed one included."""
     root = Path(under).resolve()
     found = []
     for line in Path("/proc/mounts").read_text().splitlines():
