@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
+import testbed.analysis.readable_paths as readable_paths
 from testbed.analysis.schemas import CORRUPT, RECORD_FILES, RecordFile
 
 RUN_ID = "run_id"
@@ -101,13 +102,17 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple
         for name, what in zip(REQUIRED_FILES, ("operation", "event")):  # controller's election): none is cut short
             if rid not in rejected and (run / name).stat().st_size == 0:
                 rejected[rid] = f"{run / name}: empty (no {what} was recorded), so the run cannot be judged"
+    read_as = _read_dirs(runs)
+    warehouse.mkdir(parents=True, exist_ok=True)
+    tables = readable_paths.readable(warehouse)
     with ThreadPoolExecutor(max_workers=len(RECORD_FILES), thread_name_prefix="isrlab-ingest") as pool:
         writes = []
         for spec in RECORD_FILES:
-            files = {run / spec.path: rid for run, rid in runs.items() if (run / spec.path).is_file()}
+            files = {read_as[run] / spec.path: rid for run, rid in runs.items() if (run / spec.path).is_file()}
             if files:  # the five writes are small jobs: together, their fixed costs overlap
-                writes.append(pool.submit(_to_parquet, spark, spec, files, warehouse / spec.table))
-                frames[spec.table] = (spark.read.schema(_stored_schema(spec)).parquet(hadoop_path(warehouse / spec.table))
+                writes.append(pool.submit(_to_parquet, spark, spec, files, warehouse / spec.table,
+                                          read_as != {run: run for run in runs}))
+                frames[spec.table] = (spark.read.schema(_stored_schema(spec)).parquet(hadoop_path(tables / spec.table))
                                       .where(F.col(RUN_ID).isin(ids)))
             else:  # and no earlier judgment's table of it stays beside this one's
                 shutil.rmtree(warehouse / spec.table, ignore_errors=True)
@@ -119,6 +124,14 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple
     good = [i for i in ids if i not in rejected]
     return Tables(**{name: f.where(~F.col(_BAD) & F.col(RUN_ID).isin(good)).drop(CORRUPT, _BAD)
                      for name, f in frames.items()}), rejected
+
+
+def _read_dirs(runs: dict[Path, str]) -> dict[Path, Path]:
+    """Each run's directory as the readers take it: itself, or when one of them cannot be
+    listed (`readable_paths`), a link to each, so that the run of every line is found alike."""
+    if not any(readable_paths.needs_link(run) for run in runs):
+        return {run: run for run in runs}
+    return {run: readable_paths.link_to(run) for run in runs}
 
 
 #: what a Hadoop path pattern reads as a wildcard (a reader's paths are patterns)
@@ -148,20 +161,24 @@ def _unquote(segment: Column) -> Column:
 _UNIQUE_COLUMNS = ("value", "records", CORRUPT)
 
 
-def _run_of_line(spec: RecordFile, files: dict[Path, str]) -> Column:
+def _run_of_line(spec: RecordFile, files: dict[Path, str], linked: bool) -> Column:
     """The run of a line: the id of the run its file is in (the last components of the run
     directory's path, `run_ids`; `spec.path` is relative to it), cut out of the file's name
     without a regular expression (which cost a third of the parse), or simply that id when
-    there is one file."""
+    there is one file. Files read through links (`_read_dirs`) have the link's name there,
+    which names their run."""
     if len(files) == 1:
         return F.lit(next(iter(files.values())))
-    parts = next(iter(files.values())).count("/") + 1
+    parts = 1 if linked else next(iter(files.values())).count("/") + 1
     depth = len(Path(spec.path).parts) + parts
     run = F.substring_index(F.substring_index(F.input_file_name(), "/", -depth), "/", parts)
+    if linked:
+        links = {path.parts[-depth]: rid for path, rid in files.items()}
+        return F.element_at(F.create_map(*[F.lit(x) for pair in links.items() for x in pair]), run)
     return F.when(run.contains("%"), _unquote(run)).otherwise(run)
 
 
-def _to_parquet(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path) -> None:
+def _to_parquet(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path, linked: bool) -> None:
     """One pass over the JSON: parse, number the lines, judge each line, write Parquet. Every
     later read is of the Parquet, and the format check reads only the `_bad` column. A run
     has one file of each table, so its id names the file a line came from."""
@@ -170,7 +187,7 @@ def _to_parquet(spark: SparkSession, spec: RecordFile, files: dict[Path, str], t
            .json([hadoop_path(f) for f in files]))
     writer = (raw.withColumn(SEQ, F.monotonically_increasing_id())
               .withColumn(_BAD, F.col(CORRUPT).isNotNull() | ~F.coalesce(F.expr(spec.required), F.lit(False)))
-              .withColumn(RUN_ID, _run_of_line(spec, files))
+              .withColumn(RUN_ID, _run_of_line(spec, files, linked))
               .write.mode("overwrite"))
     for column in _UNIQUE_COLUMNS:
         writer = writer.option(f"parquet.enable.dictionary#{column}", "false")

@@ -77,6 +77,25 @@ def test_run_directories_named_like_path_patterns_are_judged(tmp_path: Path, spa
     assert [v.ok for v in analyze_runs([pattern])] == [True]
 
 
+def test_paths_with_a_colon_and_a_pattern_character_are_judged_each_as_its_own(
+        tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """Found by a tester: Hadoop's globber reads a colon in a component as a URI scheme, so a
+    tree named `nightly [2026-11-26 10:00]`, or a run named `a:b[1]`, failed every run of its
+    judgment with "Relative path in absolute URI". Such paths are read through links, and
+    each line is still given to its own run: the lossy run alone fails."""
+    tree = tmp_path / "nightly [2026-11-26 10:00]"
+    RunBuilder(tree, "a:b[1]").write()
+    lossy = RunBuilder(tree, "c?:d")
+    lossy.send("v5", 5, at=lossy.history[-1]["time_ns"] - 10)  # acknowledged, never in a log
+    lossy.write()
+    RunBuilder(tree, "plain").write()
+    verdicts = {v.run_id: v for v in analyze_runs([tree])}
+    assert {rid: v.ok for rid, v in verdicts.items()} == {"a:b[1]": True, "c?:d": False, "plain": True}
+    assert [x["value"] for x in verdicts["c?:d"].results["checks"]["lost_writes"]["examples"]] == ["v5"]
+    [alone] = analyze_runs([tree / "c?:d"])
+    assert alone.ok is False and alone.results["checks"]["lost_writes"]["count"] == 1
+
+
 def test_final_logs_torn_or_without_a_replica_leave_the_run_unjudged(tmp_path: Path, spark: object) -> None:  # noqa: F811
     """The final files are written whole and renamed into place: a torn line there is not a
     writer killed mid-line, and logs with fewer records than a replica's LEO are only part of
