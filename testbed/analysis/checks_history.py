@@ -143,17 +143,23 @@ def aborted_reads(history: DataFrame, polls: DataFrame, committed: DataFrame, fa
 
 def committed_regressions(polls: DataFrame, committed: DataFrame) -> DataFrame:
     """A value a consumer read (so it was committed) that a later read, or the final committed
-    log, shows replaced at that offset (both frames hold only the offsets `offsets.suspects`
-    flagged `replaced`)."""
+    log, shows replaced at that offset, or that the final committed log no longer reaches
+    (`later_value` null: the log ends before it, I5). Both frames hold only the offsets
+    `offsets.suspects` flagged `replaced`."""
     reads = polls.select(*PART, "offset", "value", "process", "time_ns")
     later = (polls.select(*PART, "offset", F.col("value").alias("later_value"), F.col("process").alias("seen_by"),
                           F.col("time_ns").alias("later_ns"))
              .unionByName(committed.select(*PART, "offset", F.col("value").alias("later_value"),
                                            F.lit("final committed log").alias("seen_by"),
                                            F.lit(None).cast("long").alias("later_ns"))))
-    joined = (reads.join(later, [*PART, "offset"])
-              .where((F.col("later_value") != F.col("value"))
-                     & (F.col("later_ns").isNull() | (F.col("later_ns") > F.col("time_ns")))))
+    replaced = (reads.join(later, [*PART, "offset"])
+                .where((F.col("later_value") != F.col("value"))
+                       & (F.col("later_ns").isNull() | (F.col("later_ns") > F.col("time_ns")))))
+    gone = (reads.join(committed.select(*PART, "offset"), [*PART, "offset"], "left_anti")
+            .select(*reads.columns, F.lit(None).cast("string").alias("later_value"),
+                    F.lit("final committed log, which ends before this offset").alias("seen_by"),
+                    F.lit(None).cast("long").alias("later_ns")))
+    joined = replaced.unionByName(gone)
     return (joined.groupBy(*PART, "offset", "value")
             .agg(F.min("time_ns").alias("time_ns"), F.first("process").alias("read_by"),
                  F.first("later_value").alias("later_value"), F.first("seen_by").alias("seen_by")))

@@ -57,22 +57,24 @@ def suspects(t: Tables, acked: DataFrame, polls: DataFrame, logs: DataFrame) -> 
 
     - `disagree`: acks=all acknowledgements, polls and replicas' committed prefixes name two
       values (the rows of `inconsistent_offsets`);
-    - `replaced`: polls and the final committed log name two values (`committed_regressions`
-      can only occur there);
+    - `replaced`: polls and the final committed log name two values, or a poll read an offset
+      at or past the committed log's end, the final leader's HWM (`committed_regressions` can
+      only occur there);
     - `diverges`: the replicas' files hold two values, or not every final replica holds the
       offset (`log_divergence` can only occur there);
     - `unsure_ack`: an acknowledgement whose value the final committed log does not plainly
       hold at that offset (a lost or unseen write can only be among those).
     """
-    leaders = final_leaders(t).select(*PART, "leader_node")
-    replicas = t.final_replicas.groupBy(*PART).agg(F.count("*").alias("n_replicas"))
+    leaders = final_leaders(t)
+    replicas = (t.final_replicas.groupBy(*PART).agg(F.count("*").alias("n_replicas"))
+                .join(leaders.select(*PART, "leader_hwm"), PART, "left"))
     no = F.lit(False)
     rows = (acked.select(*KEY, "value", (F.col("acks") == "all").alias("obs"), no.alias("reg"), no.alias("com"),
                          F.lit(True).alias("ack"), no.alias("log"))
             .unionByName(polls.select(*KEY, "value", F.lit(True).alias("obs"), F.lit(True).alias("reg"),
                                       (F.col("process") == FINAL_READER).alias("com"), no.alias("ack"),
                                       no.alias("log")))
-            .unionByName(logs.join(F.broadcast(leaders), PART, "left")
+            .unionByName(logs.join(F.broadcast(leaders.select(*PART, "leader_node")), PART, "left")
                          .select(*KEY, "value", F.col("prefix").alias("obs"),
                                  (F.col("prefix") & (F.col("node") == F.col("leader_node"))).alias("reg"),
                                  F.coalesce(F.col("prefix") & (F.col("node") == F.col("leader_node")), no)
@@ -86,7 +88,10 @@ def suspects(t: Tables, acked: DataFrame, polls: DataFrame, logs: DataFrame) -> 
     facts = rows.groupBy(*KEY).agg(*aggs, F.sum(F.col("log").cast("int")).alias("log_n"))
     plain_ack = _one("ack") & _one("com") & _same("ack", "com")
     flagged = (facts.join(F.broadcast(replicas), PART, "left")
-               .select(*KEY, _differ("obs").alias("disagree"), _differ("reg").alias("replaced"),
+               .select(*KEY, _differ("obs").alias("disagree"),
+                       (_differ("reg") | F.coalesce(F.col("reg_lo0").isNotNull()
+                                                    & (F.col("offset") >= F.col("leader_hwm")), no))
+                       .alias("replaced"),
                        (_differ("log") | ((F.col("log_n") > 0) & ~F.col("log_n").eqNullSafe(F.col("n_replicas"))))
                        .alias("diverges"),
                        (F.col("ack_lo0").isNotNull() & ~F.coalesce(plain_ack, no)).alias("unsure_ack")))

@@ -468,8 +468,9 @@ EXPECTED: dict[str, dict[str, int]] = {
     "metadata-digests": {**ZERO, "metadata_divergence": 1},
     "deleted-topic": {**ZERO, "unseen": 1},
     "made-again": ZERO,
-    "manual-elect": {**ZERO, "lost_writes": 5},
-    "last-standing": {**ZERO, "lost_writes": 5},
+    # in both, the consumer had read all five: committed, then gone with the log (I5)
+    "manual-elect": {**ZERO, "lost_writes": 5, "committed_regressions": 5},
+    "last-standing": {**ZERO, "lost_writes": 5, "committed_regressions": 5},
     "follower-down": ZERO,
     "unclean-tie": ZERO,
     "grown": ZERO,
@@ -562,6 +563,17 @@ def test_R30_a_loss_of_the_last_replica_standing_cites_R30(judged: dict[str, Run
         "(at 3.000 s, R30); after lossy-crash of broker-1 (loss unsynced) at 2.100 s")
     fenced = judged["lost"].results["checks"]["lost_writes"]["examples"][0]["cause"]
     assert "R25" in fenced  # with the ELR, a clean election stays R25's
+
+
+def test_I5_a_read_offset_the_final_log_no_longer_reaches_is_a_committed_regression(
+        judged: dict[str, RunVerdict]) -> None:
+    """Found by a tester: a consumer's reads whose offsets an unclean election cut off the log
+    (not replaced by other values) counted no committed regression: the check looked only for
+    a second value at the offset."""
+    regressions = judged["last-standing"].results["checks"]["committed_regressions"]
+    assert regressions["count"] == 5
+    assert {(x["offset"], x["value"], x["seen_by"]) for x in regressions["examples"]} == {
+        (i, f"v{i}", "final committed log, which ends before this offset") for i in range(5)}
 
 
 def test_unavailability_windows_closer_than_100ms_are_one(judged: dict[str, RunVerdict]) -> None:
