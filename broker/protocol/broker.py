@@ -139,6 +139,11 @@ class BrokerState:
                 continue
             self._apply_record(offset, rec)
             self._metadata_digest = chain_digest(self._metadata_digest, rec)
+        #: the topic id each held log was made for (`MetadataImage.topic_ids`): a log on disk
+        #: belongs to the topic its broker's stored image names (a replica is made from the
+        #: image, and a deletion deletes the logs before its record is stored); None unknown
+        self._replica_topic_ids: dict[tuple[str, int], int | None] = {
+            key: self.image.topic_ids.get(key[0]) for key in self.local}
 
     # ------------------------------------------------------------------ the active controller
     @property
@@ -324,8 +329,9 @@ class BrokerState:
         if msg.snapshot is not None and self._snapshot_end(msg.snapshot) - 1 > self.image.offset:
             if not self._load_snapshot(msg.snapshot):
                 return out
-            # replicas of topics deleted in the compacted log go first, as after a RemoveTopicRecord
-            out.extend(self._delete_replicas({k for k in self._held_keys() if k[0] not in self.image.topics}))
+            # replicas of topics deleted in the compacted log go first, as after a RemoveTopicRecord,
+            # also those of a name deleted and made again there: another topic, by its id
+            out.extend(self._delete_replicas({k for k in self._held_keys() if self._deleted_topic(k)}))
             out.disk.append(PersistMetadataSnapshot(msg.snapshot))
             changed, brokers_changed = list(self.image.partitions), True
         fresh: list[tuple[int, dict]] = []
@@ -403,6 +409,12 @@ class BrokerState:
         disk that no replica was made of yet (before the metadata caught up)."""
         return {*self.partitions, *self.local}
 
+    def _deleted_topic(self, key: tuple[str, int]) -> bool:
+        """The topic this broker holds the partition `key` of is no longer in the image: its
+        name is gone, or now names a topic of another id (R40)."""
+        made_for = self._replica_topic_ids.get(key)
+        return key[0] not in self.image.topics or (made_for is not None and made_for != self.image.topic_ids[key[0]])
+
     def _delete_replicas(self, keys: set[tuple[str, int]]) -> Outputs:
         """R40: the topic of these replicas was deleted. Each closes (held produces fail as on a
         step-down), is no longer fetched and deletes its log, also one recovery found on disk
@@ -414,6 +426,7 @@ class BrokerState:
                 out.extend(p.close())
                 self.fetchers.remove(*key)
             self.local.pop(key, None)
+            self._replica_topic_ids.pop(key, None)
             out.disk.append(DeletePartition(*key))
             out.event("replica-deleted", topic=key[0], partition=key[1], reason="topic-deleted")
         return out
@@ -435,6 +448,7 @@ class BrokerState:
             self.fetchers.remove(*key)
         if self.broker_id not in rec.replicas:  # R35: a reassignment moved the partition away
             del self.partitions[key]
+            self._replica_topic_ids.pop(key, None)
             out.disk.append(DeletePartition(*key))
             out.event("replica-deleted", topic=key[0], partition=key[1], leader_epoch=rec.leader_epoch,
                       replicas=list(rec.replicas), reason="reassigned")
@@ -451,6 +465,7 @@ class BrokerState:
         if self.broker_epoch >= 0:
             p.set_local_broker_epoch(self.broker_epoch)
         self.partitions[key] = p
+        self._replica_topic_ids[key] = self.image.topic_ids.get(topic)
         return p
 
     def _broker_epochs(self) -> dict[int, int]:

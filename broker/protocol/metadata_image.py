@@ -54,6 +54,10 @@ class MetadataImage:
         self.offset = -1
         self.brokers: dict[int, BrokerRegistration] = {}
         self.topics: dict[str, TopicRecord] = {}
+        #: each topic's id: the offset of the TopicRecord that made it. A name deleted and made
+        #: again is another topic (Kafka's topic ids, KIP-516), which a broker that missed the
+        #: deletion (its log compacted into a snapshot) can only tell by this.
+        self.topic_ids: dict[str, int] = {}
         self.partitions: dict[tuple[str, int], PartitionRecord] = {}
 
     # ------------------------------------------------------------------ replay
@@ -90,6 +94,7 @@ class MetadataImage:
             if record.name in self.topics:
                 return False
             self.topics[record.name] = record
+            self.topic_ids[record.name] = offset
             return True
         if isinstance(record, LeaderChangeRecord):
             return True
@@ -120,6 +125,7 @@ class MetadataImage:
         topic = self.topics.pop(name, None)
         if topic is None:
             return False
+        del self.topic_ids[name]
         for index in range(topic.partitions):
             self.partitions.pop((name, index), None)
         return True
@@ -139,6 +145,7 @@ class MetadataImage:
         return {"offset": self.offset,
                 "brokers": [asdict(b) for _, b in sorted(self.brokers.items())],
                 "topics": [to_dict(t) for _, t in sorted(self.topics.items())],
+                "topic_ids": dict(sorted(self.topic_ids.items())),
                 "partitions": [to_dict(p) for _, p in sorted(self.partitions.items())]}
 
     @classmethod
@@ -154,12 +161,15 @@ class MetadataImage:
                 if not isinstance(topic, TopicRecord):
                     raise BadRecord(f"a topic of the snapshot is a {type(topic).__name__}")
                 image.topics[topic.name] = topic
+            image.topic_ids = {str(name): int(topic_id) for name, topic_id in state["topic_ids"].items()}
+            if image.topic_ids.keys() != image.topics.keys():
+                raise BadRecord("the snapshot's topic ids are not those of its topics")
             for p in state["partitions"]:
                 partition = from_dict(p)
                 if not isinstance(partition, PartitionRecord):
                     raise BadRecord(f"a partition of the snapshot is a {type(partition).__name__}")
                 image.partitions[(partition.topic, partition.partition)] = partition
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise BadRecord(f"malformed metadata snapshot: {e!r}") from None
         return image
 

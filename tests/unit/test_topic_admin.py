@@ -387,6 +387,63 @@ def test_r22_r40_a_snapshot_without_the_topic_deletes_its_replicas_first():
     assert b.partitions == {} and b.fetchers.leaders() == {}
 
 
+def test_r22_r40_a_snapshot_of_the_topic_made_again_deletes_the_replicas_of_the_old_one():
+    """R22, R40 (KIP-516 topic ids): a broker cut off while its topic was deleted and made again
+    under the same name gets a snapshot that holds the name, with another id. Found by a
+    tester: the broker kept its log of the deleted topic, joined the new one's ISR after a
+    truncation to the common epoch-0 prefix, and led it with the old values (730 acks=all
+    writes lost). Its replicas are deleted, and the new topic's start empty."""
+    h = two_partitions()
+    b = broker_1(h)
+    produce(b, "old", 1.0, acks=1)
+    assert b.partitions[("t", 0)].log_end_offset == 1
+    old_id = h.controller.image.topic_ids["t"]
+    h.call(DeleteTopicsRequest(["t"]))
+    assert h.create(partitions=1, placement="explicit", assignment={0: [2, 1, 3]}) == "NONE"
+    assert h.controller.image.topic_ids["t"] != old_id
+    end = h.controller.log_end_offset
+    snapshot = {"end": end, "image": h.controller.image.to_state(), "digest": 7}
+    out = b.on_response(("metadata",), MetadataFetchResponse(Errors.NONE, [], end, end, 100, snapshot), 2.0)
+    assert [op for op in out.disk if isinstance(op, DeletePartition)] == [DeletePartition("t", 0),
+                                                                          DeletePartition("t", 1)]
+    p = b.partitions[("t", 0)]
+    assert (p.log_end_offset, p.role, p.leader_id) == (0, "follower", 2)
+    assert sorted(b.partitions) == [("t", 0)]
+
+
+def test_r22_r40_a_restarted_broker_deletes_its_logs_of_a_topic_made_again_in_a_snapshot():
+    """R22, R40: the same for a broker that was down meanwhile: the logs recovery found belong
+    to the topic its stored metadata names, so the snapshot's other id for the name deletes
+    them before any replica adopts them."""
+    h = two_partitions()
+    persisted = list(enumerate(metadata_log(h)))
+    h.call(DeleteTopicsRequest(["t"]))
+    assert h.create(partitions=2, placement="explicit", assignment={0: [1, 2, 3], 1: [1, 2, 3]}) == "NONE"
+    local = {("t", 0): LocalReplica(5, 5, EpochHistory([(0, 0)])), ("t", 1): LocalReplica(2, 2, EpochHistory())}
+    b = BrokerState(BrokerConfig(1, None, "inc-1b"), local, -1, metadata_records=persisted)
+    b.tick(0.0)
+    b.on_response(("register",), BrokerRegistrationResponse(Errors.NONE, h.epoch(1)), 0.0)
+    end = h.controller.log_end_offset
+    snapshot = {"end": end, "image": h.controller.image.to_state(), "digest": 7}
+    out = b.on_response(("metadata",), MetadataFetchResponse(Errors.NONE, [], end, end, end, snapshot), 0.1)
+    assert [op for op in out.disk if isinstance(op, DeletePartition)] == [DeletePartition("t", 0),
+                                                                          DeletePartition("t", 1)]
+    assert b.caught_up and {k: p.log_end_offset for k, p in b.partitions.items()} == {("t", 0): 0, ("t", 1): 0}
+
+
+def test_r22_a_snapshot_keeps_the_replicas_of_a_topic_it_still_holds():
+    """R22: the same id in the snapshot: nothing is deleted (the log compacted, nothing else)."""
+    h = two_partitions()
+    b = broker_1(h)
+    produce(b, "kept", 1.0, acks=1)
+    end = h.controller.log_end_offset
+    snapshot = {"end": end, "image": h.controller.image.to_state(), "digest": 7}
+    b.image.offset = -1  # behind the snapshot, as after compaction
+    out = b.on_response(("metadata",), MetadataFetchResponse(Errors.NONE, [], end, end, 100, snapshot), 2.0)
+    assert not [op for op in out.disk if isinstance(op, DeletePartition)]
+    assert b.partitions[("t", 0)].log_end_offset == 1
+
+
 def test_r40_a_broker_leads_and_follows_the_partitions_added_to_its_topic():
     """R40: after PartitionCountRecord and the new PartitionRecords, the broker holds a replica of
     each new partition it is named in, leader or follower as the records say, and fetches the
