@@ -345,12 +345,8 @@ class Controller:
         registration = self.image.brokers[broker_id]
         if registration.fenced:
             return True
-        if not registration.in_controlled_shutdown:
-            batch.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=registration.broker_epoch,
-                                                        in_controlled_shutdown=True))
-            batch.event("controlled-shutdown", broker_id=broker_id)
-            self._remove_from_partitions(batch, broker_id, "controlled-shutdown")
-            self.heartbeats.begin_controlled_shutdown(broker_id, self.log_end_offset - 1)
+        if not self.heartbeats.in_controlled_shutdown(broker_id):
+            self._begin_controlled_shutdown(batch, broker_id)
         if self._partitions_where(lambda p: p.leader == broker_id):
             return False
         active = [b for b in self.image.unfenced_brokers() if not self.image.brokers[b].in_controlled_shutdown]
@@ -358,6 +354,22 @@ class Controller:
             return False
         self._fence(batch, broker_id, "controlled-shutdown")
         return True
+
+    def _begin_controlled_shutdown(self, batch: _Batch, broker_id: int) -> None:
+        """R37's first step on this controller: flag the broker, move its work away (R25), and
+        remember the offset every active broker must reach before it may stop.
+
+        A controller that became active during the shutdown finds the flag in the log already.
+        As Kafka's, it carries on rather than starting over: no second flag record, a move of
+        whatever the broker still holds (a failover may have committed only part of the first
+        controller's batch), and the wait for the log end it found."""
+        registration = self.image.brokers[broker_id]
+        if not registration.in_controlled_shutdown:
+            batch.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=registration.broker_epoch,
+                                                        in_controlled_shutdown=True))
+            batch.event("controlled-shutdown", broker_id=broker_id)
+        self._remove_from_partitions(batch, broker_id, "controlled-shutdown")
+        self.heartbeats.begin_controlled_shutdown(broker_id, self.log_end_offset - 1)
 
     def _unregister(self, batch: _Batch, broker_id: int, now: float) -> UnregisterBrokerResponse:
         """R39's last step: forget a removed broker. Refused while it still runs (a fenced broker

@@ -60,6 +60,11 @@ class BrokerHeartbeatManager:
         """R37: remember the metadata offset every active broker must reach before this one may stop."""
         self._sessions[broker_id].controlled_shutdown_offset = offset
 
+    def in_controlled_shutdown(self, broker_id: int) -> bool:
+        """R37: whether this controller began the broker's controlled shutdown. A controller that
+        became active since then knows of it only from the metadata log, and has no offset yet."""
+        return self._sessions[broker_id].controlled_shutdown_offset is not None
+
     def may_shut_down(self, broker_id: int, active_brokers: Iterable[int]) -> bool:
         """R37: the active brokers all applied the records that moved this broker's work away."""
         target = self._sessions[broker_id].controlled_shutdown_offset

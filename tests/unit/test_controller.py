@@ -352,6 +352,56 @@ def test_r37_controlled_shutdown_moves_leadership_before_should_shut_down():
     assert h.events("registered")[-1]["clean"] is True
 
 
+def _appended(h: Harness) -> list[tuple[int, object]]:
+    """(offset, record) for every record the harness's controller appended, in log order."""
+    return [(a.base_offset + i, r) for out in h.outputs for a in out.disk for i, r in enumerate(a.records)]
+
+
+def _failover(h: Harness, records: list[tuple[int, object]]) -> Harness:
+    """A controller that becomes active after replaying `records`, and gives the unfenced brokers sessions."""
+    new = Harness()
+    for offset, record in records:
+        new.controller.replay(offset, record)
+    new.tick(h.now)
+    return new
+
+
+def test_r37_controlled_shutdown_completes_on_the_controller_that_takes_over():
+    """R37: a failover during a controlled shutdown does not cancel it. The new active controller
+    finds the broker in controlled shutdown in the log, appends no second flag, and lets it go
+    once the other active brokers applied the log it found; the restart is clean (R28)."""
+    h = cluster()
+    h.create(partitions=3)
+    assert h.heartbeat(1, want_shutdown=True).should_shut_down is False
+    new = _failover(h, _appended(h))
+    assert new.controller.image.brokers[1].in_controlled_shutdown
+    assert new.heartbeat(1, want_shutdown=True).should_shut_down is False  # brokers 2 and 3 not heard yet
+    new.heartbeat(2)
+    new.heartbeat(3)
+    done = new.heartbeat(1, want_shutdown=True)
+    assert done.should_shut_down is True and new.controller.image.brokers[1].fenced
+    assert new.events("controlled-shutdown") == [] and new.events("partition-changed") == []
+    assert new.register(1, "next", previous=new.epoch(1)).error == Errors.NONE
+    assert new.events("registered")[-1]["clean"] is True
+
+
+def test_r37_controller_that_takes_over_moves_what_a_partly_committed_shutdown_left():
+    """R37, R25: when only the flag of the first controller's batch was committed, the new active
+    controller moves the leaderships and ISR memberships the broker still holds before letting it go."""
+    h = cluster()
+    h.create(partitions=3)
+    before = h.controller.log_end_offset
+    h.heartbeat(1, want_shutdown=True)
+    new = _failover(h, _appended(h)[:before + 1])  # the flag record, none of the partition changes
+    assert any(p.leader == 1 for p in new.controller.image.partitions_of("t"))
+    assert new.heartbeat(1, want_shutdown=True).should_shut_down is False
+    assert all(p.leader != 1 and 1 not in p.isr for p in new.controller.image.partitions_of("t"))
+    assert {e["reason"] for e in new.events("partition-changed")} == {"controlled-shutdown"}
+    new.heartbeat(2)
+    new.heartbeat(3)
+    assert new.heartbeat(1, want_shutdown=True).should_shut_down is True
+
+
 # ---------------------------------------------------------------------------------------- topics
 def test_create_topics_with_each_placement():
     """R34: rack-aware spans racks (I9), round-robin and explicit follow their rule; ISR = replicas, epochs 0."""

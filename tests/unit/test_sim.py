@@ -18,9 +18,11 @@ import run
 from broker.common.jsonl import read_jsonl
 from faults.fault_spec import FAULT_ACTIONS
 from testbed.experiment.counts import count_operations
+from testbed.sim.cluster import SimCluster
 from testbed.sim.node import SimNode
 from testbed.sim.run import run_seed
 from testbed.sim.scratch import memory_has_room
+from testbed.supervisor.run_dir import RunDir
 from testbed.topology import load_topology, parse_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,6 +191,39 @@ def test_a_paused_node_acts_on_nothing_until_resumed(tmp_path: Path) -> None:
     moved = [e for e in events if e["kind"] == "partition-changed" and e.get("partition") == 0
              and pause["time_ns"] < e["time_ns"] < resume["time_ns"] and e.get("leader") != int(paused[-1])]
     assert moved, "the paused leader's partition was not moved"
+
+
+def test_a_controlled_shutdown_the_active_controller_accepted_ends_clean_after_its_failover(tmp_path: Path) -> None:
+    """R37, R28 (found by a tester on processes): the active controller is killed once the
+    shutdown of a leader is committed and before the broker is let go; the new active
+    controller carries it on, the broker exits cleanly and registers again as clean. It was
+    held until the 10 s timeout, killed, and came back unclean (R29 excluded it). Driven by
+    hand: the sim's `shutdown` fault holds the faults due during it back."""
+    topology = parse_topology({**FAULT_TOUR, "duration": "2s", "faults": []}, "failover")
+    cluster = SimCluster(topology, RunDir(tmp_path / "run"))
+    try:
+        cluster.start()
+        status = cluster.status()
+        assert status.controller is not None
+        active, leader = status.controller["node"], status.partition("orders", 0).leader
+        standbys = [cluster.nodes_by_name[c.name] for c in cluster.controllers() if c.name != active]
+        broker = cluster.nodes_by_name[f"broker-{leader}"]
+        broker.begin_shutdown()
+        assert cluster.loop.run_until(cluster.loop.now + 5, lambda: all(
+            n.role.controller.image.brokers[leader].in_controlled_shutdown for n in standbys), poll=0.0)
+        assert broker.up, "the broker was let go before the failover"
+        cluster.kill(active)
+        assert cluster.loop.run_until(cluster.loop.now + 10, lambda: not broker.up, poll=0.0)
+        assert broker.exit_code == 0
+        cluster.stopped.add(broker.cfg.name)  # as the `shutdown` fault records the exit
+        cluster.restart(broker.cfg.name)
+        cluster.wait_until(lambda s: not s.registered_brokers().get(leader, {"fenced": True})["fenced"],
+                           timeout=10, what=f"broker {leader} unfenced again")
+    finally:
+        cluster.close()
+    registered = [e for e in read_jsonl(tmp_path / "run" / "events.jsonl")
+                  if e["kind"] == "registered" and e["broker_id"] == leader]
+    assert registered[-1]["clean"] is True, registered
 
 
 @pytest.mark.parametrize("argv, message", [
