@@ -608,7 +608,8 @@ class BrokerState:
             "state": self.state,
             "fenced": self.fenced,
             "metadata_offset": self.image.offset,
-            "partitions": [p.describe() for _, p in sorted(self.partitions.items())],
+            "partitions": [{**p.describe(), "topic_id": self._replica_topic_ids.get(key)}
+                           for key, p in sorted(self.partitions.items())],
         }
 
     @staticmethod

@@ -251,6 +251,7 @@ class Controller:
                  "fenced": b.fenced, "in_controlled_shutdown": b.in_controlled_shutdown, "clean": b.clean}
                 for b in sorted(self.image.brokers.values(), key=lambda b: b.broker_id)],
             "partitions": [asdict(partition_metadata(p)) for _, p in sorted(self.image.partitions.items())],
+            "topic_ids": dict(sorted(self.image.topic_ids.items())),
         }
 
     # ================================================================== output plumbing

@@ -296,7 +296,8 @@ class ClusterAdmin:
         closed its replicas and deleted their logs). Returns {"deleted", "partitions"}, with
         "error" too when a broker still held a replica at the deadline; only {"error"} when the
         controller refused."""
-        before = len(self._partitions_of(name))
+        status = self._controller_status(f"read topic {name}")
+        before, deleted_id = sum(1 for p in status.partitions() if p.topic == name), status.topic_id(name)
         resp = self._admin(DeleteTopicsRequest([name]))
         if not isinstance(resp, DeleteTopicsResponse):
             return {"error": "the controller did not answer DeleteTopics"}
@@ -305,8 +306,10 @@ class ClusterAdmin:
             return {"error": f"delete-topic {name}: {error}"}
         done = {"deleted": name, "partitions": before}  # committed: its data is gone, whatever follows
         try:
-            self.wait_until(lambda s: s.controller is not None and not any(p.topic == name for p in s.partitions())
-                            and not any(r.topic == name for r in s.replicas()),
+            # by the topic's id: a topic made again under the name meanwhile (a fault that fired
+            # inside this wait) is another topic, whose replicas are not waited for
+            self.wait_until(lambda s: s.controller is not None and s.topic_id(name) != deleted_id
+                            and not any(r.topic == name and r.topic_id in (deleted_id, None) for r in s.replicas()),
                             timeout=timeout if timeout is not None else self.scaled(15),
                             what=f"topic {name} gone from the controller and every broker")
         except ClusterError as e:

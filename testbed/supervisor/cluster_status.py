@@ -25,6 +25,7 @@ class ReplicaView:
     leader_epoch: int
     leo: int
     hwm: int
+    topic_id: int | None = None  # the id of the topic it was made for (`MetadataImage.topic_ids`)
 
 
 @dataclass
@@ -44,6 +45,10 @@ class ClusterStatus:
             return []
         return [PartitionMetadata(**p) for p in self.controller.get("partitions", [])]
 
+    def topic_id(self, topic: str) -> int | None:
+        """The active controller's id of `topic`; None when it has no such topic."""
+        return (self.controller or {}).get("topic_ids", {}).get(topic)
+
     def partition(self, topic: str, partition: int) -> PartitionMetadata:
         for p in self.partitions():
             if p.topic == topic and p.partition == partition:
@@ -60,7 +65,7 @@ class ClusterStatus:
         for broker, body in self.brokers.items():
             for p in (body or {}).get("partitions", []):
                 out.append(ReplicaView(broker, p["topic"], p["partition"], p["role"],
-                                       p["leader_epoch"], p["leo"], p["hwm"]))
+                                       p["leader_epoch"], p["leo"], p["hwm"], p.get("topic_id")))
         return out
 
     def replica(self, broker: int, topic: str, partition: int) -> ReplicaView | None:
