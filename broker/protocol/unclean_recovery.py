@@ -7,7 +7,8 @@ answers. The modes:
 - `balanced` triggers when ISR and ELR are both empty, asks every LastKnownELR member and
   waits for all of them, then elects the highest (last written epoch, LEO); the MinISR
   recovery quorum of section 5.3.2 holds a complete log if any member kept one;
-- `proactive` also triggers when candidates exist but none can lead (all fenced), asks every
+- `proactive` also triggers when candidates exist but are all fenced (not merely shutting down
+  under control, whose logs are whole and who come back as candidates), asks every
   replica, and elects the best answer that came within `unclean_recovery_timeout` (or at once
   when all answered), for availability above all;
 - `manual` elects nothing: the partition waits for an operator's `elect` (the controller
@@ -71,9 +72,9 @@ def candidates(part: PartitionRecord, mode: str, brokers: BrokerStates) -> tuple
         if clean or not part.last_known_elr:
             return None
         return tuple(part.last_known_elr)
-    if clean and any(brokers.can_lead(r) for r in clean):
-        return None
-    return tuple(part.replicas)
+    if clean and any(r in brokers.unfenced for r in clean):
+        return None  # R32: all fenced. One in a controlled shutdown keeps its log: it is no reason
+    return tuple(part.replicas)  # to elect another (a tester's proactive recovery lost 200 writes so)
 
 
 def best(answers: list[LogInfo], replicas: list[int]) -> LogInfo:

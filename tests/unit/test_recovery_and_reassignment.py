@@ -12,7 +12,9 @@ from broker.protocol.messages import (
     TopicPartition,
 )
 from broker.protocol.outputs import Send
-from broker.protocol.records import NO_LEADER
+from broker.protocol.partition_change import BrokerStates
+from broker.protocol.records import NO_LEADER, PartitionRecord
+from broker.protocol.unclean_recovery import candidates
 from tests.unit.test_controller import Harness, cluster
 
 
@@ -129,6 +131,18 @@ def test_r32_proactive_asks_every_replica_when_the_candidates_are_fenced_and_ele
     p = h.part()
     assert (p.leader, p.isr, p.reason) == (1, [1], "unclean-recovery")
     assert h.events("unclean-recovery")[-1]["mode"] == "proactive"
+
+
+def test_r32_proactive_waits_while_its_clean_candidate_shuts_down_under_control() -> None:
+    """R32: proactive triggers when the clean candidates are all *fenced*. Found by a tester:
+    the last ISR member's controlled shutdown (R37) moved it to the ELR, and proactive recovery
+    elected the out-of-sync replica 6 ms later, while the broker was still unfenced with its
+    whole log: 200 acks=all writes lost in 76 of 100 seeds."""
+    part = PartitionRecord("t", 0, replicas=[1, 2], isr=[], elr=[2], last_known_elr=[2], reason="controlled-shutdown")
+    shutting_down = BrokerStates(unfenced=frozenset({1, 2}), shutting_down=frozenset({2}))
+    assert candidates(part, "proactive", shutting_down) is None
+    fenced = BrokerStates(unfenced=frozenset({1}), shutting_down=frozenset())
+    assert candidates(part, "proactive", fenced) == (1, 2)
 
 
 def test_r32_manual_records_that_an_operator_must_act_and_elect_chooses():
