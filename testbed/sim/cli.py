@@ -25,6 +25,7 @@ from threading import Lock
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -189,10 +190,11 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     ran = [o for o in outcomes if o["error"] is None]
     if not judge:
         return EXIT_UNJUDGED if len(ran) < len(outcomes) else EXIT_OK
-    from testbed.analysis.pipeline import analyze_runs
+    from testbed.analysis.pipeline import SummaryError, analyze_runs
     from testbed.analysis.session import stop_spark
     from testbed.analysis.terminal import print_verdict
     verdicts: list[RunVerdict] = []
+    no_summary: str | None = None
     if ran:
         console.print(f"judging {len(ran)} seeds in one Spark job ...")
         try:
@@ -201,6 +203,8 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
             verdicts = analyze_runs([Path(o["run_dir"]) for o in ran], spark_master,
                                     summary_dir=sim_dir / "summary" if len(ran) > 1 else None,
                                     reports="all" if len(ran) == 1 else "not-ok")
+        except SummaryError as exc:  # every seed was judged: each is still named below
+            verdicts, no_summary = exc.verdicts, str(exc)
         finally:
             stop_spark()
     if len(outcomes) == 1 and verdicts:
@@ -215,7 +219,9 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
             summary = sim_dir / "summary" / "summary.html"  # none when the judgment failed
             console.print(f"results.json in every seed's directory; {reports}"
                           + (f"; summary: {summary}" if summary.is_file() else ""), highlight=False, soft_wrap=True)
-    if len(ran) < len(outcomes) or any(v.ok is None for v in verdicts):
+    if no_summary is not None:  # a tester's sweep said only this line, naming none of its failed seeds
+        console.print(f"[red]no summary:[/] {escape(no_summary)}", highlight=False, soft_wrap=True)
+    if len(ran) < len(outcomes) or any(v.ok is None for v in verdicts) or no_summary is not None:
         return EXIT_UNJUDGED
     return EXIT_OK if all(v.ok for v in verdicts) else EXIT_FAILED
 
@@ -273,14 +279,16 @@ def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[st
     for v in verdicts:
         groups.setdefault(v.run_dir.name.rsplit("-seed=", 1)[0], []).append(v)
     table = Table(title=f"sim: {len(verdicts)} seeds")
-    for col in ("topology", "seeds", "passed", "with loss", "lost writes", "median no-leader s", "failed expectations"):
+    for col in ("topology", "seeds", "passed", "unjudged", "with loss", "lost writes", "median no-leader s",
+                "failed expectations"):
         table.add_column(col, justify="left" if col in ("topology", "failed expectations") else "right",
                          overflow="fold")
     for name, vs in groups.items():
         lost = [check_count(v, "lost_writes") or 0 for v in vs]
         no_leader = [v.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for v in vs]
         failed = sorted({k for v in vs for k, e in v.results.get("expect", {}).items() if e["held"] is False})
-        table.add_row(name, str(len(vs)), str(sum(1 for v in vs if v.ok)), str(sum(1 for n in lost if n)),
+        table.add_row(name, str(len(vs)), str(sum(1 for v in vs if v.ok)), str(sum(1 for v in vs if v.ok is None)),
+                      str(sum(1 for n in lost if n)),
                       str(sum(lost)), f"{statistics.median(no_leader):.2f}", ", ".join(failed))
     console.print(table)
     for v in verdicts:

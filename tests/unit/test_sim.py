@@ -357,7 +357,7 @@ def test_the_summary_names_every_failed_and_unjudged_seed_with_its_replay_comman
     ]
     print_summary(Console(width=200), verdicts, {"x": Path("topologies/x.yaml")})
     out = " ".join(capsys.readouterr().out.split())
-    assert "│ x │ 3 │ 1 │ 1 │ 3 │" in out
+    assert "│ x │ 3 │ 1 │ 1 │ 1 │ 3 │" in out  # seeds, passed, unjudged, with loss, lost writes
     assert ("unjudged: x seed 1: the cluster did not converge replay: "
             "python run.py sim topologies/x.yaml --seed 1 --keep") in out
     assert "failed: x seed 2: lost_writes 3 (expected 0) replay: python run.py sim topologies/x.yaml --seed 2 --keep" in out
