@@ -184,6 +184,7 @@ class ControllerRole:
         """After any input: step down or up, apply what is newly committed, take a snapshot
         when it is due, serve fetches."""
         if self.active and self.raft.role != LEADER:
+            out.messages.extend(self.controller.resign(self.raft.leader_id))
             self._deactivate()
         if self.applied < self.raft.log_start:  # a snapshot from the leader replaced our log
             self._restart_state_machine()

@@ -262,6 +262,18 @@ class Controller:
         self._held.extend((self.log_end_offset, item) for item in [*batch.events, *replies])
         return self._release(out)
 
+    def resign(self, leader_id: int) -> list[Reply]:
+        """Leadership lost: every answer held for a commit this controller will not see is
+        NOT_CONTROLLER now, naming the leader it knows, so that its asker turns to the new
+        active controller at once (Kafka fails a resigning controller's pending operations so).
+        Dropped, they left an admin request to time out and its fault to do nothing: a
+        tester's create-topic under a controller cut off from its quorum."""
+        replies = [Reply(item.ctx, ErrorResponse(Errors.NOT_CONTROLLER, "the controller lost its leadership "
+                                                 "before the request was committed", leader_id))
+                   for _, item in self._held if isinstance(item, Reply)]
+        self._held = []
+        return replies
+
     def _release(self, out: Outputs) -> Outputs:
         waiting = []
         for end, item in self._held:

@@ -519,3 +519,18 @@ def test_metadata_response_from_controller_image():
     h.create()
     response = h.controller.metadata_response(["t"])
     assert response.controller_id == 100 and response.partitions[0].leader == h.part().leader
+
+
+def test_r22_a_controller_that_loses_its_leadership_answers_what_it_held_not_controller():
+    """R22: a controller deposed before its records commit will never see them commit: the
+    answers it held for them say NOT_CONTROLLER with the leader it knows, so the asker turns to
+    the new active controller. Found by a tester: they were dropped, the supervisor's
+    create-topic timed out after 5 s on a controller cut off from its quorum, and the topic was
+    never created while the run passed."""
+    h = cluster(3)
+    out = h.controller.on_request("admin", CreateTopicsRequest([NewTopic("late", 1, 3, 2, "round-robin")]), h.now)
+    assert not out.messages  # held until its records commit
+    (reply,) = h.controller.resign(leader_id=2)
+    assert reply.ctx == "admin" and isinstance(reply.message, ErrorResponse)
+    assert (reply.message.error, reply.message.leader_id) == (Errors.NOT_CONTROLLER, 2)
+    assert h.controller.resign(leader_id=2) == []  # answered once
