@@ -90,6 +90,8 @@ def describe_fault(rec: dict, elapsed: float) -> str:
             f"{p} {why.split(':')[0]}" for p, why in sorted(refused.items())) + ")[/]"
     if effect.get("slowed_by"):  # the netns backend without netem
         note += f" [yellow](slowed by {effect['slowed_by']})[/]"
+    if effect.get("shutdown") is False:  # a remove-broker whose broker did not leave under control
+        note += " [yellow](not clean: its controlled shutdown timed out and it was killed)[/]"
     killed = [n for n, clean in (effect.get("clean") or {}).items() if clean is False]
     if killed:  # R37's controlled shutdown did not finish in time: the node was killed instead
         note += f" [yellow](not clean: {', '.join(killed)} killed when its controlled shutdown timed out)[/]"

@@ -286,6 +286,10 @@ class ClusterAdmin:
         if not isinstance(resp, CreateTopicsResponse):
             return {"error": "the controller did not answer CreateTopics"}
         error = resp.errors.get(name, Errors.NONE.value)
+        if error == Errors.INVALID_REPLICATION_FACTOR.value:  # the numbers behind it, as add-partitions says them
+            unfenced = sum(1 for b in self.status().registered_brokers().values() if not b.get("fenced"))
+            return {"error": f"create-topic {name}: {error}: replication factor {topic['replication_factor']} "
+                             f"with {unfenced} unfenced broker(s) to place it on"}
         if error != Errors.NONE.value:
             return {"error": f"create-topic {name}: {error}"}
         self._wait_led(name, topic["partitions"], timeout)

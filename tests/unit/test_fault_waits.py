@@ -180,6 +180,10 @@ def test_a_fault_line_names_what_an_admin_fault_acted_on_and_an_empty_undo_is_no
                 "effect": {"clean": {"broker-3": False}}}
     assert describe_fault(shutdown, 3.0).endswith("(not clean: broker-3 killed when its controlled shutdown timed out)[/]")
     assert "not clean" not in describe_fault({**shutdown, "effect": {"clean": {"broker-3": True}}}, 3.0)
+    removed = {"do": "remove-broker", "target": "broker:2", "resolved": ["broker-2"], "params": {},
+               "effect": {"shutdown": False, "unregistered": True}}  # a tester's line did not say so
+    assert describe_fault(removed, 14.2).endswith("(not clean: its controlled shutdown timed out and it was killed)[/]")
+    assert "not clean" not in describe_fault({**removed, "effect": {"shutdown": True, "unregistered": True}}, 3.0)
     added = {"do": "add-broker", "target": None, "resolved": [], "params": {"broker": {"id": 5, "rack": "c"}},
              "effect": {"added": "broker-5", "rebalance": {"refused": {"orders/0": "REASSIGNMENT_IN_PROGRESS: x"}}}}
     assert describe_fault(added, 3.0).endswith("(1 of its moves refused: orders/0 REASSIGNMENT_IN_PROGRESS)[/]")
