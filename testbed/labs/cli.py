@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from faults.schedule import ScheduledFault
-from testbed.labs.catalog import Lab, LabError, all_labs, find_lab
+from testbed.labs.catalog import Lab, LabError, Part, all_labs, find_lab
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.config.cli_values import float_arg, path_arg, spark_master_problem, time_scale_problem, unusable_dir
 
@@ -82,6 +83,7 @@ def run_lab(lab: Lab, console: Console, runs_dir: Path, time_scale: float, spark
                       "so a lab about a race of timeouts may differ from its guide, and the report's times "
                       "include the pauses[/]")
     runs, codes = [], []
+    unjudged: list[tuple[Part, Path]] = []
     for i, part in enumerate(lab.parts):
         console.rule(f"part {i + 1} of {len(lab.parts)}: {part.label}")
         if interactive:
@@ -94,10 +96,15 @@ def run_lab(lab: Lab, console: Console, runs_dir: Path, time_scale: float, spark
         codes.append(outcome.exit_code)
         if outcome.verdict is not None and outcome.verdict.ok is not None:
             runs.append((part, RunRecords.load(outcome.run_dir)))
+        else:
+            unjudged.append((part, outcome.run_dir))
     console.rule("questions, and what the runs answered")
     console.print(answers(lab, runs))
     for part, run in runs:
-        console.print(f"{part.label}: report [bold]{run.run_dir / 'report.html'}[/]")
+        console.print(f"{part.label}: report [bold]{escape(str(run.run_dir / 'report.html'))}[/]")
+    for part, run_dir in unjudged:  # a tester's questions came back with no answer and no word why
+        console.print(f"[yellow]{escape(part.label)}: not judged[/] (see above), so the answers above leave it out; "
+                      f"`python run.py analyze {escape(str(run_dir))}` judges it again", highlight=False, soft_wrap=True)
     return max(codes)
 
 

@@ -308,3 +308,22 @@ def test_the_faults_in_force_are_those_not_yet_undone() -> None:
     assert faults_in_force(records) == []
     start = {**_fault("faults[10]", "kill", "broker:2", ["broker-2"]), "phase": "start"}
     assert faults_in_force([start]) == [], "a fault is in force from its end record on"
+
+
+def test_a_part_that_could_not_be_judged_is_named_under_the_answers(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by a tester: when a lab's Spark went away, its questions came back with no answer
+    and no word why."""
+    import testbed.experiment.runner as runner
+    from testbed.labs.cli import run_lab
+
+    def unjudged(topology: object, runs_dir: Path, *args: object, run_dir: Path, **kwargs: object) -> runner.Outcome:
+        return runner.Outcome(run_dir, True, None, 2, None)
+    monkeypatch.setattr(runner, "run_experiment", unjudged)
+    console = Console(record=True, width=300)
+    lab = find_lab("3")
+    assert run_lab(lab, console, tmp_path, 1.0, None, step=False) == 2
+    text = console.export_text()
+    for part in lab.parts:
+        assert f"{part.label}: not judged (see above)" in text
+    assert "python run.py analyze" in text
