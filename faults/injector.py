@@ -31,6 +31,15 @@ _DOWN_ACTIONS = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-los
 DEFAULT_TARGET = {"restart": "stopped", "resume": "paused"}
 
 
+class WorkloadEnded(RuntimeError):
+    """Raised at a look of a wait inside a fault once the workload's time is up: the wait
+    gives up, so that the end of the run's heal (which may be what it waits for: a resume of
+    the broker its moves need) comes now, not after the wait's timeout."""
+
+    def __init__(self) -> None:
+        super().__init__("the workload ended while it waited; the end of the run heals and converges")
+
+
 class ClusterControl(Protocol):
     """What faults need of a running cluster: its processes, their files, their network."""
 
@@ -81,6 +90,8 @@ class FaultInjector:
         #: the schedule's clock (seconds since the workload began), set by the runner while the
         #: workload runs: faults that fall due while another one waits fire from inside its wait
         self.elapsed: Callable[[], float] | None = None
+        #: the workload's length on that clock, set with `elapsed`: no fault's wait outlives it
+        self.duration: float | None = None
         self._firing = 0  # faults being fired now (an outer one, and one it let fire while it waited)
         self._meanwhile: list[dict] = []  # end records of the faults fired while another waited
         self._shutting_down: set[str] = set()  # nodes whose controlled shutdown is under way
@@ -121,15 +132,25 @@ class FaultInjector:
         that fall due meanwhile fire as the schedule says: a restart at 3s is what lets a
         remove-broker begun at 2s finish, and it must not wait for it. So do those due while
         one of these waits in turn (an add-broker inside a remove-broker's wait, whose own
-        moves wait for a resume due later: one level deep, the resume waited 60 s)."""
+        moves wait for a resume due later: one level deep, the resume waited 60 s). Once the
+        workload's time is up the wait gives up (`WorkloadEnded`): an add-broker whose moves
+        needed a paused broker held the end of the run's heal, which resumes it, back for its
+        60 s timeout; the faults still due fire after it, late (`fire_overdue`)."""
         if self._firing < 1 or self.elapsed is None:
             return
+        if self.workload_over():
+            raise WorkloadEnded()
         rng = self.rng
         now = self.elapsed()
         try:
             self._meanwhile.extend(self._fire_while(lambda f: f.at <= now and not self._restarts_shutting_down(f)))
         finally:
             self.rng = rng
+
+    def workload_over(self) -> bool:
+        """A fault is firing and the workload's time is up: its wait should give up."""
+        return (self._firing > 0 and self.elapsed is not None and self.duration is not None
+                and self.elapsed() >= self.duration)
 
     def _restarts_shutting_down(self, f: ScheduledFault) -> bool:
         """`f` is a restart that may name a node whose controlled shutdown is under way: it
@@ -163,6 +184,18 @@ class FaultInjector:
         finally:
             self._shutting_down.discard(node)
 
+    def _shutdowns(self, nodes: list[str]) -> dict[str, Any]:
+        """R37, one node after another. A shutdown whose wait the workload's end cut was killed,
+        as at its timeout, and the nodes after it are left running: what it gave up is said as
+        `gave_up`, not as an `error`, which would tell the analysis that nothing happened."""
+        clean: dict[str, bool] = {}
+        for n in nodes:
+            try:
+                clean[n] = self._shutdown(n)
+            except WorkloadEnded as e:
+                return {"clean": clean | {n: False}, "gave_up": f"shutdown: {e}"}
+        return {"clean": clean}
+
     def _fire(self, f: ScheduledFault) -> dict:
         self.rng = fault_rng(self.seed, f.origin)
         view = self.cluster.view()
@@ -186,7 +219,10 @@ class FaultInjector:
         elif f.do != "partition" and self._exceeds_max_down(f, resolved):
             effect = {"skipped": "max_down"}
         else:
-            effect = self._apply(f, resolved, view)
+            try:
+                effect = self._apply(f, resolved, view)
+            except WorkloadEnded as e:  # an admin request asked again while no controller was active
+                effect = {"error": f"{f.do}: {e}"}
             if f.origin.startswith("nemesis") and undo_of is None and resolved:
                 self.done[f.origin] = list(resolved) if f.do != "partition" else effect.get("isolated", resolved)
         return self._record({**base, "phase": "end", "effect": effect})
@@ -224,7 +260,7 @@ class FaultInjector:
         if do == "restart":
             return {"restarted": {n: c.restart(n) for n in nodes if n in c.stopped}}
         if do == "shutdown":
-            return {"clean": {n: self._shutdown(n) for n in up}}
+            return self._shutdowns(up)
         if do == "lossy-crash":
             effect: dict[str, Any] = {"killed": {}, "files": {}}
             for n in up:

@@ -94,7 +94,9 @@ def describe_fault(rec: dict, elapsed: float) -> str:
         note += " [yellow](not clean: its controlled shutdown timed out and it was killed)[/]"
     killed = [n for n, clean in (effect.get("clean") or {}).items() if clean is False]
     if killed:  # R37's controlled shutdown did not finish in time: the node was killed instead
-        note += f" [yellow](not clean: {', '.join(killed)} killed when its controlled shutdown timed out)[/]"
+        why = ("the workload ended during its controlled shutdown" if effect.get("gave_up")
+               else "its controlled shutdown timed out")
+        note += f" [yellow](not clean: {', '.join(killed)} killed when {why})[/]"
     if effect.get("caveats"):
         note += "".join(f"\n  [yellow]caveat:[/] {c}" for c in effect["caveats"])
     target = f" {rec['target']}" if rec.get("target") else ""

@@ -117,6 +117,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             start, workload_ns = time.monotonic(), time.monotonic_ns()
             end = start + topology.duration * time_scale
             injector.elapsed = lambda: (time.monotonic() - start) / time_scale
+            injector.duration = topology.duration  # a fault's wait gives up then, for the heal below
 
             def ended(rec: dict) -> float:  # when a fault ended, on the workload's clock (start moves on --step)
                 return rec["time_ns"] / 1e9 - start
@@ -141,9 +142,9 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                     if injector.next_at() is not None:
                         wake.append(start + injector.next_at() * time_scale)
                     time.sleep(max(0.0, min(wake) - time.monotonic()))  # until the next fault or redraw
-                # A fault that waited past the workload's end (a remove-broker whose moves never
-                # completed) held back those due after it: they fire now, late, not never; and
-                # so do those due at the end itself.
+                # A fault that waited up to the workload's end, where its wait gave up (a
+                # remove-broker whose moves never completed), held back those due after it: they
+                # fire now, late, not never; and so do those due at the end itself.
                 for rec in injector.fire_overdue(topology.duration):
                     console.print(describe_fault(rec, ended(rec)))
                 injector.elapsed = None

@@ -20,7 +20,7 @@ from broker.client import StepClient
 from broker.noderuntime.config import NodeConfig
 from broker.noderuntime.eventlog import EventLog
 from broker.wire.linkfilter import LinkFilter, LinkTable
-from faults.injector import FaultInjector
+from faults.injector import FaultInjector, WorkloadEnded
 from testbed.clients.history import History
 from testbed.clients.loops import Clock, Stop, client_loop
 from testbed.clients.stats import Tally
@@ -194,15 +194,22 @@ class SimCluster(ClusterAdmin):
         return self._pid(name)
 
     def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
+        """Controlled shutdown (R37); True if the node exited by itself in time. Still up at
+        the timeout, or when the workload's time is up (`WorkloadEnded`, raised as the
+        process cluster's wait raises it), it is killed."""
         node = self.nodes_by_name[name]
         node.begin_shutdown()
-        exited = self.loop.run_until(self.loop.now + (timeout if timeout is not None else 10),
-                                     lambda: not node.up, poll=0.0)
-        clean = exited and node.exit_code == 0
+        over = self.injector.workload_over if self.injector is not None else lambda: False
+        self.loop.run_until(self.loop.now + (timeout if timeout is not None else 10),
+                            lambda: not node.up or over(), poll=0.0)
+        clean = not node.up and node.exit_code == 0
+        cut = node.up and over()
         if node.up:
             node.kill()
         self.stopped.add(name)
         self.paused.discard(name)
+        if cut:
+            raise WorkloadEnded()
         return clean
 
     def _running(self, name: str) -> bool:

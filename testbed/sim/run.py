@@ -54,6 +54,7 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         cluster.start_clients()
         start, workload_ns = loop.now, loop.clock_ns()
         injector.elapsed = lambda: loop.now - start
+        injector.duration = topology.duration
         while (due := injector.next_at()) is not None and due < topology.duration:
             loop.run_until(start + due)
             injector.fire_due(due)  # its own time: start + due - start may round below it

@@ -36,6 +36,7 @@ from broker.protocol.messages import (
 )
 from broker.protocol.rebalance import plan_rebalance
 from broker.wire.linkfilter import LinkTable
+from faults.injector import WorkloadEnded
 from faults.targets import ClusterView
 from testbed.config import scalars
 from testbed.supervisor.cluster_status import ClusterStatus
@@ -88,7 +89,7 @@ class ClusterAdmin:
         raise NotImplementedError
 
     #: called at every look of `wait_until` (the fault injector's: faults that fall due while
-    #: one waits fire meanwhile)
+    #: one waits fire meanwhile; `WorkloadEnded` once the workload's time is up)
     while_waiting: Callable[[], None] | None = None
 
     def _looked(self, predicate: Callable[[ClusterStatus], bool], status: ClusterStatus) -> bool:
@@ -316,7 +317,7 @@ class ClusterAdmin:
                             and not any(r.topic == name and r.topic_id in (deleted_id, None) for r in s.replicas()),
                             timeout=timeout if timeout is not None else self.scaled(15),
                             what=f"topic {name} gone from the controller and every broker")
-        except ClusterError as e:
+        except (ClusterError, WorkloadEnded) as e:
             return done | {"error": f"delete-topic {name}: {e}"}
         return done
 

@@ -480,18 +480,27 @@ class Cluster(ClusterAdmin):
         return acked
 
     def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
-        """Controlled shutdown (R37); True if the node exited by itself in time."""
+        """Controlled shutdown (R37); True if the node exited by itself in time. A node still
+        running at the timeout, or when the workload's end cuts the wait (`WorkloadEnded`,
+        raised on), is killed: stopped either way, for the end of the run's heal to restart."""
         assert self.control is not None
         proc = self.procs[name]
         self.control.call(self.configs[name].control_endpoint, "shutdown", timeout=self.scaled(1),
                           until=lambda: proc.poll() is not None)  # gone: its answer may be gone too
         deadline = time.monotonic() + (timeout if timeout is not None else self.scaled(10))
-        while proc.poll() is None and time.monotonic() < deadline:
-            self._meanwhile()  # a shutdown that waits (no quorum to move its leaderships) holds no fault back
-            try:
-                proc.wait(timeout=0.05)
-            except subprocess.TimeoutExpired:
-                pass
+        try:
+            while proc.poll() is None and time.monotonic() < deadline:
+                self._meanwhile()  # a shutdown that waits (no quorum to move its leaderships) holds no fault back
+                try:
+                    proc.wait(timeout=0.05)
+                except subprocess.TimeoutExpired:
+                    pass
+        finally:
+            clean = self._stopped_after_shutdown(name, proc)
+        return clean
+
+    def _stopped_after_shutdown(self, name: str, proc: subprocess.Popen) -> bool:
+        """The node killed if it still runs, and counted stopped; whether it exited cleanly."""
         if proc.poll() is None:
             proc.kill()
             proc.wait()

@@ -2,14 +2,25 @@
 (`Cluster.while_waiting`, the injector's): a controlled shutdown that cannot finish (no
 controller quorum to move its leaderships) and an admin request retried while no controller
 is active held the schedule back 10 s each (a new user's restarts fired 8 s late, and a 3 s
-outage became 22 ms)."""
+outage became 22 ms). They give up once the workload's time is up (`WorkloadEnded`), so
+that the end of the run's heal is not held back by what it would let finish."""
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
+from broker.common.jsonl import read_jsonl
+from faults.injector import FaultInjector, WorkloadEnded
+from faults.schedule import ScheduledFault
+from faults.targets import ClusterView
 from testbed.supervisor.cluster import Cluster
+from testbed.supervisor.cluster_status import ClusterStatus
 
 
 class _Waits(Cluster):
@@ -48,3 +59,79 @@ def test_a_request_asked_again_lets_due_faults_fire_between_the_asks() -> None:
     assert waits.retry_while(lambda: next(answers), lambda a: a is None, timeout=5) == "answer"
     assert waits.looks == 2
     waits.procs["broker-3"].wait()
+
+
+class _NoController(_Waits):
+    """A cluster whose controller never answers: a wait for one never succeeds."""
+
+    def __init__(self, proc: subprocess.Popen, run_dir: Path) -> None:
+        super().__init__(proc)
+        self.dir = SimpleNamespace(root=run_dir)
+        self.paused: set[str] = set()
+        self.removed: set[str] = set()
+
+    def status(self, timeout: float = 0.5) -> ClusterStatus:
+        return ClusterStatus.of({"controller-1": None}, {3: None})
+
+    def view(self) -> ClusterView:
+        return ClusterView({"broker-3": None}, {"controller-1": None}, None, frozenset(), frozenset(), {}, {}, {})
+
+
+@pytest.fixture
+def sleeping_node() -> Iterator[subprocess.Popen]:
+    """A node process that never exits by itself; gone after the test, whatever it did."""
+    node = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield node
+    node.kill()
+    node.wait()
+
+
+def _workload_of(injector: FaultInjector, seconds: float) -> None:
+    """The runner's part: the schedule's clock running, and the workload's length."""
+    begun = time.monotonic()
+    injector.elapsed = lambda: time.monotonic() - begun
+    injector.duration = seconds
+
+
+def test_a_faults_wait_that_never_succeeds_gives_up_when_the_workload_ends(
+        tmp_path: Path, sleeping_node: subprocess.Popen) -> None:
+    """Found by a tester: an add-broker whose moves needed a paused broker waited out its 60 s
+    timeout, and the end of the run's heal, which resumes that broker, came only after it
+    (`63.1s / 9s`). A fault's wait now gives up once the workload's time is up."""
+    cluster = _NoController(sleeping_node, tmp_path)
+    injector = FaultInjector(cluster, [], seed=1, record=tmp_path / "faults.jsonl")
+    _workload_of(injector, 0.3)
+    begun = time.monotonic()
+    end = injector.fire(ScheduledFault(0.0, "delete-topic", None, {"topic": "orders"}, "faults[0]"))
+    assert end["effect"] == {"error": "delete-topic: the workload ended while it waited; "
+                                      "the end of the run heals and converges"}
+    assert time.monotonic() - begun < 2.0, "the wait ran on past the workload's end"
+    injector.elapsed = None  # the workload is over: the end of the run's waits are not cut
+    with pytest.raises(RuntimeError, match="timed out after 0.2s"):
+        cluster.wait_until(lambda s: s.controller is not None, timeout=0.2)
+
+
+def test_a_shutdown_cut_by_the_workloads_end_kills_its_node_and_says_why(
+        tmp_path: Path, sleeping_node: subprocess.Popen) -> None:
+    """A controlled shutdown still waiting when the workload ends is killed, as at its
+    timeout, and counted stopped (the heal restarts it); its effect says it gave up, and is no
+    `error`, which would tell the analysis that the node was never taken down."""
+    cluster = _NoController(sleeping_node, tmp_path)
+    injector = FaultInjector(cluster, [], seed=1, record=tmp_path / "faults.jsonl")
+    _workload_of(injector, 0.3)
+    end = injector.fire(ScheduledFault(0.0, "shutdown", "broker:3", {}, "faults[0]"))
+    assert end["effect"] == {"clean": {"broker-3": False}, "gave_up": "shutdown: the workload ended while it "
+                                                                       "waited; the end of the run heals and converges"}
+    assert sleeping_node.poll() is not None and cluster.stopped == {"broker-3"}
+    assert [r["phase"] for r in read_jsonl(tmp_path / "faults.jsonl")] == ["start", "end"]
+
+
+def test_a_cut_shutdown_outside_the_injector_raises_after_stopping_its_node(sleeping_node: subprocess.Popen) -> None:
+    waits = _Waits(sleeping_node)
+
+    def workload_over() -> None:
+        raise WorkloadEnded()
+    waits.while_waiting = workload_over
+    with pytest.raises(WorkloadEnded):
+        waits.shutdown_node("broker-3", timeout=10)
+    assert sleeping_node.poll() is not None and "broker-3" in waits.stopped

@@ -6,6 +6,7 @@ remove-broker whose moves needed a broker that a later `restart` brings back wai
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 from broker.common.jsonl import read_jsonl
@@ -81,6 +82,75 @@ def test_an_add_broker_inside_a_remove_brokers_wait_plans_around_it(tmp_path: Pa
     assert "error" not in added and not added["rebalance"]["refused"] and added["rebalance"]["moves"]
     [resume] = [r for r in lines if r["do"] == "resume" and r["phase"] == "start"]
     assert 6.0 <= (resume["time_ns"] - t0) / 1e9 < 6.1
+
+
+ADD_ONTO_PAUSED = {
+    "name": "add-paused", "seed": 19, "duration": "9s",
+    "cluster": {"controllers": 1, "brokers": [{"id": 1, "rack": "a"}, {"id": 2, "rack": "b"}, {"id": 3, "rack": "c"}]},
+    "topics": [{"name": "orders", "partitions": 6, "replication_factor": 3, "min_insync_replicas": 2}],
+    "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "200/s", "batch": 5}]},
+    "faults": [{"at": "1s", "do": "pause", "target": "broker:3"},
+               {"at": "2s", "do": "add-broker", "broker": {"id": 4, "rack": "d"}}],
+}
+
+
+def test_a_wait_that_only_the_end_of_the_runs_heal_lets_finish_gives_up_when_the_workload_ends(
+        tmp_path: Path) -> None:
+    """Found by a tester, on processes and here alike: an add-broker whose rebalance moved
+    replicas onto broker 3, paused for the rest of the workload, waited out its 60 s before
+    the end of the run's heal resumed broker 3 (`63.1s / 9s`). Its wait gives up at the
+    workload's end with an error that says so; the heal then lets the moves complete."""
+    run = tmp_path / "run"
+    outcome = run_seed(parse_topology(ADD_ONTO_PAUSED, "add-paused"), run)
+    assert outcome.error is None and outcome.converged
+    t0 = json.loads((run / "summary.json").read_text())["workload_start_ns"]
+    lines = read_jsonl(run / "faults.jsonl")
+    [added] = [r for r in lines if r["do"] == "add-broker" and r["phase"] == "end"]
+    assert added["effect"] == {"error": "add-broker: the workload ended while it waited; "
+                                        "the end of the run heals and converges"}
+    assert 9.0 <= (added["time_ns"] - t0) / 1e9 < 9.1
+    [resumed] = [r for r in lines if r["origin"] == "final-heal" and r["phase"] == "end"]
+    assert resumed["effect"] == {"resumed": {"broker-3": 1}} and resumed["time_ns"] < t0 + 9.5e9
+    held = Counter(r["node"] for r in read_jsonl(run / "final" / "replicas.jsonl"))
+    assert held["broker-4"] == 4 and sum(held.values()) == 18, "the moves did not complete after the heal"
+
+
+def test_a_delete_topic_whose_wait_the_workloads_end_cut_still_says_the_topic_was_deleted(tmp_path: Path) -> None:
+    """Committed, a deletion's data is gone whatever its wait says: broker 3, cut off, keeps
+    its replicas of `audit` to the workload's end, and the effect still names the deleted
+    topic (which the analysis goes by) beside the error."""
+    topology = {**NO_CONTROLLER, "duration": "9s",
+                "topics": [*NO_CONTROLLER["topics"],
+                           {"name": "audit", "partitions": 2, "replication_factor": 3, "min_insync_replicas": 2}],
+                "faults": [{"at": "7s", "do": "partition", "shape": "isolate", "target": "broker:3"},
+                           {"at": "8s", "do": "delete-topic", "topic": "audit"}]}
+    run = tmp_path / "run"
+    outcome = run_seed(parse_topology(topology, "no-ctl"), run)
+    assert outcome.error is None and outcome.converged
+    [deleted] = [r["effect"] for r in read_jsonl(run / "faults.jsonl")
+                 if r["do"] == "delete-topic" and r["phase"] == "end"]
+    assert deleted == {"deleted": "audit", "partitions": 2, "error": "delete-topic audit: the workload ended while it "
+                                                                      "waited; the end of the run heals and converges"}
+
+
+def test_a_controlled_shutdown_still_waiting_at_the_workloads_end_is_killed_then(tmp_path: Path) -> None:
+    """Its controller paused, broker 1's controlled shutdown cannot move its leaderships: it
+    waited its 10 s past the workload's end; it is now killed at the end, as at its timeout,
+    and says so, and the end of the run's heal restarts it."""
+    topology = {**NO_CONTROLLER, "duration": "5s",
+                "faults": [{"at": "3s", "do": "pause", "target": "controller:1"},
+                           {"at": "4s", "do": "shutdown", "target": "broker:1"}]}
+    run = tmp_path / "run"
+    outcome = run_seed(parse_topology(topology, "no-ctl"), run)
+    assert outcome.error is None and outcome.converged
+    t0 = json.loads((run / "summary.json").read_text())["workload_start_ns"]
+    ends = {(r["origin"], r["do"]): r for r in read_jsonl(run / "faults.jsonl") if r["phase"] == "end"}
+    shutdown = ends[("faults[1]", "shutdown")]
+    assert shutdown["effect"] == {"clean": {"broker-1": False},
+                                  "gave_up": "shutdown: the workload ended while it waited; "
+                                             "the end of the run heals and converges"}
+    assert 5.0 <= (shutdown["time_ns"] - t0) / 1e9 < 5.1
+    assert ends[("final-heal", "restart")]["effect"] == {"restarted": {"broker-1": 2}}
 
 
 NO_CONTROLLER = {
@@ -184,6 +254,8 @@ def test_a_fault_line_names_what_an_admin_fault_acted_on_and_an_empty_undo_is_no
                "effect": {"shutdown": False, "unregistered": True}}  # a tester's line did not say so
     assert describe_fault(removed, 14.2).endswith("(not clean: its controlled shutdown timed out and it was killed)[/]")
     assert "not clean" not in describe_fault({**removed, "effect": {"shutdown": True, "unregistered": True}}, 3.0)
+    cut = {**shutdown, "effect": {"clean": {"broker-3": False}, "gave_up": "shutdown: the workload ended"}}
+    assert describe_fault(cut, 9.0).endswith("killed when the workload ended during its controlled shutdown)[/]")
     added = {"do": "add-broker", "target": None, "resolved": [], "params": {"broker": {"id": 5, "rack": "c"}},
              "effect": {"added": "broker-5", "rebalance": {"refused": {"orders/0": "REASSIGNMENT_IN_PROGRESS: x"}}}}
     assert describe_fault(added, 3.0).endswith("(1 of its moves refused: orders/0 REASSIGNMENT_IN_PROGRESS)[/]")
