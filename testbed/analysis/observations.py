@@ -3,7 +3,7 @@ records every poll returned, each replica's committed prefix, and the final comm
 of each partition with whether the final read reached its end."""
 from __future__ import annotations
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis.ingest import Tables
@@ -30,15 +30,41 @@ def acknowledged(t: Tables) -> DataFrame:
 
 
 def _deleted(t: Tables) -> DataFrame:
-    """(run_id, topic, time_ns) of every topic a `delete-topic` fault deleted (R40)."""
-    return (t.faults.where((F.col("do") == "delete-topic") & (F.col("phase") == "end"))
-            .select("run_id", F.get_json_object("effect", "$.deleted").alias("topic"), "time_ns")
-            .where(F.col("topic").isNotNull()))
+    """(run_id, topic, time_ns) of every deletion a `delete-topic` fault made (R40), at the last
+    time whose records went with it: the fault's end, or just before the topic was made again
+    if that came first. A delete waits until no broker holds a replica (or its timeout), so
+    its end may come well after a re-creation, and the records of the topic made meanwhile are
+    owed (a delete that timed out after 15 s excused 820 acknowledgements of the new topic).
+    The re-creation is the controller's first `create` change of the topic after the deletion
+    committed (its `topic-deleted` event, or a broker's deletion of its replica if the
+    controller's record is missing), else after the fault's start."""
+    lines = t.faults.where(F.col("do") == "delete-topic")
+    started = Window.partitionBy("run_id", "origin").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
+    faults = (lines.withColumn("start_ns", F.last(F.when(F.col("phase") == "start", F.col("time_ns")), True)
+                               .over(started))
+              .where(F.col("phase") == "end")
+              .select("run_id", F.get_json_object("effect", "$.deleted").alias("topic"),
+                      F.coalesce("start_ns", "time_ns").alias("start_ns"), F.col("time_ns").alias("end_ns"))
+              .where(F.col("topic").isNotNull()))
+    commits = (t.events.where((F.col("kind") == "topic-deleted")
+                              | ((F.col("kind") == "replica-deleted") & (F.col("reason") == "topic-deleted")))
+               .select("run_id", "topic", F.col("time_ns").alias("gone_ns")))
+    creates = (partition_changes(t).where(F.col("reason") == "create")
+               .select("run_id", "topic", F.col("time_ns").alias("made_ns")))
+    key = ["run_id", "topic", "start_ns", "end_ns"]
+    committed = (faults.join(commits, ["run_id", "topic"], "left").groupBy(*key)
+                 .agg(F.min(F.when(F.col("gone_ns") >= F.col("start_ns"), F.col("gone_ns"))).alias("gone_ns"))
+                 .withColumn("gone_ns", F.coalesce("gone_ns", "start_ns")))
+    remade = (committed.join(creates, ["run_id", "topic"], "left").groupBy(*key)
+              .agg(F.min(F.when(F.col("made_ns") > F.col("gone_ns"), F.col("made_ns"))).alias("made_ns")))
+    # a record at the re-creation's own time is of the new topic: the bound stops 1 ns before it
+    return remade.select("run_id", "topic", F.least("end_ns", F.col("made_ns") - 1).alias("time_ns"))
 
 
 def deletions(t: Tables) -> DataFrame:
-    """(run_id, topic, deleted_ns): the last time a `delete-topic` fault deleted each topic a
-    run deleted (R40); everything of that topic recorded until then is gone with it."""
+    """(run_id, topic, deleted_ns): the last time whose records a `delete-topic` fault deleted,
+    for each topic a run deleted (R40, `_deleted`); everything of that topic recorded until
+    then is gone with it."""
     return _deleted(t).groupBy("run_id", "topic").agg(F.max("time_ns").alias("deleted_ns"))
 
 
@@ -55,9 +81,10 @@ def making(rows: DataFrame, t: Tables) -> DataFrame:
 
 def without_deleted(rows: DataFrame, t: Tables) -> DataFrame:
     """`rows` (acknowledgements, polled records: PART and time_ns) less those of a topic that
-    a `delete-topic` fault deleted after them (R40): deleting a topic deletes its data, so
-    those values are not owed at the end, and a topic made again under that name starts its
-    offsets over (what was read of the old one says nothing about the new one)."""
+    a `delete-topic` fault deleted after them (R40, `_deleted`: never those of the topic made
+    again under the name): deleting a topic deletes its data, so those values are not owed at
+    the end, and a topic made again under that name starts its offsets over (what was read of
+    the old one says nothing about the new one)."""
     d = deletions(t)
     return (rows.join(F.broadcast(d), ["run_id", "topic"], "left")
             .where(F.col("deleted_ns").isNull() | (F.col("time_ns") > F.col("deleted_ns"))).drop("deleted_ns"))

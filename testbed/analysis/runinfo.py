@@ -82,8 +82,11 @@ def workload_start(run_dir: Path) -> int | None:
 
 def topic_faults_done(run_dir: Path) -> list[tuple[str, dict]] | None:
     """(action, params) of the topic faults (R40) that took effect, from faults.jsonl's end
-    lines in order: a fault that failed or never fired made no topic. None without the file
-    (the schedule then says what the run has).
+    lines, in the order they began: a fault that failed or never fired made no topic. None
+    without the file (the schedule then says what the run has). A fault commits its change
+    when it begins and may then wait (a delete for every broker to drop its replicas): a
+    `create-topic` fired inside a delete's wait ends first, and in the order of the end lines
+    the topic made again was taken for deleted at the end.
 
     A fault whose end says it failed may have taken effect all the same: the controller's
     answer was lost, or the wait for the brokers timed out, after the change was committed
@@ -94,7 +97,7 @@ def topic_faults_done(run_dir: Path) -> list[tuple[str, dict]] | None:
         text = (run_dir / "faults.jsonl").read_text(encoding="utf-8")
     except OSError:
         return None
-    done: list[tuple[str, dict, int | None]] = []  # with the start of a fault that says it failed
+    done: list[tuple[int, str, dict, int | None]] = []  # began, and the start of a fault that says it failed
     started: dict[str, int] = {}  # origin -> time_ns of its start line
     for line in text.splitlines():
         try:
@@ -108,10 +111,11 @@ def topic_faults_done(run_dir: Path) -> list[tuple[str, dict]] | None:
         effect = rec.get("effect")
         if rec.get("phase") != "end" or not isinstance(effect, dict) or "skipped" in effect:
             continue
-        failed_at = started.get(str(rec.get("origin")), -1) if "error" in effect else None
-        done.append((rec["do"], rec["params"], failed_at))
+        began = started.get(str(rec.get("origin")), -1)
+        order = began if began >= 0 or not isinstance(rec.get("time_ns"), int) else rec["time_ns"]  # no start: its end
+        done.append((order, rec["do"], rec["params"], began if "error" in effect else None))
     commits = _committed(run_dir) if any(at is not None for *_, at in done) else []
-    return [(do, params) for do, params, at in done
+    return [(do, params) for _, do, params, at in sorted(done, key=lambda d: d[0])
             if at is None or any(t >= at and kind == _EVIDENCE[do] and topic == fault_topic(do, params)
                                  for t, kind, topic in commits)]
 

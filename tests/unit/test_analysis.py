@@ -378,6 +378,42 @@ def _made_again(root: Path) -> None:
     r.write()
 
 
+def _remade_while_delete_waits(root: Path) -> None:
+    """R40: the controller deletes `orders` at 2.5 s, but the delete waits for a broker that
+    still holds a replica until its timeout at 4.5 s; `orders` is made again at 3 s, and w0,
+    w1 acknowledged on it at offsets 0 and 1 are owed: the final leader holds w0 only, so w1
+    is lost. Found by a tester: the fault's end excused both (and every acknowledgement of the
+    new topic until then), lost_writes 0."""
+    r = RunBuilder(root, "remade-while-delete-waits")
+    create = {"name": "orders", "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2}
+    r.topology["faults"] = [{"at": "2.5s", "do": "delete-topic", "topic": "orders"},
+                            {"at": "3s", "do": "create-topic", "topic": create}]
+    r.faults += [{"time_ns": T0 + 5 * S // 2, "do": "delete-topic", "target": None, "resolved": [],
+                  "params": {"topic": "orders"}, "origin": "faults[0]", "phase": "start"}]
+    r.fault(T0 + 3 * S, "create-topic", None, [], {"topic": create}, {"created": "orders", "partitions": 1},
+            origin="faults[1]")
+    r.faults += [{"time_ns": T0 + 9 * S // 2, "do": "delete-topic", "target": None, "resolved": [],
+                  "params": {"topic": "orders"}, "origin": "faults[0]", "phase": "end",
+                  "effect": {"deleted": "orders", "partitions": 1,
+                             "error": "delete-topic orders: timed out after 2.0s waiting for topic orders gone"}}]
+    r.events += [{"node": "controller-1", "time_ns": T0 + 5 * S // 2 + 10, "kind": "topic-deleted",
+                  "topic": "orders", "partitions": 1},
+                 {"node": "broker-1", "time_ns": T0 + 5 * S // 2 + 20, "kind": "replica-deleted",
+                  "topic": "orders", "partition": 0, "reason": "topic-deleted"},
+                 RunBuilder.change(T0 + 3 * S + 10, leader=2, epoch=0, isr=[2, 3, 1], reason="create",
+                                   replicas=[2, 3, 1]),
+                 {"node": "broker-2", "time_ns": T0 + 3 * S + 20, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 0, "partition_epoch": 0, "isr": [2, 3, 1], "elr": [],
+                  "last_known_elr": [], "leo": 0, "hwm": 0}]
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.send("w0", 0, at=T0 + 3 * S + 1000)
+    r.send("w1", 1, at=T0 + 3 * S + 2000)
+    r.logs = {node: [(0, "w0")] for node in ("broker-1", "broker-2", "broker-3")}
+    r.replicas = {node: {"leo": 1, "hwm": 1, "is_leader": node == "broker-2", "leader_epoch": 0} for node in r.logs}
+    r.poll("final-reader", [(0, "w0")], at=T0 + 5 * S)
+    r.write()
+
+
 def _unclean_tie(root: Path) -> None:
     """I7: broker 3, registered unclean, is put back in the ISR by its leader (`isr-expand`,
     partition epoch 1); a reassignment committed in the same batch (one time, partition epoch
@@ -438,7 +474,8 @@ def _last_standing(root: Path) -> None:
 
 
 BUILDERS = [_garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
-            _unclean, _truncated_line, _mismatch, _unseen, _grown, _shrunk]
+            _unclean, _truncated_line, _mismatch, _unseen, _grown, _shrunk,
+            _remade_while_delete_waits]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
 EXPECTED: dict[str, dict[str, int]] = {
@@ -475,6 +512,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "unclean-tie": ZERO,
     "grown": ZERO,
     "shrunk": ZERO,
+    "remade-while-delete-waits": {**ZERO, "lost_writes": 1},
 }
 
 
@@ -518,6 +556,8 @@ def test_a_replication_factor_changed_by_reassignment_is_convergence(judged: dic
 def test_a_topic_made_again_is_judged(judged: dict[str, RunVerdict]) -> None:
     """Its convergence is of the topic as made last, with the partitions the faults that fired made."""
     assert judged["made-again"].ok is True, judged["made-again"].results.get("problems")
+    # R40: made again inside the wait of the delete that ended last, it exists at the end
+    assert judged["remade-while-delete-waits"].ok is False, judged["remade-while-delete-waits"].results.get("problems")
 
 
 def test_results_json_shape_and_verdicts(judged: dict[str, RunVerdict]) -> None:
@@ -635,8 +675,8 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     assert [(r["topology"], r["runs"]) for r in rows] == [("handmade", 1), ("handmade", len(BUILDERS) - 1)]
     alone, row = rows
     assert "elr=false" in alone["protocol"] and (alone["runs_with_loss"], alone["lost_writes"]) == (1, 5)
-    # the `lost`, `recovered` and `manual-elect` runs
-    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (3, 7, 1)
+    # the `lost`, `recovered`, `manual-elect` and `remade-while-delete-waits` runs
+    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (4, 8, 1)
     assert row["unjudged"] == 3  # `mismatch`, `garbage-tail`, and `deleted-topic` (its one topic gone: no convergence)
     # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
     assert alone["failed"] + row["failed"] == sum(v.ok is False for v in judged.values())

@@ -69,3 +69,24 @@ def test_r40_a_topic_fault_that_says_it_failed_counts_when_the_controller_commit
     assert topic_faults_done(tmp_path) == [("delete-topic", {"topic": "scratch"}),
                                            ("add-partitions", {"topic": "orders", "count": 2}),
                                            ("add-partitions", {"topic": "pay", "count": 1})]
+
+
+def test_r40_topic_faults_count_in_the_order_they_began(tmp_path) -> None:
+    """Found by a tester: a delete-topic that waited for a broker until its timeout ended after
+    the create-topic fired inside its wait had made the topic again, and in the order of the
+    end lines the topic was taken for deleted at the end (left out of the convergence)."""
+    from testbed.analysis.runinfo import topic_faults_done
+
+    def line(origin: str, do: str, params: dict, at: int, phase: str, effect: dict | None = None) -> str:
+        return json.dumps({"do": do, "target": None, "resolved": [], "params": params, "origin": origin,
+                           "time_ns": at, "phase": phase, "effect": effect or {}}) + "\n"
+    create = {"topic": {"name": "orders", "partitions": 1}}
+    (tmp_path / "faults.jsonl").write_text(
+        line("faults[0]", "delete-topic", {"topic": "orders"}, 100, "start")
+        + line("faults[1]", "create-topic", create, 200, "start")
+        + line("faults[1]", "create-topic", create, 205, "end", {"created": "orders", "partitions": 1})
+        + line("faults[0]", "delete-topic", {"topic": "orders"}, 900, "end",
+               {"deleted": "orders", "partitions": 1, "error": "timed out waiting for topic orders gone"}))
+    (tmp_path / "events.jsonl").write_text(json.dumps(
+        {"node": "controller-1", "kind": "topic-deleted", "topic": "orders", "time_ns": 102}) + "\n")
+    assert topic_faults_done(tmp_path) == [("delete-topic", {"topic": "orders"}), ("create-topic", create)]
