@@ -91,25 +91,49 @@ def placement_violations(t: Tables, config: ConfigTables) -> DataFrame:
 def unclean_exclusion(t: Tables, config: ConfigTables) -> DataFrame:
     """I7 (R29, with elr and kraft fencing): after a broker registers unclean, the first
     committed change that makes it leader, ISR or ELR member of a partition must be the
-    leader adding it back once caught up (`isr-expand`) or an explicit unclean choice."""
+    leader adding it back once caught up (`isr-expand`) or an explicit unclean choice; and a
+    partition where it was a member when it registered must see a change (the exclusion) before
+    its next registration. One row per (partition, unclean registration) broken; a membership
+    kept from before the registration shows at the registration's time, with the change that
+    gave it.
+
+    The controller writes a registration and the exclusions it causes in one batch, so they
+    may share a time: ties go by line order (one controller writes both, in commit order; a
+    fence committed just before the registration in that batch is not after it), and changes
+    that tie go by partition epoch."""
     regs = (t.events.where(F.col("kind") == "registered")
             .join(config.runs.where(F.col("elr") & F.col("kraft")).select("run_id"), "run_id")
-            .withColumn("until", F.lead("time_ns").over(Window.partitionBy("run_id", "broker_id").orderBy("time_ns")))
+            .withColumn("until", F.lead("time_ns").over(Window.partitionBy("run_id", "broker_id")
+                                                        .orderBy("time_ns", "seq")))
             .where(~F.col("clean"))
-            .select("run_id", "broker_id", F.col("time_ns").alias("registered_ns"), "until"))
+            .select("run_id", "broker_id", F.col("time_ns").alias("registered_ns"), F.col("seq").alias("reg_seq"),
+                    "until"))
     member = (F.array_contains("isr", F.col("broker_id")) | F.array_contains("elr", F.col("broker_id"))
               | (F.col("leader") == F.col("broker_id")))
-    changes = partition_changes(t).select(*PART, "time_ns", "partition_epoch", "leader", "leader_epoch", "isr",
+    changes = partition_changes(t).select(*PART, "time_ns", "seq", "partition_epoch", "leader", "leader_epoch", "isr",
                                           "elr", "reason")
-    after = (regs.join(changes, "run_id")
-             .where((F.col("time_ns") > F.col("registered_ns"))
-                    & (F.col("until").isNull() | (F.col("time_ns") < F.col("until"))) & member))
-    # changes committed in one batch share a time: the partition epoch orders a partition's
-    first = Window.partitionBy(*PART, "broker_id", "registered_ns").orderBy("time_ns", "partition_epoch")
-    return (after.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
-            # a partition created after the registration starts empty on every replica: nothing to be unclean about
-            .where(~F.col("reason").isin("isr-expand", "unclean-election", "unclean-recovery", "create"))
-            .select(*PART, "broker_id", "registered_ns", "time_ns", "leader", "leader_epoch", "isr", "elr", "reason"))
+    joined = regs.join(changes, "run_id")
+    after = (F.col("time_ns") > F.col("registered_ns")) | ((F.col("time_ns") == F.col("registered_ns"))
+                                                           & (F.col("seq") > F.col("reg_seq")))
+    within = joined.where(after & (F.col("until").isNull() | (F.col("time_ns") < F.col("until"))))
+    reg = [*PART, "broker_id", "registered_ns"]
+    first = Window.partitionBy(*reg).orderBy("time_ns", "partition_epoch")
+    fields = ["leader", "leader_epoch", "isr", "elr", "reason"]
+    readmitted = (within.where(member).withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
+                  # a partition created after the registration starts empty on every replica: nothing
+                  # to be unclean about
+                  .where(~F.col("reason").isin("isr-expand", "unclean-election", "unclean-recovery", "create"))
+                  .select(*reg, "time_ns", *fields))
+    last = Window.partitionBy(*reg).orderBy(F.desc("time_ns"), F.desc("partition_epoch"))
+    deleted = (t.events.where(F.col("kind") == "topic-deleted")
+               .select(F.col("run_id").alias("d_run"), F.col("topic").alias("d_topic"), F.col("time_ns").alias("d_ns")))
+    since = ((F.col("d_run") == F.col("run_id")) & (F.col("d_topic") == F.col("topic"))
+             & F.col("d_ns").between(F.col("time_ns"), F.col("registered_ns")))
+    kept = (joined.where(~after).withColumn("n", F.row_number().over(last)).where((F.col("n") == 1) & member)
+            .join(deleted, since, "left_anti")  # a topic deleted since holds no replica to exclude (R40)
+            .join(within.select(*reg).distinct(), reg, "left_anti")
+            .select(*reg, F.col("registered_ns").alias("time_ns"), *fields))
+    return readmitted.unionByName(kept)
 
 
 def metadata_divergence(t: Tables) -> DataFrame:

@@ -430,6 +430,45 @@ def _unclean_tie(root: Path) -> None:
     r.write()
 
 
+def _unclean_registration(at: int) -> dict:
+    return {"node": "controller-1", "time_ns": at, "kind": "registered", "broker_id": 3, "broker_epoch": 9,
+            "clean": False, "incarnation_id": "inc3b"}
+
+
+def _unclean_never_excluded(root: Path) -> None:
+    """I7 (R29): broker 3 registers unclean and no change follows: it stays in the ISR
+    [1, 2, 3] it was in, never excluded. Found by a tester: only changes after the
+    registration were looked at, and there were none (count 0)."""
+    r = RunBuilder(root, "unclean-never-excluded")
+    r.events.append(_unclean_registration(T0 + 3 * S))
+    r.write()
+
+
+def _unclean_same_batch_kept(root: Path) -> None:
+    """I7 (R29): the exclusion change written in the registration's batch (one time) keeps
+    broker 3 in the ISR. Found by a tester: a change at the registration's own time was not
+    examined."""
+    r = RunBuilder(root, "unclean-same-batch-kept")
+    r.events += [_unclean_registration(T0 + 3 * S),
+                 RunBuilder.change(T0 + 3 * S, leader=1, epoch=0, isr=[1, 2, 3], reason="unclean-exclusion")]
+    r.write()
+
+
+def _unclean_fenced_in_batch(root: Path) -> None:
+    """I7 (R29, R27): one batch at 3 s fences broker 3 (ISR [1], ELR [3]: its session had
+    lapsed), registers it unclean, and excludes it (ELR emptied). The fence comes before the
+    registration in the batch (line order): not a change that kept it, no violation."""
+    r = RunBuilder(root, "unclean-fenced-in-batch")
+    fence = {**RunBuilder.change(T0 + 3 * S, leader=1, epoch=0, isr=[1], elr=[3], reason="fence"),
+             "partition_epoch": 2}
+    exclusion = {**RunBuilder.change(T0 + 3 * S, leader=1, epoch=0, isr=[1], reason="unclean-exclusion"),
+                 "partition_epoch": 3, "last_known_elr": [3]}
+    r.events += [{**RunBuilder.change(T0 + 5 * S // 2, leader=1, epoch=0, isr=[1, 3], reason="isr-shrink"),
+                  "partition_epoch": 1},
+                 fence, _unclean_registration(T0 + 3 * S), exclusion]
+    r.write()
+
+
 def _manual_elect(root: Path) -> None:
     """R32 manual: broker 1 (torn) and broker 2 (partial) crash with page-cache loss, and the
     operator elects broker 2, whose own crash left its log empty: v0..v4 are lost to that
@@ -475,7 +514,7 @@ def _last_standing(root: Path) -> None:
 
 BUILDERS = [_garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen, _grown, _shrunk,
-            _remade_while_delete_waits]
+            _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
 EXPECTED: dict[str, dict[str, int]] = {
@@ -513,6 +552,9 @@ EXPECTED: dict[str, dict[str, int]] = {
     "grown": ZERO,
     "shrunk": ZERO,
     "remade-while-delete-waits": {**ZERO, "lost_writes": 1},
+    "unclean-never-excluded": {**ZERO, "unclean_exclusion": 1},
+    "unclean-same-batch-kept": {**ZERO, "unclean_exclusion": 1},
+    "unclean-fenced-in-batch": ZERO,
 }
 
 
