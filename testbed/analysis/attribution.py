@@ -58,7 +58,7 @@ def elections(t: Tables) -> DataFrame:
     leader's own `became-leader` event); for an unclean recovery (R32), the log infos the
     controller chose from, as text."""
     changes = partition_changes(t).where(F.col("leader") >= 0)
-    first = Window.partitionBy(*PART, "leader_epoch").orderBy("time_ns")
+    first = Window.partitionBy(*PART, "leader_epoch").orderBy("time_ns", "partition_epoch")  # one batch: one time
     chosen = (changes.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
               .select(*PART, "leader_epoch", "leader", "reason", F.col("time_ns").alias("elected_ns")))
     became = (t.events.where(F.col("kind") == "became-leader")

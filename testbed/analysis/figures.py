@@ -37,13 +37,15 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     changes = (partition_changes(t)
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
-               .select(*PART, "time_ns", "t0", "t_end", "leader", "isr",
+               .select(*PART, "time_ns", "partition_epoch", "t0", "t_end", "leader", "isr",
                        (F.col("leader").isNull() | (F.col("leader") < 0)).alias("no_leader"),
                        # R20: acks=all is refused below min(MinISR, the partition's replica count)
                        (F.col("leader").isNull() | (F.col("leader") < 0)
                         | (F.size("isr") < F.least(F.col("min_isr"), F.size("replicas"))))
                        .alias("no_acks_all")))
-    order = Window.partitionBy(*PART).orderBy("time_ns")
+    # changes committed in one batch share a time: the partition epoch orders a partition's (a
+    # fence and the election after it, in the other line order, made a leaderless window)
+    order = Window.partitionBy(*PART).orderBy("time_ns", "partition_epoch")
     changes = (changes.withColumn("until", F.least(F.coalesce(F.lead("time_ns").over(order), F.col("t_end")),
                                                    F.col("t_end")))
                .where(F.col("time_ns") < F.col("t_end")))
@@ -55,6 +57,7 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                        .where(F.col(flag))
                        .groupBy(*PART, "island", "t0")
                        .agg(F.min("time_ns").alias("start_ns"), F.max("until").alias("end_ns"))
+                       .where(F.col("end_ns") > F.col("start_ns"))  # a state its own batch replaced lasted no time
                        .drop("island").withColumn("kind", F.lit(kind)))
     down = (spans.where(F.col("do").isin(*_DOWN))
             .select("run_id", F.explode("resolved").alias("node"), F.col("start_ns").alias("down_ns"),

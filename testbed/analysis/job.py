@@ -189,9 +189,10 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
             .agg(F.sum(F.col("is_leader").cast("int")).alias("leaders"), F.count("*").alias("n"),
                  F.min("leo").alias("lo"), F.max("leo").alias("hi"),
                  F.max(F.when(F.col("is_leader"), F.col("hwm"))).alias("leader_hwm")))
-    # the replica set the controller last committed: a reassignment may have changed its size (R35)
+    # the replica set the controller last committed: a reassignment may have changed its size
+    # (R35); changes of one batch share a time, and the partition epoch orders them
     replicas_now = (t.events.where(F.col("kind") == "partition-changed").groupBy(*PART)
-                    .agg(F.max_by(F.size("replicas"), "time_ns").alias("replicas_now")))
+                    .agg(F.max_by(F.size("replicas"), F.struct("time_ns", "partition_epoch")).alias("replicas_now")))
     ok = ((F.col("leaders") == 1) & (F.col("n") == F.coalesce("replicas_now", "rf")) & (F.col("lo") == F.col("hi"))
           & (F.col("leader_hwm") == F.col("hi")))
     topics = config.topics.select("run_id", "topic", "rf", "gone", F.col("partitions").alias("n_partitions"))

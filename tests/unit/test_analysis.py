@@ -469,6 +469,44 @@ def _unclean_fenced_in_batch(root: Path) -> None:
     r.write()
 
 
+def _batch_ties(root: Path) -> None:
+    """R25, one controller batch at 1.5 s: broker 1 fenced (partition epoch 1, no leader),
+    broker 2 elected with LEO 5 (2) and broker 1 back in its ISR (3), the lines stored in
+    another order; v5, acknowledged at offset 5 before, is lost. No time without a leader,
+    and the election is the one at leader epoch 1 (found by a tester: ordered by time alone,
+    the leaderless state lasted until the next change, 0.5 s later)."""
+    r = RunBuilder(root, "batch-ties", expect={"lost_writes": ">0"})
+    r.send("v5", 5, at=T0 + 5 * S // 4)
+    at = T0 + 3 * S // 2
+    fence = RunBuilder.change(at, leader=-1, epoch=1, isr=[2, 3], reason="fence")
+    election = {**RunBuilder.change(at, leader=2, epoch=1, isr=[2, 3], reason="election"), "partition_epoch": 2}
+    expand = {**RunBuilder.change(at, leader=2, epoch=1, isr=[2, 3, 1], reason="isr-expand"), "partition_epoch": 3}
+    r.events += [expand, election, fence,
+                 {"node": "broker-2", "time_ns": at + 100, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 2, "isr": [2, 3], "elr": [],
+                  "last_known_elr": [], "leo": 5, "hwm": 5},
+                 {**RunBuilder.change(T0 + 2 * S, leader=2, epoch=1, isr=[2, 3], reason="isr-shrink"),
+                  "partition_epoch": 4}]
+    r.replicas["broker-1"]["is_leader"] = False
+    r.replicas["broker-2"]["is_leader"] = True
+    r.write()
+
+
+def _shrunk_in_one_batch(root: Path) -> None:
+    """R35: orders/0 reassigned from [1, 2, 3] to [1]: the reassignment's start (partition
+    epoch 1, replicas [1, 2, 3]) and its completion (2, replicas [1]) committed in one batch,
+    their lines stored in the other order. One replica is convergence (ordered by time alone,
+    the start's three replicas were taken as the last, and the run was left unjudged)."""
+    r = RunBuilder(root, "shrunk-in-one-batch")
+    at = T0 + 3 * S
+    r.events += [{**RunBuilder.change(at, leader=1, epoch=1, isr=[1], reason="reassign", replicas=[1]),
+                  "partition_epoch": 2},
+                 {**RunBuilder.change(at, leader=1, epoch=1, isr=[1, 2, 3], reason="reassign"), "partition_epoch": 1}]
+    for gone in ("broker-2", "broker-3"):
+        del r.logs[gone], r.replicas[gone]
+    r.write()
+
+
 def _manual_elect(root: Path) -> None:
     """R32 manual: broker 1 (torn) and broker 2 (partial) crash with page-cache loss, and the
     operator elects broker 2, whose own crash left its log empty: v0..v4 are lost to that
@@ -514,7 +552,8 @@ def _last_standing(root: Path) -> None:
 
 BUILDERS = [_garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen, _grown, _shrunk,
-            _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch]
+            _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
+            _batch_ties, _shrunk_in_one_batch]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
 EXPECTED: dict[str, dict[str, int]] = {
@@ -555,6 +594,8 @@ EXPECTED: dict[str, dict[str, int]] = {
     "unclean-never-excluded": {**ZERO, "unclean_exclusion": 1},
     "unclean-same-batch-kept": {**ZERO, "unclean_exclusion": 1},
     "unclean-fenced-in-batch": ZERO,
+    "batch-ties": {**ZERO, "lost_writes": 1},
+    "shrunk-in-one-batch": ZERO,
 }
 
 
@@ -593,6 +634,22 @@ def test_a_replication_factor_changed_by_reassignment_is_convergence(judged: dic
     shrunk = judged["shrunk"]
     assert shrunk.ok is True, shrunk.results.get("problems")
     assert [w for w in shrunk.results["figures"]["availability"] if w["kind"] == "no-acks-all"] == []
+
+
+def test_R35_a_reassignment_committed_in_one_batch_converges_on_its_last_replicas(
+        judged: dict[str, RunVerdict]) -> None:
+    assert judged["shrunk-in-one-batch"].ok is True, judged["shrunk-in-one-batch"].results.get("problems")
+
+
+def test_R25_changes_of_one_batch_go_by_partition_epoch(judged: dict[str, RunVerdict]) -> None:
+    """A fence and the election after it at one time leave no window without a leader or
+    acks=all service, and the loss names the election, not the ISR expansion of its batch."""
+    results = judged["batch-ties"].results
+    assert results["figures"]["availability"] == []
+    assert results["figures"]["unavailable_s"] == {"no-leader": 0.0, "no-acks-all": 0.0}
+    [loss] = results["checks"]["lost_writes"]["examples"]
+    assert loss["cause"].startswith("offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader "
+                                    "epoch 1 by a clean election (at 1.500 s, R25)"), loss["cause"]
 
 
 def test_a_topic_made_again_is_judged(judged: dict[str, RunVerdict]) -> None:
@@ -717,8 +774,8 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     assert [(r["topology"], r["runs"]) for r in rows] == [("handmade", 1), ("handmade", len(BUILDERS) - 1)]
     alone, row = rows
     assert "elr=false" in alone["protocol"] and (alone["runs_with_loss"], alone["lost_writes"]) == (1, 5)
-    # the `lost`, `recovered`, `manual-elect` and `remade-while-delete-waits` runs
-    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (4, 8, 1)
+    # the `lost`, `recovered`, `manual-elect`, `remade-while-delete-waits` and `batch-ties` runs
+    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (5, 9, 1)
     assert row["unjudged"] == 3  # `mismatch`, `garbage-tail`, and `deleted-topic` (its one topic gone: no convergence)
     # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
     assert alone["failed"] + row["failed"] == sum(v.ok is False for v in judged.values())
