@@ -9,6 +9,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 import testbed.analysis.readable_paths as readable_paths
 from testbed.analysis.ingest import IngestError, find_runs, hadoop_path
@@ -38,13 +39,13 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     console = Console()
     if (problem := spark_master_problem(args.spark_master)) is not None:
-        console.print(f"[red]cannot analyze:[/] {escape(problem)}", highlight=False, soft_wrap=True)
+        console.print(f"[red]cannot analyze:[/] {escape(problem)}", highlight=False, soft_wrap=True, emoji=False)
         return EXIT_UNJUDGED
     try:
         runs = find_runs(args.paths)
         summary_dir = args.summary_dir or (default_summary_dir(runs) if len(runs) > 1 else None)
         if summary_dir is not None and (unusable := unusable_dir(summary_dir, "--summary-dir")) is not None:
-            console.print(unusable, style="red", markup=False, soft_wrap=True)
+            console.print(unusable, style="red", markup=False, soft_wrap=True, emoji=False)
             return EXIT_UNJUDGED
         verdicts = analyze_runs(args.paths, args.spark_master, summary_dir)
         if len(verdicts) == 1:
@@ -53,11 +54,11 @@ def main(argv: list[str]) -> int:
             _print_tree(console, verdicts, summary_dir)
         return exit_code(verdicts)
     except (IngestError, SparkUnreachable) as exc:  # the second: a server gone since the check above
-        console.print(f"[red]cannot analyze:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        console.print(f"[red]cannot analyze:[/] {escape(str(exc))}", highlight=False, soft_wrap=True, emoji=False)
         return EXIT_UNJUDGED
     except SummaryError as exc:
         _print_tree(console, exc.verdicts, None)
-        console.print(f"[red]no summary:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        console.print(f"[red]no summary:[/] {escape(str(exc))}", highlight=False, soft_wrap=True, emoji=False)
         return EXIT_UNJUDGED
     finally:
         stop_spark()
@@ -72,17 +73,17 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
         failed = [k for k, e in v.results.get("expect", {}).items() if e["held"] is False]
         counts = [str(checks.get(name, {}).get("count", "")) if v.ok is not None else "—"  # no partial verdict
                   for name in ("lost_writes", "lost_writes_acks1")]
-        runs.add_row(v.run_id, verdict_word(v.ok), *counts, ", ".join(failed))
+        runs.add_row(Text(v.run_id), verdict_word(v.ok), *counts, ", ".join(failed))
     console.print(runs)
     # the table cuts run ids to fit the terminal (80 columns in a CI log): each run that did
     # not pass is named whole, on a line of its own
     for v in verdicts:
         for problem in v.results.get("problems", []) if v.ok is None else []:
             console.print(f"[yellow]not judged:[/] {escape(v.run_id)}: {escape(problem)}", highlight=False,
-                          soft_wrap=True)
+                          soft_wrap=True, emoji=False)
         if v.ok is False:
             console.print(f"[red]failed:[/] {escape(v.run_id)}: {escape(broken_expectations(v))}  report: "
-                          f"{escape(str(v.run_dir / 'report.html'))}", highlight=False, soft_wrap=True)
+                          f"{escape(str(v.run_dir / 'report.html'))}", highlight=False, soft_wrap=True, emoji=False)
     if summary_dir is None or not (summary_dir / "summary.parquet").exists():
         return  # none was written: the judgment failed, and every run says why above
     summary = get_spark().read.parquet(hadoop_path(readable_paths.readable(summary_dir / "summary.parquet"))).collect()
@@ -92,5 +93,6 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
                       f"{row['failed']} failed, {row['unjudged']} not judged, {row['runs_with_loss']} with loss "
                       f"({row['lost_writes'] or 0} acks=all and {row['lost_writes_acks1'] or 0} acks=1 writes lost), "
                       f"{row['no_leader_s']} partition-s without a leader, {row['no_acks_all_s']} without acks=all "
-                      f"service", highlight=False, soft_wrap=True)
-    console.print(f"summary: {summary_dir / 'summary.html'} and {summary_dir / 'summary.parquet'}", soft_wrap=True)
+                      f"service", highlight=False, soft_wrap=True, emoji=False)
+    console.print(f"summary: {escape(str(summary_dir / 'summary.html'))} and "
+                  f"{escape(str(summary_dir / 'summary.parquet'))}", soft_wrap=True, emoji=False)

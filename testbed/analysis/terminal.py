@@ -1,8 +1,13 @@
-"""The verdict in the terminal: a rich table of every check, its count and its expectation."""
+"""The verdict in the terminal: a rich table of every check, its count and its expectation.
+
+Run ids and paths are the user's names: printed escaped and with `emoji=False` (rich read
+`[bold red]` in a run id as markup and `:fire:` as an emoji), in tables as `Text`."""
 from __future__ import annotations
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from testbed.analysis.job import ATTRIBUTED
 from testbed.analysis.verdict import RunVerdict
@@ -34,7 +39,7 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
     """Every check with its count, expectation and verdict; the causes of the first losses;
     why a run was not judged; and the report's path."""
     r = verdict.results
-    table = Table(title=f"verdict: {verdict.run_id}")
+    table = Table(title=Text(f"verdict: {verdict.run_id}"))
     for col in ("check", "count", "expected", "verdict"):
         table.add_column(col, justify="left" if col == "check" else "right")
     expect = r.get("expect", {})
@@ -56,9 +61,9 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
         if len(groups) > _MAX_CAUSES:
             console.print(f"[red]{name}:[/] and {len(groups) - _MAX_CAUSES} more causes (see the report)")
     for problem in r.get("problems", []):
-        console.print(f"[yellow]not judged:[/] {problem}")
+        console.print(f"[yellow]not judged:[/] {escape(problem)}", emoji=False)
     unavailable = r.get("figures", {}).get("unavailable_s")
     if unavailable:
         console.print(f"partition-seconds without a leader: {unavailable['no-leader']}, "
                       f"without acks=all service: {unavailable['no-acks-all']}")
-    console.print(f"{verdict_word(verdict.ok)}  report: {verdict.run_dir / 'report.html'}")
+    console.print(f"{verdict_word(verdict.ok)}  report: {escape(str(verdict.run_dir / 'report.html'))}", emoji=False)

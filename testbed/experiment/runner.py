@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from faults.schedule import ScheduledFault, build_schedule
 from testbed.analysis import RunVerdict, analyze_runs, print_verdict
@@ -76,7 +77,7 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     console.print("judging the run (PySpark) ...")
     verdict = analyze_runs([outcome.run_dir], spark_master)[0]
     print_verdict(console, verdict)
-    console.print(f"run directory: {outcome.run_dir}")
+    console.print(f"run directory: {escape(str(outcome.run_dir))}", emoji=False)
     return Outcome(outcome.run_dir, outcome.converged, outcome.counts, exit_code([verdict]), verdict)
 
 
@@ -163,7 +164,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         # a tester's --time-scale 0.01: the start's 0.1 s wait was the only hint of the cause
         hint = (f" (--time-scale {time_scale:g} shortens every timeout and deadline alike, this wait's too; "
                 f"a cluster of processes needs about 1 s to start: try a larger one)" if time_scale < 0.1 else "")
-        console.print(f"[red]run failed:[/] {e}{hint}", soft_wrap=True)
+        console.print(f"[red]run failed:[/] {escape(str(e))}{hint}", soft_wrap=True, emoji=False)  # e names the run dir
         return Outcome(cluster.dir.root, False, None, EXIT_UNJUDGED)
     finally:
         cluster.close()
@@ -185,7 +186,7 @@ def end_of_run(cluster: Cluster, topology: Topology, console: Console) -> bool:
                            what="convergence (every partition led, ISR full, replicas level)")
         converged = True
     except ClusterError as e:
-        console.print(f"[red]{e}[/]")
+        console.print(f"[red]{escape(str(e))}[/]", emoji=False)
     reader = History(cluster.dir.history, "final-reader")
     final_read(cluster.client(), reader, partitions_now(cluster.status(), topology),
                time.monotonic() + cluster.scaled(20), time.monotonic)

@@ -26,6 +26,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from testbed.analysis.pipeline import analyze_runs
 from testbed.analysis.verdict import RunVerdict
@@ -161,7 +162,7 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
         no_leader = [r.last.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for r in rs]
         failed = sorted({name for r in rs for name, e in r.last.results.get("expect", {}).items()
                          if e["held"] is False})
-        table.add_row(setting, schedule, str(len(rs)), str(sum(1 for n in lost if n)), str(sum(lost)),
+        table.add_row(Text(setting), Text(schedule), str(len(rs)), str(sum(1 for n in lost if n)), str(sum(lost)),
                       f"{statistics.median(no_leader):.2f}", ", ".join(failed))
     console.print(table)
     for status, colour in (("flaky", "yellow"), ("failed", "red"), ("unjudged", "yellow")):
@@ -169,13 +170,14 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
             report = r.last.run_dir / "report.html"
             console.print(f"[{colour}]{status}:[/] {escape(r.cell.id)}: {escape(broken_expectations(r.last))}"
                           + (f"  report: {escape(str(report))}" if report.is_file() else ""),
-                          highlight=False, soft_wrap=True)
+                          highlight=False, soft_wrap=True, emoji=False)
             if source is not None and status != "flaky":
                 console.print(f"  replay: python run.py matrix {shlex.quote(str(source))} --only "
                               f"{shlex.quote(r.cell.id)}{runs_dir_flag(matrix_dir.parent)}", style="dim",
-                              markup=False, highlight=False, soft_wrap=True)
+                              markup=False, highlight=False, soft_wrap=True, emoji=False)
     passed = sum(1 for r in results if r.status == "passed")
-    console.print(f"{passed} of {len(results)} cells met their expectations; run directories: {matrix_dir}")
+    console.print(f"{passed} of {len(results)} cells met their expectations; run directories: "
+                  f"{escape(str(matrix_dir))}", emoji=False)
 
 
 def new_matrix_dir(runs_dir: Path, source: str, shard: tuple[int, int] | None,

@@ -34,6 +34,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 from testbed.analysis.cli import EXIT_FAILED, EXIT_OK, EXIT_UNJUDGED
 from testbed.analysis.verdict import RunVerdict
@@ -181,12 +182,13 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     speed = (f"{virtual:.0f}s of virtual time, {virtual / busy:.0f}x real time in each worker" if busy
              else "no seed ran to its end")  # a worker that died reports no time
     console.print(f"{len(outcomes)} seeds in {wall:.1f}s ({60 * len(outcomes) / wall:.0f} seeds/min with {jobs} "
-                  f"job(s)); {speed}; run directories: {sim_dir}", highlight=False, soft_wrap=True)
+                  f"job(s)); {speed}; run directories: {escape(str(sim_dir))}", highlight=False, soft_wrap=True,
+                  emoji=False)
     for o in outcomes:
         if o["error"] is not None:
-            console.print(f"[yellow]unjudged:[/] {o['topology']} seed {o['seed']}: {o['error']}  replay: "
-                          f"{replay_command(sources[o['topology']], o['seed'], sim_dir.parent)}", highlight=False,
-                          soft_wrap=True)
+            console.print(f"[yellow]unjudged:[/] {escape(o['topology'])} seed {o['seed']}: {escape(o['error'])}  "
+                          f"replay: {escape(replay_command(sources[o['topology']], o['seed'], sim_dir.parent))}",
+                          highlight=False, soft_wrap=True, emoji=False)
     ran = [o for o in outcomes if o["error"] is None]
     if not judge:
         return EXIT_UNJUDGED if len(ran) < len(outcomes) else EXIT_OK
@@ -209,7 +211,8 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
             stop_spark()
     if len(outcomes) == 1 and verdicts:
         print_verdict(console, verdicts[0])
-        console.print(f"run directory: {verdicts[0].run_dir}", highlight=False, soft_wrap=True)
+        console.print(f"run directory: {escape(str(verdicts[0].run_dir))}", highlight=False, soft_wrap=True,
+                      emoji=False)
     else:
         print_summary(console, verdicts, sources)
         if verdicts:
@@ -218,9 +221,10 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
                        "python run.py analyze <seed directory> writes a seed's report.html")
             summary = sim_dir / "summary" / "summary.html"  # none when the judgment failed
             console.print(f"results.json in every seed's directory; {reports}"
-                          + (f"; summary: {summary}" if summary.is_file() else ""), highlight=False, soft_wrap=True)
+                          + (f"; summary: {escape(str(summary))}" if summary.is_file() else ""), highlight=False,
+                          soft_wrap=True, emoji=False)
     if no_summary is not None:  # a tester's sweep said only this line, naming none of its failed seeds
-        console.print(f"[red]no summary:[/] {escape(no_summary)}", highlight=False, soft_wrap=True)
+        console.print(f"[red]no summary:[/] {escape(no_summary)}", highlight=False, soft_wrap=True, emoji=False)
     if len(ran) < len(outcomes) or any(v.ok is None for v in verdicts) or no_summary is not None:
         return EXIT_UNJUDGED
     return EXIT_OK if all(v.ok for v in verdicts) else EXIT_FAILED
@@ -287,7 +291,7 @@ def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[st
         lost = [check_count(v, "lost_writes") or 0 for v in vs]
         no_leader = [v.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for v in vs]
         failed = sorted({k for v in vs for k, e in v.results.get("expect", {}).items() if e["held"] is False})
-        table.add_row(name, str(len(vs)), str(sum(1 for v in vs if v.ok)), str(sum(1 for v in vs if v.ok is None)),
+        table.add_row(Text(name), str(len(vs)), str(sum(1 for v in vs if v.ok)), str(sum(1 for v in vs if v.ok is None)),
                       str(sum(1 for n in lost if n)),
                       str(sum(lost)), f"{statistics.median(no_leader):.2f}", ", ".join(failed))
     console.print(table)
@@ -295,7 +299,8 @@ def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[st
         if v.ok is not True:
             name, seed = v.run_dir.name.rsplit("-seed=", 1)
             word = "failed" if v.ok is False else "unjudged"
-            console.print(f"[{'red' if v.ok is False else 'yellow'}]{word}:[/] {name} seed {seed}: "
-                          f"{broken_expectations(v)}  replay: "
-                          f"{replay_command(sources[name], int(seed), v.run_dir.parent.parent)}  "
-                          f"report: {v.run_dir / 'report.html'}", highlight=False, soft_wrap=True)
+            console.print(f"[{'red' if v.ok is False else 'yellow'}]{word}:[/] {escape(name)} seed {seed}: "
+                          f"{escape(broken_expectations(v))}  replay: "
+                          f"{escape(replay_command(sources[name], int(seed), v.run_dir.parent.parent))}  "
+                          f"report: {escape(str(v.run_dir / 'report.html'))}", highlight=False, soft_wrap=True,
+                          emoji=False)

@@ -22,13 +22,13 @@ def print_status(runs_dir: Path) -> int:
     console = Console()
     live = running_runs(runs_dir)
     if not live:
-        console.print(f"no run is in progress under {runs_dir}/")
+        console.print(Text(f"no run is in progress under {runs_dir}/"))
         return 1
     for run_dir in map(_run_dir, live):
         status = read_status(run_dir, timeout=1.0)
         if status is None:
             continue
-        table = Table(title=f"{run_dir.name}")
+        table = Table(title=Text(run_dir.name))
         for col in ("partition", "leader", "epoch", "ISR", "ELR", "HWM", "LEO per replica"):
             table.add_column(col)
         for p in status.partitions():
@@ -47,7 +47,7 @@ def watch_status(runs_dir: Path, period: float = 0.25, frames: int | None = None
     seconds until Ctrl-C, until no run is in progress any more, or after `frames` frames."""
     console = console or Console()
     if not running_runs(runs_dir):
-        console.print(f"no run is in progress under {runs_dir}/")
+        console.print(Text(f"no run is in progress under {runs_dir}/"))
         return 1
     drawn = 0
     with Live(console=console, auto_refresh=False, transient=False) as live:

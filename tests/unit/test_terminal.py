@@ -7,6 +7,7 @@ from pathlib import Path
 from rich.console import Console
 
 from testbed.analysis.cli import _print_tree
+from testbed.analysis.terminal import print_verdict
 from testbed.analysis.verdict import RunVerdict
 
 
@@ -42,3 +43,23 @@ def test_a_tree_names_each_failed_run_whole_in_a_narrow_log() -> None:
                 None)
     lines = [line for line in console.export_text().splitlines() if line.startswith("failed:")]
     assert lines == [f"failed: {run_id}: lost_writes 355 (expected 0)  report: runs/{run_id}/report.html"]
+
+
+def test_run_ids_and_paths_print_as_named() -> None:
+    """DESIGN 7: a run id is the user's name. Found by a tester: rich read `seed:fire:` as an
+    emoji, `a:b` followed by a colon as another, and `[bold red]shout` as markup, in the table,
+    the verdict's title and the report's path."""
+    names = ("seed:fire:", "[bold red]shout", "a:b")
+    console = Console(record=True, width=200)
+    results = {"checks": {"lost_writes": {"count": 1}}, "problems": [],
+               "expect": {"lost_writes": {"expected": "0", "observed": 1, "held": False}}}
+    verdicts = [RunVerdict(Path("runs") / name, False, results) for name in names]
+    _print_tree(console, verdicts, None)
+    for v in verdicts:
+        print_verdict(console, v)
+    text = console.export_text()
+    for name in names:
+        assert f"│ {name} " in text  # its row of the table of runs
+        assert f"failed: {name}: lost_writes 1 (expected 0)  report: runs/{name}/report.html" in text
+        assert f"verdict: {name}" in text
+        assert f"FAILED  report: runs/{name}/report.html" in text
