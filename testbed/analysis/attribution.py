@@ -2,7 +2,8 @@
 it, and named in a sentence ("offset 41 of orders/0 lost when broker 2 (its LEO 39) was
 elected at leader epoch 5 by unclean recovery (at 3.210 s, R32)").
 
-Three kinds of cause, each the first of its kind after the write was first observed:
+Three kinds of cause, each the first of its kind at or after the time the write was first
+observed (causes of one time in epoch order):
 - an election whose new leader's log ended at or below the offset (its `became-leader` LEO),
   with the controller's reason (election, unclean-election, unclean-recovery, ...);
 - a truncation that cut the offset from a replica (divergence repair, or `high-watermark`
@@ -54,12 +55,15 @@ def _reason_text(col: Column) -> Column:
 
 
 def elections(t: Tables) -> DataFrame:
-    """Each leader epoch's election: who, when, why (controller) and with what LEO (the
-    leader's own `became-leader` event); for an unclean recovery (R32), the log infos the
-    controller chose from, as text."""
+    """Each leader epoch's election after the partition's creation: who, when, why
+    (controller) and with what LEO (the leader's own `became-leader` event); for an unclean
+    recovery (R32), the log infos the controller chose from, as text."""
     changes = partition_changes(t).where(F.col("leader") >= 0)
     first = Window.partitionBy(*PART, "leader_epoch").orderBy("time_ns", "partition_epoch")  # one batch: one time
-    chosen = (changes.withColumn("n", F.row_number().over(first)).where(F.col("n") == 1)
+    chosen = (changes.withColumn("n", F.row_number().over(first))
+              # a partition's creation (leader epoch 0) elects into an empty log: it removes nothing,
+              # and a write at its time (one sim step) is after it
+              .where((F.col("n") == 1) & (F.col("reason") != "create"))
               .select(*PART, "leader_epoch", "leader", "reason", F.col("time_ns").alias("elected_ns")))
     became = (t.events.where(F.col("kind") == "became-leader")
               .select(*PART, "leader_epoch", broker_id(F.col("node")).alias("leader"), "leo")
@@ -77,11 +81,13 @@ def elections(t: Tables) -> DataFrame:
             .join(recoveries, [*PART, "leader_epoch"], "left"))
 
 
-def _first_after(rows: DataFrame, causes: DataFrame, key: list[str], when: str, cond: Column,
+def _first_after(rows: DataFrame, causes: DataFrame, key: list[str], when: str, epoch: str, cond: Column,
                  fields: list[str]) -> DataFrame:
-    """For each row, the fields of the first cause (by `when`) after the row's time with `cond`."""
-    joined = rows.select(*key, "time_ns").distinct().join(causes, PART).where((F.col(when) > F.col("time_ns")) & cond)
-    order = Window.partitionBy(*key).orderBy(when)
+    """For each row, the fields of the first cause with `cond` at or after the row's time, by
+    `when` and then by `epoch` (a cause at the write's own time may follow it: the sim records
+    a whole step at one time, and causes of one batch share a time)."""
+    joined = rows.select(*key, "time_ns").distinct().join(causes, PART).where((F.col(when) >= F.col("time_ns")) & cond)
+    order = Window.partitionBy(*key).orderBy(when, epoch)
     return joined.withColumn("n", F.row_number().over(order)).where(F.col("n") == 1).select(*key, *fields)
 
 
@@ -89,7 +95,7 @@ def _crash(rows: DataFrame, crashes: DataFrame, election: DataFrame, key: list[s
     """For each row, the lossy crash that explains it: the crash of the broker the election
     (if any) then made leader, before that election (its own files lost what it led with),
     else the first crash after the write of a broker holding the partition."""
-    joined = (rows.select(*key, "time_ns").distinct().join(crashes, PART).where(F.col("c_ns") > F.col("time_ns"))
+    joined = (rows.select(*key, "time_ns").distinct().join(crashes, PART).where(F.col("c_ns") >= F.col("time_ns"))
               .join(election.select(*key, "e_leader", "elected_ns"), key, "left"))
     own = F.coalesce((F.col("c_node") == F.concat(F.lit("broker-"), F.col("e_leader").cast("string")))
                      & (F.col("c_ns") < F.col("elected_ns")), F.lit(False))
@@ -106,14 +112,15 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
     the applied faults; `runs` says which runs have the ELR (`config_tables`)."""
     key = [*PART, "offset"]
     e = elections(t)
-    election = _first_after(rows, e, key, "elected_ns", F.col("leo") <= F.col("offset"),
+    election = _first_after(rows, e, key, "elected_ns", "leader_epoch", F.col("leo") <= F.col("offset"),
                             [F.col("leader").alias("e_leader"), F.col("leader_epoch").alias("e_epoch"),
                              F.col("reason").alias("e_reason"), F.col("leo").alias("e_leo"), "elected_ns",
                              F.col("recovery").alias("e_recovery")])
     cuts = (t.events.where(F.col("kind") == "truncated")
             .select(*PART, F.col("node").alias("t_node"), F.col("from").alias("t_from"), F.col("to").alias("t_to"),
-                    F.col("reason").alias("t_reason"), F.col("time_ns").alias("t_ns")))
-    truncation = _first_after(rows, cuts, key, "t_ns", (F.col("t_to") <= F.col("offset"))
+                    F.col("reason").alias("t_reason"), F.col("time_ns").alias("t_ns"),
+                    F.col("leader_epoch").alias("t_epoch")))
+    truncation = _first_after(rows, cuts, key, "t_ns", "t_epoch", (F.col("t_to") <= F.col("offset"))
                               & (F.col("offset") < F.col("t_from")), ["t_node", "t_from", "t_to", "t_reason", "t_ns"])
     hosts = t.final_replicas.select(*PART, "node").distinct()
     crashes = (spans.where(F.col("do").isin(*_LOSSY))

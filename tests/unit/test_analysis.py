@@ -507,6 +507,24 @@ def _shrunk_in_one_batch(root: Path) -> None:
     r.write()
 
 
+def _same_time(root: Path) -> None:
+    """R25: as `lost` without the crash (broker 1 fenced, broker 2 elected with LEO 5), every
+    record of the run at one time (a sim step records all it does at one time): v5 is lost
+    when broker 2 was elected (found by a tester: the election was not strictly after the
+    write, and the loss was left with no recorded election)."""
+    r = RunBuilder(root, "same-time", expect={"lost_writes": ">0"})
+    r.send("v5", 5, at=T0 + 2 * S)
+    r.events += [RunBuilder.change(T0 + 3 * S, leader=2, epoch=1, isr=[2, 3], reason="fence"),
+                 {"node": "broker-2", "time_ns": T0 + 3 * S + 200, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 3], "elr": [],
+                  "last_known_elr": [], "leo": 5, "hwm": 5}]
+    r.replicas["broker-1"]["is_leader"] = False
+    r.replicas["broker-2"]["is_leader"] = True
+    for line in (*r.history, *r.events):
+        line["time_ns"] = T0
+    r.write()
+
+
 def _manual_elect(root: Path) -> None:
     """R32 manual: broker 1 (torn) and broker 2 (partial) crash with page-cache loss, and the
     operator elects broker 2, whose own crash left its log empty: v0..v4 are lost to that
@@ -553,7 +571,7 @@ def _last_standing(root: Path) -> None:
 BUILDERS = [_garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
             _unclean, _truncated_line, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
-            _batch_ties, _shrunk_in_one_batch]
+            _batch_ties, _shrunk_in_one_batch, _same_time]
 
 ZERO = dict.fromkeys(CHECK_NAMES, 0)
 EXPECTED: dict[str, dict[str, int]] = {
@@ -596,6 +614,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "unclean-fenced-in-batch": ZERO,
     "batch-ties": {**ZERO, "lost_writes": 1},
     "shrunk-in-one-batch": ZERO,
+    "same-time": {**ZERO, "lost_writes": 1},
 }
 
 
@@ -650,6 +669,14 @@ def test_R25_changes_of_one_batch_go_by_partition_epoch(judged: dict[str, RunVer
     [loss] = results["checks"]["lost_writes"]["examples"]
     assert loss["cause"].startswith("offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader "
                                     "epoch 1 by a clean election (at 1.500 s, R25)"), loss["cause"]
+
+
+def test_R25_a_loss_recorded_at_the_time_of_its_election_is_attributed(judged: dict[str, RunVerdict]) -> None:
+    lost = judged["same-time"].results["checks"]["lost_writes"]
+    assert lost["unattributed"] == 0
+    assert lost["examples"][0]["cause"].startswith(
+        "offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader epoch 1 by a clean election "
+        "after its predecessor was fenced (at 0.000 s, R25)")
 
 
 def test_a_topic_made_again_is_judged(judged: dict[str, RunVerdict]) -> None:
@@ -774,8 +801,8 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     assert [(r["topology"], r["runs"]) for r in rows] == [("handmade", 1), ("handmade", len(BUILDERS) - 1)]
     alone, row = rows
     assert "elr=false" in alone["protocol"] and (alone["runs_with_loss"], alone["lost_writes"]) == (1, 5)
-    # the `lost`, `recovered`, `manual-elect`, `remade-while-delete-waits` and `batch-ties` runs
-    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (5, 9, 1)
+    # the `lost`, `recovered`, `manual-elect`, `remade-while-delete-waits`, `batch-ties` and `same-time` runs
+    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (6, 10, 1)
     assert row["unjudged"] == 3  # `mismatch`, `garbage-tail`, and `deleted-topic` (its one topic gone: no convergence)
     # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
     assert alone["failed"] + row["failed"] == sum(v.ok is False for v in judged.values())
