@@ -347,6 +347,19 @@ def _deleted_topic(root: Path) -> None:
     r.write()
 
 
+def _led_again_at_3s(r: RunBuilder) -> None:
+    """`orders` made again at 3 s, led by broker 2 from leader epoch 0, and w0, w1 acknowledged
+    on it at offsets 0 and 1 (the final read is the builder's to add)."""
+    r.events += [RunBuilder.change(T0 + 3 * S + 10, leader=2, epoch=0, isr=[2, 3, 1], reason="create",
+                                   replicas=[2, 3, 1]),
+                 {"node": "broker-2", "time_ns": T0 + 3 * S + 20, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 0, "partition_epoch": 0, "isr": [2, 3, 1], "elr": [],
+                  "last_known_elr": [], "leo": 0, "hwm": 0}]
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.send("w0", 0, at=T0 + 3 * S + 1000)
+    r.send("w1", 1, at=T0 + 3 * S + 2000)
+
+
 def _made_again(root: Path) -> None:
     """R40: `orders` deleted at 2.5 s and made again at 3 s is another topic (Kafka: another
     topic id): its partition starts again at leader epoch 0 (broker 2 leads it, as broker 1
@@ -363,14 +376,7 @@ def _made_again(root: Path) -> None:
     r.fault(T0 + 5 * S // 2, "delete-topic", None, [], {"topic": "orders"}, {"deleted": "orders", "partitions": 1})
     r.fault(T0 + 3 * S, "create-topic", None, [], {"topic": create}, {"created": "orders", "partitions": 1},
             origin="faults[1]")
-    r.events += [RunBuilder.change(T0 + 3 * S + 10, leader=2, epoch=0, isr=[2, 3, 1], reason="create",
-                                   replicas=[2, 3, 1]),
-                 {"node": "broker-2", "time_ns": T0 + 3 * S + 20, "kind": "became-leader", "topic": "orders",
-                  "partition": 0, "leader_epoch": 0, "partition_epoch": 0, "isr": [2, 3, 1], "elr": [],
-                  "last_known_elr": [], "leo": 0, "hwm": 0}]
-    r.history = [h for h in r.history if h["process"] != "final-reader"]
-    r.send("w0", 0, at=T0 + 3 * S + 1000)
-    r.send("w1", 1, at=T0 + 3 * S + 2000)
+    _led_again_at_3s(r)
     r.poll("consumer-0", [(0, "w0"), (1, "w1")], at=T0 + 7 * S // 2)
     r.logs = {node: [(0, "w0"), (1, "w1")] for node in ("broker-1", "broker-2", "broker-3")}
     r.replicas = {node: {"leo": 2, "hwm": 2, "is_leader": node == "broker-2", "leader_epoch": 0} for node in r.logs}
@@ -399,15 +405,8 @@ def _remade_while_delete_waits(root: Path) -> None:
     r.events += [{"node": "controller-1", "time_ns": T0 + 5 * S // 2 + 10, "kind": "topic-deleted",
                   "topic": "orders", "partitions": 1},
                  {"node": "broker-1", "time_ns": T0 + 5 * S // 2 + 20, "kind": "replica-deleted",
-                  "topic": "orders", "partition": 0, "reason": "topic-deleted"},
-                 RunBuilder.change(T0 + 3 * S + 10, leader=2, epoch=0, isr=[2, 3, 1], reason="create",
-                                   replicas=[2, 3, 1]),
-                 {"node": "broker-2", "time_ns": T0 + 3 * S + 20, "kind": "became-leader", "topic": "orders",
-                  "partition": 0, "leader_epoch": 0, "partition_epoch": 0, "isr": [2, 3, 1], "elr": [],
-                  "last_known_elr": [], "leo": 0, "hwm": 0}]
-    r.history = [h for h in r.history if h["process"] != "final-reader"]
-    r.send("w0", 0, at=T0 + 3 * S + 1000)
-    r.send("w1", 1, at=T0 + 3 * S + 2000)
+                  "topic": "orders", "partition": 0, "reason": "topic-deleted"}]
+    _led_again_at_3s(r)
     r.logs = {node: [(0, "w0")] for node in ("broker-1", "broker-2", "broker-3")}
     r.replicas = {node: {"leo": 1, "hwm": 1, "is_leader": node == "broker-2", "leader_epoch": 0} for node in r.logs}
     r.poll("final-reader", [(0, "w0")], at=T0 + 5 * S)
