@@ -93,6 +93,7 @@ class FaultInjector:
         #: the workload's length on that clock, set with `elapsed`: no fault's wait outlives it
         self.duration: float | None = None
         self._firing = 0  # faults being fired now (an outer one, and one it let fire while it waited)
+        self._outer_at: float | None = None  # when the outermost of them began, on the schedule's clock
         self._meanwhile: list[dict] = []  # end records of the faults fired while another waited
         self._shutting_down: set[str] = set()  # nodes whose controlled shutdown is under way
         cluster.while_waiting = self.while_waiting
@@ -148,8 +149,12 @@ class FaultInjector:
             self.rng = rng
 
     def workload_over(self) -> bool:
-        """A fault is firing and the workload's time is up: its wait should give up."""
+        """A fault that began inside the workload is firing, and the workload's time is up: its
+        wait should give up. One that begins at the end (due then, or held back until then by
+        another's wait) keeps its own timeout: a `shutdown` due at the end would be cut at its
+        first look and killed, never clean."""
         return (self._firing > 0 and self.elapsed is not None and self.duration is not None
+                and self._outer_at is not None and self._outer_at < self.duration
                 and self.elapsed() >= self.duration)
 
     def _restarts_shutting_down(self, f: ScheduledFault) -> bool:
@@ -171,6 +176,8 @@ class FaultInjector:
         return resolve(target, view, self.rng)
 
     def fire(self, f: ScheduledFault) -> dict:
+        if self._firing == 0:
+            self._outer_at = self.elapsed() if self.elapsed is not None else None
         self._firing += 1
         try:
             return self._fire(f)

@@ -111,6 +111,18 @@ def test_a_faults_wait_that_never_succeeds_gives_up_when_the_workload_ends(
         cluster.wait_until(lambda s: s.controller is not None, timeout=0.2)
 
 
+def test_a_fault_that_begins_at_the_workloads_end_keeps_its_own_timeout(
+        tmp_path: Path, sleeping_node: subprocess.Popen) -> None:
+    """A fault due at the end itself (or held back until then) is not cut at its first look:
+    a `shutdown` due at the end would be killed at once, never clean."""
+    cluster = _NoController(sleeping_node, tmp_path)
+    cluster.scaled = lambda seconds: seconds / 20  # type: ignore[method-assign]  # its 10 s wait in 0.5 s
+    injector = FaultInjector(cluster, [], seed=1, record=tmp_path / "faults.jsonl")
+    _workload_of(injector, 0.0)  # the workload's time is up as the fault begins
+    end = injector.fire(ScheduledFault(0.0, "delete-topic", None, {"topic": "orders"}, "faults[0]"))
+    assert "timed out after" in end["effect"]["error"] and "workload ended" not in end["effect"]["error"]
+
+
 def test_a_shutdown_cut_by_the_workloads_end_kills_its_node_and_says_why(
         tmp_path: Path, sleeping_node: subprocess.Popen) -> None:
     """A controlled shutdown still waiting when the workload ends is killed, as at its
