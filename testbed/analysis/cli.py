@@ -11,9 +11,9 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-import testbed.analysis.readable_paths as readable_paths
 from testbed.analysis.ingest import IngestError, find_runs, hadoop_path
 from testbed.analysis.pipeline import SummaryError, analyze_runs, default_summary_dir
+from testbed.analysis.readable_paths import readable
 from testbed.analysis.session import SparkUnreachable, get_spark, stop_spark
 from testbed.analysis.terminal import print_verdict, verdict_word
 from testbed.analysis.verdict import RunVerdict, broken_expectations
@@ -86,7 +86,7 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
                           f"{escape(str(v.run_dir / 'report.html'))}", highlight=False, soft_wrap=True, emoji=False)
     if summary_dir is None or not (summary_dir / "summary.parquet").exists():
         return  # none was written: the judgment failed, and every run says why above
-    summary = get_spark().read.parquet(hadoop_path(readable_paths.readable(summary_dir / "summary.parquet"))).collect()
+    summary = get_spark().read.parquet(hadoop_path(readable(summary_dir / "summary.parquet"))).collect()
     console.print("summary per topology and protocol setting:")
     for row in summary:  # a line each: eleven columns of a table fit no 80-column log
         console.print(f"  {escape(row['topology'])} ({escape(row['protocol'])}): {row['runs']} runs, "

@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
-import testbed.analysis.readable_paths as readable_paths
+from testbed.analysis.readable_paths import link_to, needs_link, readable
 from testbed.analysis.schemas import CORRUPT, RECORD_FILES, RecordFile
 
 RUN_ID = "run_id"
@@ -104,7 +104,7 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple
                 rejected[rid] = f"{run / name}: empty (no {what} was recorded), so the run cannot be judged"
     read_as = _read_dirs(runs)
     warehouse.mkdir(parents=True, exist_ok=True)
-    tables = readable_paths.readable(warehouse)
+    tables = readable(warehouse)
     with ThreadPoolExecutor(max_workers=len(RECORD_FILES), thread_name_prefix="isrlab-ingest") as pool:
         writes = []
         for spec in RECORD_FILES:
@@ -129,9 +129,9 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple
 def _read_dirs(runs: dict[Path, str]) -> dict[Path, Path]:
     """Each run's directory as the readers take it: itself, or when one of them cannot be
     listed (`readable_paths`), a link to each, so that the run of every line is found alike."""
-    if not any(readable_paths.needs_link(run) for run in runs):
+    if not any(needs_link(run) for run in runs):
         return {run: run for run in runs}
-    return {run: readable_paths.link_to(run) for run in runs}
+    return {run: link_to(run) for run in runs}
 
 
 #: what a Hadoop path pattern reads as a wildcard (a reader's paths are patterns)
