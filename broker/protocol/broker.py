@@ -211,7 +211,7 @@ class BrokerState:
             out.messages.extend(self.fetchers.build_requests(now, self._ms(t.fetch_max_wait)))
         for parked in self.parked:
             if parked.deadline <= now:
-                out.extend(self._complete_parked(now))
+                self._complete_parked(now, out)
                 break
         return out
 
@@ -261,13 +261,13 @@ class BrokerState:
             # the next fetch leaves now, as Kafka's fetcher thread loops, not on the next tick: an
             # acks=all write waits for the follower fetch that follows the one that carried it
             out.messages.extend(self.fetchers.build_requests(now, self._ms(self.config.timeouts.fetch_max_wait)))
-            return out.extend(self._complete_parked(now))
+            return self._complete_parked(now, out)
         if kind == "alter-partition":
             p = self.partitions.get((correlation[1], correlation[2]))
             if p is None:
                 return Outputs()
             resp = msg if isinstance(msg, AlterPartitionResponse) else None
-            return p.on_alter_partition_response(resp, now).extend(self._complete_parked(now))
+            return self._complete_parked(now, p.on_alter_partition_response(resp, now))
         return Outputs()
 
     def _on_registration(self, msg: Any, now: float) -> Outputs:
@@ -371,8 +371,7 @@ class BrokerState:
             targets = {k for k, r in self.image.partitions.items() if self.broker_id in r.replicas}
         for key in sorted(targets):
             out.extend(self._reconcile(key, now))
-        out.extend(self._complete_parked(now))
-        return out
+        return self._complete_parked(now, out)
 
     @staticmethod
     def _snapshot_end(snapshot: dict) -> int:
@@ -525,8 +524,7 @@ class BrokerState:
             if req.expects_response:
                 out.messages.append(Reply(ctx, ProduceResponse(req.topic, req.partition, err)))
             return out
-        out = p.on_produce(req, ctx, now)
-        return out.extend(self._complete_parked(now))
+        return self._complete_parked(now, p.on_produce(req, ctx, now))
 
     def _on_fetch(self, ctx: Any, req: FetchRequest, now: float) -> Outputs:
         out = Outputs()
@@ -534,11 +532,11 @@ class BrokerState:
         if interesting or req.max_wait_ms <= 0:
             out.messages.append(Reply(ctx, PendingFetch(FetchResponse(Errors.NONE, results), reads)))
             # A follower fetch can advance the HWM: other parked fetches may now complete.
-            return out.extend(self._complete_parked(now))
+            return self._complete_parked(now, out)
         follower = req.replica_id >= 0
         seen = [((r.topic, r.partition), r.log_end_offset if follower else r.high_watermark) for r in results]
         self.parked.append(_Parked(ctx, req, now + req.max_wait_ms / 1000.0, seen))
-        return out.extend(self._complete_parked(now))
+        return self._complete_parked(now, out)
 
     def _read_fetch(self, req: FetchRequest, now: float, out: Outputs
                     ) -> tuple[list[FetchPartitionResult], list[ReadSpec | None], bool]:
@@ -555,8 +553,7 @@ class BrokerState:
                 interesting = True
                 continue
             if req.replica_id >= 0:
-                result, read, po = p.on_follower_fetch(req.replica_id, req.broker_epoch, fp, now)
-                out.extend(po)
+                result, read, _ = p.on_follower_fetch(req.replica_id, req.broker_epoch, fp, now, out)
             else:
                 result, read = p.on_consumer_fetch(fp)
             results.append(result)
@@ -565,10 +562,9 @@ class BrokerState:
                 interesting = True
         return results, reads, interesting
 
-    def _complete_parked(self, now: float) -> Outputs:
+    def _complete_parked(self, now: float, out: Outputs) -> Outputs:
         """Answer parked fetches that now have something for their fetcher (see `_changed_since`),
-        an error, or timed out."""
-        out = Outputs()
+        an error, or timed out; the answers go into `out` (after what it holds), returned."""
         if not self.parked:
             return out
         still: list[_Parked] = []

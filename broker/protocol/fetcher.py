@@ -135,7 +135,7 @@ class FetcherManager:
             if (partition is None or key not in sent or partition.leader_id != leader_id
                     or partition.leader_epoch != sent[key]):
                 continue
-            out.extend(partition.on_fetch_result(result, now))
+            partition.on_fetch_result(result, now, out)
             if partition.needs_backoff:
                 self._partition_backoff_until[key] = now + self.backoff
         return out

@@ -435,11 +435,13 @@ class Partition:
             return Errors.NOT_LEADER_OR_FOLLOWER
         return Errors.NONE
 
-    def on_follower_fetch(self, replica_id: int, broker_epoch: int, fp: FetchPartition,
-                          now: float) -> tuple[FetchPartitionResult, ReadSpec | None, Outputs]:
-        """A follower's fetch of this partition (R8, R9, R11), then R15 and R18."""
+    def on_follower_fetch(self, replica_id: int, broker_epoch: int, fp: FetchPartition, now: float,
+                          out: Outputs | None = None) -> tuple[FetchPartitionResult, ReadSpec | None, Outputs]:
+        """A follower's fetch of this partition (R8, R9, R11), then R15 and R18. Its outputs go
+        into `out` when given (a broker gathers a whole fetch's in one), else a new `Outputs`."""
         self._next_tick_at = None
-        out = Outputs()
+        if out is None:
+            out = Outputs()
         result = FetchPartitionResult(self.topic, self.partition, leader_epoch=self._leader_epoch)
         error = self._check_epoch(fp.current_leader_epoch)
         state = self._followers.get(replica_id)
@@ -733,12 +735,14 @@ class Partition:
                               last_fetched_epoch=last_epoch,
                               current_leader_epoch=self._leader_epoch)
 
-    def on_fetch_result(self, result: FetchPartitionResult, now: float) -> Outputs:
+    def on_fetch_result(self, result: FetchPartitionResult, now: float, out: Outputs | None = None) -> Outputs:
         """The leader's answer for this partition: truncate (R10), or append and take the
         HWM (R12). Errors set `needs_backoff`; a result from another leader epoch is stale
-        and ignored (a successful answer always carries the epoch the fetch was sent in)."""
+        and ignored (a successful answer always carries the epoch the fetch was sent in).
+        The outputs go into `out` when given (the fetcher gathers a whole answer's in one)."""
         self._next_tick_at = None
-        out = Outputs()
+        if out is None:
+            out = Outputs()
         self._needs_backoff = False
         if self._role != FOLLOWER:
             return out
