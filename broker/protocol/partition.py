@@ -48,6 +48,11 @@ FOLLOWER = "follower"
 NO_ROLE = "none"
 
 
+#: the errors of the fetch path, looked up once: an attribute of an Enum class goes through
+#: its metaclass's `__getattr__` hook on every lookup (Python 3.11), several times a fetch
+_NONE = Errors.NONE
+_NOT_LEADER_OR_FOLLOWER = Errors.NOT_LEADER_OR_FOLLOWER
+_OFFSET_OUT_OF_RANGE = Errors.OFFSET_OUT_OF_RANGE
 #: AlterPartition answers saying the leader's view is stale: the controller moved on (R16)
 _STALE_VIEW = frozenset({Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH, Errors.INVALID_UPDATE_VERSION})
 #: hwm-advanced events are sampled: at most one per partition per this many seconds, plus
@@ -360,7 +365,7 @@ class Partition:
         """Leave the leader role: held produces fail with an unknown outcome (R20)."""
         for p in self._pending_produces:
             out.messages.append(Reply(p.ctx, self._produce_response(
-                Errors.NOT_LEADER_OR_FOLLOWER, appended=True)))
+                _NOT_LEADER_OR_FOLLOWER, appended=True)))
         self._pending_produces = []
         self._followers = {}
         self._proposed_isr = None
@@ -385,7 +390,7 @@ class Partition:
         self._next_tick_at = None
         out = Outputs()
         if self._role != LEADER:
-            return self._refuse(req, ctx, Errors.NOT_LEADER_OR_FOLLOWER, out)
+            return self._refuse(req, ctx, _NOT_LEADER_OR_FOLLOWER, out)
         if req.acks not in ACKS.values():
             return self._refuse(req, ctx, Errors.INVALID_REQUEST, out)
         try:
@@ -399,7 +404,7 @@ class Partition:
                                       req.records, count))
         self._leo += count
         if req.acks == 1:
-            out.messages.append(Reply(ctx, self._produce_response(Errors.NONE, base_offset=base)))
+            out.messages.append(Reply(ctx, self._produce_response(_NONE, base_offset=base)))
         elif req.acks == ACKS_ALL:
             timeout = (req.timeout_ms / 1000.0 if req.timeout_ms > 0
                        else self.config.produce_timeout_default)
@@ -432,8 +437,8 @@ class Partition:
             if current_leader_epoch > self._leader_epoch:
                 return Errors.UNKNOWN_LEADER_EPOCH
         if self._role != LEADER:
-            return Errors.NOT_LEADER_OR_FOLLOWER
-        return Errors.NONE
+            return _NOT_LEADER_OR_FOLLOWER
+        return _NONE
 
     def on_follower_fetch(self, replica_id: int, broker_epoch: int, fp: FetchPartition, now: float,
                           out: Outputs | None = None) -> tuple[FetchPartitionResult, ReadSpec | None, Outputs]:
@@ -442,49 +447,44 @@ class Partition:
         self._next_tick_at = None
         if out is None:
             out = Outputs()
-        result = FetchPartitionResult(self.topic, self.partition, leader_epoch=self._leader_epoch)
         error = self._check_epoch(fp.current_leader_epoch)
         state = self._followers.get(replica_id)
-        if error == Errors.NONE and state is None:
-            error = Errors.NOT_LEADER_OR_FOLLOWER  # not a replica of this partition
-        if error == Errors.NONE and 0 <= broker_epoch < state.broker_epoch:
+        if error is _NONE and state is None:
+            error = _NOT_LEADER_OR_FOLLOWER  # not a replica of this partition
+        if error is _NONE and 0 <= broker_epoch < state.broker_epoch:
             # A fetch of an older incarnation of that broker must not overwrite the newer
             # one's state (Kafka rejects such a "stale fetch state update").
-            error = Errors.NOT_LEADER_OR_FOLLOWER
-        if error != Errors.NONE:
-            result.error = error
-            return result, None, out
-        result.high_watermark = self._hwm
-        result.log_end_offset = self._leo
+            error = _NOT_LEADER_OR_FOLLOWER
+        if error is not _NONE:
+            return FetchPartitionResult(self.topic, self.partition, error, leader_epoch=self._leader_epoch), None, out
+        leo, fetch_offset = self._leo, fp.fetch_offset
         if fp.last_fetched_epoch >= 0:
-            epoch, end_offset = self._epochs.end_offset_for(fp.last_fetched_epoch, self._leo)
-            if epoch < fp.last_fetched_epoch or end_offset < fp.fetch_offset:
+            epoch, end_offset = self._epochs.end_offset_for(fp.last_fetched_epoch, leo)
+            if epoch < fp.last_fetched_epoch or end_offset < fetch_offset:
                 # R9: no records, and the follower's state stays as it was.
-                result.diverging_epoch = DivergingEpoch(epoch, end_offset)
-                return result, None, out
-        if fp.fetch_offset > self._leo or fp.fetch_offset < self._log_start_offset:
-            result.error = Errors.OFFSET_OUT_OF_RANGE
-            return result, None, out
-        state.record_fetch(fp.fetch_offset, broker_epoch, self._leo, self._leader_epoch, now)
+                return FetchPartitionResult(self.topic, self.partition, _NONE, self._hwm, leo, self._leader_epoch,
+                                            DivergingEpoch(epoch, end_offset)), None, out
+        if fetch_offset > leo or fetch_offset < self._log_start_offset:
+            return FetchPartitionResult(self.topic, self.partition, _OFFSET_OUT_OF_RANGE, self._hwm, leo,
+                                        self._leader_epoch), None, out
+        state.record_fetch(fetch_offset, broker_epoch, leo, self._leader_epoch, now)
         self._maybe_advance_hwm(now, out)
         if replica_id not in self._isr and self._may_join_isr(replica_id, now, fetched_now=True):
             self._propose_isr(self._isr + [replica_id], out)
-        result.high_watermark = self._hwm
-        read = (ReadSpec(fp.fetch_offset, self._leo, fp.max_bytes)
-                if fp.fetch_offset < self._leo else None)
-        return result, read, out
+        result = FetchPartitionResult(self.topic, self.partition, _NONE, self._hwm, leo, self._leader_epoch)
+        return result, ReadSpec(fetch_offset, leo, fp.max_bytes) if fetch_offset < leo else None, out
 
     def on_consumer_fetch(self, fp: FetchPartition) -> tuple[FetchPartitionResult, ReadSpec | None]:
         """R21: only the leader serves consumers, and only below the HWM."""
         result = FetchPartitionResult(self.topic, self.partition, leader_epoch=self._leader_epoch)
         error = self._check_epoch(fp.current_leader_epoch)
-        if error != Errors.NONE:
+        if error != _NONE:
             result.error = error
             return result, None
         result.high_watermark = self._hwm
         result.log_end_offset = self._leo
         if fp.fetch_offset > self._leo or fp.fetch_offset < self._log_start_offset:
-            result.error = Errors.OFFSET_OUT_OF_RANGE
+            result.error = _OFFSET_OUT_OF_RANGE
             return result, None
         if fp.fetch_offset >= self._hwm:
             return result, None  # nothing committed there yet: empty, not an error
@@ -503,12 +503,14 @@ class Partition:
         if self.config.elr and len(self._isr) < self._effective_min_isr():
             return
         candidate = self._leo
-        for b in self.maximal_isr:
+        epoch, followers = self._leader_epoch, self._followers
+        for b in self._isr if self._proposed_isr is None else self.maximal_isr:
             if b == self.local_broker_id:
                 continue
-            state = self._followers.get(b)
-            known = state.known_log_end_offset(self._leader_epoch) if state else -1
-            candidate = min(candidate, known)
+            state = followers.get(b)
+            known = state.known_log_end_offset(epoch) if state else -1
+            if known < candidate:
+                candidate = known
         if candidate <= self._hwm:
             return
         self._hwm = candidate
@@ -527,7 +529,7 @@ class Partition:
                 still_held.append(p)
             elif enough:
                 out.messages.append(Reply(p.ctx, self._produce_response(
-                    Errors.NONE, base_offset=p.base_offset)))
+                    _NONE, base_offset=p.base_offset)))
             else:
                 out.messages.append(Reply(p.ctx, self._produce_response(
                     Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND, appended=True)))
@@ -615,7 +617,7 @@ class Partition:
         if resp.error in _STALE_VIEW:
             self._awaiting_metadata = True
             return out
-        if resp.error != Errors.NONE:
+        if resp.error != _NONE:
             self._alter_retry_at = now + self.config.alter_partition_backoff
         elif (self._role == LEADER and resp.leader_epoch == self._leader_epoch
               and resp.partition_epoch > self._partition_epoch):
@@ -746,8 +748,8 @@ class Partition:
         self._needs_backoff = False
         if self._role != FOLLOWER:
             return out
-        if result.error != Errors.NONE:
-            if (result.error == Errors.OFFSET_OUT_OF_RANGE
+        if result.error != _NONE:
+            if (result.error == _OFFSET_OUT_OF_RANGE
                     and self.config.truncation == "high-watermark"
                     and result.leader_epoch == self._leader_epoch
                     and 0 <= result.log_end_offset < self._leo):
