@@ -154,18 +154,18 @@ class BrokerRole:
         return self.state.begin_controlled_shutdown(now)
 
     # ---------------------------------------------------------------- outputs, carried out for the loop
-    def persist(self, op: Any, now: float) -> Outputs:
+    def persist(self, op: Any, now: float) -> None:
         """Carry out one disk operation; a broker's never triggers further outputs."""
         if isinstance(op, AppendRecords):
             plog = self.log_for(op.topic, op.partition)
             plog.append_record_set(op.base_offset, op.leader_epoch, op.record_set, now)
             self._appended(plog, now)
-            return Outputs()
+            return
         if isinstance(op, AppendBatches):
             plog = self.log_for(op.topic, op.partition)
             plog.append_batches(op.batches, now)
             self._appended(plog, now)
-            return Outputs()
+            return
         self._storage_due = None
         if isinstance(op, Truncate):
             self.log_for(op.topic, op.partition).truncate_to(op.offset, now)
@@ -185,7 +185,6 @@ class BrokerRole:
             self._clean_shutdown(op, now)
         else:
             raise TypeError(f"unknown disk op {op!r}")
-        return Outputs()
 
     def _appended(self, plog: PartitionLog, now: float) -> None:
         """An append can bring the storage's work closer only by the log's interval flush, or

@@ -8,7 +8,6 @@ inside another. Keeping it in one place is what lets a simulated seed stand for 
 """
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -26,7 +25,8 @@ class Role(Protocol):
     def on_request(self, handle: Any, msg: Any, now: float) -> Outputs: ...
     def on_response(self, correlation: Any, msg: Any, now: float) -> Outputs: ...
     def begin_shutdown(self, now: float) -> Outputs: ...
-    def persist(self, op: Any, now: float) -> Outputs: ...
+    def persist(self, op: Any, now: float) -> Outputs | None:
+        """Carry out one disk operation; what it triggers (None: nothing)."""
     def body(self, message: Any) -> Any: ...
     def status(self) -> dict: ...
     def close(self) -> None: ...
@@ -44,9 +44,8 @@ class Effects(Protocol):
 
 def carry_out(out: Outputs, role: Role, now_fn: Callable[[], float], effects: Effects) -> None:
     """Carry out `out` (disk, then send, then record, then stop), then what it triggered."""
-    pending = deque([out])
-    while pending:
-        out = pending.popleft()
+    pending = [out]
+    for out in pending:  # what a disk operation triggers joins the end of the list, in turn
         now = now_fn()
         for op in out.disk:
             triggered = role.persist(op, now)
