@@ -106,8 +106,9 @@ class FetcherManager:
             return due
         in_flight = self._in_flight
         for key, partition in self._partitions.items():
-            if partition.fetching and partition.leader_id not in in_flight:
-                at = max(self._leader_backoff_until.get(partition.leader_id, -math.inf),
+            leader_id = partition.leader_id  # (first: a fetch in flight settles it, as it mostly is)
+            if leader_id not in in_flight and partition.fetching:
+                at = max(self._leader_backoff_until.get(leader_id, -math.inf),
                          self._partition_backoff_until.get(key, -math.inf))
                 if at < due:
                     due = at
