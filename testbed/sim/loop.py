@@ -56,7 +56,7 @@ class Loop:
                 if done():
                     return True
                 next_check = self.now + poll
-            nxt = self.next_time()
+            nxt = self._heap[0][0] if self._heap else None  # next_time(), inline: once an event
             if nxt is None or nxt > deadline:
                 self.now = max(self.now, deadline)
                 return done is None or done()

@@ -44,6 +44,7 @@ from testbed.sim.loop import Loop
 
 #: one hop on loopback, seconds (uniform); a ZeroMQ round trip here is about 0.1 ms
 LATENCY = (0.00004, 0.00012)
+_SPREAD = LATENCY[1] - LATENCY[0]
 #: The messages of the replication path and of the brokers' sessions, which are nine in ten
 #: of a run's: each is built for one request or answer (by a client, the follower fetcher, a
 #: partition, the broker, the controller's heartbeat handling) and its sender keeps no part of
@@ -143,7 +144,11 @@ class SimNetwork:
         self._lost.pop(node, None)
 
     def _refuse(self, rid: int) -> None:
-        self.loop.at(self.loop.now + self.rng.uniform(LATENCY[0], LATENCY[1]), self._expire, rid)
+        self.loop.at(self.loop.now + self._hop(), self._expire, rid)
+
+    def _hop(self) -> float:
+        """One hop's latency: `rng.uniform(*LATENCY)`, the very float, without its call."""
+        return LATENCY[0] + _SPREAD * self.rng.random()
 
     def reply(self, source: str, handle: ReplyHandle, msg: Any) -> None:
         self._transmit(source, handle.source, handle.request_id, msg, True)
@@ -156,7 +161,7 @@ class SimNetwork:
         else:
             payload = [bytes(fr) for fr in encode(msg, rid, src)]
         for _ in range(verdict.copies):
-            when = self.loop.now + self.rng.uniform(LATENCY[0], LATENCY[1])
+            when = self.loop.now + self._hop()
             if verdict.delay:
                 when += verdict.delay  # a slowed link: held apart, may overtake or be overtaken
             else:
