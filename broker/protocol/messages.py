@@ -16,7 +16,7 @@ from broker.protocol.records import NO_LEADER
 
 
 # ---------------------------------------------------------------- broker <-> broker: replication
-@dataclass
+@dataclass(slots=True)
 class FetchPartition:
     """R7: what a follower (or consumer, replica_id -1) asks of one partition."""
     topic: str
@@ -27,7 +27,7 @@ class FetchPartition:
     max_bytes: int = 1 << 20
 
 
-@dataclass
+@dataclass(slots=True)
 class FetchRequest:
     replica_id: int  # -1 for a consumer
     broker_epoch: int = -1
@@ -36,13 +36,13 @@ class FetchRequest:
     partitions: list[FetchPartition] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class DivergingEpoch:
     epoch: int
     end_offset: int
 
 
-@dataclass
+@dataclass(slots=True)
 class FetchPartitionResult:
     topic: str
     partition: int
@@ -54,7 +54,7 @@ class FetchPartitionResult:
     records: bytes = b""  # whole batches, raw
 
 
-@dataclass
+@dataclass(slots=True)
 class FetchResponse:
     error: Errors = Errors.NONE
     partitions: list[FetchPartitionResult] = field(default_factory=list)
@@ -66,7 +66,7 @@ ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
 ACKS_ALL = ACKS["all"]
 
 
-@dataclass
+@dataclass(slots=True)
 class ProduceRequest:
     topic: str
     partition: int
@@ -80,7 +80,7 @@ class ProduceRequest:
         return self.acks != ACKS["0"]
 
 
-@dataclass
+@dataclass(slots=True)
 class ProduceResponse:
     topic: str
     partition: int
@@ -91,12 +91,12 @@ class ProduceResponse:
     appended: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class MetadataRequest:
     topics: list[str] | None = None  # None: every topic
 
 
-@dataclass
+@dataclass(slots=True)
 class PartitionMetadata:
     """A partition as the world outside the metadata log sees it (R1): clients, the
     supervisor's status and the live views all read this one shape."""
@@ -119,7 +119,7 @@ class PartitionMetadata:
         return [r for r in self.replicas if r not in self.removing]
 
 
-@dataclass
+@dataclass(slots=True)
 class MetadataResponse:
     error: Errors = Errors.NONE
     controller_id: int = -1
@@ -130,7 +130,7 @@ class MetadataResponse:
 
 
 # ---------------------------------------------------------------- broker <-> controller
-@dataclass
+@dataclass(slots=True)
 class BrokerRegistrationRequest:
     broker_id: int
     incarnation_id: str
@@ -142,13 +142,13 @@ class BrokerRegistrationRequest:
     endpoint: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class BrokerRegistrationResponse:
     error: Errors = Errors.NONE
     broker_epoch: int = -1
 
 
-@dataclass
+@dataclass(slots=True)
 class BrokerHeartbeatRequest:
     broker_id: int
     broker_epoch: int
@@ -157,7 +157,7 @@ class BrokerHeartbeatRequest:
     want_shutdown: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class BrokerHeartbeatResponse:
     error: Errors = Errors.NONE
     is_fenced: bool = True
@@ -165,13 +165,13 @@ class BrokerHeartbeatResponse:
     should_shut_down: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class IsrMember:
     broker_id: int
     broker_epoch: int
 
 
-@dataclass
+@dataclass(slots=True)
 class AlterPartitionRequest:
     """R19: one partition's ISR proposal from its leader."""
     broker_id: int
@@ -183,7 +183,7 @@ class AlterPartitionRequest:
     new_isr: list[IsrMember] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class AlterPartitionResponse:
     topic: str
     partition: int
@@ -194,7 +194,7 @@ class AlterPartitionResponse:
     isr: list[int] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(slots=True)
 class MetadataFetchRequest:
     """A broker (or the supervisor) reading the metadata log from `fetch_offset` (R3, R22)."""
     replica_id: int
@@ -203,7 +203,7 @@ class MetadataFetchRequest:
     max_records: int = 1000
 
 
-@dataclass
+@dataclass(slots=True)
 class MetadataFetchResponse:
     error: Errors = Errors.NONE
     #: committed records, each a dict as produced by broker.protocol.records.to_dict
@@ -216,7 +216,7 @@ class MetadataFetchResponse:
     snapshot: dict | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class NewTopic:
     """One topic to create, with the fields of a topology topic (R34, R40)."""
     name: str
@@ -230,28 +230,28 @@ class NewTopic:
     config: dict = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class CreateTopicsRequest:
     topics: list[NewTopic]
 
 
-@dataclass
+@dataclass(slots=True)
 class CreateTopicsResponse:
     errors: dict[str, str] = field(default_factory=dict)  # topic -> Errors value
 
 
-@dataclass
+@dataclass(slots=True)
 class DeleteTopicsRequest:
     """R40: delete these topics (Kafka's DeleteTopics)."""
     topics: list[str]
 
 
-@dataclass
+@dataclass(slots=True)
 class DeleteTopicsResponse:
     errors: dict[str, str] = field(default_factory=dict)  # topic -> Errors value
 
 
-@dataclass
+@dataclass(slots=True)
 class CreatePartitionsRequest:
     """R40: grow `topic` to `count` partitions in all (Kafka's CreatePartitions: the new total, not
     the number added); the new partitions are placed as R34 places a new topic's."""
@@ -259,20 +259,20 @@ class CreatePartitionsRequest:
     count: int
 
 
-@dataclass
+@dataclass(slots=True)
 class CreatePartitionsResponse:
     error: Errors = Errors.NONE
     message: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class GetReplicaLogInfoRequest:
     """R32: the controller asks a replica for its log's end, to choose an unclean-recovery leader."""
     topic: str
     partition: int
 
 
-@dataclass
+@dataclass(slots=True)
 class GetReplicaLogInfoResponse:
     topic: str
     partition: int
@@ -283,13 +283,13 @@ class GetReplicaLogInfoResponse:
     log_end_offset: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class TopicPartition:
     topic: str
     partition: int
 
 
-@dataclass
+@dataclass(slots=True)
 class ElectLeadersRequest:
     """R36 `preferred` (every partition when `partitions` is None), or the operator's unclean
     choice of `broker_id` for leaderless partitions (R32 `manual`, the fault action `elect`)."""
@@ -298,14 +298,14 @@ class ElectLeadersRequest:
     broker_id: int = -1
 
 
-@dataclass
+@dataclass(slots=True)
 class ElectLeadersResponse:
     #: "topic/partition" -> Errors value; `reasons` says why, for the ones refused
     errors: dict[str, str] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class AlterPartitionReassignmentsRequest:
     """R35: move one partition to `replicas` (the first becomes the preferred replica)."""
     topic: str
@@ -313,33 +313,33 @@ class AlterPartitionReassignmentsRequest:
     replicas: list[int]
 
 
-@dataclass
+@dataclass(slots=True)
 class AlterPartitionReassignmentsResponse:
     error: Errors = Errors.NONE
     message: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class UnregisterBrokerRequest:
     """R39's last step (Kafka's UnregisterBroker, KIP-631): forget a removed broker's registration.
     Only a broker that is gone (fenced, no live session) and holds no replica is unregistered."""
     broker_id: int
 
 
-@dataclass
+@dataclass(slots=True)
 class UnregisterBrokerResponse:
     error: Errors = Errors.NONE
     message: str = ""
 
 
 # ---------------------------------------------------------------- controller <-> controller: the quorum (R22)
-@dataclass
+@dataclass(slots=True)
 class RaftEntry:
     term: int
     record: dict  # a metadata record (broker.protocol.records.to_dict), or the leader-change marker
 
 
-@dataclass
+@dataclass(slots=True)
 class VoteRequest:
     term: int  # with pre_vote: the term the candidate would take, its own stays as it is
     candidate_id: int
@@ -348,7 +348,7 @@ class VoteRequest:
     pre_vote: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class VoteResponse:
     term: int
     voter_id: int
@@ -356,7 +356,7 @@ class VoteResponse:
     pre_vote: bool = False
 
 
-@dataclass
+@dataclass(slots=True)
 class AppendEntriesRequest:
     term: int
     leader_id: int
@@ -366,7 +366,7 @@ class AppendEntriesRequest:
     leader_commit: int = 0  # the leader's commit end (exclusive)
 
 
-@dataclass
+@dataclass(slots=True)
 class AppendEntriesResponse:
     term: int
     follower_id: int
@@ -375,7 +375,7 @@ class AppendEntriesResponse:
     match_end: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class InstallSnapshotRequest:
     """Raft section 7: the leader's snapshot, for a voter that needs entries it no longer
     holds. Answered with an AppendEntriesResponse whose `match_end` is `end`."""
@@ -387,7 +387,7 @@ class InstallSnapshotRequest:
 
 
 # ---------------------------------------------------------------- supervisor -> node (control socket)
-@dataclass
+@dataclass(slots=True)
 class ControlRequest:
     """Only the supervisor's per-run token is accepted on a node's control socket."""
     token: str
@@ -395,13 +395,13 @@ class ControlRequest:
     args: dict = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class ControlResponse:
     error: Errors = Errors.NONE
     body: dict = field(default_factory=dict)
 
 
-@dataclass
+@dataclass(slots=True)
 class ErrorResponse:
     """The answer to a request that could not be decoded or is not served here; a controller
     that is not the active one answers NOT_CONTROLLER with the leader it knows (-1: none)."""

@@ -13,7 +13,7 @@ from broker.protocol.records import MetadataRecord
 
 
 # ------------------------------------------------------------------ disk operations (per partition)
-@dataclass
+@dataclass(slots=True)
 class AppendRecords:
     """Leader append: stamp `record_set` at `base_offset` in `leader_epoch` and append it."""
     topic: str
@@ -24,7 +24,7 @@ class AppendRecords:
     count: int
 
 
-@dataclass
+@dataclass(slots=True)
 class AppendBatches:
     """Follower append: whole batches as fetched from the leader (already checked)."""
     topic: str
@@ -33,7 +33,7 @@ class AppendBatches:
     next_offset: int  # LEO after the append
 
 
-@dataclass
+@dataclass(slots=True)
 class Truncate:
     """Cut the log (and its epoch cache) back to `offset` (R10, R13)."""
     topic: str
@@ -42,7 +42,7 @@ class Truncate:
     reason: str
 
 
-@dataclass
+@dataclass(slots=True)
 class AssignEpoch:
     """Persist epoch -> start offset in the leader-epoch checkpoint (R5)."""
     topic: str
@@ -51,34 +51,34 @@ class AssignEpoch:
     start_offset: int
 
 
-@dataclass
+@dataclass(slots=True)
 class CheckpointHighWatermark:
     topic: str
     partition: int
     high_watermark: int
 
 
-@dataclass
+@dataclass(slots=True)
 class DeletePartition:
     """The replica left the partition's replica set (R35): delete its log."""
     topic: str
     partition: int
 
 
-@dataclass
+@dataclass(slots=True)
 class PersistMetadata:
     """Append these (offset, record) pairs to the broker's copy of the metadata log (R22)."""
     records: list[tuple[int, dict]]
 
 
-@dataclass
+@dataclass(slots=True)
 class PersistMetadataSnapshot:
     """Replace the broker's copy of the metadata log by this snapshot (the records that
     follow it come as PersistMetadata): {"end", "image", "digest"}, as fetched."""
     snapshot: dict
 
 
-@dataclass
+@dataclass(slots=True)
 class CleanShutdown:
     """The end of a controlled shutdown (R28, R37), in this order: checkpoint each replica's
     HWM, flush every log, then write `broker_epoch` as the clean-shutdown marker."""
@@ -86,7 +86,7 @@ class CleanShutdown:
     high_watermarks: dict[tuple[str, int], int]
 
 
-@dataclass
+@dataclass(slots=True)
 class AppendMetadata:
     """The controller's records for the metadata log; the first gets `base_offset`, the next
     ones follow. The runtime answers with the log's new committed end (`on_committed`)."""
@@ -99,7 +99,7 @@ DiskOp = Union[AppendRecords, AppendBatches, Truncate, AssignEpoch, CheckpointHi
 
 
 # ------------------------------------------------------------------ messages
-@dataclass
+@dataclass(slots=True)
 class Send:
     """A request to another node. `correlation` comes back with the response or the timeout."""
     destination: int | str  # a node id (broker id, or "controller")
@@ -108,7 +108,7 @@ class Send:
     timeout_ms: int | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Reply:
     """The answer to a request received earlier; `ctx` is the opaque handle the runtime gave."""
     ctx: Any
@@ -116,7 +116,7 @@ class Reply:
 
 
 # ------------------------------------------------------------------ events (events.jsonl)
-@dataclass
+@dataclass(slots=True)
 class Event:
     kind: str
     fields: dict = field(default_factory=dict)
