@@ -17,7 +17,7 @@ arrive. Recovery recomputes the CRC and checks that base offsets are contiguous.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import crc32c
 
@@ -34,8 +34,10 @@ class CorruptBatch(ValueError):
     """A batch whose bytes do not check out; recovery truncates at its start."""
 
 
-@dataclass(frozen=True)
-class BatchInfo:
+class BatchInfo(NamedTuple):
+    """One batch a scan found. A named tuple: immutable as a frozen dataclass, and built at
+    half its cost (a scan makes one per batch, on every fetch a follower appends)."""
+
     base_offset: int
     count: int
     leader_epoch: int

@@ -71,8 +71,10 @@ class Endpoint(Protocol):
     def on_request(self, handle: "ReplyHandle", msg: Any) -> None: ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReplyHandle:
+    """Where the answer to one received request goes (as the transport's; not frozen, which
+    would triple the cost of the one made per request)."""
     request_id: int
     source: str  # the requester's name
 
