@@ -227,9 +227,11 @@ class Durability:
                 self._log("writeback", f, now)
 
     def write_atomic(self, path: Path | str, data: bytes, now: float) -> None:
-        """Replace a small file (a checkpoint) so that it is durable at once: tmp, fsync, rename."""
-        path = Path(path)
-        tmp = path.with_name(path.name + ".tmp")
+        """Replace a small file (a checkpoint) so that it is durable at once: tmp, fsync, rename.
+        The paths are strings: a checkpoint is written at every flush, and pathlib's parsing
+        of each spelling cost more than the system calls on tmpfs."""
+        path = os.fspath(path)
+        tmp = path + ".tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             write_all(fd, data)
@@ -239,7 +241,7 @@ class Durability:
             os.close(fd)
         os.replace(tmp, path)
         if self.real:
-            _fsync_dir(path.parent)
+            _fsync_dir(Path(path).parent)
         f = self._find(path) or self._track(path, 0, None)
         f.length = f.durable = len(data)
         f.pending.clear()
