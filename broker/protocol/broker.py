@@ -61,6 +61,9 @@ from broker.protocol.settings import ProtocolSettings, Timeouts
 CONTROLLER = "controller"
 #: correlations of the requests that go to the active controller
 _CONTROLLER_REQUESTS = frozenset({"register", "heartbeat", "metadata", "alter-partition"})
+#: looked up once for the fetch path: an attribute of an Enum class goes through its
+#: metaclass's `__getattr__` hook on every lookup (Python 3.11)
+_NONE = Errors.NONE
 
 
 @dataclass(frozen=True)
@@ -273,7 +276,7 @@ class BrokerState:
     def _on_registration(self, msg: Any, now: float) -> Outputs:
         self._registration_in_flight = False
         out = Outputs()
-        if isinstance(msg, BrokerRegistrationResponse) and msg.error == Errors.NONE:
+        if isinstance(msg, BrokerRegistrationResponse) and msg.error == _NONE:
             self.broker_epoch = msg.broker_epoch
             self.state = "running"
             self.fetchers.set_broker_epoch(msg.broker_epoch)
@@ -298,7 +301,7 @@ class BrokerState:
             self.previous_broker_epoch = -1
             self.fenced = True
             return out
-        if msg.error != Errors.NONE:
+        if msg.error != _NONE:
             return out
         if msg.is_fenced != self.fenced:
             self.fenced = msg.is_fenced
@@ -322,7 +325,7 @@ class BrokerState:
     def _on_metadata(self, msg: Any, now: float) -> Outputs:
         self._metadata_fetch_in_flight = False
         out = Outputs()
-        if not isinstance(msg, MetadataFetchResponse) or msg.error != Errors.NONE:
+        if not isinstance(msg, MetadataFetchResponse) or msg.error != _NONE:
             return out
         changed: list[tuple[str, int]] = []
         brokers_changed = False
@@ -511,7 +514,7 @@ class BrokerState:
             epochs, leo = local.epochs, local.log_end_offset
         else:
             epochs, leo = EpochHistory(), 0
-        return GetReplicaLogInfoResponse(req.topic, req.partition, Errors.NONE, broker_id=self.broker_id,
+        return GetReplicaLogInfoResponse(req.topic, req.partition, _NONE, broker_id=self.broker_id,
                                          broker_epoch=self.broker_epoch,
                                          last_written_epoch=epochs.last_written_epoch(leo), log_end_offset=leo)
 
@@ -530,7 +533,7 @@ class BrokerState:
         out = Outputs()
         results, reads, interesting = self._read_fetch(req, now, out)
         if interesting or req.max_wait_ms <= 0:
-            out.messages.append(Reply(ctx, PendingFetch(FetchResponse(Errors.NONE, results), reads)))
+            out.messages.append(Reply(ctx, PendingFetch(FetchResponse(_NONE, results), reads)))
             # A follower fetch can advance the HWM: other parked fetches may now complete.
             return self._complete_parked(now, out)
         follower = req.replica_id >= 0
@@ -543,8 +546,9 @@ class BrokerState:
         results: list[FetchPartitionResult] = []
         reads: list[ReadSpec | None] = []
         interesting = False
+        replica_id, partitions = req.replica_id, self.partitions
         for fp in req.partitions:
-            p = self.partitions.get((fp.topic, fp.partition))
+            p = partitions.get((fp.topic, fp.partition))
             if p is None:
                 known = (fp.topic, fp.partition) in self.image.partitions
                 err = Errors.NOT_LEADER_OR_FOLLOWER if known else Errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -552,13 +556,13 @@ class BrokerState:
                 reads.append(None)
                 interesting = True
                 continue
-            if req.replica_id >= 0:
-                result, read, _ = p.on_follower_fetch(req.replica_id, req.broker_epoch, fp, now, out)
+            if replica_id >= 0:
+                result, read, _ = p.on_follower_fetch(replica_id, req.broker_epoch, fp, now, out)
             else:
                 result, read = p.on_consumer_fetch(fp)
             results.append(result)
             reads.append(read)
-            if result.error != Errors.NONE or result.diverging_epoch is not None or read is not None:
+            if result.error is not _NONE or result.diverging_epoch is not None or read is not None:
                 interesting = True
         return results, reads, interesting
 
@@ -571,7 +575,7 @@ class BrokerState:
         for parked in self.parked:
             if now >= parked.deadline or self._changed_since(parked):
                 results, reads, _ = self._read_fetch(parked.request, now, out)
-                out.messages.append(Reply(parked.ctx, PendingFetch(FetchResponse(Errors.NONE, results), reads)))
+                out.messages.append(Reply(parked.ctx, PendingFetch(FetchResponse(_NONE, results), reads)))
             else:
                 still.append(parked)
         self.parked = still
@@ -582,9 +586,9 @@ class BrokerState:
         moved (records to copy), a consumer's once the HWM moved (records it may read). A
         follower learns a new HWM with its next records or at its long poll's end (R12); an
         answer for the HWM alone would double the fetches every acks=all write costs."""
-        follower = parked.request.replica_id >= 0
+        follower, partitions = parked.request.replica_id >= 0, self.partitions
         for key, offset in parked.seen:
-            p = self.partitions.get(key)
+            p = partitions.get(key)
             if p is None or p.role != "leader" or offset != (p.log_end_offset if follower else p.high_watermark):
                 return True
         return False

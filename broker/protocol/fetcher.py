@@ -17,6 +17,9 @@ from broker.protocol.outputs import Outputs, Send
 from broker.protocol.partition import Partition
 
 PartitionKey = tuple[str, int]
+#: looked up once: an attribute of an Enum class goes through its metaclass's `__getattr__`
+#: hook on every lookup (Python 3.11), and every fetch answer is checked
+_NONE = Errors.NONE
 
 
 class FetcherManager:
@@ -127,7 +130,7 @@ class FetcherManager:
         sent = self._in_flight.pop(leader_id, None)
         if sent is None:
             return out
-        if resp is None or resp.error != Errors.NONE:
+        if resp is None or resp.error != _NONE:
             self._leader_backoff_until[leader_id] = now + self.backoff
             return out
         for result in resp.partitions:
