@@ -117,6 +117,11 @@ class Partition:
 
     Built by the runtime from the recovered log: its LEO, the HWM checkpoint and the
     leader-epoch cache (R5). It has no role until the first `PartitionRecord` arrives.
+
+    `role`, `leader_id`, `leader_epoch`, `log_end_offset`, `high_watermark` and
+    `needs_backoff` are plain attributes: the broker and the fetcher read them on every fetch
+    and after every input, where a property cost a call per read; only this class writes
+    them. What others read rarely, or get as a copy, is a property.
     """
 
     def __init__(self, topic: str, partition: int, local_broker_id: int, config: PartitionConfig,
@@ -126,15 +131,15 @@ class Partition:
         self.partition = partition
         self.local_broker_id = local_broker_id
         self.config = config
-        self._leo = log_end_offset
+        self.log_end_offset = log_end_offset
         # A checkpoint above the recovered log (a lossy crash cut the log) cannot stand.
-        self._hwm = max(log_start_offset, min(high_watermark, log_end_offset))
+        self.high_watermark = max(log_start_offset, min(high_watermark, log_end_offset))
         self._epochs = epochs
         self._log_start_offset = log_start_offset
 
-        self._role = NO_ROLE
-        self._leader_id = NO_LEADER
-        self._leader_epoch = -1
+        self.role = NO_ROLE
+        self.leader_id = NO_LEADER
+        self.leader_epoch = -1
         self._partition_epoch = -1
         self._replicas: list[int] = []
         self._isr: list[int] = []
@@ -160,27 +165,16 @@ class Partition:
         self._eligible: set[int] = set()
         self._local_broker_epoch = -1
 
-        # follower only
-        self._needs_backoff = False
+        # follower only: set by the last `on_fetch_result` when the fetcher should wait
+        # before refetching
+        self.needs_backoff = False
 
-        self._checkpointed_hwm = self._hwm
+        self._checkpointed_hwm = self.high_watermark
         self._last_checkpoint: float | None = None
         #: `next_tick_at`, kept until an input changes the replica (None: to be worked out)
         self._next_tick_at: float | None = None
 
     # ------------------------------------------------------------------ properties
-    @property
-    def role(self) -> str:
-        return self._role
-
-    @property
-    def leader_id(self) -> int:
-        return self._leader_id
-
-    @property
-    def leader_epoch(self) -> int:
-        return self._leader_epoch
-
     @property
     def partition_epoch(self) -> int:
         return self._partition_epoch
@@ -201,14 +195,6 @@ class Partition:
         return self._isr + [b for b in self._proposed_isr if b not in self._isr]
 
     @property
-    def log_end_offset(self) -> int:
-        return self._leo
-
-    @property
-    def high_watermark(self) -> int:
-        return self._hwm
-
-    @property
     def log_start_offset(self) -> int:
         return self._log_start_offset
 
@@ -226,11 +212,6 @@ class Partition:
     def epochs(self) -> EpochHistory:
         """A copy of the leader-epoch history (R5)."""
         return self._epochs.copy()
-
-    @property
-    def needs_backoff(self) -> bool:
-        """Set by the last `on_fetch_result` when the fetcher should wait before refetching."""
-        return self._needs_backoff
 
     def set_local_broker_epoch(self, epoch: int) -> None:
         """The broker epoch this broker registered with (R23); sent in AlterPartition (R19)."""
@@ -250,20 +231,20 @@ class Partition:
     def describe(self) -> dict:
         """JSON-able status, for `run.py status` and debugging."""
         d = {
-            "topic": self.topic, "partition": self.partition, "role": self._role,
-            "leader": self._leader_id, "leader_epoch": self._leader_epoch,
+            "topic": self.topic, "partition": self.partition, "role": self.role,
+            "leader": self.leader_id, "leader_epoch": self.leader_epoch,
             "partition_epoch": self._partition_epoch, "replicas": list(self._replicas),
             "isr": list(self._isr), "maximal_isr": self.maximal_isr, "elr": list(self._elr),
-            "last_known_elr": list(self._last_known_elr), "leo": self._leo, "hwm": self._hwm,
+            "last_known_elr": list(self._last_known_elr), "leo": self.log_end_offset, "hwm": self.high_watermark,
             "log_start_offset": self._log_start_offset,
             "last_fetched_epoch": self.last_fetched_epoch,
             "epochs": [list(e) for e in self._epochs.entries],
         }
-        if self._role == LEADER:
+        if self.role == LEADER:
             d["leso"] = self._leso
             d["alter_partition_in_flight"] = self._alter_in_flight
             d["pending_produces"] = len(self._pending_produces)
-            d["followers"] = {str(b): st.describe(self._leader_epoch)
+            d["followers"] = {str(b): st.describe(self.leader_epoch)
                               for b, st in sorted(self._followers.items())}
         return d
 
@@ -279,19 +260,19 @@ class Partition:
         """
         self._next_tick_at = None
         out = Outputs()
-        if rec.leader_epoch < self._leader_epoch or rec.partition_epoch < self._partition_epoch:
+        if rec.leader_epoch < self.leader_epoch or rec.partition_epoch < self._partition_epoch:
             return out
         self.update_brokers(broker_epochs, eligible)
-        new_term = rec.leader_epoch > self._leader_epoch
+        new_term = rec.leader_epoch > self.leader_epoch
         newer = rec.partition_epoch > self._partition_epoch
         if self.local_broker_id not in rec.replicas:
             self._apply_record(rec)
-            if self._role != NO_ROLE:
+            if self.role != NO_ROLE:
                 self._step_down(out)
-                self._role = NO_ROLE
+                self.role = NO_ROLE
             return out
         if rec.leader == self.local_broker_id:
-            if new_term or self._role != LEADER:
+            if new_term or self.role != LEADER:
                 self._apply_record(rec)
                 self._become_leader(now, out)
             elif newer:
@@ -300,7 +281,7 @@ class Partition:
                 self._awaiting_metadata = False
                 self._sync_follower_states(now)
                 self._maybe_advance_hwm(now, out)
-        elif new_term or self._role != FOLLOWER:
+        elif new_term or self.role != FOLLOWER:
             self._apply_record(rec)
             self._become_follower(out)
         elif newer:
@@ -308,8 +289,8 @@ class Partition:
         return out
 
     def _apply_record(self, rec: PartitionRecord) -> None:
-        self._leader_id = rec.leader
-        self._leader_epoch = rec.leader_epoch
+        self.leader_id = rec.leader
+        self.leader_epoch = rec.leader_epoch
         self._partition_epoch = rec.partition_epoch
         self._replicas = list(rec.replicas)
         self._isr = list(rec.isr)
@@ -320,38 +301,38 @@ class Partition:
         """R14: LESO := LEO, the epoch starts at LEO, fetch state of non-ISR followers is
         forgotten, any pending ISR change is dropped. The HWM starts at this replica's own
         HWM and only advances (R15)."""
-        self._role = LEADER
-        self._needs_backoff = False
-        self._leso = self._leo
-        if self._epochs.assign(self._leader_epoch, self._leo):
-            out.disk.append(AssignEpoch(self.topic, self.partition, self._leader_epoch, self._leo))
+        self.role = LEADER
+        self.needs_backoff = False
+        self._leso = self.log_end_offset
+        if self._epochs.assign(self.leader_epoch, self.log_end_offset):
+            out.disk.append(AssignEpoch(self.topic, self.partition, self.leader_epoch, self.log_end_offset))
         followers: dict[int, FollowerState] = {}
         for b in self._replicas:
             if b == self.local_broker_id:
                 continue
             state = self._followers.get(b) or FollowerState(b)
-            followers[b] = state.start_term(b in self._isr, self._leo, now)
+            followers[b] = state.start_term(b in self._isr, self.log_end_offset, now)
         self._followers = followers
         self._proposed_isr = None
         self._awaiting_metadata = False
         self._last_hwm_event = None
         out.event("became-leader", topic=self.topic, partition=self.partition,
-                  leader_epoch=self._leader_epoch, partition_epoch=self._partition_epoch,
+                  leader_epoch=self.leader_epoch, partition_epoch=self._partition_epoch,
                   isr=list(self._isr), elr=list(self._elr),
-                  last_known_elr=list(self._last_known_elr), leo=self._leo, hwm=self._hwm)
+                  last_known_elr=list(self._last_known_elr), leo=self.log_end_offset, hwm=self.high_watermark)
         self._maybe_advance_hwm(now, out)
 
     def _become_follower(self, out: Outputs) -> None:
         """Seed 002 sections 2.10.4/2.10.6; with `truncation: high-watermark` the historic
         pre-KIP-101 step of cutting the log back to the HWM at once (R13)."""
         self._step_down(out)
-        self._role = FOLLOWER
-        self._needs_backoff = False
+        self.role = FOLLOWER
+        self.needs_backoff = False
         out.event("became-follower", topic=self.topic, partition=self.partition,
-                  leader=self._leader_id, leader_epoch=self._leader_epoch, leo=self._leo,
-                  hwm=self._hwm)
-        if self.config.truncation == "high-watermark" and self._hwm < self._leo:
-            self._truncate(self._hwm, "high-watermark", out)
+                  leader=self.leader_id, leader_epoch=self.leader_epoch, leo=self.log_end_offset,
+                  hwm=self.high_watermark)
+        if self.config.truncation == "high-watermark" and self.high_watermark < self.log_end_offset:
+            self._truncate(self.high_watermark, "high-watermark", out)
 
     def close(self) -> Outputs:
         """The replica is deleted with its topic (R40): held produces fail as on a step-down (R20),
@@ -359,7 +340,7 @@ class Partition:
         self._next_tick_at = None
         out = Outputs()
         self._step_down(out)
-        self._role = NO_ROLE
+        self.role = NO_ROLE
         return out
 
     def _step_down(self, out: Outputs) -> None:
@@ -381,7 +362,7 @@ class Partition:
                 continue
             state = self._followers.get(b)
             if state is None:
-                state = FollowerState(b).start_term(b in self._isr, self._leo, now)
+                state = FollowerState(b).start_term(b in self._isr, self.log_end_offset, now)
             followers[b] = state
         self._followers = followers
 
@@ -390,7 +371,7 @@ class Partition:
         """R20: append on the leader; answer per acks (acks=all waits for the HWM)."""
         self._next_tick_at = None
         out = Outputs()
-        if self._role != LEADER:
+        if self.role != LEADER:
             return self._refuse(req, ctx, _NOT_LEADER_OR_FOLLOWER, out)
         if req.acks not in ACKS.values():
             return self._refuse(req, ctx, Errors.INVALID_REQUEST, out)
@@ -400,16 +381,16 @@ class Partition:
             return self._refuse(req, ctx, Errors.CORRUPT_MESSAGE, out)
         if req.acks == ACKS_ALL and len(self._isr) < self._effective_min_isr():
             return self._refuse(req, ctx, Errors.NOT_ENOUGH_REPLICAS, out)
-        base = self._leo
-        out.disk.append(AppendRecords(self.topic, self.partition, base, self._leader_epoch,
+        base = self.log_end_offset
+        out.disk.append(AppendRecords(self.topic, self.partition, base, self.leader_epoch,
                                       req.records, count))
-        self._leo += count
+        self.log_end_offset += count
         if req.acks == 1:
             out.messages.append(Reply(ctx, self._produce_response(_NONE, base_offset=base)))
         elif req.acks == ACKS_ALL:
             timeout = (req.timeout_ms / 1000.0 if req.timeout_ms > 0
                        else self.config.produce_timeout_default)
-            self._pending_produces.append(PendingProduce(ctx, base, self._leo, now + timeout))
+            self._pending_produces.append(PendingProduce(ctx, base, self.log_end_offset, now + timeout))
         # R15 names produce as a trigger when the leader is alone in the ISR; evaluating on
         # every produce is equivalent (followers' LEOs did not move) and simpler.
         self._maybe_advance_hwm(now, out)
@@ -423,7 +404,7 @@ class Partition:
     def _produce_response(self, error: Errors, base_offset: int = -1,
                           appended: bool = False) -> ProduceResponse:
         return ProduceResponse(self.topic, self.partition, error, base_offset,
-                               self._leader_epoch, appended)
+                               self.leader_epoch, appended)
 
     def _effective_min_isr(self) -> int:
         """MinISR capped by the replication factor, as Kafka's `effectiveMinIsr` (R20)."""
@@ -432,12 +413,12 @@ class Partition:
     # ------------------------------------------------------------- leader: fetches (R8-R11, R21)
     def _check_epoch(self, current_leader_epoch: int) -> Errors:
         """R8: the epoch first (-1 skips it), then leadership."""
-        if self._role != NO_ROLE and current_leader_epoch != -1:
-            if current_leader_epoch < self._leader_epoch:
+        if self.role != NO_ROLE and current_leader_epoch != -1:
+            if current_leader_epoch < self.leader_epoch:
                 return Errors.FENCED_LEADER_EPOCH
-            if current_leader_epoch > self._leader_epoch:
+            if current_leader_epoch > self.leader_epoch:
                 return Errors.UNKNOWN_LEADER_EPOCH
-        if self._role != LEADER:
+        if self.role != LEADER:
             return _NOT_LEADER_OR_FOLLOWER
         return _NONE
 
@@ -457,39 +438,39 @@ class Partition:
             # one's state (Kafka rejects such a "stale fetch state update").
             error = _NOT_LEADER_OR_FOLLOWER
         if error is not _NONE:
-            return FetchPartitionResult(self.topic, self.partition, error, leader_epoch=self._leader_epoch), None, out
-        leo, fetch_offset = self._leo, fp.fetch_offset
+            return FetchPartitionResult(self.topic, self.partition, error, leader_epoch=self.leader_epoch), None, out
+        leo, fetch_offset = self.log_end_offset, fp.fetch_offset
         if fp.last_fetched_epoch >= 0:
             epoch, end_offset = self._epochs.end_offset_for(fp.last_fetched_epoch, leo)
             if epoch < fp.last_fetched_epoch or end_offset < fetch_offset:
                 # R9: no records, and the follower's state stays as it was.
-                return FetchPartitionResult(self.topic, self.partition, _NONE, self._hwm, leo, self._leader_epoch,
-                                            DivergingEpoch(epoch, end_offset)), None, out
+                return FetchPartitionResult(self.topic, self.partition, _NONE, self.high_watermark, leo,
+                                            self.leader_epoch, DivergingEpoch(epoch, end_offset)), None, out
         if fetch_offset > leo or fetch_offset < self._log_start_offset:
-            return FetchPartitionResult(self.topic, self.partition, _OFFSET_OUT_OF_RANGE, self._hwm, leo,
-                                        self._leader_epoch), None, out
-        state.record_fetch(fetch_offset, broker_epoch, leo, self._leader_epoch, now)
+            return FetchPartitionResult(self.topic, self.partition, _OFFSET_OUT_OF_RANGE, self.high_watermark, leo,
+                                        self.leader_epoch), None, out
+        state.record_fetch(fetch_offset, broker_epoch, leo, self.leader_epoch, now)
         self._maybe_advance_hwm(now, out)
         if replica_id not in self._isr and self._may_join_isr(replica_id, now, fetched_now=True):
             self._propose_isr(self._isr + [replica_id], out)
-        result = FetchPartitionResult(self.topic, self.partition, _NONE, self._hwm, leo, self._leader_epoch)
+        result = FetchPartitionResult(self.topic, self.partition, _NONE, self.high_watermark, leo, self.leader_epoch)
         return result, ReadSpec(fetch_offset, leo, fp.max_bytes) if fetch_offset < leo else None, out
 
     def on_consumer_fetch(self, fp: FetchPartition) -> tuple[FetchPartitionResult, ReadSpec | None]:
         """R21: only the leader serves consumers, and only below the HWM."""
-        result = FetchPartitionResult(self.topic, self.partition, leader_epoch=self._leader_epoch)
+        result = FetchPartitionResult(self.topic, self.partition, leader_epoch=self.leader_epoch)
         error = self._check_epoch(fp.current_leader_epoch)
         if error != _NONE:
             result.error = error
             return result, None
-        result.high_watermark = self._hwm
-        result.log_end_offset = self._leo
-        if fp.fetch_offset > self._leo or fp.fetch_offset < self._log_start_offset:
+        result.high_watermark = self.high_watermark
+        result.log_end_offset = self.log_end_offset
+        if fp.fetch_offset > self.log_end_offset or fp.fetch_offset < self._log_start_offset:
             result.error = _OFFSET_OUT_OF_RANGE
             return result, None
-        if fp.fetch_offset >= self._hwm:
+        if fp.fetch_offset >= self.high_watermark:
             return result, None  # nothing committed there yet: empty, not an error
-        return result, ReadSpec(fp.fetch_offset, self._hwm, fp.max_bytes)
+        return result, ReadSpec(fp.fetch_offset, self.high_watermark, fp.max_bytes)
 
     # ------------------------------------------------------------------ leader: HWM (R15)
     def _maybe_advance_hwm(self, now: float, out: Outputs) -> None:
@@ -499,12 +480,12 @@ class Partition:
         the ISR shrunk to the leader alone. A follower that has not fetched in this term
         has an unknown LEO and holds the HWM. Held acks=all produces are released here.
         """
-        if self._role != LEADER:
+        if self.role != LEADER:
             return
         if self.config.elr and len(self._isr) < self._effective_min_isr():
             return
-        candidate = self._leo
-        epoch, followers = self._leader_epoch, self._followers
+        candidate = self.log_end_offset
+        epoch, followers = self.leader_epoch, self._followers
         for b in self._isr if self._proposed_isr is None else self.maximal_isr:
             if b == self.local_broker_id:
                 continue
@@ -512,21 +493,21 @@ class Partition:
             known = state.known_log_end_offset(epoch) if state else -1
             if known < candidate:
                 candidate = known
-        if candidate <= self._hwm:
+        if candidate <= self.high_watermark:
             return
-        self._hwm = candidate
+        self.high_watermark = candidate
         self._release_produces(out)
         if self._last_hwm_event is None or now - self._last_hwm_event >= HWM_EVENT_INTERVAL:
             self._last_hwm_event = now
             out.event("hwm-advanced", topic=self.topic, partition=self.partition,
-                      leo=self._leo, hwm=self._hwm, leader_epoch=self._leader_epoch)
+                      leo=self.log_end_offset, hwm=self.high_watermark, leader_epoch=self.leader_epoch)
 
     def _release_produces(self, out: Outputs) -> None:
         """R20: answer every held produce the HWM has passed."""
         enough = len(self.maximal_isr) >= self._effective_min_isr()
         still_held = []
         for p in self._pending_produces:
-            if p.end_offset > self._hwm:
+            if p.end_offset > self.high_watermark:
                 still_held.append(p)
             elif enough:
                 out.messages.append(Reply(p.ctx, self._produce_response(
@@ -552,9 +533,9 @@ class Partition:
         state = self._followers.get(broker_id)
         if state is None:
             return False
-        return (state.fetch_leader_epoch == self._leader_epoch
+        return (state.fetch_leader_epoch == self.leader_epoch
                 and (fetched_now or self._follower_caught_up(broker_id, now))
-                and state.log_end_offset >= self._hwm
+                and state.log_end_offset >= self.high_watermark
                 and state.log_end_offset >= self._leso
                 and broker_id in self._eligible
                 and state.broker_epoch == self._broker_epochs.get(broker_id))
@@ -567,7 +548,7 @@ class Partition:
         members = [IsrMember(b, self._member_epoch(b)) for b in new_isr]
         request = AlterPartitionRequest(
             broker_id=self.local_broker_id, broker_epoch=self._local_broker_epoch,
-            topic=self.topic, partition=self.partition, leader_epoch=self._leader_epoch,
+            topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
             partition_epoch=self._partition_epoch, new_isr=members)
         out.messages.append(Send("controller", request,
                                  correlation=("alter-partition", self.topic, self.partition),
@@ -620,7 +601,7 @@ class Partition:
             return out
         if resp.error != _NONE:
             self._alter_retry_at = now + self.config.alter_partition_backoff
-        elif (self._role == LEADER and resp.leader_epoch == self._leader_epoch
+        elif (self.role == LEADER and resp.leader_epoch == self.leader_epoch
               and resp.partition_epoch > self._partition_epoch):
             self._isr = list(resp.isr)
             self._partition_epoch = resp.partition_epoch
@@ -635,16 +616,16 @@ class Partition:
         self._next_tick_at = None
         out = Outputs()
         self._expire_produces(now, out)
-        if self._role == LEADER and self._may_propose(now):
+        if self.role == LEADER and self._may_propose(now):
             if self._proposed_isr is not None:  # the answer to it was lost (R16)
                 self._propose_isr(self._proposed_isr, out)
             else:
                 self._maybe_change_isr(now, out)
-        if (self._hwm != self._checkpointed_hwm
+        if (self.high_watermark != self._checkpointed_hwm
                 and (self._last_checkpoint is None
                      or now >= self._last_checkpoint + self.config.hwm_checkpoint_interval)):
-            out.disk.append(CheckpointHighWatermark(self.topic, self.partition, self._hwm))
-            self._checkpointed_hwm = self._hwm
+            out.disk.append(CheckpointHighWatermark(self.topic, self.partition, self.high_watermark))
+            self._checkpointed_hwm = self.high_watermark
             self._last_checkpoint = now
         return out
 
@@ -664,10 +645,10 @@ class Partition:
             for p in self._pending_produces:
                 if p.deadline < due:
                     due = p.deadline
-            if self._hwm != self._checkpointed_hwm:
+            if self.high_watermark != self._checkpointed_hwm:
                 due = min(due, -math.inf if self._last_checkpoint is None
                           else self._last_checkpoint + self.config.hwm_checkpoint_interval)
-            if self._role == LEADER and not self._alter_in_flight and not self._awaiting_metadata:
+            if self.role == LEADER and not self._alter_in_flight and not self._awaiting_metadata:
                 due = min(due, max(self._alter_retry_at, self._isr_change_due(now)))
             self._next_tick_at = due
         return due
@@ -681,7 +662,7 @@ class Partition:
             state = self._followers.get(b)
             if b == self.local_broker_id or state is None:
                 continue
-            if state.known_log_end_offset(self._leader_epoch) == self._leo:
+            if state.known_log_end_offset(self.leader_epoch) == self.log_end_offset:
                 continue  # caught up for as long as the LEO stays
             if state.last_caught_up_time is None:
                 return -math.inf
@@ -716,13 +697,13 @@ class Partition:
         state = self._followers.get(broker_id)
         if state is None:  # an ISR member that is not a replica: the controller will fix it
             return True
-        return state.is_caught_up(self._leo, self._leader_epoch, now, self.config.replica_lag_max)
+        return state.is_caught_up(self.log_end_offset, self.leader_epoch, now, self.config.replica_lag_max)
 
     # ------------------------------------------------------------- follower (R7, R10, R12, R13)
     @property
     def fetching(self) -> bool:
         """A follower that knows its leader: it has a part in the next fetch request (R7)."""
-        return self._role == FOLLOWER and self._leader_id != NO_LEADER
+        return self.role == FOLLOWER and self.leader_id != NO_LEADER
 
     def fetch_partition(self) -> FetchPartition | None:
         """R7: this partition's part of the next fetch request, None if not fetching.
@@ -734,9 +715,9 @@ class Partition:
             return None
         last_epoch = (-1 if self.config.truncation == "high-watermark"
                       else self._epochs.latest_epoch)
-        return FetchPartition(self.topic, self.partition, fetch_offset=self._leo,
+        return FetchPartition(self.topic, self.partition, fetch_offset=self.log_end_offset,
                               last_fetched_epoch=last_epoch,
-                              current_leader_epoch=self._leader_epoch)
+                              current_leader_epoch=self.leader_epoch)
 
     def on_fetch_result(self, result: FetchPartitionResult, now: float, out: Outputs | None = None) -> Outputs:
         """The leader's answer for this partition: truncate (R10), or append and take the
@@ -746,21 +727,21 @@ class Partition:
         self._next_tick_at = None
         if out is None:
             out = Outputs()
-        self._needs_backoff = False
-        if self._role != FOLLOWER:
+        self.needs_backoff = False
+        if self.role != FOLLOWER:
             return out
         if result.error != _NONE:
             if (result.error == _OFFSET_OUT_OF_RANGE
                     and self.config.truncation == "high-watermark"
-                    and result.leader_epoch == self._leader_epoch
-                    and 0 <= result.log_end_offset < self._leo):
+                    and result.leader_epoch == self.leader_epoch
+                    and 0 <= result.log_end_offset < self.log_end_offset):
                 # R13, pre-KIP-101: a follower ahead of its leader cuts back to the leader's
                 # LEO, keeping whatever differs below it (the divergence R13 must allow).
                 self._truncate(result.log_end_offset, "offset-out-of-range", out)
             else:
-                self._needs_backoff = True
+                self.needs_backoff = True
             return out
-        if result.leader_epoch != self._leader_epoch:
+        if result.leader_epoch != self.leader_epoch:
             return out
         if result.diverging_epoch is not None:
             self._truncate_on_divergence(result.diverging_epoch, out)
@@ -768,13 +749,13 @@ class Partition:
         self._append_fetched(result.records, out)
         if result.high_watermark >= 0:
             # R12: may go backwards (a new leader's HWM can lag), never above the LEO.
-            self._hwm = max(self._log_start_offset, min(result.high_watermark, self._leo))
+            self.high_watermark = max(self._log_start_offset, min(result.high_watermark, self.log_end_offset))
         return out
 
     def _truncate_on_divergence(self, diverging: DivergingEpoch, out: Outputs) -> None:
         """R10: truncate to min(leader's end offset, own end offset for that epoch, LEO)."""
-        target = min(diverging.end_offset, self._leo)
-        _epoch, own_end = self._epochs.end_offset_for(diverging.epoch, self._leo)
+        target = min(diverging.end_offset, self.log_end_offset)
+        _epoch, own_end = self._epochs.end_offset_for(diverging.epoch, self.log_end_offset)
         if own_end >= 0:
             target = min(target, own_end)
         self._truncate(max(target, self._log_start_offset), "diverging-epoch", out)
@@ -784,27 +765,27 @@ class Partition:
         start at the LEO without records (a former leader's empty term), which otherwise
         would make every following fetch diverge again."""
         empty_epochs = any(start >= offset for _e, start in self._epochs.entries)
-        if offset >= self._leo and not empty_epochs:
+        if offset >= self.log_end_offset and not empty_epochs:
             return
-        before = self._leo
+        before = self.log_end_offset
         self._epochs.truncate_from_end(offset)
-        self._leo = min(offset, self._leo)
-        self._hwm = min(self._hwm, self._leo)
-        out.disk.append(Truncate(self.topic, self.partition, self._leo, reason))
-        if self._leo < before:
+        self.log_end_offset = min(offset, self.log_end_offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        out.disk.append(Truncate(self.topic, self.partition, self.log_end_offset, reason))
+        if self.log_end_offset < before:
             out.event("truncated", topic=self.topic, partition=self.partition,
-                      reason=reason, leader_epoch=self._leader_epoch,
-                      **{"from": before, "to": self._leo})
+                      reason=reason, leader_epoch=self.leader_epoch,
+                      **{"from": before, "to": self.log_end_offset})
 
     def _append_fetched(self, records: bytes, out: Outputs) -> None:
         """R12: append the valid prefix of the fetched batches and learn their epochs (R5)."""
         if not records:
             return
-        infos, reason = scan_batches(records, check_crc=True, expect_offset=self._leo)
+        infos, reason = scan_batches(records, check_crc=True, expect_offset=self.log_end_offset)
         if reason is not None:
-            self._needs_backoff = True
+            self.needs_backoff = True
             out.event("fetch-corrupt", topic=self.topic, partition=self.partition,
-                      offset=infos[-1].next_offset if infos else self._leo, reason=reason)
+                      offset=infos[-1].next_offset if infos else self.log_end_offset, reason=reason)
         if not infos:
             return
         end = infos[-1].position + infos[-1].size
@@ -816,4 +797,4 @@ class Partition:
                     and self._epochs.assign(info.leader_epoch, info.base_offset)):
                 out.disk.append(AssignEpoch(self.topic, self.partition, info.leader_epoch,
                                             info.base_offset))
-        self._leo = infos[-1].next_offset
+        self.log_end_offset = infos[-1].next_offset

@@ -786,10 +786,10 @@ def test_broker_checker_catches_hwm_above_leo_and_a_leader_hwm_going_back():
         d.step(op)
     p = d.p
     assert p.high_watermark == 2
-    p._hwm = 1  # forged: the violation the checker must see
+    p.high_watermark = 1  # forged: the violation the checker must see
     with pytest.raises(AssertionError, match="went back from 2 to 1"):
         d.binv.check()
-    p._hwm = p.log_end_offset + 1
+    p.high_watermark = p.log_end_offset + 1
     with pytest.raises(AssertionError, match="LEO 2 >= HWM 3"):
         BrokerInvariants(d.b).check()
 
@@ -825,6 +825,6 @@ def test_leader_driver_catches_a_maximal_isr_behind_the_controller_and_an_early_
         d.check()
     p._isr = [1, 2, 3]
     d.check()
-    p._hwm = 2  # forged: follower 3 never fetched
+    p.high_watermark = 2  # forged: follower 3 never fetched
     with pytest.raises(AssertionError, match="R15: HWM 2 above follower 3's LEO None"):
         d.check()
