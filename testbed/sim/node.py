@@ -40,6 +40,9 @@ class SimNode:
         self.events = events
         self.rng = rng  # incarnation ids
         self.role: Role | None = None
+        #: the process runs (its role exists): kept with `role` by `start` and `kill`, an
+        #: attribute and not a property since the network reads it twice per message
+        self.up = False
         self.incarnation = 0
         self.paused = False
         self.exit_code: int | None = None
@@ -48,10 +51,6 @@ class SimNode:
         self._tick_at = math.inf  # when the scheduled tick falls (inf: none)
         self._tick_token = 0  # tells the scheduled tick from ones scheduled before it
         self._paused_at = 0.0
-
-    @property
-    def up(self) -> bool:
-        return self.role is not None
 
     # ------------------------------------------------------------------ lifecycle (the signals)
     def start(self) -> None:
@@ -66,6 +65,7 @@ class SimNode:
             self.role = BrokerRole(self.cfg, clock=self.loop.clock, incarnation_id=f"{self.rng.getrandbits(64):016x}")
         else:
             self.role = ControllerRole(self.cfg)
+        self.up = True
         self._grid = TickGrid(self.loop.now, Node.TICK)
         self._cancel_tick()
         self.execute(self.role.start(self.loop.now))
@@ -75,6 +75,7 @@ class SimNode:
         if self.role is not None:
             self.role.close()
         self.role = None
+        self.up = False
         self.paused = False
         self._held.clear()
         self._cancel_tick()
