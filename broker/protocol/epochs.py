@@ -58,11 +58,12 @@ class EpochHistory:
         """
         if not self.entries or epoch == UNDEFINED_EPOCH:
             return UNDEFINED_EPOCH, UNDEFINED_OFFSET
-        if epoch == self.latest_epoch:
+        latest = self.entries[-1][0]  # (`latest_epoch`, without its call: asked on every fetch)
+        if epoch == latest:
             return epoch, log_end_offset
-        if epoch > self.latest_epoch:
+        if epoch > latest:
             # An epoch newer than anything this replica knows: its whole log is below it.
-            return self.latest_epoch, log_end_offset
+            return latest, log_end_offset
         floor = None
         for i, (e, _start) in enumerate(self.entries):
             if e > epoch:
