@@ -480,8 +480,8 @@ class Partition:
         the ISR shrunk to the leader alone. A follower that has not fetched in this term
         has an unknown LEO and holds the HWM. Held acks=all produces are released here.
         """
-        if self.role != LEADER:
-            return
+        if self.role != LEADER or self.high_watermark >= self.log_end_offset:
+            return  # (the candidate is never above the LEO: most fetches, with nothing new, stop here)
         if self.config.elr and len(self._isr) < self._effective_min_isr():
             return
         candidate = self.log_end_offset
