@@ -40,19 +40,19 @@ class FollowerState:
         previous fetch if it reaches the LEO the leader had then. R17 measures lag from here.
         """
         if fetch_offset >= leader_log_end_offset:
-            self._caught_up_at(now)
+            caught_up: float | None = now
         elif (self.last_fetch_time is not None
               and fetch_offset >= self.last_fetch_leader_log_end_offset):
-            self._caught_up_at(self.last_fetch_time)
+            caught_up = self.last_fetch_time
+        else:
+            caught_up = None
+        if caught_up is not None and (self.last_caught_up_time is None or caught_up > self.last_caught_up_time):
+            self.last_caught_up_time = caught_up
         self.log_end_offset = fetch_offset
         self.broker_epoch = broker_epoch
         self.fetch_leader_epoch = leader_epoch
         self.last_fetch_leader_log_end_offset = leader_log_end_offset
         self.last_fetch_time = now
-
-    def _caught_up_at(self, when: float) -> None:
-        if self.last_caught_up_time is None or when > self.last_caught_up_time:
-            self.last_caught_up_time = when
 
     def known_log_end_offset(self, leader_epoch: int) -> int:
         """The follower's LEO if it fetched in `leader_epoch`, else UNKNOWN_OFFSET (R15)."""
