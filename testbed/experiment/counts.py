@@ -12,6 +12,10 @@ from typing import Any
 from broker.common.jsonl import read_jsonl
 
 
+#: the (f, type) of a record that acknowledges a value
+_ACKNOWLEDGED = ("send", "ok")
+
+
 @dataclass
 class Counts:
     operations: Counter = field(default_factory=Counter)  # (f, type) -> count
@@ -25,11 +29,13 @@ class Counts:
 
     def add(self, ops: list[dict[str, Any]]) -> None:
         """Count history records, in the order they were written."""
+        operations, acknowledged = self.operations, self.acknowledged
         for op in ops:
-            self.operations[(op.get("f"), op.get("type"))] += 1
-            if op.get("f") == "send" and op.get("type") == "ok":
+            kind = (op.get("f"), op.get("type"))
+            operations[kind] += 1
+            if kind == _ACKNOWLEDGED:
                 acks = str(op.get("acks"))
-                self.acknowledged[acks] = self.acknowledged.get(acks, 0) + 1
+                acknowledged[acks] = acknowledged.get(acks, 0) + 1
 
 
 def count_operations(run_dir: Path) -> Counts:
