@@ -191,8 +191,10 @@ class BrokerRole:
         by bytes dirty from now on (no earlier than what was dirty already): the time known
         stays, or comes down to those, without looking at every file again."""
         due = self._storage_due
-        if due is not None:
-            due = min(due, plog.flush_due(), now + self.durability.writeback)
+        if due is not None:  # (comparisons, not min(), which parses keyword arguments on Python 3.11)
+            for at in (plog.flush_due(), now + self.durability.writeback):
+                if at < due:
+                    due = at
             self._storage_due = due
 
     def _persist_metadata_snapshot(self, snapshot: dict) -> None:

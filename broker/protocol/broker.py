@@ -614,4 +614,5 @@ class BrokerState:
 
     @staticmethod
     def _ms(seconds: float) -> int:
-        return max(1, int(seconds * 1000))
+        ms = int(seconds * 1000)
+        return ms if ms > 1 else 1  # (not max(), which parses keyword arguments on Python 3.11)

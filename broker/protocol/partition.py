@@ -407,8 +407,12 @@ class Partition:
                                self.leader_epoch, appended)
 
     def _effective_min_isr(self) -> int:
-        """MinISR capped by the replication factor, as Kafka's `effectiveMinIsr` (R20)."""
-        return max(1, min(self.config.min_insync_replicas, len(self._replicas)))
+        """MinISR capped by the replication factor, as Kafka's `effectiveMinIsr` (R20), at least 1
+        (comparisons, not min() and max(), which parse keyword arguments on Python 3.11)."""
+        n = len(self._replicas)
+        if self.config.min_insync_replicas < n:
+            n = self.config.min_insync_replicas
+        return n if n > 1 else 1
 
     # ------------------------------------------------------------- leader: fetches (R8-R11, R21)
     def _check_epoch(self, current_leader_epoch: int) -> Errors:
@@ -645,11 +649,18 @@ class Partition:
             for p in self._pending_produces:
                 if p.deadline < due:
                     due = p.deadline
+            # (comparisons, not min() and max(): on Python 3.11 each parses keyword arguments)
             if self.high_watermark != self._checkpointed_hwm:
-                due = min(due, -math.inf if self._last_checkpoint is None
-                          else self._last_checkpoint + self.config.hwm_checkpoint_interval)
+                at = (-math.inf if self._last_checkpoint is None
+                      else self._last_checkpoint + self.config.hwm_checkpoint_interval)
+                if at < due:
+                    due = at
             if self.role == LEADER and not self._alter_in_flight and not self._awaiting_metadata:
-                due = min(due, max(self._alter_retry_at, self._isr_change_due(now)))
+                at = self._isr_change_due(now)
+                if self._alter_retry_at > at:
+                    at = self._alter_retry_at
+                if at < due:
+                    due = at
             self._next_tick_at = due
         return due
 
@@ -666,7 +677,9 @@ class Partition:
                 continue  # caught up for as long as the LEO stays
             if state.last_caught_up_time is None:
                 return -math.inf
-            due = min(due, state.last_caught_up_time + self.config.replica_lag_max)  # R17
+            at = state.last_caught_up_time + self.config.replica_lag_max  # R17
+            if at < due:
+                due = at
         for b in self._replicas:
             if b not in self._isr and self._meets_isr_conditions(b, now, fetched_now=False):
                 return -math.inf  # R18
@@ -748,8 +761,10 @@ class Partition:
             return out
         self._append_fetched(result.records, out)
         if result.high_watermark >= 0:
-            # R12: may go backwards (a new leader's HWM can lag), never above the LEO.
-            self.high_watermark = max(self._log_start_offset, min(result.high_watermark, self.log_end_offset))
+            # R12: may go backwards (a new leader's HWM can lag), never above the LEO (nor below
+            # the log start; comparisons, not min() and max(), which parse keywords on 3.11)
+            hwm = result.high_watermark if result.high_watermark < self.log_end_offset else self.log_end_offset
+            self.high_watermark = hwm if hwm > self._log_start_offset else self._log_start_offset
         return out
 
     def _truncate_on_divergence(self, diverging: DivergingEpoch, out: Outputs) -> None:

@@ -29,7 +29,8 @@ class Loop:
         return int(round(self.now * 1e9))
 
     def at(self, when: float, fn: Callable[..., Any], *args: Any) -> None:
-        heapq.heappush(self._heap, (max(when, self.now), next(self._order), fn, args))
+        now = self.now  # (a comparison, not max(), which parses keyword arguments on Python 3.11)
+        heapq.heappush(self._heap, (now if now > when else when, next(self._order), fn, args))
 
     def after(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
         self.at(self.now + delay, fn, *args)

@@ -167,7 +167,9 @@ class SimNetwork:
             if verdict.delay:
                 when += verdict.delay  # a slowed link: held apart, may overtake or be overtaken
             else:
-                when = max(when, self._last.get((src, dst), 0.0))  # one connection keeps its order
+                last = self._last.get((src, dst), 0.0)  # one connection keeps its order
+                if last > when:
+                    when = last
                 self._last[(src, dst)] = when
             self.loop.at(when, self._arrive, src, dst, rid, payload, is_reply)
 
