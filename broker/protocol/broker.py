@@ -232,7 +232,9 @@ class BrokerState:
             return -math.inf
         due = math.inf if self._heartbeat_in_flight else self._next_heartbeat
         for p in self.partitions.values():  # (comparisons, not min(): this runs after every input)
-            at = p.next_tick_at(now)
+            at = p.next_tick_due
+            if at is None:
+                at = p.next_tick_at(now)
             if at < due:
                 due = at
         at = self.fetchers.next_tick_at()

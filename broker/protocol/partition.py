@@ -118,10 +118,10 @@ class Partition:
     Built by the runtime from the recovered log: its LEO, the HWM checkpoint and the
     leader-epoch cache (R5). It has no role until the first `PartitionRecord` arrives.
 
-    `role`, `leader_id`, `leader_epoch`, `log_end_offset`, `high_watermark` and
-    `needs_backoff` are plain attributes: the broker and the fetcher read them on every fetch
-    and after every input, where a property cost a call per read; only this class writes
-    them. What others read rarely, or get as a copy, is a property.
+    `role`, `leader_id`, `leader_epoch`, `log_end_offset`, `high_watermark`, `needs_backoff`
+    and `next_tick_due` are plain attributes: the broker and the fetcher read them on every
+    fetch and after every input, where a property or a method cost a call per read; only this
+    class writes them. What others read rarely, or get as a copy, is a property.
     """
 
     def __init__(self, topic: str, partition: int, local_broker_id: int, config: PartitionConfig,
@@ -171,8 +171,9 @@ class Partition:
 
         self._checkpointed_hwm = self.high_watermark
         self._last_checkpoint: float | None = None
-        #: `next_tick_at`, kept until an input changes the replica (None: to be worked out)
-        self._next_tick_at: float | None = None
+        #: `next_tick_at`, kept until an input changes the replica (None: to be worked out); the
+        #: broker reads it after every input, and calls `next_tick_at` only when it is None
+        self.next_tick_due: float | None = None
 
     # ------------------------------------------------------------------ properties
     @property
@@ -215,7 +216,7 @@ class Partition:
 
     def set_local_broker_epoch(self, epoch: int) -> None:
         """The broker epoch this broker registered with (R23); sent in AlterPartition (R19)."""
-        self._next_tick_at = None
+        self.next_tick_due = None
         self._local_broker_epoch = epoch
 
     def update_brokers(self, broker_epochs: dict[int, int], eligible: set[int]) -> None:
@@ -224,7 +225,7 @@ class Partition:
         Fencing or registration of a follower that is outside the ISR produces no
         PartitionRecord for this partition, yet it decides whether that follower may join.
         """
-        self._next_tick_at = None
+        self.next_tick_due = None
         self._broker_epochs = dict(broker_epochs)
         self._eligible = set(eligible)
 
@@ -258,7 +259,7 @@ class Partition:
         is an ISR or replica-set change, applied only if newer than what is known (R16).
         A record older in either epoch is ignored (R2).
         """
-        self._next_tick_at = None
+        self.next_tick_due = None
         out = Outputs()
         if rec.leader_epoch < self.leader_epoch or rec.partition_epoch < self._partition_epoch:
             return out
@@ -337,7 +338,7 @@ class Partition:
     def close(self) -> Outputs:
         """The replica is deleted with its topic (R40): held produces fail as on a step-down (R20),
         with an unknown outcome, and the replica holds no role any more."""
-        self._next_tick_at = None
+        self.next_tick_due = None
         out = Outputs()
         self._step_down(out)
         self.role = NO_ROLE
@@ -369,7 +370,7 @@ class Partition:
     # ------------------------------------------------------------------ produce (R20)
     def on_produce(self, req: ProduceRequest, ctx: object, now: float) -> Outputs:
         """R20: append on the leader; answer per acks (acks=all waits for the HWM)."""
-        self._next_tick_at = None
+        self.next_tick_due = None
         out = Outputs()
         if self.role != LEADER:
             return self._refuse(req, ctx, _NOT_LEADER_OR_FOLLOWER, out)
@@ -430,7 +431,7 @@ class Partition:
                           out: Outputs | None = None) -> tuple[FetchPartitionResult, ReadSpec | None, Outputs]:
         """A follower's fetch of this partition (R8, R9, R11), then R15 and R18. Its outputs go
         into `out` when given (a broker gathers a whole fetch's in one), else a new `Outputs`."""
-        self._next_tick_at = None
+        self.next_tick_due = None
         if out is None:
             out = Outputs()
         error = self._check_epoch(fp.current_leader_epoch)
@@ -586,7 +587,7 @@ class Partition:
         the maximal ISR stays until the metadata record says what it decided. Rolling back
         in either case would let the HWM advance on a smaller ISR than the controller's and
         lose an acknowledged write when the controller elects from its own."""
-        self._next_tick_at = None
+        self.next_tick_due = None
         out = Outputs()
         if not self._alter_in_flight:
             return out
@@ -617,7 +618,7 @@ class Partition:
     def tick(self, now: float) -> Outputs:
         """Time passes: produce timeouts (R20), ISR shrink (R17) or expand (R18), and the
         periodic HWM checkpoint."""
-        self._next_tick_at = None
+        self.next_tick_due = None
         out = Outputs()
         self._expire_produces(now, out)
         if self.role == LEADER and self._may_propose(now):
@@ -643,7 +644,7 @@ class Partition:
         one that caught up (R18), or a proposal whose answer was lost. Being caught up only
         ends with time and never begins with it, so a judgement made `now` stays true or
         errs early, which costs a tick that does nothing."""
-        due = self._next_tick_at
+        due = self.next_tick_due
         if due is None:
             due = math.inf
             for p in self._pending_produces:
@@ -661,7 +662,7 @@ class Partition:
                     at = self._alter_retry_at
                 if at < due:
                     due = at
-            self._next_tick_at = due
+            self.next_tick_due = due
         return due
 
     def _isr_change_due(self, now: float) -> float:
@@ -737,7 +738,7 @@ class Partition:
         HWM (R12). Errors set `needs_backoff`; a result from another leader epoch is stale
         and ignored (a successful answer always carries the epoch the fetch was sent in).
         The outputs go into `out` when given (the fetcher gathers a whole answer's in one)."""
-        self._next_tick_at = None
+        self.next_tick_due = None
         if out is None:
             out = Outputs()
         self.needs_backoff = False
