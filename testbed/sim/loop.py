@@ -35,35 +35,27 @@ class Loop:
     def after(self, delay: float, fn: Callable[..., Any], *args: Any) -> None:
         self.at(self.now + delay, fn, *args)
 
-    def next_time(self) -> float | None:
-        return self._heap[0][0] if self._heap else None
-
-    def step(self) -> bool:
-        """Run the next event; False when there is none."""
-        if not self._heap:
-            return False
-        when, _, fn, args = heapq.heappop(self._heap)
-        self.now = when
-        fn(*args)
-        return True
-
     def run_until(self, deadline: float, done: Callable[[], bool] | None = None, poll: float = 0.01) -> bool:
         """Run events up to `deadline` (virtual seconds), or until `done()` holds, asked
         every `poll` seconds of virtual time as a supervisor polls; then the clock stands
-        at the deadline, or where `done` held. Returns whether `done` held (True without)."""
+        at the deadline, or where `done` held. Returns whether `done` held (True without).
+        This is the simulation's innermost loop: it takes each event off the heap itself."""
+        heap, pop = self._heap, heapq.heappop
         next_check = self.now
         while True:
             if done is not None and self.now >= next_check:
                 if done():
                     return True
                 next_check = self.now + poll
-            nxt = self._heap[0][0] if self._heap else None  # next_time(), inline: once an event
+            nxt = heap[0][0] if heap else None
             if nxt is None or nxt > deadline:
                 self.now = max(self.now, deadline)
                 return done is None or done()
             if done is not None and poll > 0 and nxt > next_check:
                 self.at(next_check, _nothing)  # wake up to ask again at the poll's time
-            self.step()
+            when, _, fn, args = pop(heap)  # the next event, in (time, order of scheduling) order
+            self.now = when
+            fn(*args)
 
 
 def _nothing() -> None:

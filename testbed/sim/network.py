@@ -214,7 +214,8 @@ class SimNetwork:
         deadlines, pending, now = self._deadlines, self._pending, self.loop.now
         while deadlines and (deadlines[0][0] <= now or deadlines[0][1] not in pending):
             _, rid = heapq.heappop(deadlines)
-            self._expire(rid)
+            if rid in pending:  # (most were answered: no call for those)
+                self._expire(rid)
         self._sweep_at = deadlines[0][0] if deadlines else math.inf
         if deadlines:
             self.loop.at(self._sweep_at, self._sweep, self._sweep_at)
