@@ -124,8 +124,10 @@ class ControllerRole:
         the parked metadata fetches' deadlines (what else completes them, a commit, is an
         input that serves them at once)."""
         due = self.raft.next_tick_at()
-        if self.active:
-            due = min(due, self.controller.next_tick_at())
+        if self.active:  # (comparisons, not min(), which parses keyword arguments on Python 3.11)
+            at = self.controller.next_tick_at()
+            if at < due:
+                due = at
         for p in self.parked:
             if p.deadline < due:
                 due = p.deadline

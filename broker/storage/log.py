@@ -197,7 +197,7 @@ class PartitionLog:
             start = segment.start_of(j)
             below_upper = bisect_left(segment.offsets, upper, j)
             fitting = bisect_right(segment.ends, start + budget, j)
-            end_index = min(below_upper, fitting)
+            end_index = below_upper if below_upper < fitting else fitting  # (not min(): it parses keywords on 3.11)
             if end_index <= j:
                 if i == first and below_upper > j:
                     end_index = j + 1
