@@ -51,6 +51,8 @@ class SimNode:
         self._tick_at = math.inf  # when the scheduled tick falls (inf: none)
         self._tick_token = 0  # tells the scheduled tick from ones scheduled before it
         self._paused_at = 0.0
+        #: `cfg.peer_name` of each destination sent to: the configuration's, so fixed
+        self._peer_names: dict[Any, str | None] = {}
 
     # ------------------------------------------------------------------ lifecycle (the signals)
     def start(self) -> None:
@@ -174,7 +176,10 @@ class SimNode:
 
     def send(self, m: Send) -> None:
         assert self.role is not None
-        name = self.cfg.peer_name(m.destination)
+        try:
+            name = self._peer_names[m.destination]
+        except KeyError:
+            name = self._peer_names[m.destination] = self.cfg.peer_name(m.destination)
         if name is None and isinstance(m.destination, int):  # a broker that joined later (R38)
             name = self.role.endpoint_of(m.destination)
         incarnation = self.incarnation
