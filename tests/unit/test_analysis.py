@@ -972,3 +972,26 @@ def test_a_judgment_stops_a_rehearsal_under_way_at_once_and_judges_alike(
     assert pipeline._rehearsal is None
     assert (run / "results.json").read_bytes() == alone
     assert spark.range(3).count() == 3  # the process's own session is untouched
+
+
+def test_a_rehearsal_left_alone_judges_its_run_to_the_end(spark, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Found while holding frames (`held`): PySpark gives the frame a checkpoint returns to
+    the thread's active session, and the rehearsal's own session got frames of the
+    pipeline's, so it failed at its first join (SESSION_NOT_SAME), silently, with the JVM
+    no warmer. Left alone, it judges its synthetic run (clean and converged) to the end."""
+    judged: list[tuple] = []
+    real_judge = pipeline._judge
+
+    def judge_(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        judged.append(result := real_judge(*args, **kwargs))
+        return result
+
+    monkeypatch.setattr(pipeline, "_judge", judge_)
+    monkeypatch.setattr(pipeline, "_rehearsed", False)
+    pipeline.rehearse()
+    assert len(judged) == 1
+    data, rejected = judged[0]
+    assert rejected == {} and len(data) == 1
+    (run,) = data.values()
+    assert run.converged and run.checks and all(c["count"] == 0 for c in run.checks.values()), run.checks
+    assert spark.range(3).count() == 3  # the process's own session is untouched
