@@ -74,10 +74,14 @@ def cmd_run(argv: list[str]) -> int:
         print(refused, file=sys.stderr)
         return 2
     from testbed.analysis.session import stop_spark
+    from testbed.experiment.warm_up import warm_up_for
+    from testbed.supervisor.run_dir import new_run_id
+    run_dir = args.runs_dir / new_run_id(topology.name, topology.seed)
+    warm_up_for(run_dir, args.spark_master)  # the JVM starts while the runner is imported
     from testbed.experiment.runner import run_experiment
     try:
         return run_experiment(topology, runs_dir=args.runs_dir, time_scale=args.time_scale,
-                              keep_data=args.keep_data, console=Console(),
+                              keep_data=args.keep_data, console=Console(), run_dir=run_dir,
                               spark_master=args.spark_master).exit_code
     finally:
         stop_spark()

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from testbed.analysis.ingest import IngestError, find_runs, hadoop_path
-from testbed.analysis.pipeline import SummaryError, analyze_runs, default_summary_dir
-from testbed.analysis.readable_paths import readable
-from testbed.analysis.session import SparkUnreachable, get_spark, stop_spark
-from testbed.analysis.terminal import print_verdict, verdict_word
-from testbed.analysis.verdict import RunVerdict, broken_expectations
+from testbed.analysis.places import default_summary_dir, jvm_log_for, warehouse_for
+from testbed.analysis.run_dirs import IngestError, find_runs, input_bytes, refusal
+from testbed.analysis.session import SMALL_INPUT_BYTES, SparkUnreachable, get_spark, start_in_background, stop_spark
 from testbed.config.cli_values import path_arg, spark_master_problem, unusable_dir
+
+if TYPE_CHECKING:
+    from testbed.analysis.verdict import RunVerdict
 
 EXIT_OK, EXIT_FAILED, EXIT_UNJUDGED = 0, 1, 2
 
@@ -47,24 +48,39 @@ def main(argv: list[str]) -> int:
         if summary_dir is not None and (unusable := unusable_dir(summary_dir, "--summary-dir")) is not None:
             console.print(unusable, style="red", markup=False, soft_wrap=True, emoji=False)
             return EXIT_UNJUDGED
-        verdicts = analyze_runs(args.paths, args.spark_master, summary_dir)
-        if len(verdicts) == 1:
-            print_verdict(console, verdicts[0])
-        else:
-            _print_tree(console, verdicts, summary_dir)
-        return exit_code(verdicts)
+        if refusal(runs) is None:  # else `analyze_runs` refuses them, and nothing is written
+            # the JVM starts while the pipeline is imported (a second or more of Python)
+            start_in_background(args.spark_master, jvm_log_for(warehouse_for(runs, summary_dir)),
+                                small_input=input_bytes(runs) < SMALL_INPUT_BYTES)
+        return _judge(console, args.paths, args.spark_master, summary_dir)
     except (IngestError, SparkUnreachable) as exc:  # the second: a server gone since the check above
         console.print(f"[red]cannot analyze:[/] {escape(str(exc))}", highlight=False, soft_wrap=True, emoji=False)
-        return EXIT_UNJUDGED
-    except SummaryError as exc:
-        _print_tree(console, exc.verdicts, None)
-        console.print(f"[red]no summary:[/] {escape(str(exc))}", highlight=False, soft_wrap=True, emoji=False)
         return EXIT_UNJUDGED
     finally:
         stop_spark()
 
 
+def _judge(console: Console, paths: list[Path], spark_master: str | None, summary_dir: Path | None) -> int:
+    from testbed.analysis.pipeline import SummaryError, analyze_runs
+    from testbed.analysis.terminal import print_verdict
+    try:
+        verdicts = analyze_runs(paths, spark_master, summary_dir)
+    except SummaryError as exc:
+        _print_tree(console, exc.verdicts, None)
+        console.print(f"[red]no summary:[/] {escape(str(exc))}", highlight=False, soft_wrap=True, emoji=False)
+        return EXIT_UNJUDGED
+    if len(verdicts) == 1:
+        print_verdict(console, verdicts[0])
+    else:
+        _print_tree(console, verdicts, summary_dir)
+    return exit_code(verdicts)
+
+
 def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path | None) -> None:
+    from testbed.analysis.ingest import hadoop_path
+    from testbed.analysis.readable_paths import readable
+    from testbed.analysis.terminal import verdict_word
+    from testbed.analysis.verdict import broken_expectations
     runs = Table(title=f"{len(verdicts)} runs")
     for col in ("run", "verdict", "lost_writes", "lost_writes_acks1", "failed expectations"):
         runs.add_column(col)

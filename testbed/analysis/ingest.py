@@ -31,10 +31,6 @@ _BAD = "_bad"  # the line is corrupt or lacks a required field, decided while th
 REQUIRED_FILES = ("history.jsonl", "events.jsonl")
 
 
-class IngestError(ValueError):
-    """A record file that does not match its format, or a tree of runs that cannot be read."""
-
-
 @dataclass(frozen=True)
 class Tables:
     """The run tables of one Spark job, each with a `run_id` column and a `seq` column."""
@@ -44,26 +40,6 @@ class Tables:
     faults: DataFrame
     final_logs: DataFrame
     final_replicas: DataFrame
-
-
-def find_runs(paths: list[Path]) -> list[Path]:
-    """Run directories under `paths`: a path holding `history.jsonl` or `topology.yaml` is a run,
-    any other directory is searched for runs (hidden directories such as `.live` are skipped)."""
-    runs: list[Path] = []
-    for path in paths:
-        if not path.is_dir():
-            raise IngestError(f"{path}: no such run directory" if not path.exists() else
-                              f"{path}: a file, not a directory (expected a run directory or a directory holding runs)")
-        if _is_run(path):
-            runs.append(path.resolve())
-            continue
-        found = sorted({p.parent.resolve() for name in _RUN_MARKS for p in path.rglob(name)
-                        if not any(part.startswith(".") for part in p.relative_to(path).parts)})
-        if not found:
-            raise IngestError(f"{path}: neither a run directory (no history.jsonl or topology.yaml) "
-                              f"nor a directory holding runs")
-        runs.extend(found)
-    return list(dict.fromkeys(runs))
 
 
 def run_ids(runs: list[Path]) -> dict[Path, str]:
@@ -76,15 +52,6 @@ def run_ids(runs: list[Path]) -> dict[Path, str]:
         if len(set(ids.values())) == len(ids):
             return ids
     return {run: str(run) for run in runs}  # unreachable: distinct absolute paths differ somewhere
-
-
-#: a directory holding either is a run, given itself or found in a tree alike (a run whose
-#: topology.yaml is gone is found, and judged unjudged, not left out of its tree's verdict)
-_RUN_MARKS = ("history.jsonl", "topology.yaml")
-
-
-def _is_run(path: Path) -> bool:
-    return any((path / name).is_file() for name in _RUN_MARKS)
 
 
 def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple[Tables, dict[str, str]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 import sys
 import threading
 import time
@@ -18,38 +17,18 @@ from pyspark.errors import PySparkException
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
 import testbed.common.owned_dirs as owned_dirs
-from testbed.analysis.ingest import IngestError, find_runs, ingest, run_ids
+from testbed.analysis.ingest import ingest, run_ids
 from testbed.analysis.job import RunData, run_job
+from testbed.analysis.places import default_summary_dir, jvm_log_for, warehouse_for
 from testbed.analysis.report import write_reports
+from testbed.analysis.run_dirs import IngestError, find_runs, input_bytes, refusal
 from testbed.analysis.runinfo import RunInfo, config_tables, load_run_info
-from testbed.analysis.schemas import RECORD_FILES
 from testbed.analysis.session import (SMALL_INPUT_BYTES, get_spark, is_remote, jvm_alive, new_session, stop_spark,
                                       tune_for)
 from testbed.analysis.summary import remove_summary, write_summary
 from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
 from testbed.analysis.whole_files import write_whole
-
-
-def default_summary_dir(runs: list[Path]) -> Path:
-    """Where the summary of several runs goes unless `--summary-dir` says: `<common parent>/summary`."""
-    return Path(os.path.commonpath([str(r) for r in runs])) / "summary"
-
-
-def warehouse_for(runs: list[Path], summary_dir: Path | None) -> Path:
-    """Where the Parquet tables go: the summary directory of a tree, else the run's own
-    `analysis/` directory (or that of the runs' common parent)."""
-    if summary_dir is not None:
-        return summary_dir / "tables"
-    if len(runs) == 1:
-        return runs[0] / "analysis" / "tables"
-    return Path(os.path.commonpath([str(r) for r in runs])) / "analysis" / "tables"
-
-
-def jvm_log_for(warehouse: Path) -> Path:
-    """Where an embedded JVM started to fill `warehouse` writes its own output: beside it
-    (`<run>/analysis/spark.log` for one run)."""
-    return warehouse.parent / "spark.log"
 
 
 #: One judgment at a time per process: jobs share the session's cache, which each clears at its end.
@@ -75,7 +54,7 @@ def rehearse(spark_master: str | None = None) -> None:
     try:
         with owned_dirs.scratch("isrlab-rehearsal-") as tmp:
             run = write_synthetic_run(tmp, REHEARSAL_RECORDS)
-            _judge(spark, {run.name: load_run_info(run)}, warehouse_for([run], None), _input_bytes([run]))
+            _judge(spark, {run.name: load_run_info(run)}, warehouse_for([run], None), input_bytes([run]))
     finally:
         end_rehearsal()
 
@@ -112,7 +91,7 @@ def warm_server(url: str, rounds: int) -> list[float]:
         infos = {run.name: load_run_info(run)}
         for _ in range(rounds):
             start = time.perf_counter()
-            _judge(spark, infos, warehouse_for([run], None), _input_bytes([run]))
+            _judge(spark, infos, warehouse_for([run], None), input_bytes([run]))
             times.append(time.perf_counter() - start)
     return times
 
@@ -143,13 +122,13 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     reason in its results.json, never a partial verdict. When the JVM itself is gone the
     session is dropped, so the next call starts a new one."""
     runs = find_runs([Path(p) for p in paths])
-    if unwritable := [why for run in runs if (why := _unwritable(run)) is not None]:
-        raise IngestError("; ".join(unwritable[:5]) + (f"; and {len(unwritable) - 5} more" if len(unwritable) > 5 else ""))
+    if (refused := refusal(runs)) is not None:
+        raise refused
     infos = {rid: load_run_info(run, rid) for run, rid in run_ids(runs).items()}
     failed = None
     try:
         warehouse = warehouse_for(runs, summary_dir)
-        size = _input_bytes(runs)
+        size = input_bytes(runs)
         spark = get_spark(spark_master, log=jvm_log_for(warehouse), small_input=size < SMALL_INPUT_BYTES)
         with _sole_judgment(warehouse):
             data, rejected = _judge(spark, infos, warehouse, size)
@@ -202,21 +181,6 @@ def _sole_judgment(warehouse: Path) -> Iterator[None]:
             print(f"isrlab: another judgment is filling {warehouse}; waiting for it to end", file=sys.stderr, flush=True)
             fcntl.flock(lock, fcntl.LOCK_EX)
         yield
-
-
-def _unwritable(run: Path) -> str | None:
-    """Why a judgment could not write what it writes into `run` (its tables, results.json,
-    report.html), asked before anything is written: a read-only run directory or an
-    immutable verdict was found after the tables had been rewritten."""
-    for path in (run, run / "analysis", run / "analysis" / "tables", run / "results.json", run / "report.html"):
-        if path.exists() and not os.access(path, os.W_OK | (os.X_OK if path.is_dir() else 0)):
-            return f"{path}: not writable (a judgment writes its tables, results.json and report.html in the run directory)"
-    return None
-
-
-def _input_bytes(runs: list[Path]) -> int:
-    """The size of the runs' record files (what `tune_for` and the JIT choice go by)."""
-    return sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES if (run / spec.path).is_file())
 
 
 def _judge(spark: RemoteSession, infos: dict[str, RunInfo], warehouse: Path,

@@ -14,6 +14,7 @@ import threading
 import warnings
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 from py4j.protocol import Py4JError
@@ -21,15 +22,16 @@ from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkException
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
-from pyspark.sql.connect.client.retries import DefaultPolicy
-from pyspark.sql.connect.session import SparkSession as RemoteSession
 
 import testbed.analysis.jvm_scratch as jvm_scratch
 import testbed.analysis.spark_server as spark_server
 from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
 from testbed.analysis.spark_settings import (CONNECT_SETTINGS, SETTINGS, SMALL_INPUT_JIT, SPARK_CONF_DIR,
                                              USER_CONF_DIR)
-from testbed.config.cli_values import connect_server_accepts, connect_server_refuses
+from testbed.config.cli_values import connect_server_accepts
+
+if TYPE_CHECKING:  # imported where a session is made: the JVM's start does not wait for it
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
 
 # A server that died mid-judgment: the client's retries say so on stderr as well as in the
 # exception the verdict reports; the user's terminal gets the verdict's line only.
@@ -82,6 +84,7 @@ def new_session() -> RemoteSession:
     with _lock:
         if _session is None or _url is None:
             raise RuntimeError("no Spark session to share a server with: call get_spark first")
+        from pyspark.sql.connect.session import SparkSession as RemoteSession
         other = _with_retries(RemoteSession.builder.remote(_url).create(), _url)
         _others.append(other)
         return other
@@ -124,40 +127,20 @@ def _get_spark(master: str | None, log: Path | None, small_input: bool) -> Remot
         raise SparkUnreachable(f"--spark-master {wanted}: no Spark Connect server accepts a connection there")
     url = wanted if wanted.startswith("sc://") else _embedded(wanted, log, small_input)
     os.environ[CONNECT_MODE] = "1"  # pyspark.sql.functions builds Spark Connect columns from now on
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
     _session = _with_retries(RemoteSession.builder.remote(url).getOrCreate(), url)
     _master, _url = wanted, url
     return _session
 
 
 def _with_retries(session: RemoteSession, url: str) -> RemoteSession:
-    session.client.set_retry_policies([_WhileListening(url)])
+    from testbed.analysis.connect_retries import WhileListening
+    session.client.set_retry_policies([WhileListening(url)])
     return session
-
-
-class _WhileListening(DefaultPolicy):
-    """Spark's retries of a transport error, `RETRIES` times, while the server still
-    listens: a JVM killed mid-judgment refuses connections at once, and each request made
-    after (the judgment's, its threads', clearing the cache, stopping) waited out the
-    retries: the command took 36 s to say that the runs could not be judged."""
-
-    def __init__(self, url: str) -> None:
-        super().__init__(max_retries=RETRIES)
-        self._url = url
-
-    def can_retry(self, e: BaseException) -> bool:
-        return super().can_retry(e) and not connect_server_refuses(self._url)
 
 
 class SparkUnreachable(ConnectionError):
     """The Spark Connect server named by `--spark-master` does not accept a connection."""
-
-
-#: How often a request to the Spark Connect server is tried again after a transport error:
-#: Spark's default tolerates a server gone for ten minutes (15 tries, backoff x4 from 50 ms),
-#: so a judgment on a server that died waited ten minutes to say so, and so did `stop_spark`;
-#: 5 tries wait about 17 s in all.
-RETRIES = 5
-
 
 
 def _embedded(master: str, log: Path | None, small_input: bool) -> str:
@@ -262,6 +245,14 @@ def tune_for(spark: RemoteSession, input_bytes: int) -> bool:
 WARM_UP_NICE = 10
 
 
+def start_in_background(master: str | None = None, log: Path | None = None,
+                        small_input: bool = True) -> threading.Thread:
+    """Start the session (`get_spark`'s arguments) in a background thread, so that the JVM
+    starts while the caller imports the pipeline and reads its input (a second or more of
+    Python before its first `get_spark`, which then waits for this start and shares it)."""
+    return _in_background("spark-start", lambda: get_spark(master, log, small_input))
+
+
 def warm_up(rehearse: Callable[[], None], master: str | None = None, log: Path | None = None) -> threading.Thread:
     """Start the session in a background thread, then `rehearse` (judge a small run), so that
     when a run's workload ends the JVM is up and has compiled the pipeline's code: a cold JVM
@@ -269,13 +260,19 @@ def warm_up(rehearse: Callable[[], None], master: str | None = None, log: Path |
     starts run at nice `WARM_UP_NICE` until `full_priority`. `get_spark` waits for the start
     if it is still under way. `log` is as for `get_spark`."""
     def start() -> None:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICE)  # inherited by the JVM
+        get_spark(master, log)
+        rehearse()
+    return _in_background("spark-warm-up", start)
+
+
+def _in_background(name: str, work: Callable[[], object]) -> threading.Thread:
+    def run() -> None:
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WARM_UP_NICE)  # inherited by the JVM
-            get_spark(master, log)
-            rehearse()
-        except Exception:  # noqa: BLE001, S110 - the verdict's own get_spark reports the failure
+            work()
+        except Exception:  # noqa: BLE001, S110 - the caller's own get_spark reports the failure
             pass
-    thread = threading.Thread(target=start, name="spark-warm-up", daemon=True)
+    thread = threading.Thread(target=run, name=name, daemon=True)
     thread.start()
     return thread
 
@@ -334,7 +331,10 @@ def stop_spark() -> None:
     killed once its sessions have had `SESSION_STOP_WAIT` to stop: py4j waits for an answer
     without a timeout, and a command that had printed its verdict never exited."""
     global _session, _driver, _master, _url, _scratch
-    with _lock:
+    if not _lock.acquire(timeout=START_WAIT):
+        _kill_starting_jvm()
+        _lock.acquire()
+    try:
         session, driver, url = _session, _driver, _url
         _session, _driver, _master, _url = None, None, None, None
         # A session `new_session` made is stopped first (a no-op if stopped already): a thread
@@ -344,8 +344,9 @@ def stop_spark() -> None:
         _others.clear()
         gone = driver is None and url is not None and not connect_server_accepts(url)  # a server that died mid-judgment
         stopped = _stop_sessions([each for each in (*others, session, driver) if each is not None], driver, gone)
-        proc = getattr(SparkContext._gateway, "proc", None) if driver is not None else None
-        if stopped and _archive is not None and proc is not None and proc.poll() is None:
+        # this process's JVM: its driver's, or one whose start was cut short (`_kill_starting_jvm`)
+        proc = getattr(SparkContext._gateway, "proc", None)
+        if stopped and driver is not None and _archive is not None and proc is not None and proc.poll() is None:
             _archive.save(proc.pid)
         if proc is not None:  # waited for, so that it is gone when the caller says so
             if proc.stdin is not None:
@@ -355,9 +356,29 @@ def stop_spark() -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        if driver is not None:
-            gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
-            if gateway is not None:
-                gateway.close()
-            jvm_scratch.remove(_scratch)
-            _scratch = None
+        gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
+        if gateway is not None:
+            gateway.close()
+        jvm_scratch.remove(_scratch)
+        _scratch = None
+    finally:
+        _lock.release()
+
+
+#: How long `stop_spark` waits for another thread's use of the session's lock before it takes
+#: that thread to be starting the JVM (s)
+START_WAIT = 1.0
+
+
+def _kill_starting_jvm() -> None:
+    """Kill the JVM another thread is starting: that thread holds the session's lock until
+    the JVM answers, and the warm-up's start, at nice 10 on a loaded machine, took over a
+    minute (a lab interrupted by Ctrl-C while its run's JVM started waited for all of it).
+    Its start then fails, and the lock is free. The JVM is this process's child that
+    PySpark's launcher started (`pyspark-shell`); a `run.py spark up` server is not a child."""
+    for child in psutil.Process().children():
+        try:
+            if "pyspark-shell" in child.cmdline():
+                child.kill()
+        except psutil.Error:
+            pass  # gone already

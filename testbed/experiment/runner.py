@@ -19,14 +19,14 @@ from rich.markup import escape
 from faults.schedule import ScheduledFault, build_schedule
 from testbed.analysis import RunVerdict, analyze_runs, print_verdict
 from testbed.analysis.cli import EXIT_UNJUDGED, exit_code
-from testbed.analysis.pipeline import jvm_log_for, rehearse, warehouse_for
-from testbed.analysis.session import full_priority, warm_up
+from testbed.analysis.session import full_priority
 from testbed.clients.final_read import final_read
 from testbed.clients.history import History
 from testbed.clients.stats import StatsInbox
 from testbed.experiment.counts import Counts, count_operations, write_summary
 from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.experiment.progress import Monitor, describe_fault, did_nothing, print_counts
+from testbed.experiment.warm_up import warm_up_for
 from testbed.supervisor.cluster import Cluster, ClusterError
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.netns import refusal as netns_refusal
@@ -69,7 +69,7 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     run_dir = run_dir or runs_dir / new_run_id(topology.name, topology.seed)
     # The JVM starts, and rehearses the pipeline, while the cluster runs (at a low priority);
     # what it prints goes to the run's analysis/spark.log.
-    warm_up(lambda: rehearse(spark_master), spark_master, log=jvm_log_for(warehouse_for([run_dir], None)))
+    warm_up_for(run_dir, spark_master)
     outcome = run_cluster(topology, runs_dir, time_scale, keep_data, console, run_dir, before_fault)
     full_priority()
     if outcome.counts is None:

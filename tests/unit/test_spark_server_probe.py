@@ -104,16 +104,16 @@ def test_a_transport_error_is_retried_while_the_server_listens_and_not_once_it_i
     """A JVM killed mid-judgment: every request after it (the judgment's threads, clearing the
     cache, stopping the sessions) waited out Spark's retries, 36 s in all before `analyze`
     said the runs could not be judged; 3 s now."""
-    from testbed.analysis.session import _WhileListening
+    from testbed.analysis.connect_retries import WhileListening
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         url = f"sc://127.0.0.1:{listener.getsockname()[1]}"
         assert not connect_server_refuses(url)
-        assert _WhileListening(url).can_retry(_Unavailable())  # a busy or restarting server: tried again
+        assert WhileListening(url).can_retry(_Unavailable())  # a busy or restarting server: tried again
     assert connect_server_refuses(url)  # the same port, closed
-    assert not _WhileListening(url).can_retry(_Unavailable())
-    assert not _WhileListening(url).can_retry(ValueError("not a transport error"))
+    assert not WhileListening(url).can_retry(_Unavailable())
+    assert not WhileListening(url).can_retry(ValueError("not a transport error"))
 
 
 @pytest.mark.parametrize("pid", ["another", 0])

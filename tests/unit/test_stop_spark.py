@@ -101,3 +101,40 @@ def test_sessions_that_do_not_stop_in_time_are_left_to_the_kill(monkeypatch: pyt
     stopped = _Stuck()
     stopped.release.set()  # a session that stops at once
     assert session._stop_sessions([stopped], None, gone=False) is True
+
+
+STARTING = """
+import os, signal, threading, time
+import psutil
+from testbed.analysis import session
+failed = []
+def start():
+    try:
+        session.get_spark()
+    except Exception as exc:
+        failed.append(type(exc).__name__)
+starter = threading.Thread(target=start, daemon=True)
+starter.start()
+deadline = time.monotonic() + 120
+jvm = None
+while jvm is None and time.monotonic() < deadline:
+    jvm = next((c for c in psutil.Process().children() if "pyspark-shell" in c.cmdline()), None)
+    time.sleep(0.01)
+os.kill(jvm.pid, signal.SIGSTOP)  # a start that does not end: the lock stays taken
+scratch = session._scratch
+session.stop_spark()
+starter.join(60)
+print(starter.is_alive(), bool(failed), jvm.is_running(), scratch is not None and scratch.exists(),
+      session.started())
+"""
+
+
+def test_stop_spark_cuts_short_a_start_under_way_in_another_thread() -> None:
+    """Found in CI under load: Ctrl-C of a lab while the warm-up thread was still starting its
+    JVM (at nice 10, over a minute) waited for the whole start, since the starting thread
+    holds the session's lock until the JVM answers; the lab did not exit in 90 s. Here the
+    JVM of the start is stopped (SIGSTOP), so that start never ends by itself: `stop_spark`
+    kills that JVM, the start fails, and nothing of it is left (no JVM, no scratch files)."""
+    done = subprocess.run([sys.executable, "-c", STARTING], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "False True False False False", done.stdout

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.analysis.ingest import IngestError, find_runs, ingest, run_ids
+from testbed.analysis.ingest import ingest, run_ids
+from testbed.analysis.run_dirs import IngestError, find_runs
 from testbed.analysis.pipeline import analyze_runs
 from tests.unit.analysis_fixtures import RunBuilder, spark  # noqa: F401  (the fixture)
 

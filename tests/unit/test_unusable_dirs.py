@@ -45,11 +45,11 @@ def test_a_run_directory_that_cannot_take_a_verdict_is_refused_before_anything_i
     """Found by a tester: a read-only run directory, or an immutable results.json, was an
     internal error raised after the run's tables had been rewritten. (The permission is
     played by `os.access`, since root may write where the test could forbid it.)"""
-    from testbed.analysis import pipeline
+    from testbed.analysis import pipeline, run_dirs
     d = RunBuilder(tmp_path / "tree", "one").write()
     (d / "results.json").write_text('{"ok": true}')
-    real = pipeline.os.access
-    monkeypatch.setattr(pipeline.os, "access", lambda path, mode: Path(path).name != "results.json"
+    real = run_dirs.os.access
+    monkeypatch.setattr(run_dirs.os, "access", lambda path, mode: Path(path).name != "results.json"
                         and real(path, mode))
     with pytest.raises(pipeline.IngestError, match=r"one/results\.json: not writable"):
         pipeline.analyze_runs([tmp_path / "tree"])
