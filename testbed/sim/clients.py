@@ -16,11 +16,15 @@ from testbed.sim.network import ReplyHandle, SimNetwork
 class ClientTask:
     """Drives one client generator on the loop; an endpoint of the network (it serves none)."""
 
+    #: a client is never paused: what reaches it runs at once
+    paused = False
+
     def __init__(self, name: str, loop: Loop, net: SimNetwork) -> None:
         self.name = name
         self.loop = loop
         self.net = net
-        self.done = False
+        #: the generator runs, and messages reach it: an attribute, read by the network per message
+        self.up = True
         self._gen: Steps | None = None
         self._started: list[tuple[Any, Any]] = []  # answers of `Start`ed requests, not yet collected
         self._collecting = 0  # > 0: the generator waits in a Collect (its id)
@@ -28,8 +32,9 @@ class ClientTask:
         net.attach(self)
 
     @property
-    def up(self) -> bool:
-        return not self.done
+    def done(self) -> bool:
+        """The generator ended, or the task was killed."""
+        return not self.up
 
     def deliver(self, fn: Callable[..., None], *args: Any) -> None:
         fn(*args)
@@ -42,18 +47,18 @@ class ClientTask:
         self.loop.after(0.0, self._resume, None)
 
     def kill(self) -> None:
-        if not self.done:
-            self.done = True
+        if self.up:
+            self.up = False
             if self._gen is not None:
                 self._gen.close()
 
     def _resume(self, value: Any) -> None:
-        if self.done or self._gen is None:
+        if not self.up or self._gen is None:
             return
         try:
             cmd = self._gen.send(value)
         except StopIteration:
-            self.done = True
+            self.up = False
             return
         if isinstance(cmd, Call):
             self.net.request(self.name, cmd.endpoint, cmd.msg, cmd.timeout, self._resume, fail_fast=True)
@@ -73,7 +78,7 @@ class ClientTask:
             raise TypeError(f"{self.name}: a client yielded {cmd!r}")
 
     def _completed(self, tag: Any, msg: Any) -> None:
-        if self.done or tag is None:
+        if not self.up or tag is None:
             return  # nobody collects an acks=0 send's timeout
         self._started.append((tag, msg))
         if self._collecting:

@@ -48,6 +48,7 @@ class _Operator:
 
     name = SUPERVISOR
     up = True
+    paused = False
 
     def deliver(self, fn: Callable[..., None], *args: Any) -> None:
         fn(*args)

@@ -74,6 +74,7 @@ def test_every_message_handed_over_is_what_the_codec_would_deliver(tmp_path: Pat
 class _Receiver:
     name = "b"
     up = True
+    paused = False
 
     def __init__(self) -> None:
         self.got: list[Any] = []
@@ -103,6 +104,7 @@ class _Client:
     """A requester: records when each answer came and what it was."""
 
     up = True
+    paused = False
 
     def __init__(self, name: str, loop: Loop) -> None:
         self.name, self.loop = name, loop
