@@ -32,10 +32,14 @@ def completion_type(error: Errors, appended: bool) -> str:
 
 class History:
     def __init__(self, path: Path, process: str, clock_ns: Callable[[], int] = time.monotonic_ns,
-                 observe: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
+                 observe: Callable[[list[dict[str, Any]]], None] | None = None,
+                 out: JsonlAppender | None = None) -> None:
         """`observe` sees every record as it is written: the simulation, whose clients all
-        write from one process, counts them there instead of reading the file back."""
-        self.out = JsonlAppender(path)
+        write from one process, counts them there instead of reading the file back. `out`: an
+        appender of `path` that other writers share and its owner closes (the simulation's
+        clients write one buffer); by default one of its own."""
+        self.out = out if out is not None else JsonlAppender(path)
+        self._owns_out = out is None
         self.process = process
         self.clock_ns = clock_ns  # the host's one clock; the simulation's virtual one
         self.observe = observe
@@ -80,4 +84,5 @@ class History:
         ])
 
     def close(self) -> None:
-        self.out.close()
+        if self._owns_out:
+            self.out.close()

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from broker.client import StepClient
+from broker.common.jsonl import JsonlBuffer
 from broker.noderuntime.config import NodeConfig
 from broker.noderuntime.eventlog import EventLog
 from broker.wire.linkfilter import LinkFilter, LinkTable
@@ -80,6 +81,10 @@ class SimCluster(ClusterAdmin):
         self._client_stop = Stop()
         self.clock = Clock(self.loop.clock, self.loop.clock_ns)
         self._histories: list[History] = []
+        #: history.jsonl and events.jsonl, each one buffer that every client or node writes
+        #: (`start` opens them, `close` writes what they hold)
+        self._history_out: JsonlBuffer | None = None
+        self._events_out: JsonlBuffer | None = None
         #: what the clients' history records count, as they are written (every client of a
         #: seed writes from this process, in one order)
         self.counts = Counts()
@@ -88,6 +93,7 @@ class SimCluster(ClusterAdmin):
     def start(self) -> None:
         """Every node started, the topics created, every partition led (virtual time)."""
         self.dir.create(sockets=False)
+        self._history_out, self._events_out = JsonlBuffer(self.dir.history), JsonlBuffer(self.dir.events)
         (self.dir.root / "topology.yaml").write_text(yaml.safe_dump(self.topology.to_dict(), sort_keys=False))
         self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults, clock_ns=self.loop.clock_ns)
         for spec in self.nodes():
@@ -108,7 +114,7 @@ class SimCluster(ClusterAdmin):
     def _add_node(self, spec: NodeSpec) -> SimNode:
         cfg = self._config(spec)
         self.configs[spec.name] = cfg
-        events = EventLog(self.dir.events, spec.name, clock_ns=self.loop.clock_ns)
+        events = EventLog(self.dir.events, spec.name, clock_ns=self.loop.clock_ns, out=self._events_out)
         self._events.append(events)
         node = SimNode(cfg, self.loop, self.net, events, random.Random(f"isrlab-sim:{self.topology.seed}:{spec.name}"))
         self.nodes_by_name[spec.name] = node
@@ -127,6 +133,9 @@ class SimCluster(ClusterAdmin):
             self.injector.close()
         for events in self._events:
             events.close()
+        for out in (self._history_out, self._events_out):
+            if out is not None:
+                out.close()
 
     # ------------------------------------------------------------------ what ClusterAdmin rests on
     def status(self, timeout: float = 0.5) -> ClusterStatus:
@@ -249,7 +258,8 @@ class SimCluster(ClusterAdmin):
         return {s.id: s.name for s in self.brokers}
 
     def history(self, process: str) -> History:
-        h = History(self.dir.history, process, clock_ns=self.loop.clock_ns, observe=self.counts.add)
+        h = History(self.dir.history, process, clock_ns=self.loop.clock_ns, observe=self.counts.add,
+                    out=self._history_out)
         self._histories.append(h)
         return h
 
