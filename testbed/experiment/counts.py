@@ -37,6 +37,16 @@ class Counts:
                 acks = str(op.get("acks"))
                 acknowledged[acks] = acknowledged.get(acks, 0) + 1
 
+    def count(self, f: str, type_: str, records: int, acks: str | None) -> None:
+        """Count `records` history records of one (f, type) and acks, as `add` counts them:
+        what `History` tells its observer as it writes them."""
+        if not records:
+            return
+        self.operations[(f, type_)] += records
+        if (f, type_) == _ACKNOWLEDGED:
+            key = str(acks)
+            self.acknowledged[key] = self.acknowledged.get(key, 0) + records
+
 
 def count_operations(run_dir: Path) -> Counts:
     """The counts of a run's history file (written by many processes)."""

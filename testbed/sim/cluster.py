@@ -258,7 +258,7 @@ class SimCluster(ClusterAdmin):
         return {s.id: s.name for s in self.brokers}
 
     def history(self, process: str) -> History:
-        h = History(self.dir.history, process, clock_ns=self.loop.clock_ns, observe=self.counts.add,
+        h = History(self.dir.history, process, clock_ns=self.loop.clock_ns, observe=self.counts.count,
                     out=self._history_out)
         self._histories.append(h)
         return h
