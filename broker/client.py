@@ -53,7 +53,9 @@ class FetchResult:
 
 
 # ------------------------------------------------------------------ what a client waits for
-# (named tuples: immutable, and made at half a frozen dataclass's cost, one per request)
+# (named tuples: immutable, and made at half a frozen dataclass's cost, one per request; each
+# equals a plain tuple of the same values, and so a step of another class with the same
+# values: the executors tell them apart by isinstance, never by comparing)
 class Call(NamedTuple):
     """Send `msg` to `endpoint`; resumed with the answer, or None at `timeout`."""
     endpoint: str

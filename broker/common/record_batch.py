@@ -36,7 +36,9 @@ class CorruptBatch(ValueError):
 
 class BatchInfo(NamedTuple):
     """One batch a scan found. A named tuple: immutable as a frozen dataclass, and built at
-    half its cost (a scan makes one per batch, on every fetch a follower appends)."""
+    half its cost (a scan makes one per batch, on every fetch a follower appends). As a named
+    tuple it equals (and sorts like) a plain tuple of the same values: nothing compares it
+    with another type."""
 
     base_offset: int
     count: int

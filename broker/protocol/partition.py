@@ -105,6 +105,8 @@ class ReadSpec(NamedTuple):
     one batch is always returned, as in Kafka). Follower fetch offsets are always batch
     boundaries, because replicas only ever copy, append and truncate whole batches of the
     leader of each epoch; a consumer's offset may fall inside the first batch.
+    As a named tuple it equals (and sorts like) a plain tuple of the same values: nothing
+    compares it with another type.
     """
 
     offset: int

@@ -18,7 +18,9 @@ from faults.targets import ClusterView
 
 class ReplicaView(NamedTuple):
     """One broker's view of its replica (a named tuple: immutable, and made at half a frozen
-    dataclass's cost, for every replica at every look of a supervisor's wait)."""
+    dataclass's cost, for every replica at every look of a supervisor's wait). As a named tuple
+    it equals (and sorts like) a plain tuple of the same values: nothing compares it with
+    another type."""
     broker: int
     topic: str
     partition: int
