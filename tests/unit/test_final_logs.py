@@ -1,0 +1,34 @@
+"""`final/logs.jsonl` puts each record's line together from its parts (final_state.write_logs):
+the very bytes of the record's dict as JsonlAppender writes it, whether its replica's values
+are written between quotes as they are (printable ASCII without a quote or a backslash) or
+each serialised (any other value: escapes, non-ASCII, bytes that are not UTF-8)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from testbed.experiment import final_state
+
+
+@pytest.mark.parametrize("values", [
+    [b"producer-0:1.....", b"producer-1:2 ~!#$%&'()*+,-./:;<=>?@[]^_`{|}"],
+    [b"plain", b'a "quoted" value'],
+    [b"plain", b"back\\slash"],
+    [b"plain", b"new\nline\x00\x1f\x7f"],
+    [b"plain", "caf\u00e9".encode()],
+    [b"plain", b"\xff not utf-8"],
+])
+def test_a_replicas_lines_are_the_bytes_of_their_dicts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       values: list[bytes]) -> None:
+    data = tmp_path / "data"
+    (data / "broker-1" / "orders-3").mkdir(parents=True)
+    records = [(7 + i, 2, v) for i, v in enumerate(values)]
+    monkeypatch.setattr(final_state, "read_partition_dir", lambda d: records)
+    target = tmp_path / "logs.jsonl"
+    assert final_state.write_logs(target, {"broker-1": data / "broker-1"}) == len(values)
+    assert target.read_bytes() == b"".join(
+        orjson.dumps({"node": "broker-1", "topic": "orders", "partition": 3, "offset": o, "leader_epoch": e,
+                      "value": v.decode("utf-8", "replace")}, option=orjson.OPT_APPEND_NEWLINE)
+        for o, e, v in records)
