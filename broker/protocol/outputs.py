@@ -131,6 +131,15 @@ class Outputs:
     #: controlled shutdown); None while it runs
     stop: int | None = None
 
+    def __init__(self, disk: list[DiskOp] | None = None, messages: list[Union[Send, Reply]] | None = None,
+                 events: list[Event] | None = None, stop: int | None = None) -> None:
+        """Written out: the dataclass's would call a factory for each list, and a state
+        machine makes an `Outputs` for most inputs (7,700 a quickstart seed)."""
+        self.disk = [] if disk is None else disk
+        self.messages = [] if messages is None else messages
+        self.events = [] if events is None else events
+        self.stop = stop
+
     def extend(self, other: "Outputs") -> "Outputs":
         if other.disk:
             self.disk.extend(other.disk)
