@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from bisect import insort
+from collections.abc import Container
 
 from broker.common.errors import Errors
 from broker.protocol.messages import FetchRequest, FetchResponse
@@ -64,13 +65,16 @@ class FetcherManager:
             self._order.remove(key)
         self._partition_backoff_until.pop(key, None)
 
-    def leaders(self) -> dict[int, list[PartitionKey]]:
-        """Fetch sessions: leader broker -> the partitions fetched from it."""
+    def leaders(self, skip: Container[int] = ()) -> dict[int, list[PartitionKey]]:
+        """Fetch sessions: leader broker -> the partitions fetched from it; none of the
+        leaders in `skip` (those with a fetch in flight, for `build_requests`, which runs
+        after every fetch answer while the other sessions' fetches mostly are in flight)."""
         sessions: dict[int, list[PartitionKey]] = {}
         for key in self._order:
             p = self._partitions[key]
-            if p.fetching:
-                sessions.setdefault(p.leader_id, []).append(key)
+            leader_id = p.leader_id  # (first: a skipped leader settles it without the property)
+            if leader_id not in skip and p.fetching:
+                sessions.setdefault(leader_id, []).append(key)
         return sessions
 
     def build_requests(self, now: float, max_wait_ms: int) -> list[Send]:
@@ -78,8 +82,8 @@ class FetcherManager:
         if self._broker_epoch < 0:
             return []
         sends = []
-        for leader_id, keys in self.leaders().items():
-            if leader_id in self._in_flight or now < self._leader_backoff_until.get(leader_id, 0.0):
+        for leader_id, keys in self.leaders(self._in_flight).items():
+            if now < self._leader_backoff_until.get(leader_id, 0.0):
                 continue
             fetches = []
             sent: dict[PartitionKey, int] = {}
