@@ -132,7 +132,9 @@ class BrokerRole:
     def next_tick_at(self, now: float) -> float:
         """When `tick` next has something to do: the protocol's or the storage's."""
         due = self.state.next_tick_at(now)
-        storage = self.storage_due()
+        storage = self._storage_due  # (the kept value without the call: this runs after every input)
+        if storage is None:
+            storage = self.storage_due()
         return storage if storage < due else due
 
     def storage_due(self) -> float:

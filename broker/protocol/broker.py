@@ -208,7 +208,10 @@ class BrokerState:
         # `next_tick_at` has nothing to do (and what changes a parked fetch's answer is an
         # input, which completes it at once)
         for p in self.partitions.values():
-            if p.next_tick_at(now) <= now:
+            at = p.next_tick_due  # (kept since the last input, as `next_tick_at` reads it)
+            if at is None:
+                at = p.next_tick_at(now)
+            if at <= now:
                 out.extend(p.tick(now))
         if self.fetchers.next_tick_at() <= now:
             out.messages.extend(self.fetchers.build_requests(now, self._ms(t.fetch_max_wait)))

@@ -125,7 +125,10 @@ class SimNode:
         now = self.loop.now
         if self._ticks_on_first_point(now):
             return
-        due = self.role.next_tick_at(now)
+        self._schedule_tick_for(self.role.next_tick_at(now), now)
+
+    def _schedule_tick_for(self, due: float, now: float) -> None:
+        """Schedule the first grid point at or after `due`, the role's `next_tick_at(now)`."""
         if due == math.inf:
             return
         at = self._grid.point_from(due, now)
@@ -154,10 +157,11 @@ class SimNode:
         """A tick of the grid at `now`: the role's, if anything is due; the next from here."""
         assert self.role is not None
         self._grid.ticked(now)
-        if self.role.next_tick_at(now) <= now:
+        due = self.role.next_tick_at(now)
+        if due <= now:
             self.execute(self.role.tick(now))
-        else:
-            self._schedule_tick()
+        else:  # nothing due after all: the next tick from here, without asking the role again
+            self._schedule_tick_for(due, now)
 
     def on_request(self, handle: ReplyHandle, msg: Any) -> None:
         if self.role is not None:
