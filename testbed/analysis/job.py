@@ -212,12 +212,12 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
 
 def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = False,
             narrow: bool | None = None) -> dict[str, RunData]:
-    """Every check, the convergence and the figures of `run_ids`. The small tables that every
-    check reads are cached for the job, and the cache is dropped at its end. A `small` input
-    is held whole, and then what its checks share (`_held_tables`, `_held_shared`). A large
-    one is first narrowed to its suspect records
-    (`scope.narrowed`; `narrow` chooses whatever the size, for the tests that hold both
-    ways to one verdict)."""
+    """Every check, the convergence and the figures of `run_ids`. A `small` input is held
+    whole, and then what its checks share (`_held_tables`, `_held_shared`): the session
+    releases a held frame when its last reference here is gone. A large one caches the small
+    tables that every check reads, drops that cache at the job's end, and is first narrowed
+    to its suspect records (`scope.narrowed`; `narrow` chooses whatever the size, for the
+    tests that hold both ways to one verdict)."""
     out = {rid: RunData() for rid in run_ids}
     narrow = not small if narrow is None else narrow
     spark = t.events.sparkSession

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from testbed.analysis.cli import EXIT_FAILED, EXIT_OK, EXIT_UNJUDGED
-from testbed.analysis.verdict import RunVerdict, broken_expectations
+from testbed.analysis.verdict import RunVerdict
 from testbed.matrix.cells import Cell
 
 

@@ -29,11 +29,11 @@ from rich.table import Table
 from rich.text import Text
 
 from testbed.analysis.pipeline import analyze_runs
-from testbed.analysis.verdict import RunVerdict
+from testbed.analysis.verdict import RunVerdict, broken_expectations
+from testbed.config.cli_values import runs_dir_flag
 from testbed.matrix.cells import Cell
 from testbed.matrix.page import write_cells
-from testbed.config.cli_values import runs_dir_flag
-from testbed.matrix.results import CellResult, broken_expectations, check_count, matrix_exit_code
+from testbed.matrix.results import CellResult, check_count, matrix_exit_code
 
 ROOT = Path(__file__).resolve().parents[2]
 CELLS_DIR = ".cells"  # hidden: `find_runs` does not take the cells' topologies for runs

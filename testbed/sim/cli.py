@@ -26,28 +26,21 @@ from threading import Lock
 import yaml
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeRemainingColumn,
-)
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
 from testbed.analysis.cli import EXIT_FAILED, EXIT_OK, EXIT_UNJUDGED
-from testbed.analysis.verdict import RunVerdict
-from testbed.config.loader import read_yaml
-from testbed.config.scalars import MAX_SEED
-from testbed.matrix.results import broken_expectations, check_count
-from testbed.sim import scope
-from testbed.sim.worker import PARENT_ENV, seed_dir
+from testbed.analysis.verdict import RunVerdict, broken_expectations
 from testbed.config.cli_values import int_arg, path_arg, runs_dir_flag, spark_master_problem, unusable_dir
-from testbed.config.loader import load_topology
+from testbed.config.loader import load_topology, read_yaml
 from testbed.config.nemesis_section import never_firing
 from testbed.config.parser import TopologyError, parse_topology
+from testbed.config.scalars import MAX_SEED
 from testbed.config.topology_spec import Topology
+from testbed.matrix.results import check_count
+from testbed.sim import scope
+from testbed.sim.worker import PARENT_ENV, seed_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 #: the sim's own files (the topologies the workers read, their logs): hidden from `find_runs`

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from testbed.analysis.pipeline import analyze_runs
+from testbed.analysis.verdict import broken_expectations
 from testbed.experiment.runner import run_cluster
 from testbed.matrix.cells import Cell
 from testbed.matrix.cli import load_cells
-from testbed.matrix.results import broken_expectations
 from tests.integration.conftest import TIME_SCALE
 
 

@@ -9,8 +9,7 @@ import pytest
 
 from testbed.analysis.job import RunData
 from testbed.analysis.runinfo import RunInfo
-from testbed.analysis.verdict import judge
-from testbed.matrix.results import broken_expectations
+from testbed.analysis.verdict import broken_expectations, judge
 
 
 def _data(converged: bool) -> RunData:
