@@ -57,11 +57,26 @@ class RunInfo:
                 f"unclean_recovery={p.unclean_recovery} fencing={p.fencing}")
 
 
+#: libyaml's scanner and parser under PyYAML's own safe constructor: the same values as
+#: `yaml.safe_load`, ten times faster (300 runs of a sim sweep read their topologies in 2.8 s
+#: with the pure-Python loader, nearly all of it scanning)
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _read_yaml(text: str) -> object:
+    """`text`'s value; a text that is not YAML raises the pure-Python loader's error, which
+    quotes the line at fault where libyaml's only names it."""
+    try:
+        return yaml.load(text, Loader=_LOADER)  # noqa: S506 - a safe loader
+    except yaml.YAMLError:
+        return yaml.safe_load(text)
+
+
 def load_run_info(run_dir: Path, run_id: str | None = None) -> RunInfo:
     path = run_dir / "topology.yaml"
     start = workload_start(run_dir)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = _read_yaml(path.read_text(encoding="utf-8"))
         return RunInfo(run_dir, parse_topology(data, str(path)), None, start, run_id)
     except FileNotFoundError:
         return RunInfo(run_dir, None, f"{path}: missing", start, run_id)
