@@ -3,6 +3,7 @@ judgments in tests use their own sessions, unless a test starts its own server; 
 its own index of runs in progress (`processes.INDEX`)."""
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
@@ -36,6 +37,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if len(kept) != len(items):
         config.hook.pytest_deselected(items=[item for item in items if item not in kept])
         items[:] = kept
+    items[:] = longest_first(items, int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+
+
+def _seconds(item: pytest.Item) -> float:
+    marker = item.get_closest_marker("slow")
+    return float(marker.kwargs.get("seconds", 0)) if marker is not None else 0.0
+
+
+def longest_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """`items` with the `slow` tests at the head of each worker's share, longest first, each
+    given to the share with the least slow time so far. `--dist worksteal` hands worker k
+    the k-th of `workers` consecutive shares and lets an idle worker take the back half of a
+    busy one's queue: the longest test, where collection put it, began late on one worker,
+    and the other was left idle for its last eight minutes (a CI run on a slow day)."""
+    slow = sorted((item for item in items if _seconds(item) > 0), key=_seconds, reverse=True)
+    if not slow:
+        return items
+    rest = iter([item for item in items if _seconds(item) == 0])
+    heads: list[list[pytest.Item]] = [[] for _ in range(max(1, workers))]
+    loads = [0.0] * len(heads)
+    for item in slow:
+        k = loads.index(min(loads))
+        heads[k].append(item)
+        loads[k] += _seconds(item)
+    ordered: list[pytest.Item] = []
+    left = len(items)
+    for k, head in enumerate(heads):
+        share = left // (len(heads) - k)  # as worksteal splits what is left among the idle
+        left -= share
+        ordered += head + list(itertools.islice(rest, max(0, share - len(head))))
+    return ordered + list(rest)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -10,11 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.integration.conftest import TIME_SCALE
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow(seconds=205)
 def test_a_lab_runs_unattended_and_answers_its_questions_from_the_run(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "run.py", "lab", "12", "--step", "--runs-dir", str(tmp_path),
                           "--time-scale", str(TIME_SCALE)], cwd=ROOT, stdin=subprocess.DEVNULL,

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 import yaml
 from rich.console import Console
 
@@ -24,6 +25,7 @@ from tests.integration.conftest import TIME_SCALE, topology_dict
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow(seconds=115)
 def test_cells_run_in_parallel_are_judged_together_and_a_failing_cell_is_retried(tmp_path: Path) -> None:
     base = topology_dict(partitions=1, duration="2s", expect={"lost_writes": 0})
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(base), encoding="utf-8")
@@ -62,6 +64,7 @@ def test_cells_run_in_parallel_are_judged_together_and_a_failing_cell_is_retried
 CI_SUBSET = ["--only", "rack-outage", "--seeds", "1", "--jobs", "2"]
 
 
+@pytest.mark.slow(seconds=225)
 def test_the_ci_subset_of_the_ci_matrix_meets_its_expectations(tmp_path: Path) -> None:
     """`run.py matrix topologies/matrix/ci.yaml` on the CI subset, as a user runs it: exit 0,
     and the summary shows the loss of the unsafe setting beside its fix."""

@@ -22,6 +22,7 @@ SEEDS = int(os.environ.get("ISRLAB_SIM_SEEDS", "50"))
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.slow(seconds=520)
 @pytest.mark.timeout(900)  # 300 seeds run, then judged in one job: about 4 minutes here
 def test_unsafe_settings_lose_acknowledged_writes_over_many_seeds_and_their_fixes_none(tmp_path: Path) -> None:
     files = [str(SCENARIOS / f"{name}.yaml") for pair in PAIRS for name in pair]

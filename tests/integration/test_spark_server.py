@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow(seconds=185)
 @pytest.mark.timeout(600)
 def test_a_shared_server_judges_like_an_embedded_session_and_its_loss_falls_back(tmp_path: Path) -> None:
     state = tmp_path / "server.json"
