@@ -145,6 +145,9 @@ class Partition:
         self._partition_epoch = -1
         self._replicas: list[int] = []
         self._isr: list[int] = []
+        #: every replica is in the ISR: the leader's next tick then waits on no follower outside it
+        #: (`_isr_change_due`), and so does not move with time alone
+        self._isr_full = False
         self._elr: list[int] = []
         self._last_known_elr: list[int] = []
 
@@ -297,8 +300,13 @@ class Partition:
         self._partition_epoch = rec.partition_epoch
         self._replicas = list(rec.replicas)
         self._isr = list(rec.isr)
+        self._isr_full = self._holds_every_replica(self._isr)
         self._elr = list(rec.elr)
         self._last_known_elr = list(rec.last_known_elr)
+
+    def _holds_every_replica(self, isr: list[int]) -> bool:
+        """Whether no replica is outside `isr` (kept as `_isr_full` whenever the ISR changes)."""
+        return all(b in isr for b in self._replicas)
 
     def _become_leader(self, now: float, out: Outputs) -> None:
         """R14: LESO := LEO, the epoch starts at LEO, fetch state of non-ISR followers is
@@ -432,8 +440,9 @@ class Partition:
     def on_follower_fetch(self, replica_id: int, broker_epoch: int, fp: FetchPartition, now: float,
                           out: Outputs | None = None) -> tuple[FetchPartitionResult, ReadSpec | None, Outputs]:
         """A follower's fetch of this partition (R8, R9, R11), then R15 and R18. Its outputs go
-        into `out` when given (a broker gathers a whole fetch's in one), else a new `Outputs`."""
-        self.next_tick_due = None
+        into `out` when given (a broker gathers a whole fetch's in one), else a new `Outputs`.
+
+        A fetch that finds the replica as it was keeps its next tick (see `_keeps_next_tick`)."""
         if out is None:
             out = Outputs()
         error = self._check_epoch(fp.current_leader_epoch)
@@ -456,12 +465,26 @@ class Partition:
         if fetch_offset > leo or fetch_offset < self._log_start_offset:
             return FetchPartitionResult(self.topic, self.partition, _OFFSET_OUT_OF_RANGE, self.high_watermark, leo,
                                         self.leader_epoch), None, out
+        keeps = self._keeps_next_tick(state, fetch_offset)
+        hwm = self.high_watermark
         state.record_fetch(fetch_offset, broker_epoch, leo, self.leader_epoch, now)
         self._maybe_advance_hwm(now, out)
         if replica_id not in self._isr and self._may_join_isr(replica_id, now, fetched_now=True):
             self._propose_isr(self._isr + [replica_id], out)
+        if not keeps or self.high_watermark != hwm:
+            self.next_tick_due = None
         result = FetchPartitionResult(self.topic, self.partition, _NONE, self.high_watermark, leo, self.leader_epoch)
         return result, ReadSpec(fetch_offset, leo, fp.max_bytes) if fetch_offset < leo else None, out
+
+    def _keeps_next_tick(self, state: FollowerState, fetch_offset: int) -> bool:
+        """A fetch at the LEO from a follower already known at it, with every replica in the
+        ISR, leaves `next_tick_at` as it was unless it moves the HWM: what changes (the
+        follower's caught-up time) counts only for a follower behind the LEO or outside the
+        ISR. Most fetches are such, half of them parked ones answered empty at their wait's
+        end; an error or a divergence changes nothing either, and returns before."""
+        leo = self.log_end_offset
+        return (self._isr_full and fetch_offset == leo
+                and state.known_log_end_offset(self.leader_epoch) == leo)
 
     def on_consumer_fetch(self, fp: FetchPartition) -> tuple[FetchPartitionResult, ReadSpec | None]:
         """R21: only the leader serves consumers, and only below the HWM."""
@@ -611,6 +634,7 @@ class Partition:
         elif (self.role == LEADER and resp.leader_epoch == self.leader_epoch
               and resp.partition_epoch > self._partition_epoch):
             self._isr = list(resp.isr)
+            self._isr_full = self._holds_every_replica(self._isr)
             self._partition_epoch = resp.partition_epoch
         self._proposed_isr = None
         self._maybe_advance_hwm(now, out)
