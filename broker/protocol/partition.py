@@ -763,8 +763,10 @@ class Partition:
         """The leader's answer for this partition: truncate (R10), or append and take the
         HWM (R12). Errors set `needs_backoff`; a result from another leader epoch is stale
         and ignored (a successful answer always carries the epoch the fetch was sent in).
-        The outputs go into `out` when given (the fetcher gathers a whole answer's in one)."""
-        self.next_tick_due = None
+        The outputs go into `out` when given (the fetcher gathers a whole answer's in one).
+
+        A follower's next tick waits only on its HWM's checkpoint, so an answer that leaves
+        the HWM as it was (every empty one of a steady term) keeps it."""
         if out is None:
             out = Outputs()
         self.needs_backoff = False
@@ -791,7 +793,10 @@ class Partition:
             # R12: may go backwards (a new leader's HWM can lag), never above the LEO (nor below
             # the log start; comparisons, not min() and max(), which parse keywords on 3.11)
             hwm = result.high_watermark if result.high_watermark < self.log_end_offset else self.log_end_offset
-            self.high_watermark = hwm if hwm > self._log_start_offset else self._log_start_offset
+            hwm = hwm if hwm > self._log_start_offset else self._log_start_offset
+            if hwm != self.high_watermark:
+                self.high_watermark = hwm
+                self.next_tick_due = None
         return out
 
     def _truncate_on_divergence(self, diverging: DivergingEpoch, out: Outputs) -> None:
@@ -810,6 +815,7 @@ class Partition:
         if offset >= self.log_end_offset and not empty_epochs:
             return
         before = self.log_end_offset
+        self.next_tick_due = None  # the HWM may come down with the log
         self._epochs.truncate_from_end(offset)
         self.log_end_offset = min(offset, self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
