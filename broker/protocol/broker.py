@@ -98,6 +98,8 @@ class _Parked:
     ctx: Any
     request: FetchRequest
     deadline: float
+    #: a follower's fetch, which waits for a leader's LEO to move; else a consumer's, for its HWM
+    follower: bool
     #: per partition: its key, and the offset whose move completes the fetch as told when
     #: parked (the log end offset for a follower, the high watermark for a consumer)
     seen: list[tuple[tuple[str, int], int]] = field(default_factory=list)
@@ -217,7 +219,7 @@ class BrokerState:
             out.messages.extend(self.fetchers.build_requests(now, self._ms(t.fetch_max_wait)))
         for parked in self.parked:
             if parked.deadline <= now:
-                self._complete_parked(now, out)
+                self._complete_parked(now, out, leo_moved=False, hwm_moved=False)  # (a tick moves neither)
                 break
         return out
 
@@ -269,7 +271,7 @@ class BrokerState:
             # the next fetch leaves now, as Kafka's fetcher thread loops, not on the next tick: an
             # acks=all write waits for the follower fetch that follows the one that carried it
             out.messages.extend(self.fetchers.build_requests(now, self._ms(self.config.timeouts.fetch_max_wait)))
-            return self._complete_parked(now, out, led_changed=False)
+            return self._complete_parked(now, out, leo_moved=False, hwm_moved=False)
         if kind == "alter-partition":
             p = self.partitions.get((correlation[1], correlation[2]))
             if p is None:
@@ -537,14 +539,14 @@ class BrokerState:
     def _on_fetch(self, ctx: Any, req: FetchRequest, now: float) -> Outputs:
         out = Outputs()
         results, reads, interesting = self._read_fetch(req, now, out)
+        follower = req.replica_id >= 0  # (a fetch moves no LEO; only a follower's may move an HWM)
         if interesting or req.max_wait_ms <= 0:
             out.messages.append(Reply(ctx, PendingFetch(FetchResponse(_NONE, results), reads)))
             # A follower fetch can advance the HWM: other parked fetches may now complete.
-            return self._complete_parked(now, out)
-        follower = req.replica_id >= 0
+            return self._complete_parked(now, out, leo_moved=False, hwm_moved=follower)
         seen = [((r.topic, r.partition), r.log_end_offset if follower else r.high_watermark) for r in results]
-        self.parked.append(_Parked(ctx, req, now + req.max_wait_ms / 1000.0, seen))
-        return self._complete_parked(now, out)
+        self.parked.append(_Parked(ctx, req, now + req.max_wait_ms / 1000.0, follower, seen))
+        return self._complete_parked(now, out, leo_moved=False, hwm_moved=follower)
 
     def _read_fetch(self, req: FetchRequest, now: float, out: Outputs
                     ) -> tuple[list[FetchPartitionResult], list[ReadSpec | None], bool]:
@@ -571,20 +573,24 @@ class BrokerState:
                 interesting = True
         return results, reads, interesting
 
-    def _complete_parked(self, now: float, out: Outputs, led_changed: bool = True) -> Outputs:
+    def _complete_parked(self, now: float, out: Outputs, leo_moved: bool = True, hwm_moved: bool = True) -> Outputs:
         """Answer parked fetches that now have something for their fetcher (see `_changed_since`),
         an error, or timed out; the answers go into `out` (after what it holds), returned.
 
-        `led_changed` False: the input changed no replica this broker leads (a fetch answer,
-        which only follower replicas take), so only a wait's end can answer a parked fetch.
-        A parked fetch holds only partitions led here, each as it was when last looked at,
-        since every input that changes a leader ends here; the look is skipped after the
-        1,600 fetch answers of a quickstart seed, most with two fetches parked."""
+        `leo_moved`, `hwm_moved`: whether the input may have moved a LEO, an HWM of a replica
+        this broker leads (a role or the partitions held change only with metadata, which
+        passes both). A parked fetch holds only partitions led here, each as it was when last
+        looked at, since every input that changes a leader ends here: one whose offset cannot
+        have moved (a follower's waits on the LEO, a consumer's on the HWM) is answered only
+        at its wait's end, without a look. A fetch answer or a tick moves neither (a fetch
+        answer changes only follower replicas), a fetch no LEO: they are a quickstart seed's
+        1,600, 300 and 2,000 inputs, most with two fetches parked."""
         if not self.parked:
             return out
         still: list[_Parked] = []
         for parked in self.parked:
-            if now >= parked.deadline or led_changed and self._changed_since(parked):
+            looks = leo_moved if parked.follower else hwm_moved
+            if now >= parked.deadline or looks and self._changed_since(parked):
                 results, reads, _ = self._read_fetch(parked.request, now, out)
                 out.messages.append(Reply(parked.ctx, PendingFetch(FetchResponse(_NONE, results), reads)))
             else:
@@ -597,7 +603,7 @@ class BrokerState:
         moved (records to copy), a consumer's once the HWM moved (records it may read). A
         follower learns a new HWM with its next records or at its long poll's end (R12); an
         answer for the HWM alone would double the fetches every acks=all write costs."""
-        follower, partitions = parked.request.replica_id >= 0, self.partitions
+        follower, partitions = parked.follower, self.partitions
         for key, offset in parked.seen:
             p = partitions.get(key)
             if p is None or p.role != "leader" or offset != (p.log_end_offset if follower else p.high_watermark):
