@@ -46,11 +46,12 @@ def carry_out(out: Outputs, role: Role, now_fn: Callable[[], float], effects: Ef
     """Carry out `out` (disk, then send, then record, then stop), then what it triggered."""
     pending = [out]
     for out in pending:  # what a disk operation triggers joins the end of the list, in turn
-        now = now_fn()
-        for op in out.disk:
-            triggered = role.persist(op, now)
-            if triggered:
-                pending.append(triggered)
+        if out.disk:  # (the clock is read for the disk alone, which most outputs leave alone)
+            now = now_fn()
+            for op in out.disk:
+                triggered = role.persist(op, now)
+                if triggered:
+                    pending.append(triggered)
         for m in out.messages:
             if isinstance(m, Send):
                 effects.send(m)
