@@ -165,7 +165,7 @@ class BrokerRole:
             return
         if isinstance(op, AppendBatches):
             plog = self.log_for(op.topic, op.partition)
-            plog.append_batches(op.batches, now)
+            plog.append_batches(op.batches, now, op.scanned)
             self._appended(plog, now)
             return
         self._storage_due = None

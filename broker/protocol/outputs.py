@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
+from broker.common.record_batch import BatchInfo
 from broker.protocol.records import MetadataRecord
 
 
@@ -31,6 +32,9 @@ class AppendBatches:
     partition: int
     batches: bytes
     next_offset: int  # LEO after the append
+    #: the batches as the replica's check of their CRCs and offsets found them, so that the log
+    #: need not scan them again (None: it does); how the bytes were checked, not what to do
+    scanned: list[BatchInfo] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(slots=True)

@@ -839,7 +839,7 @@ class Partition:
         end = infos[-1].position + infos[-1].size
         out.disk.append(AppendBatches(self.topic, self.partition,
                                       records if end == len(records) else bytes(records[:end]),
-                                      infos[-1].next_offset))
+                                      infos[-1].next_offset, infos))
         for info in infos:
             if (info.leader_epoch > self._epochs.latest_epoch
                     and self._epochs.assign(info.leader_epoch, info.base_offset)):

@@ -142,16 +142,23 @@ class PartitionLog:
         self._apply_flush_policy(rolled, now)
         return self._leo
 
-    def append_batches(self, raw: bytes | memoryview, now: float) -> int:
+    def append_batches(self, raw: bytes | memoryview, now: float, scanned: list[BatchInfo] | None = None) -> int:
         """Follower append of whole batches fetched from the leader; returns the LEO.
 
         All or nothing: a bad CRC or a gap in offsets raises CorruptBatch before any byte
         is written. Epochs newer than the cache's latest are learnt from the batches, as
-        Kafka's follower does (R5).
+        Kafka's follower does (R5). `scanned`: what `scan_batches` found in exactly `raw`,
+        CRCs checked, when the replica did that already (every fetched append); the log then
+        checks only that they start at its LEO, instead of reading every batch again.
         """
         if not raw:
             return self._leo
-        batches, problem = scan_batches(raw, expect_offset=self._leo)
+        if scanned is None:
+            batches, problem = scan_batches(raw, expect_offset=self._leo)
+        else:
+            batches = scanned
+            found = batches[0].base_offset if batches else None
+            problem = None if found == self._leo else f"offset gap: expected {self._leo}, found {found}"
         if problem is not None:
             raise CorruptBatch(f"{self._name}: follower append at LEO {self._leo}: {problem}")
         self._epoch_cache.learn_from_batches(((b.leader_epoch, b.base_offset) for b in batches), now)

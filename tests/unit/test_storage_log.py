@@ -127,6 +127,22 @@ def test_follower_append_copies_the_leader_bytes_and_learns_epochs(tmp_path):
     assert follower.append_batches(b"", 0.0) == 12
 
 
+def test_follower_append_of_batches_the_replica_scanned_is_the_append_that_scans_them(tmp_path):
+    leader = open_log(tmp_path / "leader")
+    fill(leader, 2, epoch=1)
+    fill(leader, 2, epoch=3)
+    raw = leader.read(0, 1 << 20, leader.log_end_offset)
+    scanned, problem = scan_batches(raw, expect_offset=0)
+    assert problem is None
+    by_scan, told = open_log(tmp_path / "a"), open_log(tmp_path / "b")
+    assert told.append_batches(raw, 0.0, scanned) == by_scan.append_batches(raw, 0.0) == 12
+    assert told.read(0, 1 << 20, 12) == by_scan.read(0, 1 << 20, 12) == raw
+    assert told.epochs.entries == by_scan.epochs.entries == [(1, 0), (3, 6)]
+    with pytest.raises(CorruptBatch, match="expected 12, found 0"):
+        told.append_batches(raw, 0.0, scanned)  # not at the log's end
+    assert told.log_end_offset == 12
+
+
 def test_follower_append_rejects_a_corrupt_batch_and_appends_nothing(tmp_path):
     log = open_log(tmp_path)
     good = build_batch(0, 1, [b"a"]) + build_batch(1, 1, [b"b"])
