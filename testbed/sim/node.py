@@ -50,6 +50,9 @@ class SimNode:
         self._grid = TickGrid(0.0, Node.TICK)
         self._tick_at = math.inf  # when the scheduled tick falls (inf: none)
         self._tick_token = 0  # tells the scheduled tick from ones scheduled before it
+        #: what the role's `next_tick_at` said since its last input (None: not asked since); the
+        #: role's answer changes only with an input, so a tick needs not ask it again
+        self._told: float | None = None
         self._paused_at = 0.0
         #: `cfg.peer_name` of each destination sent to: the configuration's, so fixed
         self._peer_names: dict[Any, str | None] = {}
@@ -125,7 +128,8 @@ class SimNode:
         now = self.loop.now
         if self._ticks_on_first_point(now):
             return
-        self._schedule_tick_for(self.role.next_tick_at(now), now)
+        self._told = self.role.next_tick_at(now)
+        self._schedule_tick_for(self._told, now)
 
     def _schedule_tick_for(self, due: float, now: float) -> None:
         """Schedule the first grid point at or after `due`, the role's `next_tick_at(now)`."""
@@ -157,7 +161,7 @@ class SimNode:
         """A tick of the grid at `now`: the role's, if anything is due; the next from here."""
         assert self.role is not None
         self._grid.ticked(now)
-        due = self.role.next_tick_at(now)
+        due = self._told if self._told is not None else self.role.next_tick_at(now)
         if due <= now:
             self.execute(self.role.tick(now))
         else:  # nothing due after all: the next tick from here, without asking the role again
@@ -174,6 +178,7 @@ class SimNode:
     # ------------------------------------------------------------------ the executor's effects
     def execute(self, out: Outputs) -> None:
         """Carry out `out`, then schedule the tick the role's new state needs."""
+        self._told = None  # (every input to the role ends here, its disk operations with it)
         if self.role is not None:
             carry_out(out, self.role, self.loop.clock, self)
             self._schedule_tick()
