@@ -44,19 +44,27 @@ class FetcherManager:
         self._partition_backoff_until: dict[PartitionKey, float] = {}
         #: the keys of `_partitions` in order, for sessions that list their partitions sorted
         self._order: list[PartitionKey] = []
+        #: `leaders()` and `next_tick_at()`, kept until a call here changes them (None: to be
+        #: worked out): a partition's leader moves only with a metadata record, after which the
+        #: broker calls `assign` or `remove`, and the broker asks after every input
+        self._sessions: dict[int, list[PartitionKey]] | None = None
+        self._next_tick_due: float | None = None
 
     def set_broker_epoch(self, epoch: int) -> None:
         """R7: every fetch carries the broker epoch; none is sent before registration."""
         self._broker_epoch = epoch
+        self._next_tick_due = None
 
     def assign(self, partition: Partition) -> None:
-        """Fetch for `partition` (after it became a follower). Its leader is read at each
-        request, so a follower-to-follower move needs no second call."""
+        """Fetch for `partition` (after it became a follower), from the leader it names now:
+        called again after every metadata record that leaves it a follower, whose leader may
+        have moved."""
         key = (partition.topic, partition.partition)
         if key not in self._partitions:
             insort(self._order, key)
         self._partitions[key] = partition
         self._partition_backoff_until.pop(key, None)
+        self._sessions = self._next_tick_due = None
 
     def remove(self, topic: str, partition: int) -> None:
         """Stop fetching (the replica became leader or left the replica set, 002 2.2.3)."""
@@ -64,17 +72,22 @@ class FetcherManager:
         if self._partitions.pop(key, None) is not None:
             self._order.remove(key)
         self._partition_backoff_until.pop(key, None)
+        self._sessions = self._next_tick_due = None
 
-    def leaders(self, skip: Container[int] = ()) -> dict[int, list[PartitionKey]]:
-        """Fetch sessions: leader broker -> the partitions fetched from it; none of the
-        leaders in `skip` (those with a fetch in flight, for `build_requests`, which runs
-        after every fetch answer while the other sessions' fetches mostly are in flight)."""
-        sessions: dict[int, list[PartitionKey]] = {}
-        for key in self._order:
-            p = self._partitions[key]
-            leader_id = p.leader_id  # (first: a skipped leader settles it without the property)
-            if leader_id not in skip and p.fetching:
-                sessions.setdefault(leader_id, []).append(key)
+    def leaders(self) -> dict[int, list[PartitionKey]]:
+        """Fetch sessions: leader broker -> the partitions fetched from it (a copy)."""
+        return {leader_id: list(keys) for leader_id, keys in self._kept_sessions().items()}
+
+    def _kept_sessions(self) -> dict[int, list[PartitionKey]]:
+        """The sessions, grouped again only after `assign` or `remove`: `build_requests` runs
+        after every fetch answer, when the partitions' leaders have not moved."""
+        sessions = self._sessions
+        if sessions is None:
+            sessions = self._sessions = {}
+            for key in self._order:
+                p = self._partitions[key]
+                if p.fetching:
+                    sessions.setdefault(p.leader_id, []).append(key)
         return sessions
 
     def build_requests(self, now: float, max_wait_ms: int) -> list[Send]:
@@ -82,8 +95,8 @@ class FetcherManager:
         if self._broker_epoch < 0:
             return []
         sends = []
-        for leader_id, keys in self.leaders(self._in_flight).items():
-            if now < self._leader_backoff_until.get(leader_id, 0.0):
+        for leader_id, keys in self._kept_sessions().items():
+            if leader_id in self._in_flight or now < self._leader_backoff_until.get(leader_id, 0.0):
                 continue
             fetches = []
             sent: dict[PartitionKey, int] = {}
@@ -98,6 +111,7 @@ class FetcherManager:
             if not fetches:
                 continue
             self._in_flight[leader_id] = sent
+            self._next_tick_due = None
             request = FetchRequest(replica_id=self.local_broker_id, broker_epoch=self._broker_epoch,
                                    max_wait_ms=max_wait_ms, min_bytes=1, partitions=fetches)
             sends.append(Send(leader_id, request, correlation=("fetch", leader_id),
@@ -106,8 +120,16 @@ class FetcherManager:
 
     def next_tick_at(self) -> float:
         """When `build_requests` next has a request to send: the end of the backoffs of the
-        first session with nothing in flight (-inf: at once, inf: not until an input). Read
-        from the partitions as they are now, since their leaders may move without a call here."""
+        first session with nothing in flight (-inf: at once, inf: not until an input). Kept
+        until a call here changes the sessions, what is in flight or a backoff; the broker asks
+        after every input, most of which do not reach the fetchers."""
+        due = self._next_tick_due
+        if due is None:
+            due = self._next_tick_due = self._work_out_next_tick()
+        return due
+
+    def _work_out_next_tick(self) -> float:
+        """`next_tick_at` from the partitions, what is in flight and the backoffs as they are."""
         due = math.inf
         if self._broker_epoch < 0:
             return due
@@ -134,6 +156,7 @@ class FetcherManager:
         sent = self._in_flight.pop(leader_id, None)
         if sent is None:
             return out
+        self._next_tick_due = None
         if resp is None or resp.error != _NONE:
             self._leader_backoff_until[leader_id] = now + self.backoff
             return out

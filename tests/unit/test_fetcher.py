@@ -94,6 +94,7 @@ def test_R3_partition_moved_to_another_leader_meanwhile_is_ignored():
     m.build_requests(0.0, 500)
     a.on_partition_record(PartitionRecord("a", 0, [1, 2, 3], [2, 3], 2, 2, 2), EPOCHS,
                           {1, 2, 3}, 0.1)
+    m.assign(a)  # as the broker does after every record that leaves a replica a follower
     out = m.on_response(1, FetchResponse(partitions=[
         ok("a", 1, high_watermark=1, records=build_batch(0, 1, [b"x"]))]), 0.2)
     assert not out and a.log_end_offset == 0
