@@ -65,3 +65,16 @@ def test_send_records_are_the_bytes_of_their_dicts_and_counted_as_written(tmp_pa
     written = Counts()
     written.add(expected)
     assert counts == written
+
+
+def test_a_poll_writes_its_records_as_the_arrays_of_lists_would(tmp_path: Path) -> None:
+    records = [(5, "producer-0:1"), (6, 'a "quoted" \\ value'), (7, "ünïcödé")]
+    path = tmp_path / "poll.jsonl"
+    history = History(path, "consumer-0", clock_ns=lambda: 9)
+    history.poll("orders", 2, 5, 3, records)
+    history.close()
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert lines[1] == orjson.dumps(
+        {"process": "consumer-0", "type": "ok", "f": "poll", "topic": "orders", "partition": 2,
+         "records": [[o, v] for o, v in records], "time_ns": 9},
+        option=orjson.OPT_APPEND_NEWLINE | orjson.OPT_NON_STR_KEYS)
