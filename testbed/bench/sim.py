@@ -4,6 +4,7 @@ run and be judged from the command line."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ def speedup(runs: int) -> list[float]:
     """Virtual seconds per wall second of one seed of the quickstart (3 brokers, 1
     controller, 6 partitions, 2 producers), in this process, per seed."""
     topology = load_topology(QUICKSTART)
+    gc.freeze()  # as a worker does before its seeds (testbed/sim/worker.py)
     out = []
     with tempfile.TemporaryDirectory(prefix="isrlab-sim-bench-") as tmp:
         for seed in range(runs):

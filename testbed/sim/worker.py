@@ -9,6 +9,7 @@ the same in every process (`cli.py` sets it). It dies with the `run.py sim` that
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import signal
@@ -43,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _die)
     die_with_parent(int(os.environ.get(PARENT_ENV, "0")), signal.SIGTERM)
     reap_orphans()  # the data of a worker killed mid-seed
+    # The modules' objects, most of the process's, live as long as it does: frozen, the
+    # collector's full passes during a seed no longer walk them all (-1.3 % of a quickstart
+    # seed's instructions). Nothing a seed writes depends on when the collector runs.
+    gc.freeze()
     for path, seed_text in args.run:
         seed = int(seed_text)
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
