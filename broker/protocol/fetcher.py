@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from bisect import insort
-from collections.abc import Container
 
 from broker.common.errors import Errors
 from broker.protocol.messages import FetchRequest, FetchResponse
