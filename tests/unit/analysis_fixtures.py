@@ -117,9 +117,16 @@ class RunBuilder:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[object]:
-    """One local Spark session per test worker, stopped (with its JVM) at the end."""
+    """One local Spark session per test worker, stopped (with its JVM) at the end. A test
+    that judged in process before the first use of this one (a matrix run, on the default
+    master: the longest tests start first) left a session of its own: it is stopped, and
+    every later judgment of the worker is on this one."""
     from testbed.analysis.session import get_spark, stop_spark
 
-    session = get_spark("local[2]")
+    try:
+        session = get_spark("local[2]")
+    except RuntimeError:  # "a Spark session on local[*] is already running in this process"
+        stop_spark()
+        session = get_spark("local[2]")
     yield session
     stop_spark()
