@@ -35,12 +35,9 @@ from testbed.supervisor.client_configs import build_client_configs
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.node_configs import build_node_configs
 from testbed.supervisor.run_dir import RunDir
+from testbed.config.loader import FAST_SAFE_DUMPER
 from testbed.config.specs import NodeSpec
 from testbed.config.topology_spec import Topology
-
-#: libyaml's emitter, where PyYAML has it: the pure-Python one took a percent of a quickstart
-#: seed to write its topology.yaml; both write the same bytes (tests/unit/test_sim_topology_yaml.py)
-YAML_DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 #: how often a wait asks its condition again, as the supervisor polls its nodes
 POLL = 0.05
@@ -98,7 +95,7 @@ class SimCluster(ClusterAdmin):
         """Every node started, the topics created, every partition led (virtual time)."""
         self.dir.create(sockets=False)
         self._history_out, self._events_out = JsonlBuffer(self.dir.history), JsonlBuffer(self.dir.events)
-        (self.dir.root / "topology.yaml").write_text(yaml.dump(self.topology.to_dict(), Dumper=YAML_DUMPER,
+        (self.dir.root / "topology.yaml").write_text(yaml.dump(self.topology.to_dict(), Dumper=FAST_SAFE_DUMPER,
                                                                 sort_keys=False))
         self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults, clock_ns=self.loop.clock_ns)
         for spec in self.nodes():

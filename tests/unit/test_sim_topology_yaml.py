@@ -1,4 +1,4 @@
-"""A simulated seed writes its topology.yaml with libyaml's emitter (`YAML_DUMPER`), a run of
+"""A simulated seed writes its topology.yaml with libyaml's emitter (`FAST_SAFE_DUMPER`), a run of
 processes with PyYAML's own: the bytes must be the same, for every topology of the tree and
 for values that make an emitter quote, escape or fold."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from testbed.config.loader import load_topology
-from testbed.sim.cluster import YAML_DUMPER
+from testbed.config.loader import FAST_SAFE_DUMPER
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPOLOGIES = sorted(p for p in (ROOT / "topologies").rglob("*.yaml") if "matrix" not in p.parts)
@@ -18,7 +18,7 @@ TOPOLOGIES = sorted(p for p in (ROOT / "topologies").rglob("*.yaml") if "matrix"
 @pytest.mark.parametrize("path", TOPOLOGIES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_a_topology_dumps_to_the_same_bytes_with_either_emitter(path: Path) -> None:
     data = load_topology(path).to_dict()
-    assert yaml.dump(data, Dumper=YAML_DUMPER, sort_keys=False) == yaml.safe_dump(data, sort_keys=False)
+    assert yaml.dump(data, Dumper=FAST_SAFE_DUMPER, sort_keys=False) == yaml.safe_dump(data, sort_keys=False)
 
 
 @pytest.mark.parametrize("value", [
@@ -28,4 +28,4 @@ def test_a_topology_dumps_to_the_same_bytes_with_either_emitter(path: Path) -> N
 ])
 def test_awkward_values_dump_to_the_same_bytes_with_either_emitter(value: str) -> None:
     data = {"name": "t", "description": value, "nested": [{"k": value, "n": 1.5, "b": True, "none": None}]}
-    assert yaml.dump(data, Dumper=YAML_DUMPER, sort_keys=False) == yaml.safe_dump(data, sort_keys=False)
+    assert yaml.dump(data, Dumper=FAST_SAFE_DUMPER, sort_keys=False) == yaml.safe_dump(data, sort_keys=False)
