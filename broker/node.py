@@ -18,6 +18,7 @@ transport answers it with an error and counts it).
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import signal
@@ -48,10 +49,10 @@ DEFAULT_REQUEST_TIMEOUT = 2.0
 class Node:
     TICK = 0.005
 
-    def __init__(self, cfg: NodeConfig) -> None:
+    def __init__(self, cfg: NodeConfig, links: LinkTable | None = None) -> None:
         self.cfg = cfg
         self.events = EventLog(cfg.run_dir / "events.jsonl", cfg.name)
-        self.link_filter = LinkFilter()
+        self.link_filter = LinkFilter(links)
         self.transport = Transport(cfg.name, bind=cfg.endpoint, link_filter=self.link_filter,
                                    also_bind=cfg.local_endpoint)
         self.control = Transport(f"{cfg.name}/control", bind=cfg.control_endpoint)
@@ -144,6 +145,7 @@ class Node:
             body = self.role.status()
             body["transport"] = self.transport.counters()
             body["links"] = {f"{src}->{dst}": c for (src, dst), c in self.link_filter.counters().items()}
+            body["link_seq"] = self.link_filter.table.seq  # the link table it holds (-1: none yet)
             body["pid"] = os.getpid()
             return body
         if op == "links":
@@ -168,8 +170,10 @@ class Node:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m broker.node")
     ap.add_argument("--config", required=True, type=Path)
+    ap.add_argument("--links", type=Path, help="the link table to start with (a rule is in force)")
     args = ap.parse_args(argv)
     cfg = NodeConfig.load(args.config)
+    links = LinkTable.from_dict(json.loads(args.links.read_text())) if args.links is not None else None
     die_with_parent(cfg.supervisor_pid)
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr,
@@ -180,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as e:
             log.error("cannot join network namespace %s: %s", cfg.netns, e)
             return 71
-    node = Node(cfg)
+    node = Node(cfg, links)
     signal.signal(signal.SIGTERM, lambda *_: node.finish(0))
     try:
         return node.run()

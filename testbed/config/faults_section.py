@@ -22,6 +22,7 @@ from testbed.config.references import (
     TARGET_GRAMMAR,
     Known,
     names_one_node,
+    partition_named,
     replica_list_problem,
     target_problem,
     topic_named,
@@ -95,17 +96,23 @@ def parse_fault_entry(source: str, entry: dict[str, Any], known: Known) -> tuple
 
 def _check_elect_targets(w: Walker, specs: list[Any], path: str, known: Known) -> None:
     """`elect` must name a replica of its partition: one placed there at the start, or one a
-    `reassign` of the run moves there."""
+    `reassign` of the run moves there. A partition that a `create-topic` or `add-partitions`
+    fault makes is placed when it fires, so its replicas are not known here."""
     if known.replicas is None:
         return
     moved: dict[str, set[int]] = {}
+    placed_later: set[str] = set()
     for spec in specs:
         if isinstance(spec, FaultSpec) and spec.do == "reassign":
             moved.setdefault(spec.params["partition"], set()).update(spec.params["replicas"])
+        elif isinstance(spec, FaultSpec) and spec.do == "create-topic":
+            placed_later.add(spec.params["topic"]["name"])
     for index, spec in enumerate(specs):
         if not (isinstance(spec, FaultSpec) and spec.do == "elect"):
             continue
         partition = spec.params["partition"]
+        if partition not in known.replicas or topic_named(partition) in placed_later:
+            continue
         broker = broker_id(str(spec.target))
         replicas = known.replicas.get(partition, ())
         if broker not in replicas and broker not in moved.get(partition, set()):
@@ -120,10 +127,12 @@ def _check_firing_order(w: Walker, specs: list[Any], path: str, known: Known) ->
     removed broker exists then and its removal leaves as many brokers as every topic then
     needs; a created topic's name is free then and its replication factor fits the brokers
     then; a deleted or grown topic exists then; any other fault that names a broker names one
-    in the cluster then. Either side is skipped when its section is broken (its own error
+    in the cluster then, and one that names a partition names one of the topic as it is then
+    (a topic made again may have fewer or more partitions than before). Either side is skipped when its section is broken (its own error
     says why)."""
     brokers = None if known.broker_ids is None else set(known.broker_ids) - known.added_brokers
     topics = None if known.replication is None else dict(known.replication)  # name -> RF, the topology's
+    partitions = dict(known.initial_partitions or {})  # name -> partitions then
     ordered = sorted(((i, s) for i, s in enumerate(specs) if isinstance(s, FaultSpec)), key=lambda item: item[1].at)
     removed: set[int] = set()
     ever = set(topics or {}) | {s.params["topic"]["name"] for _, s in ordered if s.do == "create-topic"}
@@ -134,12 +143,12 @@ def _check_firing_order(w: Walker, specs: list[Any], path: str, known: Known) ->
                 _broker_step(w, spec, entry, when, brokers, topics or {}, removed)
         elif spec.do in _ADMIN_ACTIONS:
             if topics is not None:
-                _topic_step(w, spec, entry, when, topics, brokers)
+                _topic_step(w, spec, entry, when, topics, brokers, partitions)
         else:
             if brokers is not None:
                 _named_brokers_step(w, spec, entry, when, brokers)
             if topics is not None:
-                _named_topic_step(w, spec, entry, when, topics, ever)
+                _named_topic_step(w, spec, entry, when, topics, ever, partitions)
 
 
 def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int]) -> None:
@@ -160,16 +169,23 @@ def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, broke
 
 
 def _named_topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[str, int],
-                      ever: set[str]) -> None:
+                      ever: set[str], partitions: dict[str, int]) -> None:
     """A fault that names a partition (`partition: T/P`, `target: leader-of T/P`) names one of
     a topic that exists when it fires: one deleted before it, or made only after it, has
-    none to act on (an unknown topic is its own error)."""
+    none to act on (an unknown topic is its own error); and the partition is one the topic
+    has then."""
     for key in ("partition", "target"):
         value = spec.params.get(key) if key == "partition" else spec.target
-        topic = topic_named(value) if isinstance(value, str) else None
+        named = partition_named(value) if isinstance(value, str) else None
+        if named is None:
+            continue
+        topic, partition = named
         if topic in ever and topic not in topics:
             w.error(join(entry, key), f"topic {topic!r} does not exist at {when} (topics then: "
                     f"{', '.join(sorted(topics)) or 'none'}): deleted before it, or made only after it")
+        elif topic in partitions and partition >= partitions[topic]:
+            w.error(join(entry, key), f"{value!r}: topic {topic} has partitions 0..{partitions[topic] - 1} "
+                    f"at {when}")
 
 
 def _broker_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int], topics: dict[str, int],
@@ -199,7 +215,7 @@ def _broker_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set
 
 
 def _topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[str, int],
-                brokers: set[int] | None) -> None:
+                brokers: set[int] | None, partitions: dict[str, int]) -> None:
     if spec.do == "create-topic":
         name, rf = spec.params["topic"]["name"], spec.params["topic"]["replication_factor"]
         if name in topics:
@@ -209,6 +225,7 @@ def _topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[
             w.error(join(join(entry, "topic"), "replication_factor"), f"{rf} is more than the {len(brokers)} "
                     f"brokers in the cluster at {when} ({sorted(brokers)})")
         topics[name] = rf
+        partitions[name] = spec.params["topic"]["partitions"]
         return
     name = spec.params["topic"]
     if name not in topics:
@@ -216,6 +233,9 @@ def _topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[
                 f"{', '.join(sorted(topics)) or 'none'}); {spec.do} needs an existing topic")
     elif spec.do == "delete-topic":
         del topics[name]
+        partitions.pop(name, None)
+    elif name in partitions:
+        partitions[name] += spec.params["count"]
 
 
 def _parse_fault(w: Walker, value: object, path: str, known: Known, duration: float | None) -> FaultSpec | Any:

@@ -9,7 +9,7 @@ from typing import Any
 
 from faults.fault_spec import NEMESIS_ACTIONS, NemesisSpec
 from testbed.config import scalars
-from testbed.config.references import Known, target_problem
+from testbed.config.references import Known, partition_named, target_problem
 from testbed.config.units import format_duration, parse_duration
 from testbed.config.walker import INVALID, Walker, join, valid
 
@@ -54,7 +54,35 @@ def parse_nemesis(
         w.note(path, f"partition-halves cuts off at least {total_nodes // 2} of the {total_nodes} nodes, more than "
                      f"max_down {max_down}: it is skipped every time it is drawn (max_down "
                      f"{total_nodes - total_nodes // 2} lets it fire whichever half the active controller is in)")
+    down = [action for action in do if action in _DOWN_ACTIONS]
+    for index, target in enumerate(targets) if down else ():
+        least = _least_nodes(target, known)
+        if least is not None and least > max_down:
+            one = len(down) == 1
+            actions = down[0] if one else f"{', '.join(down[:-1])} and {down[-1]}"
+            w.note(join(join(path, "target"), index) if "target" in m else path,
+                   f"{target} is at least {least} nodes, more than max_down {max_down}: {actions} of it "
+                   f"{'is' if one else 'are'} skipped every time {'it is' if one else 'they are'} drawn "
+                   f"(max_down {least} lets {'it' if one else 'them'} fire)")
     return NemesisSpec(*parts)
+
+
+#: the nemesis actions the injector counts against `max_down` (the nodes they take down or cut off)
+_DOWN_ACTIONS = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-loss", "partition-isolate"})
+
+
+def _least_nodes(target: str, known: Known) -> int | None:
+    """The fewest nodes `target` resolves to when the run starts, where the topology fixes it:
+    a partition's followers are its replicas but the leader, `brokers` and `controllers` are
+    every one of them. None for targets that can be one node."""
+    if target == "brokers" and known.broker_ids is not None:
+        return len(set(known.broker_ids) - known.added_brokers)
+    if target == "controllers" and known.controller_ids is not None:
+        return len(known.controller_ids)
+    named = partition_named(target) if target.startswith("followers-of ") else None
+    if named is not None and known.replication is not None and named[0] in known.replication:
+        return known.replication[named[0]] - 1
+    return None
 
 
 def _nemesis_targets(w: Walker, value: object, path: str, known: Known) -> tuple[str, ...] | Any:

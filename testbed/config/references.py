@@ -39,9 +39,15 @@ _ONE_NODE_RE = re.compile(r"(broker|controller):[0-9]{1,9}|leader-of \S+|active-
 
 def topic_named(text: str) -> str | None:
     """The topic of `TOPIC/P` or of a partition target (`leader-of TOPIC/P`); None for others."""
+    named = partition_named(text)
+    return None if named is None else named[0]
+
+
+def partition_named(text: str) -> tuple[str, int] | None:
+    """The topic and partition of `TOPIC/P` or of a partition target (`leader-of TOPIC/P`)."""
     partition = _PARTITION_TARGET_RE.match(text)
     match = _TOPIC_PARTITION_RE.match(partition.group(2) if partition else text)
-    return match.group(1) if match else None
+    return (match.group(1), int(match.group(2))) if match else None
 
 
 def names_one_node(target: str) -> bool:
@@ -66,6 +72,9 @@ class Known:
     added_brokers: frozenset[int] = frozenset()
     #: the racks of the controllers that have one: a `rack:` target names those nodes too
     controller_racks: frozenset[str] = frozenset()
+    #: topic -> partitions when the run starts (`topics` also counts those admin faults make
+    #: later); None when the topics are broken
+    initial_partitions: dict[str, int] | None = None
 
 
 def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) -> Known:
@@ -81,7 +90,8 @@ def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) 
     if topics is not INVALID:
         replicas = None if cluster is INVALID or seed is None else initial_replicas(cluster, topics, seed)
         return Known(broker_ids, controller_ids, racks, {t.name: t.partitions for t in topics}, replicas,
-                     {t.name: t.replication_factor for t in topics}, controller_racks=controller_racks)
+                     {t.name: t.replication_factor for t in topics}, controller_racks=controller_racks,
+                     initial_partitions={t.name: t.partitions for t in topics})
     # Topics are broken, but names that did parse still let references be checked, as long
     # as every entry's name parsed (else an unknown name may be the broken one).
     names: dict[str, int | None] = {}
@@ -111,8 +121,9 @@ def with_added_brokers(known: Known, raw_faults: object) -> Known:
 
 def with_created_topics(known: Known, raw_faults: object) -> Known:
     """`known` with the topics the run's `create-topic` faults make and the partitions its
-    `add-partitions` faults add, so that clients and faults may name them; whether each exists
-    when it is named is checked in firing order by the faults section."""
+    `add-partitions` faults add, so that clients and faults may name them: a topic made
+    again after its deletion counts its most partitions. Whether each topic and partition
+    exists when it is named is checked in firing order by the faults section."""
     if known.topics is None or not isinstance(raw_faults, list):
         return known
     topics = dict(known.topics)
@@ -121,7 +132,12 @@ def with_created_topics(known: Known, raw_faults: object) -> Known:
         spec = entry.get("topic")
         if entry.get("do") == "create-topic" and isinstance(spec, dict) and isinstance(spec.get("name"), str):
             count = spec.get("partitions", 1)
-            topics.setdefault(spec["name"], count if is_int(count) and count >= 1 else None)
+            count = count if is_int(count) and count >= 1 else None
+            name = spec["name"]
+            if name not in topics:
+                topics[name] = count
+            elif topics[name] is not None:
+                topics[name] = None if count is None else max(topics[name], count)
     for entry in entries:
         name, count = entry.get("topic"), entry.get("count")
         if entry.get("do") == "add-partitions" and isinstance(name, str) and topics.get(name) is not None \

@@ -135,13 +135,15 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                         if rec["params"].get("undo_of") and did_nothing(rec):
                             continue  # the undo of a nemesis fault that was skipped (max_down)
                         console.print(describe_fault(rec, ended(rec)))
+                    next_fault = None if injector.next_at() is None else start + injector.next_at() * time_scale
                     if now >= next_display:
                         next_display = now + 0.5
-                        inbox.drain()
-                        mon.update(inbox.totals(), cluster.status(timeout=0.2))
+                        inbox.drain()  # a node that does not answer (starting again) holds no fault back
+                        wait = 0.2 if next_fault is None else min(0.2, max(0.02, next_fault - time.monotonic()))
+                        mon.update(inbox.totals(), cluster.status(timeout=wait))
                     wake = [end, next_display]
-                    if injector.next_at() is not None:
-                        wake.append(start + injector.next_at() * time_scale)
+                    if next_fault is not None:
+                        wake.append(next_fault)
                     time.sleep(max(0.0, min(wake) - time.monotonic()))  # until the next fault or redraw
                 # A fault that waited up to the workload's end, where its wait gave up (a
                 # remove-broker whose moves never completed), held back those due after it: they

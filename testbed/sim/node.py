@@ -221,4 +221,5 @@ class SimNode:
         body = self.role.status()
         f = self.net.filters.get(self.name)
         body["links"] = {f"{s}->{d}": c for (s, d), c in f.counters().items()} if f is not None else {}
+        body["link_seq"] = f.table.seq if f is not None else -1
         return body

@@ -11,6 +11,7 @@ Every wait is on a condition with a deadline scaled by the run's time scale.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import secrets
 import subprocess
@@ -54,6 +55,10 @@ from testbed.config.topology_spec import Topology
 __all__ = ["Cluster", "ClusterError", "RebalanceInProgress"]
 
 
+#: how long after its start a node that has not answered yet counts as starting (s, scaled)
+STARTING_S = 3.0
+
+
 class Cluster(ClusterAdmin):
     def __init__(self, topology: Topology, run_dir: Path | None = None, runs_dir: Path | None = None,
                  time_scale: float = 1.0, keep_data: bool = True) -> None:
@@ -76,6 +81,8 @@ class Cluster(ClusterAdmin):
         #: nodes that have not got it yet (paused or restarted since the last push)
         self.link_table: LinkTable = LinkTable(0, {})
         self._links_pending: set[str] = set()
+        #: nodes whose process has not answered a status since it was started, and when (`status`)
+        self._starting: dict[str, float] = {}
         self.mounts = TmpfsMounts()
         #: `backend: netns`: the run's namespaces, addresses and kernel rules
         self.network: NetnsNetwork | None = None
@@ -181,8 +188,17 @@ class Cluster(ClusterAdmin):
         return False
 
     def _spawn(self, name: str) -> None:
-        proc = spawn(["-m", "broker.node", "--config", str(self.dir.nodes / f"{name}.json")],
-                     self.dir.nodes / f"{name}.log")
+        """Start a node's process. While a link rule is in force, the process starts with the
+        link table (`--links`), as a simulated node does: pushing it once the process answers
+        held every later fault of the schedule back by the process's start (about 0.8 s a
+        restart), and let the new process talk across a partition until then."""
+        args = ["-m", "broker.node", "--config", str(self.dir.nodes / f"{name}.json")]
+        if self.link_table.rules:
+            links = self.dir.nodes / f"{name}.links.json"
+            links.write_text(json.dumps(self.link_table.to_dict()))
+            args += ["--links", str(links)]
+        proc = spawn(args, self.dir.nodes / f"{name}.log")
+        self._starting[name] = time.monotonic()
         self.procs[name] = proc
         self.stopped.discard(name)
         assert self.registry is not None
@@ -233,7 +249,6 @@ class Cluster(ClusterAdmin):
         if self._client is not None:  # not the address it would learn from metadata (netns)
             self._client.brokers[broker_id] = self._supervisor_endpoint(spec.name)
         self._spawn(spec.name)
-        self._push_links_to_new(spec.name)
         self.wait_until(lambda s: broker_id in s.registered_brokers()
                         and not s.registered_brokers()[broker_id]["fenced"],
                         timeout=self.scaled(15), what=f"{spec.name} registered and unfenced")
@@ -241,23 +256,27 @@ class Cluster(ClusterAdmin):
 
     # ------------------------------------------------------------------ observation
     def status(self, timeout: float = 0.5) -> ClusterStatus:
-        """Every running node's own view; the controller's is the active controller's."""
+        """Every running node's own view, asked of all at once (a node that does not answer
+        costs `timeout` once, not once per node, and the others' answers are of one moment); the
+        controller's is the active controller's. A process started less than `STARTING_S` ago
+        that has not answered yet is waited for only `control_client.STARTING_PATIENCE`: a
+        restart's second of start-up held back every fault due meanwhile (each resolves its
+        targets on a status), and so did the live progress; one that has not answered by then
+        is waited for in full again."""
         self.ensure_open()
         assert self.control is not None
-        quorum: dict[str, dict | None] = {}
-        for spec in self.controllers():
-            if spec.name in self.stopped or spec.name in self.paused:
-                quorum[spec.name] = None
-                continue
-            quorum[spec.name] = self.control.call(self.configs[spec.name].control_endpoint, "status", timeout=timeout)
-        brokers: dict[int, dict | None] = {}
-        for spec in self.brokers:
-            if spec.name in self.removed:
-                continue
-            if spec.name in self.stopped or spec.name in self.paused:
-                brokers[spec.id] = None
-                continue
-            brokers[spec.id] = self.control.call(self.configs[spec.name].control_endpoint, "status", timeout=timeout)
+        down = self.stopped | self.paused
+        asked = {spec.name: self.configs[spec.name].control_endpoint for spec in self.controllers()
+                 if spec.name not in down}
+        asked |= {spec.name: self.configs[spec.name].control_endpoint for spec in self.brokers
+                  if spec.name not in self.removed and spec.name not in down}
+        now = time.monotonic()
+        self._starting = {name: at for name, at in self._starting.items() if now - at < self.scaled(STARTING_S)}
+        answers = self.control.call_all(asked, "status", timeout=timeout, starting=self._starting) if asked else {}
+        for name in [name for name, body in answers.items() if body is not None and name in self._starting]:
+            del self._starting[name]
+        quorum = {spec.name: answers.get(spec.name) for spec in self.controllers()}
+        brokers = {spec.id: answers.get(spec.name) for spec in self.brokers if spec.name not in self.removed}
         return ClusterStatus.of(quorum, brokers)
 
     def wait_until(self, predicate: Callable[[ClusterStatus], bool], timeout: float,
@@ -367,16 +386,7 @@ class Cluster(ClusterAdmin):
         if self._node(name) not in self.stopped:
             raise ClusterError(f"{name} is running")
         self._spawn(name)
-        self._push_links_to_new(name)
         return self.procs[name].pid
-
-    def _push_links_to_new(self, name: str) -> None:
-        """A new process starts with no link rule: it needs the table only when a rule is in
-        force (pushing it waits for the process to answer, which held the fault schedule
-        back for up to a second at every restart)."""
-        if self.link_table.rules:
-            self._links_pending.add(name)
-            self.sync_links()
 
     def _node(self, name: object) -> str:
         """`name` when it is a node of the cluster; else a ClusterError naming the nodes."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 import itertools
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import TypeVar
 
 from broker.common.errors import Errors
@@ -14,6 +14,8 @@ from broker.wire.transport import Expired, Response, Transport
 
 #: how often a request with an `until` condition asks it (s)
 UNTIL_POLL = 0.01
+#: how long `call_all` waits for a node that has not answered since it was started (s)
+STARTING_PATIENCE = 0.05
 K = TypeVar("K")
 
 
@@ -54,16 +56,23 @@ class ControlClient:
             return msg.body
         return None
 
-    def call_all(self, endpoints: dict[K, str], op: str, timeout: float = 1.0) -> dict[K, dict | None]:
+    def call_all(self, endpoints: dict[K, str], op: str, timeout: float = 1.0,
+                 starting: Collection[K] = (), patience: float = STARTING_PATIENCE) -> dict[K, dict | None]:
         """`call` of every node at once: one moment's answers. Asked one after another, a
         dead node's timeout fell between the others' answers, and `run.py status` showed a
-        follower's log end past its leader's."""
+        follower's log end past its leader's. The nodes in `starting` (processes that have
+        not answered since they were started) are waited for at most `patience` s: a process
+        takes most of a second to start, and waiting out `timeout` for it held back every
+        fault the schedule had due meanwhile (each resolves its targets on a status)."""
         msg = ControlRequest(self.token, op, {})
-        rids = {self.transport.request(endpoint, msg, timeout, time.monotonic()): key
-                for key, endpoint in endpoints.items()}
+        now = time.monotonic()
+        rids = {self.transport.request(endpoint, msg, timeout, now): key for key, endpoint in endpoints.items()}
         out: dict[K, dict | None] = dict.fromkeys(endpoints.keys())
-        deadline = time.monotonic() + timeout + 0.05
-        while rids and (left := deadline - time.monotonic()) > 0:
+        deadline, soon = now + timeout + 0.05, now + min(timeout, patience)
+        while rids:
+            until = soon if all(key in starting for key in rids.values()) else deadline
+            if (left := until - time.monotonic()) <= 0:
+                break
             for item in self.transport.poll(left, time.monotonic):
                 if isinstance(item, Response | Expired) and item.request_id in rids:
                     key = rids.pop(item.request_id)

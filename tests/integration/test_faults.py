@@ -187,6 +187,22 @@ def test_rack_target_and_group_partition(make_cluster) -> None:
                  timeout=c.scaled(20), what="broker 1 back")
 
 
+def test_a_node_restarted_inside_a_partition_starts_with_the_link_table(make_cluster) -> None:
+    """A restarted process holds the partition's rules from its first message, as a simulated
+    node does: it is not sent them once it answers (which let it talk across the partition
+    until then, and held the later faults of the schedule back)."""
+    c = make_cluster(partitions=1)
+    fire(c, "partition", "broker:2", shape="isolate")
+    fire(c, "kill", "broker:2")
+    fire(c, "restart", "broker:2")
+    assert "broker-2" not in c._links_pending
+    s = c.wait_until(lambda s: s.brokers.get(2) is not None, timeout=c.scaled(10), what="broker 2 answering")
+    assert s.brokers[2]["link_seq"] == c.link_table.seq >= 0
+    fire(c, "heal")
+    c.wait_until(lambda s: not s.registered_brokers()[2]["fenced"] and s.fully_replicated(),
+                 timeout=c.scaled(20), what="broker 2 back")
+
+
 def test_killed_controller_restarts_from_its_metadata_log(make_cluster) -> None:
     """R22: the controller's state is its committed log; after a restart it replays it and
     the cluster carries on with the same brokers, partitions and epochs."""

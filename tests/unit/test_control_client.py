@@ -70,3 +70,42 @@ def test_every_node_is_asked_at_once_so_a_dead_one_costs_one_timeout_not_one_eac
         client.close()
         for node in live.values():
             node.close()
+
+
+def test_a_node_still_starting_is_waited_for_briefly_and_the_others_in_full(tmp_path: Path) -> None:
+    """A restarted process takes most of a second to start; every fault due meanwhile resolves
+    its targets on a status, and waiting out the timeout for the new process held them back
+    (a pause due 0.2 s after a restart fired 0.6 s late). A node that is not starting is
+    still waited for in full."""
+    import threading
+
+    from broker.common.errors import Errors
+    from broker.protocol.messages import ControlResponse
+    from broker.wire.transport import Request, Transport
+
+    late = Transport("broker-1", bind=f"ipc://{tmp_path}/broker-1.sock")  # answers after 1 s
+    stop = threading.Event()
+
+    def serve() -> None:
+        time.sleep(1.0)
+        while not stop.is_set():
+            for item in late.poll(0.02, time.monotonic):
+                if isinstance(item, Request):
+                    late.reply(item.handle, ControlResponse(Errors.NONE, {"node": "broker-1"}))
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    client = ControlClient("token")
+    endpoints = {"broker-1": f"ipc://{tmp_path}/broker-1.sock", "broker-2": f"ipc://{tmp_path}/broker-2.sock"}
+    try:
+        start = time.monotonic()
+        answers = client.call_all(endpoints, "status", timeout=10.0, starting={"broker-1", "broker-2"},
+                                  patience=0.05)
+        assert answers == {"broker-1": None, "broker-2": None}
+        assert time.monotonic() - start < 0.9  # the patience, not the timeout nor broker-1's second
+        answers = client.call_all(endpoints, "status", timeout=10.0, starting={"broker-2"}, patience=0.05)
+        assert answers == {"broker-1": {"node": "broker-1"}, "broker-2": None}  # broker-1 waited for in full
+    finally:
+        stop.set()
+        thread.join()
+        client.close()
+        late.close()

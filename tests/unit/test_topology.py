@@ -349,6 +349,49 @@ def test_r40_a_fault_naming_a_partition_of_a_deleted_topic_is_refused() -> None:
     assert "topic 'orders' does not exist at 2s (topics then: none)" in errors_of(data)[0]
 
 
+def test_r40_a_topic_made_again_is_named_with_the_partitions_it_has_then() -> None:
+    """A topic deleted and made again has the partitions of its new making from then on: a
+    tester's file that made `orders` again with more partitions was refused, and one that
+    made it with fewer, then named a partition it no longer had, was accepted (the run then
+    resolved the kill's target to nobody and the controller refused the election)."""
+    data = base()
+    data["workload"] = {}
+    data["faults"] = [{"at": "1s", "do": "delete-topic", "topic": "orders"},
+                      {"at": "2s", "do": "create-topic", "topic": {"name": "orders", "partitions": 8,
+                                                                   "replication_factor": 2}},
+                      {"at": "4s", "do": "kill", "target": "leader-of orders/7"},
+                      {"at": "5s", "do": "elect", "partition": "orders/7", "target": "broker:1"}]
+    parse_topology(data, SRC)  # valid: orders/7 exists from 2s
+    data["faults"][1]["topic"]["partitions"] = 2
+    data["faults"][2]["target"] = "leader-of orders/4"
+    data["faults"][3]["partition"] = "orders/5"
+    assert errors_of(data) == [
+        f"{SRC}: faults[2].target: 'leader-of orders/4': topic orders has partitions 0..1 at 4s",
+        f"{SRC}: faults[3].partition: 'orders/5': topic orders has partitions 0..1 at 5s"]
+    data["faults"][2]["at"] = "0.5s"  # before the deletion: the topic's first 6 partitions
+    assert [e.split(": ")[1] for e in errors_of(data)] == ["faults[3].partition"]
+    data["faults"].insert(2, {"at": "3s", "do": "add-partitions", "topic": "orders", "count": 4})
+    parse_topology(data, SRC)  # orders/5 exists again from 3s
+
+
+def test_a_nemesis_target_of_more_nodes_than_max_down_is_noted_as_never_firing() -> None:
+    """The injector skips a nemesis fault that would take down more than `max_down` nodes: a
+    tester's nemesis on `followers-of orders/2` (two followers at RF 3) with max_down 1 was
+    drawn 16 times and skipped 16 times, and nothing said so."""
+    from testbed.topology import never_firing
+    data = nemesis(**{"do": ["kill", "partition-isolate", "slow"], "target": ["random-broker", "followers-of orders/2",
+                                                                             "controllers"], "max_down": 1})
+    assert never_firing(parse_topology(data, SRC)) == [
+        f"{SRC}: faults[0].nemesis.target[1]: followers-of orders/2 is at least 2 nodes, more than max_down 1: "
+        "kill and partition-isolate of it are skipped every time they are drawn (max_down 2 lets them fire)"]
+    data["faults"][0]["nemesis"]["max_down"] = 2
+    assert never_firing(parse_topology(data, SRC)) == []
+    data["faults"][0]["nemesis"]["target"] = ["brokers"]
+    data["faults"][0]["nemesis"]["do"] = ["pause"]
+    [note] = never_firing(parse_topology(data, SRC))
+    assert "brokers is at least 3 nodes, more than max_down 2: pause of it is skipped" in note
+
+
 def test_r31_with_r32_is_valid_and_noted_as_the_legacy_election_acting_first() -> None:
     from testbed.topology import never_firing
     data = with_("protocol", {"unclean_leader_election": True, "unclean_recovery": "balanced"})
