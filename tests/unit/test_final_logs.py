@@ -32,3 +32,19 @@ def test_a_replicas_lines_are_the_bytes_of_their_dicts(tmp_path: Path, monkeypat
         orjson.dumps({"node": "broker-1", "topic": "orders", "partition": 3, "offset": o, "leader_epoch": e,
                       "value": v.decode("utf-8", "replace")}, option=orjson.OPT_APPEND_NEWLINE)
         for o, e, v in records)
+
+
+def test_a_percent_sign_in_the_replicas_part_is_written_as_it_is(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The replica's part of a line goes into the one format of its lines: a `%` in it (a topic's
+    name) must come out as itself, not as a conversion."""
+    data = tmp_path / "data"
+    (data / "broker-1" / "or%d%sers-0").mkdir(parents=True)
+    records = [(i, 1, b"v%d" % i) for i in range(3)]
+    monkeypatch.setattr(final_state, "read_partition_dir", lambda d: records)
+    target = tmp_path / "logs.jsonl"
+    assert final_state.write_logs(target, {"broker-1": data / "broker-1"}) == 3
+    assert target.read_bytes() == b"".join(
+        orjson.dumps({"node": "broker-1", "topic": "or%d%sers", "partition": 0, "offset": o, "leader_epoch": e,
+                      "value": v.decode()}, option=orjson.OPT_APPEND_NEWLINE)
+        for o, e, v in records)
