@@ -138,6 +138,10 @@ class LinkFilter:
 
     def __init__(self, table: LinkTable | None = None) -> None:
         self._table = LinkTable(-1)
+        #: the table has no rule: every message passes (`decide` DELIVER, `admits` True), which
+        #: a sender and a receiver may read without the calls (the simulated network, twice a
+        #: message); kept with the table by `update`
+        self.passes_all = True
         self._resolved: dict[tuple[str, str], LinkRule | None] = {}
         self._counts: dict[tuple[str, str], list[int]] = {}
         if table is not None:
@@ -152,6 +156,7 @@ class LinkFilter:
         if table.seq <= self._table.seq:
             return False
         self._table = table
+        self.passes_all = not table.rules
         self._resolved.clear()
         return True
 
