@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from broker.common.errors import Errors
 from broker.common.record_batch import CorruptBatch, record_set_count, scan_batches
-from broker.protocol.epochs import EpochHistory
+from broker.protocol.epochs import UNDEFINED_EPOCH, EpochHistory
 from broker.protocol.messages import (
     ACKS,
     ACKS_ALL,
@@ -761,13 +761,15 @@ class Partition:
         With `truncation: high-watermark` the last fetched epoch is -1, so the leader skips
         the divergence check (R13): that is the historic protocol's flaw, kept on purpose.
         """
-        if not self.fetching:
+        if self.role != FOLLOWER or self.leader_id == NO_LEADER:  # (`fetching`, without its call)
             return None
-        last_epoch = (-1 if self.config.truncation == "high-watermark"
-                      else self._epochs.latest_epoch)
-        return FetchPartition(self.topic, self.partition, fetch_offset=self.log_end_offset,
-                              last_fetched_epoch=last_epoch,
-                              current_leader_epoch=self.leader_epoch)
+        if self.config.truncation == "high-watermark":
+            last_epoch = -1
+        else:  # (`EpochHistory.latest_epoch`, without its call: once a partition a fetch request)
+            entries = self._epochs.entries
+            last_epoch = entries[-1][0] if entries else UNDEFINED_EPOCH
+        # (positional: fetch offset, last fetched epoch, current leader epoch)
+        return FetchPartition(self.topic, self.partition, self.log_end_offset, last_epoch, self.leader_epoch)
 
     def on_fetch_result(self, result: FetchPartitionResult, now: float, out: Outputs | None = None) -> Outputs:
         """The leader's answer for this partition: truncate (R10), or append and take the
