@@ -177,8 +177,11 @@ class StepClient:
         leader = yield from self.leader_of(topic, partition)
         if leader < 0:
             return FetchResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
-        req = FetchRequest(replica_id=-1, max_wait_ms=int(max_wait * 1000),
-                           partitions=[FetchPartition(topic, partition, offset, max_bytes=max_bytes)])
+        # (by position: a consumer's replica_id -1, no broker epoch, min_bytes 1; the partition's
+        # last fetched and current leader epoch -1: a keyword call of a dataclass is the slow
+        # path of a call on Python 3.11, and a consumer fetches in a loop)
+        req = FetchRequest(-1, -1, int(max_wait * 1000), 1,
+                           [FetchPartition(topic, partition, offset, -1, -1, max_bytes)])
         resp = yield from self.request(leader, req, max_wait + self.request_timeout)
         if not isinstance(resp, FetchResponse) or not resp.partitions:
             self.leaders.pop((topic, partition), None)

@@ -498,7 +498,8 @@ class Partition:
 
     def on_consumer_fetch(self, fp: FetchPartition) -> tuple[FetchPartitionResult, ReadSpec | None]:
         """R21: only the leader serves consumers, and only below the HWM."""
-        result = FetchPartitionResult(self.topic, self.partition, leader_epoch=self.leader_epoch)
+        # (by position: error NONE, HWM and LEO -1 until known, as the defaults, and the epoch)
+        result = FetchPartitionResult(self.topic, self.partition, _NONE, -1, -1, self.leader_epoch)
         error = self._check_epoch(fp.current_leader_epoch)
         if error != _NONE:
             result.error = error
@@ -550,8 +551,7 @@ class Partition:
             if p.end_offset > self.high_watermark:
                 still_held.append(p)
             elif enough:
-                out.messages.append(Reply(p.ctx, self._produce_response(
-                    _NONE, base_offset=p.base_offset)))
+                out.messages.append(Reply(p.ctx, self._produce_response(_NONE, p.base_offset)))
             else:
                 out.messages.append(Reply(p.ctx, self._produce_response(
                     Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND, appended=True)))
