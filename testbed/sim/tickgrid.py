@@ -29,13 +29,17 @@ class TickGrid:
         return point
 
     def point_from(self, due: float, now: float) -> float:
-        """The first point at or after both `now` and `due` (points before `now` are past)."""
-        point = self.first_point(now)
+        """The first point at or after both `now` and `due` (points before `now` are past).
+        Starts as `first_point(now)` does, written out: a node asks after most inputs."""
+        point, step = self._next, self.step
+        while point < now:
+            point += step
+        self._next = point
         if self._memo is not None and self._memo[0] == point and self._memo[1] == due:
             return self._memo[2]  # asked again with nothing changed, as after most inputs
         first = point
         while point < due:
-            point += self.step
+            point += step
         self._memo = (first, due, point)
         return point
 
