@@ -215,7 +215,10 @@ class BrokerState:
                 at = p.next_tick_at(now)
             if at <= now:
                 out.extend(p.tick(now))
-        if self.fetchers.next_tick_at() <= now:
+        at = self.fetchers.next_tick_due  # (kept since the last change, as `next_tick_at` reads it)
+        if at is None:
+            at = self.fetchers.next_tick_at()
+        if at <= now:
             out.messages.extend(self.fetchers.build_requests(now, self._ms(t.fetch_max_wait)))
         for parked in self.parked:
             if parked.deadline <= now:
@@ -242,7 +245,9 @@ class BrokerState:
                 at = p.next_tick_at(now)
             if at < due:
                 due = at
-        at = self.fetchers.next_tick_at()
+        at = self.fetchers.next_tick_due
+        if at is None:
+            at = self.fetchers.next_tick_at()
         if at < due:
             due = at
         for parked in self.parked:  # what changes a parked fetch's answer completes it at once

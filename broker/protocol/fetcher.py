@@ -45,14 +45,15 @@ class FetcherManager:
         self._order: list[PartitionKey] = []
         #: `leaders()` and `next_tick_at()`, kept until a call here changes them (None: to be
         #: worked out): a partition's leader moves only with a metadata record, after which the
-        #: broker calls `assign` or `remove`, and the broker asks after every input
+        #: broker calls `assign` or `remove`, and the broker asks after every input (reading
+        #: `next_tick_due` itself, as it reads a partition's, and calling only when it is None)
         self._sessions: dict[int, list[PartitionKey]] | None = None
-        self._next_tick_due: float | None = None
+        self.next_tick_due: float | None = None
 
     def set_broker_epoch(self, epoch: int) -> None:
         """R7: every fetch carries the broker epoch; none is sent before registration."""
         self._broker_epoch = epoch
-        self._next_tick_due = None
+        self.next_tick_due = None
 
     def assign(self, partition: Partition) -> None:
         """Fetch for `partition` (after it became a follower), from the leader it names now:
@@ -63,7 +64,7 @@ class FetcherManager:
             insort(self._order, key)
         self._partitions[key] = partition
         self._partition_backoff_until.pop(key, None)
-        self._sessions = self._next_tick_due = None
+        self._sessions = self.next_tick_due = None
 
     def remove(self, topic: str, partition: int) -> None:
         """Stop fetching (the replica became leader or left the replica set, 002 2.2.3)."""
@@ -71,7 +72,7 @@ class FetcherManager:
         if self._partitions.pop(key, None) is not None:
             self._order.remove(key)
         self._partition_backoff_until.pop(key, None)
-        self._sessions = self._next_tick_due = None
+        self._sessions = self.next_tick_due = None
 
     def leaders(self) -> dict[int, list[PartitionKey]]:
         """Fetch sessions: leader broker -> the partitions fetched from it (a copy)."""
@@ -110,7 +111,7 @@ class FetcherManager:
             if not fetches:
                 continue
             self._in_flight[leader_id] = sent
-            self._next_tick_due = None
+            self.next_tick_due = None
             # (by position: replica_id, broker_epoch, max_wait_ms, min_bytes, partitions; and the
             # Send's correlation and timeout_ms: a keyword call of a dataclass is the slow path
             # of a call on Python 3.11, and a follower fetches after every answer)
@@ -123,9 +124,9 @@ class FetcherManager:
         first session with nothing in flight (-inf: at once, inf: not until an input). Kept
         until a call here changes the sessions, what is in flight or a backoff; the broker asks
         after every input, most of which do not reach the fetchers."""
-        due = self._next_tick_due
+        due = self.next_tick_due
         if due is None:
-            due = self._next_tick_due = self._work_out_next_tick()
+            due = self.next_tick_due = self._work_out_next_tick()
         return due
 
     def _work_out_next_tick(self) -> float:
@@ -156,7 +157,7 @@ class FetcherManager:
         sent = self._in_flight.pop(leader_id, None)
         if sent is None:
             return out
-        self._next_tick_due = None
+        self.next_tick_due = None
         if resp is None or resp.error != _NONE:
             self._leader_backoff_until[leader_id] = now + self.backoff
             return out
