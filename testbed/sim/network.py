@@ -168,7 +168,7 @@ class SimNetwork:
             if last > when:
                 when = last
             self._last[link] = when
-            self.loop.at(when, self._arrive, src, dst, rid, msg, is_reply)
+            self.loop.at(when, self._receive, src, dst, rid, msg, is_reply)
             return
         if verdict.copies == 1 and type(msg) in HANDED_OVER:
             payload: Any = msg
@@ -183,22 +183,19 @@ class SimNetwork:
                 if last > when:
                     when = last
                 self._last[(src, dst)] = when
-            self.loop.at(when, self._arrive, src, dst, rid, payload, is_reply)
+            self.loop.at(when, self._receive, src, dst, rid, payload, is_reply)
 
     # ------------------------------------------------------------------ arriving
-    def _arrive(self, src: str, dst: str, rid: int, payload: Any, is_reply: bool) -> None:
+    def _receive(self, src: str, dst: str, rid: int, payload: Any, is_reply: bool) -> None:
+        """A message arrives at `dst` (the loop's event for it): lost to a node that is down,
+        held by a paused one until its resume (which runs this again), else received.
+        `payload`: the message handed over, or its frames (a list) to decode."""
         endpoint = self.endpoints.get(dst)
         if endpoint is None or not endpoint.up:
-            return  # lost, as to a dead process
+            return  # lost, as to a dead process (or it died while the message waited for its resume)
         if endpoint.paused:
-            endpoint.deliver(self._receive, endpoint, src, dst, rid, payload, is_reply)
-        else:  # (received at once, without the endpoint's deliver: every message of most runs)
-            self._receive(endpoint, src, dst, rid, payload, is_reply)
-
-    def _receive(self, endpoint: Endpoint, src: str, dst: str, rid: int, payload: Any, is_reply: bool) -> None:
-        """`payload`: the message handed over, or its frames (a list) to decode."""
-        if not endpoint.up:
-            return  # it died while the message waited for its resume
+            endpoint.deliver(self._receive, src, dst, rid, payload, is_reply)
+            return
         f = self.filters.get(dst)
         if f is not None and not f.passes_all and not f.admits(src, dst):
             return  # cut by a partition (the filter counts it)

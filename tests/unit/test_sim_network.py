@@ -56,13 +56,12 @@ def test_every_message_handed_over_is_what_the_codec_would_deliver(tmp_path: Pat
             sent[id(msg)] = (msg, _frames(msg, rid, src))
         transmit(self, src, dst, rid, msg, is_reply)
 
-    def unchanged(self: SimNetwork, endpoint: Any, src: str, dst: str, rid: int, payload: Any,
-                  is_reply: bool) -> None:
+    def unchanged(self: SimNetwork, src: str, dst: str, rid: int, payload: Any, is_reply: bool) -> None:
         nonlocal arrived
         if type(payload) in HANDED_OVER:
             assert _frames(payload, rid, src) == sent[id(payload)][1], f"{src} -> {dst}: changed in flight: {payload}"
             arrived += 1
-        receive(self, endpoint, src, dst, rid, payload, is_reply)
+        receive(self, src, dst, rid, payload, is_reply)
     monkeypatch.setattr(SimNetwork, "_transmit", checked)
     monkeypatch.setattr(SimNetwork, "_receive", unchanged)
     outcome = run_seed(parse_topology(FAULT_TOUR, "tour"), tmp_path / "run")
