@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from itertools import chain
+from itertools import chain, groupby
 from pathlib import Path
 
 import orjson
@@ -57,8 +57,9 @@ def write_logs(path: Path, data_dirs: dict[str, Path]) -> int:
     a simulated seed's time (22 ms of the quickstart's 240). A replica whose values are all
     printable ASCII without a quote or a backslash (the workload's) puts them between quotes
     as they are, which is their JSON, without decoding and serialising each: its lines are
-    one format of the replica's fields in a row (offset, epoch, value, offset, ...), since a
-    format and a generator step per line were most of what was left."""
+    one format of the replica's offsets and values in a row (offset, value, offset, ...),
+    each run of one epoch with the epoch in its lines, since a format and a generator step
+    per line, and then the formatting of each number, were most of what was left."""
     n = 0
     with _whole(path) as out:
         for node, data_dir in sorted(data_dirs.items()):
@@ -71,8 +72,15 @@ def write_logs(path: Path, data_dirs: dict[str, Path]) -> int:
                                              % (head, o, e, orjson.dumps(v.decode("utf-8", "replace")))
                                              for o, e, v in records))
                 else:  # every value is its own JSON string between quotes, as the workload's are
-                    line = head.replace(b"%", b"%%") + b'%d,"leader_epoch":%d,"value":"%s"}\n'
-                    out.write_lines((line * len(records)) % fields)
+                    # the epoch is written into the lines of each run of records in one epoch
+                    # (a replica holds a few runs), so only offsets and values are formatted
+                    lead = head.replace(b"%", b"%%") + b'%d,"leader_epoch":'
+                    lines = b"".join((lead + b"%d" % epoch + b',"value":"%s"}\n') * len(list(run))
+                                     for epoch, run in groupby(fields[1::3]))
+                    parts: list = [None] * (2 * len(records))
+                    parts[0::2] = fields[0::3]
+                    parts[1::2] = fields[2::3]
+                    out.write_lines(lines % tuple(parts))
                 n += len(records)
     return n
 

@@ -48,3 +48,18 @@ def test_a_percent_sign_in_the_replicas_part_is_written_as_it_is(tmp_path: Path,
         orjson.dumps({"node": "broker-1", "topic": "or%d%sers", "partition": 0, "offset": o, "leader_epoch": e,
                       "value": v.decode()}, option=orjson.OPT_APPEND_NEWLINE)
         for o, e, v in records)
+
+
+def test_a_replica_of_several_epochs_writes_each_records_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each run of records in one epoch is written with that epoch (the lines put it in their
+    literal part): every line says its own record's epoch, however the runs fall."""
+    data = tmp_path / "data"
+    (data / "broker-2" / "orders-1").mkdir(parents=True)
+    records = [(o, e, b"v%d" % o) for o, e in enumerate([0, 0, 3, 3, 3, 12, 0, 12])]
+    monkeypatch.setattr(final_state, "read_partition_dir", lambda d: records)
+    target = tmp_path / "logs.jsonl"
+    assert final_state.write_logs(target, {"broker-2": data / "broker-2"}) == len(records)
+    assert target.read_bytes() == b"".join(
+        orjson.dumps({"node": "broker-2", "topic": "orders", "partition": 1, "offset": o, "leader_epoch": e,
+                      "value": v.decode()}, option=orjson.OPT_APPEND_NEWLINE)
+        for o, e, v in records)
