@@ -125,6 +125,9 @@ class BrokerState:
         t = config.timeouts
         self.fetchers = FetcherManager(self.broker_id, backoff=t.fetch_backoff,
                                        request_timeout_ms=self._ms(t.fetch_request_timeout))
+        #: a follower fetch's long-poll wait, in the request's milliseconds (the timeouts are
+        #: frozen): worked out once, not on every fetch answer and tick that fetches again
+        self._fetch_max_wait_ms = self._ms(t.fetch_max_wait)
         self.parked: list[_Parked] = []
         self._registration_in_flight = False
         self._heartbeat_in_flight = False
@@ -219,10 +222,10 @@ class BrokerState:
         if at is None:
             at = self.fetchers.next_tick_at()
         if at <= now:
-            out.messages.extend(self.fetchers.build_requests(now, self._ms(t.fetch_max_wait)))
+            out.messages.extend(self.fetchers.build_requests(now, self._fetch_max_wait_ms))
         for parked in self.parked:
             if parked.deadline <= now:
-                self._complete_parked(now, out, leo_moved=False, hwm_moved=False)  # (a tick moves neither)
+                self._complete_parked(now, out, False, False)  # (a tick moves neither LEO nor HWM)
                 break
         return out
 
@@ -275,8 +278,8 @@ class BrokerState:
             out = self.fetchers.on_response(correlation[1], msg if isinstance(msg, FetchResponse) else None, now)
             # the next fetch leaves now, as Kafka's fetcher thread loops, not on the next tick: an
             # acks=all write waits for the follower fetch that follows the one that carried it
-            out.messages.extend(self.fetchers.build_requests(now, self._ms(self.config.timeouts.fetch_max_wait)))
-            return self._complete_parked(now, out, leo_moved=False, hwm_moved=False)
+            out.messages.extend(self.fetchers.build_requests(now, self._fetch_max_wait_ms))
+            return self._complete_parked(now, out, False, False)  # (nor does a fetch answer)
         if kind == "alter-partition":
             p = self.partitions.get((correlation[1], correlation[2]))
             if p is None:
@@ -548,10 +551,10 @@ class BrokerState:
         if interesting or req.max_wait_ms <= 0:
             out.messages.append(Reply(ctx, PendingFetch(FetchResponse(_NONE, results), reads)))
             # A follower fetch can advance the HWM: other parked fetches may now complete.
-            return self._complete_parked(now, out, leo_moved=False, hwm_moved=follower)
+            return self._complete_parked(now, out, False, follower)
         seen = [((r.topic, r.partition), r.log_end_offset if follower else r.high_watermark) for r in results]
         self.parked.append(_Parked(ctx, req, now + req.max_wait_ms / 1000.0, follower, seen))
-        return self._complete_parked(now, out, leo_moved=False, hwm_moved=follower)
+        return self._complete_parked(now, out, False, follower)
 
     def _read_fetch(self, req: FetchRequest, now: float, out: Outputs
                     ) -> tuple[list[FetchPartitionResult], list[ReadSpec | None], bool]:
@@ -582,7 +585,8 @@ class BrokerState:
         """Answer parked fetches that now have something for their fetcher (see `_changed_since`),
         an error, or timed out; the answers go into `out` (after what it holds), returned.
 
-        `leo_moved`, `hwm_moved`: whether the input may have moved a LEO, an HWM of a replica
+        `leo_moved`, `hwm_moved` (by position on the fetch path: a keyword call is the slow path
+        of a call on Python 3.11): whether the input may have moved a LEO, an HWM of a replica
         this broker leads (a role or the partitions held change only with metadata, which
         passes both). A parked fetch holds only partitions led here, each as it was when last
         looked at, since every input that changes a leader ends here: one whose offset cannot
