@@ -166,7 +166,8 @@ class PartitionLog:
         segment = self._segments[-1]
         segment.append_scanned(raw, batches)
         self._durability.wrote(segment.path, segment.size, now)
-        self._leo = batches[-1].next_offset
+        last = batches[-1]
+        self._leo = last.base_offset + last.count  # (`next_offset`, without the property's call)
         self._apply_flush_policy(rolled, now)
         return self._leo
 

@@ -95,7 +95,8 @@ class Segment:
             self.offsets.append(info.base_offset)
             self.ends.append(start + info.position + info.size)
         self.size += len(data)
-        self.next_offset = batches[-1].next_offset
+        last = batches[-1]
+        self.next_offset = last.base_offset + last.count  # (`BatchInfo.next_offset`, without the property's call)
 
     def batch_index(self, offset: int) -> int:
         """Index of the batch holding `offset` (the caller knows the segment holds it)."""
