@@ -531,7 +531,8 @@ class Partition:
             if b == self.local_broker_id:
                 continue
             state = followers.get(b)
-            known = state.known_log_end_offset(epoch) if state else -1
+            # (`known_log_end_offset(epoch)`, without its call: once an ISR member a look)
+            known = state.log_end_offset if state and state.fetch_leader_epoch == epoch else -1
             if known < candidate:
                 candidate = known
         if candidate <= self.high_watermark:
@@ -710,8 +711,8 @@ class Partition:
             state = self._followers.get(b)
             if b == self.local_broker_id or state is None:
                 continue
-            if state.known_log_end_offset(self.leader_epoch) == self.log_end_offset:
-                continue  # caught up for as long as the LEO stays
+            if state.fetch_leader_epoch == self.leader_epoch and state.log_end_offset == self.log_end_offset:
+                continue  # caught up for as long as the LEO stays (`known_log_end_offset`: a LEO is never -1)
             if state.last_caught_up_time is None:
                 return -math.inf
             at = state.last_caught_up_time + self.config.replica_lag_max  # R17

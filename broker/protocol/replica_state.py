@@ -61,8 +61,8 @@ class FollowerState:
     def is_caught_up(self, leader_log_end_offset: int, leader_epoch: int, now: float,
                      replica_lag_max: float) -> bool:
         """R17: at the leader's LEO, or caught up within the last `replica_lag_max` seconds."""
-        if self.known_log_end_offset(leader_epoch) == leader_log_end_offset:
-            return True
+        if self.fetch_leader_epoch == leader_epoch and self.log_end_offset == leader_log_end_offset:
+            return True  # (`known_log_end_offset`, written out: the leader's LEO is never -1)
         return (self.last_caught_up_time is not None
                 and now <= self.last_caught_up_time + replica_lag_max)
 
