@@ -801,7 +801,8 @@ class Partition:
         if result.diverging_epoch is not None:
             self._truncate_on_divergence(result.diverging_epoch, out)
             return out
-        self._append_fetched(result.records, out)
+        if result.records:  # (an empty answer, half of a steady term's, appends nothing: no call)
+            self._append_fetched(result.records, out)
         if result.high_watermark >= 0:
             # R12: may go backwards (a new leader's HWM can lag), never above the LEO (nor below
             # the log start; comparisons, not min() and max(), which parse keywords on 3.11)
@@ -839,9 +840,8 @@ class Partition:
                       **{"from": before, "to": self.log_end_offset})
 
     def _append_fetched(self, records: bytes, out: Outputs) -> None:
-        """R12: append the valid prefix of the fetched batches and learn their epochs (R5)."""
-        if not records:
-            return
+        """R12: append the valid prefix of the fetched batches (`records`, not empty: the caller
+        looks) and learn their epochs (R5)."""
         # (by position: from byte 0, CRCs checked, from the LEO; a keyword call is the slow path
         # of a call on Python 3.11, and a follower appends after most fetches with records)
         infos, reason = scan_batches(records, 0, True, self.log_end_offset)
