@@ -160,7 +160,7 @@ class BrokerRole:
         """Carry out one disk operation; a broker's never triggers further outputs."""
         if isinstance(op, AppendRecords):
             plog = self.log_for(op.topic, op.partition)
-            plog.append_record_set(op.base_offset, op.leader_epoch, op.record_set, now)
+            plog.append_record_set(op.base_offset, op.leader_epoch, op.record_set, now, op.count)
             self._appended(plog, now)
             return
         if isinstance(op, AppendBatches):

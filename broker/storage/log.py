@@ -128,11 +128,16 @@ class PartitionLog:
 
     # ---------------------------------------------------------------- appends
     def append_record_set(self, base_offset: int, leader_epoch: int, record_set: bytes,
-                          now: float) -> int:
-        """Leader append (R4): stamp the producer's record set as one batch; returns the LEO."""
+                          now: float, count: int | None = None) -> int:
+        """Leader append (R4): stamp the producer's record set as one batch; returns the LEO.
+
+        `count`: its records, as `record_set_count` found them when the replica checked the
+        set (every produce: `AppendRecords.count`), so that the log need not walk the records
+        again; None: the log counts (and checks) them."""
         if base_offset != self._leo:
             raise ValueError(f"{self._name}: leader append at {base_offset} but LEO is {self._leo}")
-        count = record_set_count(record_set)
+        if count is None:
+            count = record_set_count(record_set)
         data = stamp_batch(base_offset, leader_epoch, record_set)
         rolled = self._maybe_roll(len(data))
         segment = self._segments[-1]
