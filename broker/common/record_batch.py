@@ -62,10 +62,17 @@ def encode_record_set(values: list[bytes]) -> bytes:
 
 
 def record_set_count(record_set: bytes) -> int:
-    """Number of records in a producer's record set; raises CorruptBatch if malformed."""
+    """Number of records in a producer's record set; raises CorruptBatch if malformed.
+
+    A set whose values all have one length (a producer's batch of numbered values, but
+    where the numbers gain a digit) is checked by one `struct` unpack (`_same_length_values`),
+    which holds exactly when the walk below finds the set well-formed with those lengths;
+    any other set is walked record by record (once a produce, on the leader)."""
     if len(record_set) < 4:
         raise CorruptBatch("record set shorter than its count")
     (count,) = _LEN.unpack_from(record_set, 0)
+    if _same_length_values(record_set, 4, count, len(record_set) - 4) is not None:
+        return count
     pos = 4
     for _ in range(count):
         if pos + 4 > len(record_set):
@@ -134,14 +141,10 @@ def batch_records(buf: bytes | memoryview, infos: list[BatchInfo]) -> list[tuple
     for info in infos:
         offset, epoch, count = info.base_offset, info.leader_epoch, info.count
         pos = info.position + HEADER_SIZE
-        body = info.size - HEADER_SIZE
-        if body >= 4 and count > 0:
-            (n,) = unpack(data, pos)
-            if n >= 0 and body == count * (4 + n):
-                fields = _same_length_records(count, n).unpack_from(data, pos)
-                if fields[0::2] == (n,) * count:
-                    out.extend(zip(range(offset, offset + count), repeat(epoch, count), fields[1::2]))
-                    continue
+        values = _same_length_values(data, pos, count, info.size - HEADER_SIZE)
+        if values is not None:
+            out.extend(zip(range(offset, offset + count), repeat(epoch, count), values))
+            continue
         for i in range(count):
             (n,) = unpack(data, pos)
             pos += 4
@@ -150,18 +153,28 @@ def batch_records(buf: bytes | memoryview, infos: list[BatchInfo]) -> list[tuple
     return out
 
 
-#: `_same_length_records`' formats, by (count, value length): a run's batches have few shapes
+#: `_same_length_values`' layouts, by (count, value length): a run's batches have few shapes
 _SAME_LENGTH: dict[tuple[int, int], struct.Struct] = {}
+#: the most records `_same_length_values` lays out at once (more are walked): a layout is a
+#: format of two items a record, kept for the process
+_SAME_LENGTH_MAX_COUNT = 1024
 
 
-def _same_length_records(count: int, length: int) -> struct.Struct:
-    """The layout of `count` records whose values are all `length` bytes long (length, value)."""
-    s = _SAME_LENGTH.get((count, length))
-    if s is None:
+def _same_length_values(data: bytes, pos: int, count: int, size: int) -> tuple[bytes, ...] | None:
+    """The values of the `count` records in the `size` bytes of `data` from `pos` when they
+    all have the first one's length and fill those bytes exactly, else None (walk them)."""
+    if count <= 0 or count > _SAME_LENGTH_MAX_COUNT or size < 4:
+        return None
+    (n,) = _LEN.unpack_from(data, pos)
+    if n < 0 or size != count * (4 + n):
+        return None
+    layout = _SAME_LENGTH.get((count, n))
+    if layout is None:
         if len(_SAME_LENGTH) >= 4096:  # (a bound, for a process that reads many shapes)
             _SAME_LENGTH.clear()
-        s = _SAME_LENGTH[(count, length)] = struct.Struct(">" + f"i{length}s" * count)
-    return s
+        layout = _SAME_LENGTH[(count, n)] = struct.Struct(">" + f"i{n}s" * count)
+    fields = layout.unpack_from(data, pos)
+    return fields[1::2] if fields[0::2] == (n,) * count else None
 
 
 def decode_batches(buf: bytes | memoryview) -> list[tuple[int, int, bytes]]:
