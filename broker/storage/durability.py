@@ -275,10 +275,14 @@ def _line(op: str, rel: str, durable: int | None, length: int, now: float | None
 
 
 def write_all(fd: int, data: bytes | memoryview) -> None:
-    """os.write until every byte is written (a regular file may take a short write)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
+    """os.write until every byte is written (a regular file may take a short write). The
+    first write takes `data` as it is: a view of it is made only for a short write's rest
+    (every append and checkpoint writes here, and almost none is short)."""
+    written = os.write(fd, data)
+    if written < len(data):
+        view = memoryview(data)[written:]
+        while view:
+            view = view[os.write(fd, view):]
 
 
 def _fsync_dir(directory: Path) -> None:
