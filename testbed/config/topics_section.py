@@ -10,8 +10,9 @@ from testbed.config.references import replica_list_problem
 from testbed.config.specs import NodeSpec, TopicSpec
 from testbed.config.walker import INVALID, Walker, describe, is_int, join, valid
 
-#: Kafka's own limit, 249 characters: a partition's directory is `<topic>-<partition>`
-TOPIC_NAME_RE = re.compile(r"^[A-Za-z0-9._-]{1,249}\Z")
+#: Kafka's own rules: at most 249 characters (a partition's directory is `<topic>-<partition>`),
+#: and neither `.` nor `..`
+TOPIC_NAME_RE = re.compile(r"^(?!\.\.?\Z)[A-Za-z0-9._-]{1,249}\Z")
 
 
 def parse_topics(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ...] | None) -> tuple[TopicSpec, ...] | Any:
@@ -41,7 +42,7 @@ def parse_topic(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ..
     m = w.mapping(value, path, keys, required=("name",))
     if m is None:
         return INVALID
-    name = w.field(m, "name", path, scalars.pattern(TOPIC_NAME_RE, "a topic name (at most 249 letters, digits, '.', '_', '-')"))
+    name = w.field(m, "name", path, scalars.pattern(TOPIC_NAME_RE, "a topic name (at most 249 letters, digits, '.', '_', '-'; not '.' or '..')"))
     partitions = w.field(m, "partitions", path, scalars.integer(1, scalars.MAX_PARTITIONS), 1)
     default_rf = min(3, len(brokers)) if brokers else 1
     rf = w.field(m, "replication_factor", path, scalars.integer(1, scalars.MAX_NODES), default_rf)

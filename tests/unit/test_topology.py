@@ -308,6 +308,8 @@ MALFORMED = [
                  ["10,000,000 faults", "every at least 1ms"], id="nemesis-too-often"),
     pytest.param({**base(), "faults": [{"nemsis": {"do": ["kill"]}}]}, "faults[0].nemsis",
                  ["unknown key", "{nemesis: {...}}"], id="nemesis-typo-named"),
+    pytest.param(with_("topics.0.name", ".."), "topics[0].name", ["not '.' or '..'"], id="topic-named-dot-dot"),
+    pytest.param(with_("topics.0.name", "."), "topics[0].name", ["not '.' or '..'"], id="topic-named-dot"),
 ]
 
 
