@@ -292,8 +292,10 @@ def test_r38_a_broker_added_online_gets_its_namespace_and_takes_writes(make_clus
     assert c.add_broker(4, "d") == "broker-4"
     assert c.configs["broker-4"].endpoint == c.network.endpoint("broker-4")
     assert c.network.namespace("broker-4") in existing_namespaces(c.network.prefix)
-    c.reassign("orders/0", [4, 1, 2])
-    c.elect_preferred("orders/0")
+    c.reassign("orders/0", [4, 1, 2])  # (it does not wait: broker 4 joins the ISR, then broker 3 leaves)
+    c.wait_until(lambda s: s.partition("orders", 0).replicas == [4, 1, 2] and set(s.partition("orders", 0).isr) == {4, 1, 2},
+                 timeout=c.scaled(20), what="the reassignment of orders/0 to [4, 1, 2] complete")
+    assert c.elect_preferred("orders/0")["elected"] == ["orders/0"]  # asked sooner, broker 4 may not be in the ISR yet
     c.wait_until(lambda s: s.partition("orders", 0).leader == 4 and set(s.partition("orders", 0).isr) == {4, 1, 2},
                  timeout=c.scaled(20), what="broker 4 leading orders/0 with a full ISR")
     assert c.produce("orders", 0, ["on-broker-4"], acks="all").base_offset is not None
