@@ -23,6 +23,7 @@ from pyspark.errors import PySparkException
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
+import testbed.analysis.jvm_parent as jvm_parent
 import testbed.analysis.jvm_scratch as jvm_scratch
 import testbed.analysis.spark_server as spark_server
 from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
@@ -54,6 +55,7 @@ _others: list[RemoteSession] = []  # the sessions `new_session` made, stopped wi
 _archive: ClassArchive | None = None  # the class archive of this process's JVM (see `class_archive`)
 _scratch: Path | None = None  # the temporary directory of this process's JVM (see `jvm_scratch`)
 _lock = threading.Lock()  # the session may be started by `warm_up`'s thread and a caller at once
+jvm_parent.install()  # this process's JVM dies with it (see `jvm_parent`), wherever its start is asked
 
 
 def get_spark(master: str | None = None, log: Path | None = None, small_input: bool = True) -> RemoteSession:

@@ -1,0 +1,101 @@
+"""The JVM PySpark starts for this process gets SIGTERM from the kernel when this process dies.
+
+Spark's gateway exits at the end of its standard input, but only once it has started (5-15 s
+on a loaded machine) and then after its shutdown: a supervisor SIGKILLed in a run's first
+seconds left the JVM of its warm-up running for seconds more, outside every run's registry
+(it starts before the cluster). So the JVM asks for PR_SET_PDEATHSIG as it is forked:
+SIGTERM, on which it runs its shutdown hooks (its scratch directory is removed) and exits
+in about half a second.
+
+The kernel sends that signal when the *thread* that forked the JVM ends, not the process,
+and the warm-up's thread ends once it has rehearsed. So every JVM is forked by one daemon
+thread of this process that lives until the process does (`_Parent`). The thread's nice
+value is not the caller's: the child takes the caller's (`session.warm_up` starts the JVM
+at nice 10 while a cluster runs), and the thread is started with the importing thread's
+(`install`), so that it does not take a warm-up thread's.
+
+PySpark forks the JVM in `pyspark.java_gateway.launch_gateway` with the module's `Popen`;
+`install` puts `_popen` in its place, which forks in that thread with PySpark's own
+`preexec_fn` and then these requests.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import queue
+import signal
+import subprocess
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+
+import pyspark.java_gateway
+
+_PR_SET_PDEATHSIG = 1
+_prctl: Callable[..., int] | None
+try:  # resolved before any fork: the child only calls it
+    _prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux's libc: the gateway's end of input stays the only way
+    _prctl = None
+
+
+class _Parent:
+    """One daemon thread that runs the forks asked of it, one at a time."""
+
+    def __init__(self) -> None:
+        self._work: queue.SimpleQueue[tuple[Callable[[], subprocess.Popen], Future]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Start the thread, if not yet started."""
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._serve, name="isrlab-jvm-parent", daemon=True)
+                self._thread.start()
+
+    def run(self, fork: Callable[[], subprocess.Popen]) -> subprocess.Popen:
+        """`fork()`'s result, called in the parent thread."""
+        self.start()
+        done: Future = Future()
+        self._work.put((fork, done))
+        return done.result()
+
+    def _serve(self) -> None:
+        while True:
+            fork, done = self._work.get()
+            try:
+                done.set_result(fork())
+            except BaseException as e:  # noqa: BLE001 - handed to the caller, which raises it
+                done.set_exception(e)
+
+
+_parent = _Parent()
+
+
+def _popen(command: list[str], **kwargs) -> subprocess.Popen:
+    """`subprocess.Popen(command, **kwargs)` forked by the parent thread, the child asking for
+    SIGTERM at this process's death and taking the calling thread's nice value."""
+    nice = os.getpriority(os.PRIO_PROCESS, 0)  # the calling thread's (Linux)
+    me = os.getpid()
+    theirs = kwargs.pop("preexec_fn", None)
+
+    def in_child() -> None:
+        if theirs is not None:
+            theirs()
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != me:  # this process died before the request took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, nice)
+        except OSError:
+            pass  # a priority above the parent thread's, without the right to raise one
+
+    return _parent.run(lambda: subprocess.Popen(command, preexec_fn=in_child, **kwargs))
+
+
+def install() -> None:
+    """Have PySpark fork its JVM with `_popen`, and start the parent thread (idempotent)."""
+    pyspark.java_gateway.Popen = _popen
+    _parent.start()
