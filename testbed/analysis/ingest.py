@@ -4,7 +4,7 @@ Every line is parsed against an explicit schema (`schemas.py`). A line that does
 stops the ingest with an error naming the file and the line, except the last line of a
 file appended to during the run when it is not even JSON: a writer killed mid-line leaves
 exactly that (DESIGN section 7: "a run whose supervisor was killed still leaves an
-analysable prefix"). The final files are written whole and renamed into place, so a torn
+analysable prefix"), unless the run finished (`summary.json`, written last). The final files are written whole and renamed into place, so a torn
 line there is damage, and a run missing part of its final logs is not judged on the rest.
 """
 from __future__ import annotations
@@ -185,7 +185,9 @@ def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str
         for row in sorted(rows, key=lambda r: r[SEQ]):
             torn = (specs[table].appended and row[SEQ] == last[row[RUN_ID]] and row[CORRUPT] is not None
                     and not _is_json(row[CORRUPT]) and not _ends_a_line(runs[row[RUN_ID]] / specs[table].path))
-            if not torn:
+            if torn and _finished(runs[row[RUN_ID]]):
+                first.setdefault((table, row[RUN_ID]), {**row, _CUT: True})
+            elif not torn:
                 first.setdefault((table, row[RUN_ID]), row)
     out = {}
     order = list(specs)
@@ -193,11 +195,22 @@ def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str
         spec = specs[table]
         line = frames[table].where((F.col(RUN_ID) == run_id) & (F.col(SEQ) <= row[SEQ])).count()
         text = row[CORRUPT] or ", ".join(f"{k}={v!r}" for k, v in json.loads(row["fields"]).items())
-        why = ("is not valid JSON of the expected types" if row[CORRUPT]
+        why = (_CUT_AFTER_THE_RUN if row.get(_CUT) else "is not valid JSON of the expected types" if row[CORRUPT]
                else f"lacks a field it needs ({spec.required})")
         out.setdefault(run_id, f"{runs[run_id] / spec.path}: line {line}: {why}, so the file does not match the "
                                f"{spec.table} format of DESIGN section 7: {text[:300]}")
     return out
+
+
+_CUT = "_cut"  # a bad row's mark: a torn last line in a run that finished
+_CUT_AFTER_THE_RUN = ("is cut off mid-line, though the run finished (its summary.json is written after the last "
+                      "line of every record file): the file was cut after the run, and what it held past the cut "
+                      "is unknown")
+
+
+def _finished(run_dir: Path) -> bool:
+    """Whether the run got to its end: a torn last line is then damage, not a killed writer's."""
+    return (run_dir / "summary.json").exists()
 
 
 def _text(data: bytes | bytearray | None) -> str | None:

@@ -164,6 +164,16 @@ def _truncated_line(root: Path) -> None:
         f.write('{"process": "producer-0", "type": "invoke", "f": "se')
 
 
+def _cut_after_the_run(root: Path) -> None:
+    """The same torn last line in a run that finished (its summary.json, written after every
+    record file's last line): the file was cut after the run, and the run is not judged on
+    what is left (a tester's cut history was judged, silently, on its prefix)."""
+    d = RunBuilder(root, "cut-after").write()
+    (d / "summary.json").write_text("{}")
+    with (d / "history.jsonl").open("a") as f:
+        f.write('{"process": "producer-0", "type": "invoke", "f": "se')
+
+
 def _mismatch(root: Path) -> None:
     """A line of the wrong types in its history, and one that is not UTF-8 in its events:
     a tester's byte 0xe9 made the collection of the bad lines fail to decode (an internal
@@ -568,7 +578,7 @@ def _last_standing(root: Path) -> None:
 
 
 BUILDERS = [_garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
-            _unclean, _truncated_line, _mismatch, _unseen, _grown, _shrunk,
+            _unclean, _truncated_line, _cut_after_the_run, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
             _batch_ties, _shrunk_in_one_batch, _same_time]
 
@@ -786,6 +796,13 @@ def test_a_whole_line_of_garbage_at_the_end_is_damage_not_a_torn_tail(judged: di
     assert any("garbage-tail/history.jsonl: line " in p and "is not valid JSON" in p for p in v.results["problems"])
 
 
+def test_a_torn_last_line_of_a_finished_run_is_damage(judged: dict[str, RunVerdict]) -> None:
+    v = judged["cut-after"]
+    assert v.ok is None
+    assert any("cut-after/history.jsonl: line " in p and "is cut off mid-line, though the run finished" in p
+               for p in v.results["problems"]), v.results["problems"]
+
+
 def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark) -> None:  # noqa: F811
     root = judged["clean"].run_dir.parent
     assert (root / "summary" / "tables" / "history").is_dir()
@@ -802,7 +819,8 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     assert "elr=false" in alone["protocol"] and (alone["runs_with_loss"], alone["lost_writes"]) == (1, 5)
     # the `lost`, `recovered`, `manual-elect`, `remade-while-delete-waits`, `batch-ties` and `same-time` runs
     assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (6, 10, 1)
-    assert row["unjudged"] == 3  # `mismatch`, `garbage-tail`, and `deleted-topic` (its one topic gone: no convergence)
+    # `mismatch`, `garbage-tail`, `cut-after`, and `deleted-topic` (its one topic gone: no convergence)
+    assert row["unjudged"] == 4
     # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
     assert alone["failed"] + row["failed"] == sum(v.ok is False for v in judged.values())
     html = (root / "summary" / "summary.html").read_text()
