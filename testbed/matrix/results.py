@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from rich.cells import cell_len
+from rich.console import Console
+from rich.table import Column, Table
+
 from testbed.analysis.cli import EXIT_FAILED, EXIT_OK, EXIT_UNJUDGED
 from testbed.analysis.verdict import RunVerdict
 from testbed.matrix.cells import Cell
@@ -44,3 +48,38 @@ def matrix_exit_code(results: list[CellResult], keep_going: bool = False) -> int
     if "unjudged" in statuses and not keep_going:
         return EXIT_UNJUDGED
     return EXIT_FAILED if statuses & {"failed", "unjudged"} else EXIT_OK
+
+
+def add_summary_columns(table: Table, labels: tuple[str, ...], counts: tuple[str, ...]) -> None:
+    """The columns of a matrix's or a sweep's summary: `labels`, `counts`, the median
+    partition-seconds without a leader and the failed expectations. A count keeps its number
+    on one line and its header a word a line; `fit_labels` then widens the labels. The
+    table has no outer edge: that is four more letters of a name on an 80-column terminal."""
+    table.show_edge = table.pad_edge = False
+    for col in labels:
+        table.add_column(col, overflow="fold")
+    for col in (*counts, "median no-leader s"):
+        table.add_column(col.replace(" ", "\n"), justify="right", no_wrap=True)
+    table.add_column("failed\nexpectations", overflow="fold")
+
+
+def fit_labels(console: Console, table: Table, labels: int) -> None:
+    """Give the first `labels` columns of `table`, once its rows are in, the room the
+    terminal has left beside the counts and a few letters of the expectations, each up to its
+    longest text, so that an 80-column terminal shows whole names ("kill-le|ader" before);
+    the expectations fold in what remains."""
+    def width(column: Column, words: bool = False) -> int:
+        texts = [str(cell) for cell in (column.header, *column.cells)]
+        parts = [w for text in texts for w in (text.split() if words else text.splitlines())]
+        return max(map(cell_len, parts), default=0)
+
+    gaps = 3 * (len(table.columns) - 1) + (4 if table.show_edge else 0) + (2 if table.pad_edge else 0)
+    room = (console.width - gaps - sum(width(c) for c in table.columns[labels:-1])
+            - min(width(table.columns[-1], True), LABEL_MIN))
+    for i, column in enumerate(table.columns[:labels]):  # a set width: rich does not narrow it
+        column.width = max(LABEL_MIN, min(width(column), room // (labels - i)))
+        room -= column.width
+
+
+#: the narrowest a label is set, however narrow the terminal; the room kept for the expectations
+LABEL_MIN = 8

@@ -33,7 +33,7 @@ from testbed.analysis.verdict import RunVerdict, broken_expectations
 from testbed.config.cli_values import runs_dir_flag
 from testbed.matrix.cells import Cell
 from testbed.matrix.page import write_cells
-from testbed.matrix.results import CellResult, check_count, matrix_exit_code
+from testbed.matrix.results import CellResult, add_summary_columns, check_count, fit_labels, matrix_exit_code
 
 ROOT = Path(__file__).resolve().parents[2]
 CELLS_DIR = ".cells"  # hidden: `find_runs` does not take the cells' topologies for runs
@@ -154,9 +154,7 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
         setting = " ".join(part for part in (r.cell.topology.name, r.cell.setting) if part)
         groups.setdefault((setting, r.cell.schedule or "(its own)"), []).append(r)
     table = Table(title=f"matrix: {len(results)} cells")
-    words = ("topology and setting", "faults", "failed expectations")
-    for col in (*words[:2], "cells", "with loss", "lost writes", "median no-leader s", words[2]):
-        table.add_column(col, justify="left" if col in words else "right", overflow="fold")
+    add_summary_columns(table, ("topology and setting", "faults"), ("cells", "with loss", "lost writes"))
     for (setting, schedule), rs in groups.items():
         lost = [check_count(r.last, "lost_writes") or 0 for r in rs]
         no_leader = [r.last.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for r in rs]
@@ -164,6 +162,7 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
                          if e["held"] is False})
         table.add_row(Text(setting), Text(schedule), str(len(rs)), str(sum(1 for n in lost if n)), str(sum(lost)),
                       f"{statistics.median(no_leader):.2f}", ", ".join(failed))
+    fit_labels(console, table, 2)
     console.print(table)
     for status, colour in (("flaky", "yellow"), ("failed", "red"), ("unjudged", "yellow")):
         for r in (r for r in results if r.status == status):

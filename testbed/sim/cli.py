@@ -38,7 +38,7 @@ from testbed.config.nemesis_section import never_firing
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.scalars import MAX_SEED
 from testbed.config.topology_spec import Topology
-from testbed.matrix.results import check_count
+from testbed.matrix.results import add_summary_columns, check_count, fit_labels
 from testbed.sim import scope
 from testbed.sim.worker import PARENT_ENV, seed_dir
 
@@ -276,10 +276,7 @@ def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[st
     for v in verdicts:
         groups.setdefault(v.run_dir.name.rsplit("-seed=", 1)[0], []).append(v)
     table = Table(title=f"sim: {len(verdicts)} seeds")
-    for col in ("topology", "seeds", "passed", "unjudged", "with loss", "lost writes", "median no-leader s",
-                "failed expectations"):
-        table.add_column(col, justify="left" if col in ("topology", "failed expectations") else "right",
-                         overflow="fold")
+    add_summary_columns(table, ("topology",), ("seeds", "passed", "unjudged", "with loss", "lost writes"))
     for name, vs in groups.items():
         lost = [check_count(v, "lost_writes") or 0 for v in vs]
         no_leader = [v.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for v in vs]
@@ -287,6 +284,7 @@ def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[st
         table.add_row(Text(name), str(len(vs)), str(sum(1 for v in vs if v.ok)), str(sum(1 for v in vs if v.ok is None)),
                       str(sum(1 for n in lost if n)),
                       str(sum(lost)), f"{statistics.median(no_leader):.2f}", ", ".join(failed))
+    fit_labels(console, table, 1)
     console.print(table)
     for v in verdicts:
         if v.ok is not True:

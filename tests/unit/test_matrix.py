@@ -334,7 +334,7 @@ def test_the_summary_groups_cells_by_setting_and_schedule_and_the_page_links_eac
     console = Console(record=True, width=250)
     print_summary(console, results, runs, source=path)
     text = console.export_text()
-    rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in text.splitlines() if "tiny elr=" in line]
+    rows = [[cell.strip() for cell in line.split("│")] for line in text.splitlines() if "tiny elr=" in line]
     assert rows == [["tiny elr=true", "kill", "2", "0", "0", "2.00", ""],
                     ["tiny elr=false", "kill", "2", "1", "7", "1.25", "lost_writes"]], text
     assert f"failed: tiny-elr=false-kill-seed=1: lost_writes 7 (expected >0)  report: {runs}/c/report.html" in text

@@ -340,6 +340,22 @@ def test_a_rack_outage_takes_the_controller_of_that_rack_down_too(tmp_path: Path
     assert start["resolved"] == ["controller-5", "broker-1", "broker-4"]
 
 
+def test_the_summary_shows_whole_words_and_numbers_on_an_80_column_terminal() -> None:
+    """A tester's 80-column terminal showed "unjudge|d" and "kill-le|ader": the counts keep
+    their numbers whole and their headers a word a line, and the topology gets the room."""
+    from rich.console import Console
+
+    from testbed.analysis.verdict import RunVerdict
+    from testbed.sim.cli import print_summary
+    verdicts = [RunVerdict(Path(f"/r/{name}-seed={seed}"), True, {"checks": {"lost_writes": {"count": 0}},
+                                                                   "expect": {}})
+                for name in ("kill-leader", "quickstart") for seed in range(3)]
+    console = Console(width=80, record=True)
+    print_summary(console, verdicts, {"kill-leader": Path("k.yaml"), "quickstart": Path("q.yaml")})
+    words = console.export_text().split()
+    assert {"kill-leader", "quickstart", "unjudged", "seeds", "passed", "no-leader"} <= set(words), words
+
+
 def test_the_summary_names_every_failed_and_unjudged_seed_with_its_replay_command(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A seed whose cluster never converged is judged `ok: None` by the pipeline: it is
@@ -357,7 +373,7 @@ def test_the_summary_names_every_failed_and_unjudged_seed_with_its_replay_comman
     ]
     print_summary(Console(width=200), verdicts, {"x": Path("topologies/x.yaml")})
     out = " ".join(capsys.readouterr().out.split())
-    assert "│ x │ 3 │ 1 │ 1 │ 1 │ 3 │" in out  # seeds, passed, unjudged, with loss, lost writes
+    assert "x │ 3 │ 1 │ 1 │ 1 │ 3 │" in out  # seeds, passed, unjudged, with loss, lost writes
     assert ("unjudged: x seed 1: the cluster did not converge replay: "
             "python run.py sim topologies/x.yaml --seed 1 --keep") in out
     assert "failed: x seed 2: lost_writes 3 (expected 0) replay: python run.py sim topologies/x.yaml --seed 2 --keep" in out
