@@ -43,6 +43,11 @@ class _Parent:
     """One daemon thread that runs the forks asked of it, one at a time."""
 
     def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """No thread yet; also in a forked child, which the thread was not copied to (its
+        next fork starts one)."""
         self._work: queue.SimpleQueue[tuple[Callable[[], subprocess.Popen], Future]] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -71,6 +76,7 @@ class _Parent:
 
 
 _parent = _Parent()
+os.register_at_fork(after_in_child=_parent.forget)
 
 
 def _popen(command: list[str], **kwargs) -> subprocess.Popen:

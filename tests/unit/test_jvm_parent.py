@@ -72,3 +72,27 @@ def test_the_jvm_outlives_the_thread_that_started_it_and_dies_with_its_process()
         starter.wait()
         if child and not _gone(child):
             os.kill(child, signal.SIGKILL)
+
+
+def test_a_forked_child_forks_its_own_jvm() -> None:
+    """A process forked after the parent thread started has no such thread: its first fork
+    starts one (it waited for ever on a queue nobody served)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: fork `true` as PySpark would, and say whether it ran
+        try:
+            code = pyspark.java_gateway.Popen(["true"]).wait(timeout=30)
+            os.write(write, b"ok" if code == 0 else b"failed")
+        finally:
+            os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and os.waitpid(pid, os.WNOHANG) == (0, 0):
+        time.sleep(0.05)
+    try:  # still waiting: killed, so that its end of the pipe closes
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
+    with os.fdopen(read, "rb") as answer:
+        assert answer.read() == b"ok"
