@@ -98,7 +98,9 @@ def _popen(command: list[str], **kwargs) -> subprocess.Popen:
         except OSError:
             pass  # a priority above the parent thread's, without the right to raise one
 
-    return _parent.run(lambda: subprocess.Popen(command, preexec_fn=in_child, **kwargs))
+    # PySpark forks its JVM with a `preexec_fn` of its own already: this one adds two system
+    # calls and a resolved C function to it, nothing that takes a lock another thread may hold
+    return _parent.run(lambda: subprocess.Popen(command, preexec_fn=in_child, **kwargs))  # noqa: PLW1509
 
 
 def install() -> None:
