@@ -14,12 +14,14 @@ carry the source name `isrlab`, so that a leak check finds any left in /proc/mou
 """
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import random
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from broker.storage.durability import apply_power_loss
@@ -98,6 +100,24 @@ def isrlab_mounts(under: Path) -> list[Path]:
     return sorted(found, key=lambda p: len(p.parts), reverse=True)
 
 
+try:  # resolved once: the mount is a system call of the supervisor's own
+    _libc_mount: Callable[..., int] | None = ctypes.CDLL("libc.so.6", use_errno=True).mount
+except (OSError, AttributeError):
+    _libc_mount = None
+
+
+def _mount_tmpfs(path: Path) -> str | None:
+    """mount(2) a tmpfs at `path`; why it failed, or None. A system call, not mount(8): a
+    supervisor SIGKILLed while it mounts has then either mounted or not by the time it is
+    dead, when its watchman reaps the mounts its registry names. A mount(8) child lived on,
+    mounted after the reaping, and left the mount for good."""
+    if _libc_mount is None:
+        return "mount(2) is not available here"
+    if _libc_mount(MOUNT_SOURCE.encode(), str(path).encode(), b"tmpfs", 0, b"mode=0755") != 0:
+        return os.strerror(ctypes.get_errno())
+    return None
+
+
 class TmpfsMounts:
     """The tmpfs mounts of one run; `unmount_all` removes every one of them."""
 
@@ -111,10 +131,9 @@ class TmpfsMounts:
         path.mkdir(parents=True, exist_ok=True)
         if os.geteuid() != 0:
             return False
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", MOUNT_SOURCE, str(path)],
-                              capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            log.warning("mount -t tmpfs at %s failed: %s", path, done.stderr.strip())
+        problem = _mount_tmpfs(path)
+        if problem is not None:
+            log.warning("mount -t tmpfs at %s failed: %s", path, problem)
             return False
         self.mounted.append(path)
         return True

@@ -181,9 +181,12 @@ class Cluster(ClusterAdmin):
         assert self.registry is not None
         d = self.dir.data_dir(spec.name)
         d.mkdir(parents=True, exist_ok=True)
+        # registered first: a supervisor killed between the two leaves a path the reaper
+        # finds unmounted, never a mount nobody knows of
+        self.registry.add_mount(d)
         if self.mounts.mount(d):
-            self.registry.add_mount(d)
             return True
+        self.registry.drop_mount(d)
         self.warnings.append(f"medium: tmpfs needs root and mount(8); {spec.name} uses a plain directory")
         return False
 

@@ -77,7 +77,13 @@ class Registry:
         self._save()
 
     def add_mount(self, path: Path) -> None:
+        """Called before the mount is made (see `add_netns`)."""
         self.data["mounts"].append(str(path))
+        self._save()
+
+    def drop_mount(self, path: Path) -> None:
+        """A mount that was not made after all."""
+        self.data["mounts"].remove(str(path))
         self._save()
 
     def add_netns(self, names: list[str]) -> None:
