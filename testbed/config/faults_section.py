@@ -168,20 +168,30 @@ def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, broke
                     f"(brokers then: {sorted(brokers)})")
 
 
+def _partition_references(spec: FaultSpec) -> list[tuple[str, str]]:
+    """(key path in the entry, selector as written) of every value of `spec` that may name a
+    partition: `partition: T/P`, and the targets `target`, `from`, `to` and each group's
+    members (`leader-of T/P` and the like)."""
+    refs = [("partition", spec.params.get("partition")), ("target", spec.target),
+            ("from", spec.params.get("from")), ("to", spec.params.get("to"))]
+    for j, group in enumerate(spec.params.get("groups") or ()):
+        refs.extend((f"groups[{j}][{k}]", member) for k, member in enumerate(group))
+    return [(key, value) for key, value in refs if isinstance(value, str)]
+
+
 def _named_topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[str, int],
                       ever: set[str], partitions: dict[str, int]) -> None:
-    """A fault that names a partition (`partition: T/P`, `target: leader-of T/P`) names one of
-    a topic that exists when it fires: one deleted before it, or made only after it, has
-    none to act on (an unknown topic is its own error); and the partition is one the topic
-    has then."""
-    for key in ("partition", "target"):
-        value = spec.params.get(key) if key == "partition" else spec.target
-        named = partition_named(value) if isinstance(value, str) else None
+    """A fault that names a partition (`partition: T/P`, `leader-of T/P` as its `target`, `from`,
+    `to` or in a group) names one of a topic that exists when it fires: one deleted before it,
+    or made only after it, has none to act on (an unknown topic is its own error); and the
+    partition is one the topic has then."""
+    for key, value in _partition_references(spec):
+        named = partition_named(value)
         if named is None:
             continue
         topic, partition = named
         if topic in ever and topic not in topics:
-            w.error(join(entry, key), f"topic {topic!r} does not exist at {when} (topics then: "
+            w.error(join(entry, key), f"{value!r}: topic {topic!r} does not exist at {when} (topics then: "
                     f"{', '.join(sorted(topics)) or 'none'}): deleted before it, or made only after it")
         elif topic in partitions and partition >= partitions[topic]:
             w.error(join(entry, key), f"{value!r}: topic {topic} has partitions 0..{partitions[topic] - 1} "

@@ -376,6 +376,35 @@ def test_r40_a_topic_made_again_is_named_with_the_partitions_it_has_then() -> No
     parse_topology(data, SRC)  # orders/5 exists again from 3s
 
 
+def test_r40_a_network_fault_naming_a_partition_of_a_deleted_or_remade_topic_is_refused() -> None:
+    """`from`, `to` and a group's members are partition selectors as `target:` is, checked
+    against the topic as it is when the fault fires: a tester's one-way cut from `leader-of
+    orders/1` after `orders` was made again with one partition, and a slow link, one-way cut
+    and groups naming `orders` after its deletion, were accepted, and each resolved to nobody."""
+    data = base()
+    data["workload"] = {}
+    remade = {"name": "orders", "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2}
+    data["faults"] = [{"at": "1s", "do": "delete-topic", "topic": "orders"},
+                      {"at": "2s", "do": "create-topic", "topic": remade},
+                      {"at": "3s", "do": "partition", "shape": "one-way", "from": "leader-of orders/1",
+                       "to": "controllers"},
+                      {"at": "4s", "do": "slow", "delay": "5ms", "from": "brokers", "to": "isr-of orders/2"},
+                      {"at": "5s", "do": "partition", "groups": [["controllers"], ["broker:1", "followers-of orders/3"]]}]
+    assert errors_of(data) == [
+        f"{SRC}: faults[2].from: 'leader-of orders/1': topic orders has partitions 0..0 at 3s",
+        f"{SRC}: faults[3].to: 'isr-of orders/2': topic orders has partitions 0..0 at 4s",
+        f"{SRC}: faults[4].groups[1][1]: 'followers-of orders/3': topic orders has partitions 0..0 at 5s"]
+    del data["faults"][1]  # deleted and not made again
+    for fault_ in data["faults"][1:]:
+        fault_["at"] = "3s"
+    errors = errors_of(data)
+    assert [e.split(": ")[1] for e in errors] == ["faults[1].from", "faults[2].to", "faults[3].groups[1][1]"]
+    assert errors[0] == (f"{SRC}: faults[1].from: 'leader-of orders/1': topic 'orders' does not exist at 3s "
+                         "(topics then: none): deleted before it, or made only after it")
+    data["faults"] = data["faults"][1:]  # not deleted: orders has 6 partitions
+    parse_topology(data, SRC)
+
+
 def test_a_nemesis_target_of_more_nodes_than_max_down_is_noted_as_never_firing() -> None:
     """The injector skips a nemesis fault that would take down more than `max_down` nodes: a
     tester's nemesis on `followers-of orders/2` (two followers at RF 3) with max_down 1 was
