@@ -5,6 +5,8 @@ and a key that action does not take is an error rather than silently ignored.
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass, field
 from typing import Any
 
 from faults.fault_spec import (
@@ -61,6 +63,21 @@ _ANY_FAULT_KEY = frozenset({"at", "do"}).union(*_ACTION_KEYS.values())
 _ADMIN_ACTIONS = frozenset({"add-broker", "remove-broker", "create-topic", "delete-topic", "add-partitions"})
 _DEFAULT_TARGETS = {"restart": "stopped", "resume": "paused"}
 _NETWORK_ACTIONS = frozenset({"partition", "slow"})
+_BROKER_ACTIONS = frozenset({"add-broker", "remove-broker"})
+_TOPIC_ACTIONS = _ADMIN_ACTIONS - _BROKER_ACTIONS
+
+
+@dataclass
+class _Entry:
+    """One fault entry as read: its fault (INVALID when any rule was broken), its time (INVALID
+    when that was), the action it names (None when that is unknown), and each of its selectors
+    that names a partition (key path in the entry, the selector as written), which the walk
+    in firing order checks against the topic as it is then."""
+
+    spec: Any
+    at: Any = INVALID
+    do: str | None = None
+    partition_refs: list[tuple[str, str]] = field(default_factory=list)
 
 
 def parse_faults(
@@ -69,18 +86,26 @@ def parse_faults(
     entries = w.sequence(value, path, "faults")
     if entries is None:
         return INVALID
-    specs: list[Any] = []
+    # Whether a partition exists depends on the moment a fault fires (R40: add-partitions,
+    # delete-topic, create-topic), so where the topics are known the entries are read without
+    # the partition ranges, and the walk in firing order checks those, with the time.
+    by_moment = known.initial_partitions is not None and known.topics is not None
+    reading = dataclasses.replace(known, topics=dict.fromkeys(known.topics or ())) if by_moment else known
+    read: list[_Entry] = []
     for index, entry in enumerate(entries):
         entry_path = join(path, index)
         if isinstance(entry, dict) and "nemesis" in entry:
             w.mapping(entry, entry_path, ("nemesis",))
-            specs.append(parse_nemesis(w, entry["nemesis"], join(entry_path, "nemesis"), known, duration, total_nodes))
+            read.append(_Entry(parse_nemesis(w, entry["nemesis"], join(entry_path, "nemesis"), known, duration,
+                                             total_nodes), do="nemesis"))
         else:
-            specs.append(_parse_fault(w, entry, entry_path, known, duration))
+            read.append(_read_fault(w, entry, entry_path, reading, duration))
+    specs = [e.spec for e in read]
+    if valid(*specs):
+        _check_elect_targets(w, specs, path, known)
+    _check_firing_order(w, read, path, known, by_moment)
     if not valid(*specs):
         return INVALID
-    _check_elect_targets(w, specs, path, known)
-    _check_firing_order(w, specs, path, known)
     return tuple(sorted(specs, key=lambda s: s.at if isinstance(s, FaultSpec) else s.start))
 
 
@@ -88,7 +113,7 @@ def parse_fault_entry(source: str, entry: dict[str, Any], known: Known) -> tuple
     """One fault as a topology's `faults:` entry would give it, checked against `known` (the
     Python API's `Cluster.fault`: the cluster as it is now): the fault, or every problem."""
     w = Walker(source)
-    spec = _parse_fault(w, entry, "fault", known, None)
+    spec = _read_fault(w, entry, "fault", known, None).spec
     if w.errors or spec is INVALID:
         return None, w.errors or [f"{source}: fault: invalid"]
     return spec, []
@@ -121,34 +146,57 @@ def _check_elect_targets(w: Walker, specs: list[Any], path: str, known: Known) -
                     f"elect needs one of them")
 
 
-def _check_firing_order(w: Walker, specs: list[Any], path: str, known: Known) -> None:
+def _check_firing_order(w: Walker, read: list[_Entry], path: str, known: Known, by_moment: bool) -> None:
     """R38-R40 over the run, in the order the faults fire, following the broker set and the
     topics (with their replication factors) together: an added broker's id is not in use, a
     removed broker exists then and its removal leaves as many brokers as every topic then
     needs; a created topic's name is free then and its replication factor fits the brokers
     then; a deleted or grown topic exists then; any other fault that names a broker names one
     in the cluster then, and one that names a partition names one of the topic as it is then
-    (a topic made again may have fewer or more partitions than before). Either side is skipped when its section is broken (its own error
-    says why)."""
-    brokers = None if known.broker_ids is None else set(known.broker_ids) - known.added_brokers
-    topics = None if known.replication is None else dict(known.replication)  # name -> RF, the topology's
+    (a topic made again may have fewer or more partitions than before).
+
+    A fault broken otherwise is walked too, for its partitions: each wrong one is its own
+    error, all reported at once. Either side is skipped when its section is broken, or when
+    an entry that may change it (an admin action of that side, or an unknown action) is
+    broken: its own error says why. With `by_moment` the entries were read without the
+    partition ranges; when the topics cannot be followed, those are checked against every
+    partition the run ever has instead."""
+    def blocks(entry: _Entry, actions: frozenset[str]) -> bool:
+        return entry.spec is INVALID and (entry.do is None or entry.do in actions)
+
+    brokers = None if known.broker_ids is None or any(blocks(e, _BROKER_ACTIONS) for e in read) \
+        else set(known.broker_ids) - known.added_brokers
+    topics = None if known.replication is None or any(blocks(e, _TOPIC_ACTIONS) for e in read) \
+        else dict(known.replication)  # name -> RF, the topology's
     partitions = dict(known.initial_partitions or {})  # name -> partitions then
-    ordered = sorted(((i, s) for i, s in enumerate(specs) if isinstance(s, FaultSpec)), key=lambda item: item[1].at)
+    faults = [(i, e) for i, e in enumerate(read) if e.do != "nemesis" and e.at is not INVALID]
+    ordered = sorted(faults, key=lambda item: item[1].at)
     removed: set[int] = set()
-    ever = set(topics or {}) | {s.params["topic"]["name"] for _, s in ordered if s.do == "create-topic"}
-    for index, spec in ordered:
-        entry, when = join(path, index), format_duration(spec.at)
-        if spec.do in ("add-broker", "remove-broker"):
+    ever = set(topics or {}) | {e.spec.params["topic"]["name"] for _, e in ordered
+                                if e.do == "create-topic" and e.spec is not INVALID}
+    for index, item in ordered:
+        entry, when, spec = join(path, index), format_duration(item.at), item.spec
+        if spec is not INVALID and spec.do in ("add-broker", "remove-broker"):
             if brokers is not None:
                 _broker_step(w, spec, entry, when, brokers, topics or {}, removed)
-        elif spec.do in _ADMIN_ACTIONS:
+        elif spec is not INVALID and spec.do in _ADMIN_ACTIONS:
             if topics is not None:
                 _topic_step(w, spec, entry, when, topics, brokers, partitions)
         else:
-            if brokers is not None:
+            if brokers is not None and spec is not INVALID:
                 _named_brokers_step(w, spec, entry, when, brokers)
             if topics is not None:
-                _named_topic_step(w, spec, entry, when, topics, ever, partitions)
+                _named_topic_step(w, item.partition_refs, entry, when, topics, ever, partitions)
+    if not by_moment:
+        return  # the entries were read with the partition ranges
+    # What the walk did not see: every entry when the topics could not be followed, else the
+    # entries whose time is broken (they are in no order).
+    unwalked = [(i, e) for i, e in enumerate(read) if e.do != "nemesis" and (topics is None or e.at is INVALID)]
+    for index, item in unwalked:
+        for key, value in item.partition_refs:
+            problem = topic_partition_problem(value, known) if key == "partition" else target_problem(value, known)
+            if problem is not None:
+                w.error(join(join(path, index), key), problem)
 
 
 def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int]) -> None:
@@ -168,24 +216,13 @@ def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, broke
                     f"(brokers then: {sorted(brokers)})")
 
 
-def _partition_references(spec: FaultSpec) -> list[tuple[str, str]]:
-    """(key path in the entry, selector as written) of every value of `spec` that may name a
-    partition: `partition: T/P`, and the targets `target`, `from`, `to` and each group's
-    members (`leader-of T/P` and the like)."""
-    refs = [("partition", spec.params.get("partition")), ("target", spec.target),
-            ("from", spec.params.get("from")), ("to", spec.params.get("to"))]
-    for j, group in enumerate(spec.params.get("groups") or ()):
-        refs.extend((f"groups[{j}][{k}]", member) for k, member in enumerate(group))
-    return [(key, value) for key, value in refs if isinstance(value, str)]
-
-
-def _named_topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[str, int],
+def _named_topic_step(w: Walker, refs: list[tuple[str, str]], entry: str, when: str, topics: dict[str, int],
                       ever: set[str], partitions: dict[str, int]) -> None:
     """A fault that names a partition (`partition: T/P`, `leader-of T/P` as its `target`, `from`,
     `to` or in a group) names one of a topic that exists when it fires: one deleted before it,
     or made only after it, has none to act on (an unknown topic is its own error); and the
     partition is one the topic has then."""
-    for key, value in _partition_references(spec):
+    for key, value in refs:
         named = partition_named(value)
         if named is None:
             continue
@@ -248,10 +285,10 @@ def _topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[
         partitions[name] += spec.params["count"]
 
 
-def _parse_fault(w: Walker, value: object, path: str, known: Known, duration: float | None) -> FaultSpec | Any:
+def _read_fault(w: Walker, value: object, path: str, known: Known, duration: float | None) -> _Entry:
     if not isinstance(value, dict):
         w.error(path, f"expected a mapping {{at, do, ...}} or {{nemesis: {{...}}}}, got {describe(value)}")
-        return INVALID
+        return _Entry(INVALID)
     do = w.field(value, "do", path, scalars.choice(*FAULT_ACTIONS))
     if "do" not in value:
         w.error(join(path, "do"), f"required key missing (one of: {', '.join(FAULT_ACTIONS)})")
@@ -266,14 +303,14 @@ def _parse_fault(w: Walker, value: object, path: str, known: Known, duration: fl
             if key not in _ANY_FAULT_KEY:
                 w.error(join(path, key), "unknown key (a fault entry is {at, do, ...} with the keys of its "
                                          "action, or {nemesis: {...}})")
-        return INVALID
+        return _Entry(INVALID, at)
     allowed = ("at", "do") + _ACTION_KEYS[do]
     w.mapping(value, path, allowed)
     checker = _FaultChecker(w, path, value, known)
     target, params = checker.check(do)
     if not valid(at, target) or checker.failed or any(k not in allowed for k in value):
-        return INVALID
-    return FaultSpec(at, do, target, params)
+        return _Entry(INVALID, at, do, checker.partition_refs)
+    return _Entry(FaultSpec(at, do, target, params), at, do, checker.partition_refs)
 
 
 class _FaultChecker:
@@ -282,6 +319,8 @@ class _FaultChecker:
     def __init__(self, w: Walker, path: str, m: dict[Any, Any], known: Known) -> None:
         self.w, self.path, self.m, self.known = w, path, m, known
         self.failed = False
+        #: (key, selector as written) of each selector read that names a partition
+        self.partition_refs: list[tuple[str, str]] = []
 
     def error(self, key: str, message: str) -> None:
         self.w.error(join(self.path, key), message)
@@ -305,6 +344,8 @@ class _FaultChecker:
         if problem is not None:
             self.error(key, problem)
             return None
+        if isinstance(value, str) and partition_named(value) is not None:
+            self.partition_refs.append((key, value))
         return value  # type: ignore[return-value]
 
     def check(self, do: str) -> tuple[str | None, dict[str, Any]]:
@@ -413,6 +454,7 @@ class _FaultChecker:
         )
         if problem is None:
             params["partition"] = value
+            self.partition_refs.append(("partition", value))
         else:
             self.error("partition", problem)
 

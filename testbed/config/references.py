@@ -187,8 +187,10 @@ def partition_list_problem(value: object, partitions: int | None) -> str | None:
     return None
 
 
-def topic_partition_problem(text: str, known: Known) -> str | None:
-    """None if `text` is TOPIC/P naming a partition that exists (or can't be checked)."""
+def topic_partition_problem(text: str, known: Known, shown: str | None = None) -> str | None:
+    """None if `text` is TOPIC/P naming a partition that exists (or can't be checked);
+    `shown` is the selector as written, where that is more than TOPIC/P (`leader-of T/P`)."""
+    shown = text if shown is None else shown
     match = _TOPIC_PARTITION_RE.match(text)
     if match is None:
         return f"{text!r} is not TOPIC/PARTITION (e.g. orders/0)"
@@ -196,10 +198,10 @@ def topic_partition_problem(text: str, known: Known) -> str | None:
     if known.topics is None:
         return None
     if topic not in known.topics:
-        return f"unknown topic {topic!r} in {text!r} (topics: {', '.join(known.topics)})"
+        return f"unknown topic {topic!r} in {shown!r} (topics: {', '.join(known.topics)})"
     count = known.topics[topic]
     if count is not None and partition >= count:
-        return f"{text!r}: topic {topic} has partitions 0..{count - 1}"
+        return f"{shown!r}: topic {topic} has partitions 0..{count - 1}"
     return None
 
 
@@ -224,5 +226,5 @@ def target_problem(target: object, known: Known) -> str | None:
         return None
     match = _PARTITION_TARGET_RE.match(target)
     if match is not None:
-        return topic_partition_problem(match.group(2), known)
+        return topic_partition_problem(match.group(2), known, shown=target)
     return f"unknown target {target!r} (expected one of: {TARGET_GRAMMAR})"

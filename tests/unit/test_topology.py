@@ -405,6 +405,49 @@ def test_r40_a_network_fault_naming_a_partition_of_a_deleted_or_remade_topic_is_
     parse_topology(data, SRC)
 
 
+def test_r40_every_partition_named_out_of_range_is_reported_with_its_selector_and_time() -> None:
+    """A partition that exists only later in the run, or never, is an error at every fault
+    that names it, each with its key path, its selector as written and its time: a tester's
+    file got only the error of its 3 s kill (as `'orders/3': ...`, without `leader-of` or the
+    time), and the 1 s kill's error only once the other was fixed."""
+    data = base()
+    data["topics"][0]["partitions"] = 2
+    data["faults"] = [{"at": "1s", "do": "kill", "target": "leader-of orders/2"},
+                      {"at": "2s", "do": "add-partitions", "topic": "orders", "count": 1},
+                      {"at": "3s", "do": "kill", "target": "leader-of orders/3"},
+                      {"at": "4s", "do": "lossy-crash", "target": "isr-of orders/5", "loss": "all"},
+                      {"at": "5s", "do": "partition", "groups": [["leader-of orders/4"], ["clients"]]}]
+    errors = errors_of(data)
+    assert errors[0].startswith(f"{SRC}: faults[3].loss: "), errors  # its own error, and its target's too
+    assert errors[1:] == [
+        f"{SRC}: faults[0].target: 'leader-of orders/2': topic orders has partitions 0..1 at 1s",
+        f"{SRC}: faults[2].target: 'leader-of orders/3': topic orders has partitions 0..2 at 3s",
+        f"{SRC}: faults[3].target: 'isr-of orders/5': topic orders has partitions 0..2 at 4s",
+        f"{SRC}: faults[4].groups[0][0]: 'leader-of orders/4': topic orders has partitions 0..2 at 5s"]
+    data["faults"][3]["loss"] = "torn"
+    data["faults"][1]["count"] = 4  # orders/2..5 from 2s
+    assert errors_of(data) == [
+        f"{SRC}: faults[0].target: 'leader-of orders/2': topic orders has partitions 0..1 at 1s"]
+    data["faults"][0]["at"] = "2.5s"
+    parse_topology(data, SRC)
+
+
+
+def test_r40_a_partition_the_run_never_has_is_refused_where_firing_order_cannot_be_followed() -> None:
+    """A broken add-partitions leaves the topics of each moment unknown, and a broken `at`
+    leaves its fault out of the order: a partition the run never has is refused still."""
+    data = base()
+    data["faults"] = [{"at": "1s", "do": "add-partitions", "topic": "orders", "count": 0},
+                      {"at": "2s", "do": "kill", "target": "leader-of orders/9"},
+                      {"at": "2", "do": "slow", "delay": "5ms", "to": "isr-of orders/7"}]
+    errors = errors_of(data)
+    assert [e.split(": ")[1] for e in errors] == ["faults[0].count", "faults[2].at", "faults[1].target",
+                                                  "faults[2].to"]
+    assert errors[2:] == [f"{SRC}: faults[1].target: 'leader-of orders/9': topic orders has partitions 0..5",
+                          f"{SRC}: faults[2].to: 'isr-of orders/7': topic orders has partitions 0..5"]
+    data["faults"][0]["count"] = 4
+    assert [e.split(": ")[1] for e in errors_of(data)] == ["faults[2].at"]  # orders/9 exists from 1s
+
 def test_a_nemesis_target_of_more_nodes_than_max_down_is_noted_as_never_firing() -> None:
     """The injector skips a nemesis fault that would take down more than `max_down` nodes: a
     tester's nemesis on `followers-of orders/2` (two followers at RF 3) with max_down 1 was
