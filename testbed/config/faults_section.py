@@ -199,16 +199,27 @@ def _check_firing_order(w: Walker, read: list[_Entry], path: str, known: Known, 
                 w.error(join(join(path, index), key), problem)
 
 
+def _selectors(spec: FaultSpec) -> list[tuple[str, str]]:
+    """(key path in the entry, selector as written) of each target a fault names: `target`,
+    a one-way cut's or slow link's `from` and `to`, each member of a partition's groups."""
+    found = [("target", spec.target), ("from", spec.params.get("from")), ("to", spec.params.get("to"))]
+    for j, group in enumerate(spec.params.get("groups") or ()):
+        found.extend((f"groups[{j}][{k}]", member) for k, member in enumerate(group))
+    return [(key, value) for key, value in found if isinstance(value, str)]
+
+
 def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int]) -> None:
-    """A fault that names a broker (`target: broker:N`, a reassignment's replicas) names one
-    in the cluster when it fires: added before it (R38), not removed (R39)."""
-    try:
-        named = broker_id(str(spec.target))
-    except TargetError:  # another kind of target, or none
-        named = None
-    if named is not None and named not in brokers:
-        w.error(join(entry, "target"), f"broker {named} is not in the cluster at {when} "
-                f"(brokers then: {sorted(brokers)})")
+    """A fault that names a broker (`broker:N` as its `target`, `from`, `to` or in a group, a
+    reassignment's replicas) names one in the cluster when it fires: added before it (R38),
+    not removed (R39)."""
+    for key, value in _selectors(spec):
+        try:
+            named = broker_id(value)
+        except TargetError:  # another kind of target
+            continue
+        if named not in brokers:
+            w.error(join(entry, key), f"broker {named} is not in the cluster at {when} "
+                    f"(brokers then: {sorted(brokers)})")
     if spec.do == "reassign":
         gone = [r for r in spec.params.get("replicas", []) if is_int(r) and r not in brokers]
         if gone:

@@ -341,6 +341,25 @@ def test_r39_a_removed_brokers_id_is_not_added_back() -> None:
     parse_topology(data, SRC)  # valid
 
 
+
+def test_r38_r39_a_network_fault_names_brokers_in_the_cluster_when_it_fires() -> None:
+    """`from`, `to` and a group's members name brokers as `target:` does: a one-way cut, slow
+    link or group of a broker removed before it, or added only after it, acts on nobody."""
+    data = base()
+    data["cluster"]["brokers"].append({"id": 4, "rack": "d"})
+    data["faults"] = [{"at": "1s", "do": "remove-broker", "target": "broker:4"},
+                      {"at": "2s", "do": "partition", "shape": "one-way", "from": "broker:4", "to": "controllers"},
+                      {"at": "3s", "do": "slow", "delay": "5ms", "from": "brokers", "to": "broker:4"},
+                      {"at": "4s", "do": "partition", "groups": [["controllers"], ["broker:1", "broker:5"]]},
+                      {"at": "5s", "do": "add-broker", "broker": {"id": 5, "rack": "e"}}]
+    assert errors_of(data) == [
+        f"{SRC}: faults[1].from: broker 4 is not in the cluster at 2s (brokers then: [1, 2, 3])",
+        f"{SRC}: faults[2].to: broker 4 is not in the cluster at 3s (brokers then: [1, 2, 3])",
+        f"{SRC}: faults[3].groups[1][1]: broker 5 is not in the cluster at 4s (brokers then: [1, 2, 3])"]
+    data["faults"][0]["at"] = "9s"
+    data["faults"][3]["at"] = "6s"
+    parse_topology(data, SRC)
+
 def test_r40_a_fault_naming_a_partition_of_a_deleted_topic_is_refused() -> None:
     data = base()
     data["faults"] = [{"at": "1s", "do": "delete-topic", "topic": "orders"},
