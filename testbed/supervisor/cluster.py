@@ -204,6 +204,7 @@ class Cluster(ClusterAdmin):
         self._starting[name] = time.monotonic()
         self.procs[name] = proc
         self.stopped.discard(name)
+        self.paused.discard(name)  # a new process was never paused, whatever its predecessor was
         assert self.registry is not None
         self.registry.add_process(proc.pid)
 
@@ -513,7 +514,10 @@ class Cluster(ClusterAdmin):
         return clean
 
     def _stopped_after_shutdown(self, name: str, proc: subprocess.Popen) -> bool:
-        """The node killed if it still runs, and counted stopped; whether it exited cleanly."""
+        """The node killed if it still runs, and counted stopped and no longer paused, as `kill`
+        counts it (a paused node's shutdown times out and kills it: left in `paused`, a later
+        `resume` resolved to it and "resumed" the process its restart had started, never
+        paused); whether it exited cleanly."""
         if proc.poll() is None:
             proc.kill()
             proc.wait()
@@ -521,6 +525,7 @@ class Cluster(ClusterAdmin):
         else:
             clean = proc.returncode == 0
         self.stopped.add(name)
+        self.paused.discard(name)
         return clean
 
     def _running(self, name: str) -> bool:

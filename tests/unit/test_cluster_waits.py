@@ -29,6 +29,7 @@ class _Waits(Cluster):
         self.configs = {"broker-3": SimpleNamespace(control_endpoint="ipc:///nowhere")}
         self.control = SimpleNamespace(call=lambda *args, **kwargs: None)  # the node does not answer
         self.stopped: set[str] = set()
+        self.paused: set[str] = set()
         self.looks = 0
         self.while_waiting = self._look
 
@@ -67,7 +68,6 @@ class _NoController(_Waits):
     def __init__(self, proc: subprocess.Popen, run_dir: Path) -> None:
         super().__init__(proc)
         self.dir = SimpleNamespace(root=run_dir)
-        self.paused: set[str] = set()
         self.removed: set[str] = set()
 
     def status(self, timeout: float = 0.5) -> ClusterStatus:

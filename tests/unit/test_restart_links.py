@@ -23,6 +23,7 @@ class _Spawns(Cluster):
         self.dir.nodes.mkdir(parents=True)
         self.procs: dict = {}
         self.stopped: set[str] = {"broker-2"}
+        self.paused: set[str] = set()
         self.registry = _Registry()
         self._starting: dict[str, float] = {}
 
