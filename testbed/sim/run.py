@@ -53,6 +53,7 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         injector.load(build_schedule(topology))
         cluster.start_clients()
         start, workload_ns = loop.now, loop.clock_ns()
+        cluster.workload_start = start
         injector.elapsed = lambda: loop.now - start
         injector.duration = topology.duration
         while (due := injector.next_at()) is not None and due < topology.duration:
@@ -61,6 +62,7 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         loop.run_until(start + topology.duration)
         injector.fire_overdue(topology.duration)  # as processes do: those due at the end itself
         injector.elapsed = None
+        cluster.workload_start = None
         cluster.stop_clients(STOP_CLIENTS)
         injector.undo_all()
         try:

@@ -198,7 +198,7 @@ def test_a_controlled_shutdown_the_active_controller_accepted_ends_clean_after_i
     shutdown of a leader is committed and before the broker is let go; the new active
     controller carries it on, the broker exits cleanly and registers again as clean. It was
     held until the 10 s timeout, killed, and came back unclean (R29 excluded it). Driven by
-    hand: the sim's `shutdown` fault holds the faults due during it back."""
+    hand, so that the kill falls between the commit and the let-go, whenever that is."""
     topology = parse_topology({**FAULT_TOUR, "duration": "2s", "faults": []}, "failover")
     cluster = SimCluster(topology, RunDir(tmp_path / "run"))
     try:
