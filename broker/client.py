@@ -100,6 +100,11 @@ class StepClient:
         self.name = name
         self.request_timeout = request_timeout
         self.leaders: dict[tuple[str, int], PartitionMetadata] = {}
+        #: topic -> (the metadata offset of the answer, its partitions): each topic's partitions as
+        #: the newest metadata answer that described it lists them. `leaders` only ever gains
+        #: partitions (a send to one the answer no longer lists goes to its old leader and is
+        #: answered UNKNOWN_TOPIC_OR_PARTITION); this is what a partitioner chooses among.
+        self._topic_partitions: dict[str, tuple[int, tuple[int, ...]]] = {}
         self._silent: dict[int, int] = {}  # broker -> requests it left unanswered in a row
         self._skips: dict[int, int] = {}  # broker -> refreshes it is still left out of
 
@@ -140,8 +145,16 @@ class StepClient:
                 if best is None or resp.metadata_offset > best.metadata_offset:
                     best = resp
         if best is not None:
+            listed: dict[str, list[int]] = {}
             for pm in best.partitions:
                 self.leaders[(pm.topic, pm.partition)] = pm
+                listed.setdefault(pm.topic, []).append(pm.partition)
+            for topic, partitions in listed.items():
+                # never from an answer older than the one it was taken from: a broker whose
+                # metadata lags may still describe a topic as it was before an `add-partitions`
+                # or before it was deleted and made again
+                if best.metadata_offset >= self._topic_partitions.get(topic, (-1, ()))[0]:
+                    self._topic_partitions[topic] = (best.metadata_offset, tuple(sorted(partitions)))
             for broker_id, endpoint in best.endpoints.items():  # brokers that joined later (R38)
                 self.brokers.setdefault(broker_id, endpoint)
             for broker_id in [b for b in self.brokers if best.endpoints and b not in best.endpoints]:
@@ -149,6 +162,13 @@ class StepClient:
                 self._silent.pop(broker_id, None)
                 self._skips.pop(broker_id, None)
         return best
+
+    def partitions_of(self, topic: str) -> tuple[int, ...]:
+        """The topic's partitions as the newest metadata answer that described it lists them
+        (every partition of the topic, led or not); () when no answer has described it yet.
+        A topic deleted and made again with fewer partitions has fewer here, as a Kafka
+        producer's partitioner takes the partition count of its current metadata."""
+        return self._topic_partitions.get(topic, (-1, ()))[1]
 
     def leader_of(self, topic: str, partition: int) -> Steps:
         """The partition's leader as last known, -1 when none is known or it cannot be reached."""

@@ -51,8 +51,11 @@ class Clock:
 @dataclass
 class PartitionCycle:
     """The partitions a producer sends to in turn: its own list, or, when it was given none,
-    every partition of the topic as the metadata shows it, so that partitions an
-    `add-partitions` fault adds (R40) take writes too."""
+    every partition of the topic as the newest metadata lists it, looked at every
+    `METADATA_MAX_AGE`: partitions an `add-partitions` fault adds (R40) take writes too, and
+    a partition that is gone (its topic deleted and made again with fewer) takes none. While
+    the metadata describes no such topic (deleted, not made again) the producer keeps its
+    last partitions: its sends fail with UNKNOWN_TOPIC_OR_PARTITION and are recorded."""
     cfg: ClientConfig
     client: StepClient
     clock: Clock
@@ -68,8 +71,7 @@ class PartitionCycle:
         if self.cfg.follow_partitions and self.clock.seconds() - self.looked >= METADATA_MAX_AGE:
             self.looked = self.clock.seconds()
             yield from self.client.refresh_metadata([self.cfg.topic])
-            seen = tuple(sorted(p for t, p in self.client.leaders if t == self.cfg.topic))
-            self.partitions = seen or self.partitions
+            self.partitions = self.client.partitions_of(self.cfg.topic) or self.partitions
         self.turn += 1
         return self.partitions[(self.turn - 1) % len(self.partitions)]
 
