@@ -177,6 +177,28 @@ def _same_length_values(data: bytes, pos: int, count: int, size: int) -> tuple[b
     return fields[1::2] if fields[0::2] == (n,) * count else None
 
 
+def batch_values(buf: bytes | memoryview, infos: list[BatchInfo]) -> list[tuple[int, int, tuple[bytes, ...]]]:
+    """(base offset, leader epoch, values) for each of the well-formed batches `infos` of `buf`:
+    `batch_records`' records a batch at a time, for a reader that needs no tuple per record
+    (the final dump of every replica's log, 12,000 records a quickstart seed)."""
+    data = buf if type(buf) is bytes else bytes(buf)
+    unpack = _LEN.unpack_from
+    out: list[tuple[int, int, tuple[bytes, ...]]] = []
+    for info in infos:
+        pos = info.position + HEADER_SIZE
+        values = _same_length_values(data, pos, info.count, info.size - HEADER_SIZE)
+        if values is None:
+            walked = []
+            for _ in range(info.count):
+                (n,) = unpack(data, pos)
+                pos += 4
+                walked.append(data[pos:pos + n])
+                pos += n
+            values = tuple(walked)
+        out.append((info.base_offset, info.leader_epoch, values))
+    return out
+
+
 def decode_batches(buf: bytes | memoryview) -> list[tuple[int, int, bytes]]:
     """(offset, leader_epoch, value) for every record of the valid batches in `buf`."""
     infos, _ = scan_batches(buf, check_crc=False)

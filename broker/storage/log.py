@@ -15,6 +15,7 @@ missing after a power loss is a hole, and recovery drops everything after a hole
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from broker.common.record_batch import (
     BatchInfo,
     CorruptBatch,
     batch_records,
+    batch_values,
     record_set_count,
     scan_batches,
     stamp_batch,
@@ -366,15 +368,31 @@ def read_partition_dir(path: Path) -> list[tuple[int, int, bytes]]:
     after a run to dump each replica's final log.
     """
     out: list[tuple[int, int, bytes]] = []
+    for data, batches in _partition_segments(Path(path)):
+        out.extend(batch_records(data, batches))
+    return out
+
+
+def read_partition_values(path: Path) -> list[tuple[int, int, tuple[bytes, ...]]]:
+    """(base offset, leader epoch, values) of every batch on disk: `read_partition_dir`'s
+    records a batch at a time (`batch_values`), for the final dump of the logs."""
+    out: list[tuple[int, int, tuple[bytes, ...]]] = []
+    for data, batches in _partition_segments(Path(path)):
+        out.extend(batch_values(data, batches))
+    return out
+
+
+def _partition_segments(path: Path) -> Iterator[tuple[bytes, list[BatchInfo]]]:
+    """Each segment file's bytes and its well-formed batches, in offset order, stopping at the
+    first bad batch (the segment that holds it is the last, with the batches before it)."""
     expect = 0
-    for base, segment_path in _segment_files(Path(path)):
+    for base, segment_path in _segment_files(path):
         if base != expect:
             break
         data = segment_path.read_bytes()
         batches, problem = scan_batches(data, expect_offset=base)
-        out.extend(batch_records(data, batches))
+        yield data, batches
         if problem is not None:
             break
         if batches:
             expect = batches[-1].next_offset
-    return out

@@ -7,14 +7,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from itertools import chain, groupby
+from itertools import chain, count, groupby
+from operator import itemgetter
 from pathlib import Path
 
 import orjson
 
 from broker.common.jsonl import JsonlAppender
 from broker.storage.layout import partition_dirs
-from broker.storage.log import read_partition_dir
+from broker.storage.log import read_partition_values
 from testbed.supervisor.admin import ClusterAdmin
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.config.topology_spec import Topology
@@ -59,29 +60,31 @@ def write_logs(path: Path, data_dirs: dict[str, Path]) -> int:
     as they are, which is their JSON, without decoding and serialising each: its lines are
     one format of the replica's offsets and values in a row (offset, value, offset, ...),
     each run of one epoch with the epoch in its lines, since a format and a generator step
-    per line, and then the formatting of each number, were most of what was left."""
+    per line, and then the formatting of each number, were most of what was left. The log
+    is read a batch at a time (`read_partition_values`): a batch's offsets are a range and
+    its epoch is one, so that no tuple is made per record but where a value needs escapes."""
     n = 0
     with _whole(path) as out:
         for node, data_dir in sorted(data_dirs.items()):
             for topic, partition, d in partition_dirs(data_dir):
                 head = orjson.dumps({"node": node, "topic": topic, "partition": partition})[:-1] + b',"offset":'
-                records = read_partition_dir(d)
-                fields = tuple(chain.from_iterable(records))
-                if b"".join(fields[2::3]).translate(None, _AS_IS):  # some value needs escapes
+                batches = read_partition_values(d)
+                values = list(chain.from_iterable(vs for _, _, vs in batches))
+                if b"".join(values).translate(None, _AS_IS):  # some value needs escapes
                     out.write_lines(b"".join(b'%s%d,"leader_epoch":%d,"value":%s}\n'
                                              % (head, o, e, orjson.dumps(v.decode("utf-8", "replace")))
-                                             for o, e, v in records))
+                                             for base, e, vs in batches for o, v in zip(count(base), vs)))
                 else:  # every value is its own JSON string between quotes, as the workload's are
-                    # the epoch is written into the lines of each run of records in one epoch
+                    # the epoch is written into the lines of each run of batches in one epoch
                     # (a replica holds a few runs), so only offsets and values are formatted
                     lead = head.replace(b"%", b"%%") + b'%d,"leader_epoch":'
-                    lines = b"".join((lead + b"%d" % epoch + b',"value":"%s"}\n') * len(list(run))
-                                     for epoch, run in groupby(fields[1::3]))
-                    parts: list = [None] * (2 * len(records))
-                    parts[0::2] = fields[0::3]
-                    parts[1::2] = fields[2::3]
+                    lines = b"".join((lead + b"%d" % epoch + b',"value":"%s"}\n') * sum(len(vs) for _, _, vs in run)
+                                     for epoch, run in groupby(batches, key=itemgetter(1)))
+                    parts: list = [None] * (2 * len(values))
+                    parts[0::2] = chain.from_iterable(range(base, base + len(vs)) for base, _, vs in batches)
+                    parts[1::2] = values
                     out.write_lines(lines % tuple(parts))
-                n += len(records)
+                n += len(values)
     return n
 
 

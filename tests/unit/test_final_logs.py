@@ -12,6 +12,17 @@ import pytest
 from testbed.experiment import final_state
 
 
+def _batches(records: list[tuple[int, int, bytes]]) -> list[tuple[int, int, tuple[bytes, ...]]]:
+    """`records` as `read_partition_values` gives them: batches of up to two records of one epoch."""
+    out: list[tuple[int, int, tuple[bytes, ...]]] = []
+    for o, e, v in records:
+        if out and out[-1][1] == e and len(out[-1][2]) < 2:
+            out[-1] = (out[-1][0], e, (*out[-1][2], v))
+        else:
+            out.append((o, e, (v,)))
+    return out
+
+
 @pytest.mark.parametrize("values", [
     [b"producer-0:1.....", b"producer-1:2 ~!#$%&'()*+,-./:;<=>?@[]^_`{|}"],
     [b"plain", b'a "quoted" value'],
@@ -25,7 +36,7 @@ def test_a_replicas_lines_are_the_bytes_of_their_dicts(tmp_path: Path, monkeypat
     data = tmp_path / "data"
     (data / "broker-1" / "orders-3").mkdir(parents=True)
     records = [(7 + i, 2, v) for i, v in enumerate(values)]
-    monkeypatch.setattr(final_state, "read_partition_dir", lambda d: records)
+    monkeypatch.setattr(final_state, "read_partition_values", lambda d: _batches(records))
     target = tmp_path / "logs.jsonl"
     assert final_state.write_logs(target, {"broker-1": data / "broker-1"}) == len(values)
     assert target.read_bytes() == b"".join(
@@ -41,7 +52,7 @@ def test_a_percent_sign_in_the_replicas_part_is_written_as_it_is(tmp_path: Path,
     data = tmp_path / "data"
     (data / "broker-1" / "or%d%sers-0").mkdir(parents=True)
     records = [(i, 1, b"v%d" % i) for i in range(3)]
-    monkeypatch.setattr(final_state, "read_partition_dir", lambda d: records)
+    monkeypatch.setattr(final_state, "read_partition_values", lambda d: _batches(records))
     target = tmp_path / "logs.jsonl"
     assert final_state.write_logs(target, {"broker-1": data / "broker-1"}) == 3
     assert target.read_bytes() == b"".join(
@@ -56,7 +67,7 @@ def test_a_replica_of_several_epochs_writes_each_records_own(tmp_path: Path, mon
     data = tmp_path / "data"
     (data / "broker-2" / "orders-1").mkdir(parents=True)
     records = [(o, e, b"v%d" % o) for o, e in enumerate([0, 0, 3, 3, 3, 12, 0, 12])]
-    monkeypatch.setattr(final_state, "read_partition_dir", lambda d: records)
+    monkeypatch.setattr(final_state, "read_partition_values", lambda d: _batches(records))
     target = tmp_path / "logs.jsonl"
     assert final_state.write_logs(target, {"broker-2": data / "broker-2"}) == len(records)
     assert target.read_bytes() == b"".join(

@@ -16,7 +16,7 @@ from broker.common.record_batch import (
 )
 from broker.storage.durability import Durability
 from broker.storage.flush import FlushPolicy
-from broker.storage.log import OffsetOutOfRange, PartitionLog, read_partition_dir
+from broker.storage.log import OffsetOutOfRange, PartitionLog, read_partition_dir, read_partition_values
 
 
 def durability_for(tmp_path: Path, writeback: float = 5.0) -> Durability:
@@ -351,4 +351,8 @@ def test_log_matches_a_list_model(tmp_path_factory, ops, probe, budget):
         returned_batches = len(scan_batches(raw)[0])
         assert len(raw) <= budget or returned_batches == 1
     log.close()
-    assert [v for _, _, v in read_partition_dir(tmp_path / "data" / "orders-0")] == flat
+    by_record = read_partition_dir(tmp_path / "data" / "orders-0")
+    assert [v for _, _, v in by_record] == flat
+    # the same records a batch at a time, as the final dump of the logs reads them
+    assert [(base + i, e, v) for base, e, vs in read_partition_values(tmp_path / "data" / "orders-0")
+            for i, v in enumerate(vs)] == by_record

@@ -56,9 +56,9 @@ def test_the_final_files_appear_whole_or_not_at_all(tmp_path: Path, monkeypatch:
         calls.append(d)
         if len(calls) == 2:
             raise KeyboardInterrupt  # the supervisor stopped between two brokers
-        return [(0, 0, b"v0")]
+        return [(0, 0, (b"v0",))]
     with monkeypatch.context() as m:
-        m.setattr(final_state, "read_partition_dir", second_fails)
+        m.setattr(final_state, "read_partition_values", second_fails)
         with pytest.raises(KeyboardInterrupt):
             final_state.write_logs(target, {b: data / b for b in ("broker-1", "broker-2")})
     assert len(calls) == 2 and not target.exists() and list(target.parent.iterdir()) == []
