@@ -88,7 +88,9 @@ class LocalReplica:
 
 @dataclass
 class PendingFetch:
-    """A fetch response whose record bytes the runtime still has to read from the logs."""
+    """A fetch response whose record bytes the runtime still has to read from the logs (a
+    fetch with nothing to read, most of a steady term's, is answered with its `FetchResponse`
+    as it is: there is nothing to fill in)."""
     response: FetchResponse
     reads: list[ReadSpec | None]
 
@@ -549,7 +551,9 @@ class BrokerState:
         results, reads, interesting = self._read_fetch(req, now, out)
         follower = req.replica_id >= 0  # (a fetch moves no LEO; only a follower's may move an HWM)
         if interesting or req.max_wait_ms <= 0:
-            out.messages.append(Reply(ctx, PendingFetch(FetchResponse(_NONE, results), reads)))
+            # (records to read: a PendingFetch the runtime fills in; none: the response as it is)
+            response = FetchResponse(_NONE, results)
+            out.messages.append(Reply(ctx, response if reads is None else PendingFetch(response, reads)))
             # A follower fetch can advance the HWM: other parked fetches may now complete.
             return self._complete_parked(now, out, False, follower)
         seen = [((r.topic, r.partition), r.log_end_offset if follower else r.high_watermark) for r in results]
@@ -557,10 +561,12 @@ class BrokerState:
         return self._complete_parked(now, out, False, follower)
 
     def _read_fetch(self, req: FetchRequest, now: float, out: Outputs
-                    ) -> tuple[list[FetchPartitionResult], list[ReadSpec | None], bool]:
+                    ) -> tuple[list[FetchPartitionResult], list[ReadSpec | None] | None, bool]:
+        """Each partition's result and what to read for it, and whether the fetch is worth
+        answering now; the reads are None when there is nothing to read for any partition."""
         results: list[FetchPartitionResult] = []
         reads: list[ReadSpec | None] = []
-        interesting = False
+        interesting = to_read = False
         replica_id, partitions = req.replica_id, self.partitions
         for fp in req.partitions:
             p = partitions.get((fp.topic, fp.partition))
@@ -577,9 +583,11 @@ class BrokerState:
                 result, read = p.on_consumer_fetch(fp)
             results.append(result)
             reads.append(read)
-            if result.error is not _NONE or result.diverging_epoch is not None or read is not None:
+            if read is not None:
+                interesting = to_read = True
+            elif result.error is not _NONE or result.diverging_epoch is not None:
                 interesting = True
-        return results, reads, interesting
+        return results, reads if to_read else None, interesting
 
     def _complete_parked(self, now: float, out: Outputs, leo_moved: bool = True, hwm_moved: bool = True) -> Outputs:
         """Answer parked fetches that now have something for their fetcher (see `_changed_since`),
@@ -601,7 +609,8 @@ class BrokerState:
             looks = leo_moved if parked.follower else hwm_moved
             if now >= parked.deadline or looks and self._changed_since(parked):
                 results, reads, _ = self._read_fetch(parked.request, now, out)
-                out.messages.append(Reply(parked.ctx, PendingFetch(FetchResponse(_NONE, results), reads)))
+                response = FetchResponse(_NONE, results)
+                out.messages.append(Reply(parked.ctx, response if reads is None else PendingFetch(response, reads)))
             else:
                 still.append(parked)
         self.parked = still

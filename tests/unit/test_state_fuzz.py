@@ -55,6 +55,7 @@ from broker.protocol.messages import (
     ElectLeadersRequest,
     FetchPartition,
     FetchRequest,
+    FetchResponse,
     GetReplicaLogInfoResponse,
     IsrMember,
     MetadataFetchResponse,
@@ -522,8 +523,11 @@ class LeaderDriver:
         out = self.b.on_request(ctx, req, self.now)
         answers = [m.message for m in out.messages if isinstance(m, Reply) and m.ctx == ctx]
         if answers:
-            assert isinstance(answers[0], PendingFetch)
-            result = answers[0].response.partitions[0]
+            # a PendingFetch when there are records to read, else the response as it is
+            assert isinstance(answers[0], (PendingFetch, FetchResponse))
+            response = answers[0].response if isinstance(answers[0], PendingFetch) else answers[0]
+            assert isinstance(response, FetchResponse)
+            result = response.partitions[0]
             accepted = result.error == Errors.NONE and result.diverging_epoch is None
         else:
             accepted = True  # parked: only a fetch without error, divergence or data is (R11)
