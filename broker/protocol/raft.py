@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from broker.common.names import node_name
@@ -127,8 +128,10 @@ class RaftNode:
         self._next_heartbeat = 0.0
 
     # ------------------------------------------------------------------ views
-    @property
+    @cached_property
     def peers(self) -> tuple[int, ...]:
+        """The other voters. Worked out once: the config is frozen and a node keeps its own (a
+        controller asks after every input, on its ticks and on every proposal)."""
         return tuple(v for v in self.config.voters if v != self.config.node_id)
 
     @property
