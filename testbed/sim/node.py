@@ -123,13 +123,16 @@ class SimNode:
         """Schedule the first grid point at or after the role's `next_tick_at`, unless a
         tick is scheduled earlier already (one that falls too early finds nothing due and
         schedules again)."""
-        if self.role is None or self.paused:
+        role = self.role
+        if role is None or self.paused:
             return  # a paused node is scheduled again by its resume
         now = self.loop.now
-        if self._ticks_on_first_point(now):
+        # the scheduled tick falls on the first grid point from now: nothing can be due sooner,
+        # so the role need not be asked (a quarter of the asks in a quickstart seed)
+        if self._tick_at == self._grid.first_point(now):
             return
-        self._told = self.role.next_tick_at(now)
-        self._schedule_tick_for(self._told, now)
+        due = self._told = role.next_tick_at(now)
+        self._schedule_tick_for(due, now)
 
     def _schedule_tick_for(self, due: float, now: float) -> None:
         """Schedule the first grid point at or after `due`, the role's `next_tick_at(now)`."""
@@ -140,11 +143,6 @@ class SimNode:
             self._tick_at = at
             self._tick_token += 1
             self.loop.at(at, self._tick, self._tick_token)
-
-    def _ticks_on_first_point(self, now: float) -> bool:
-        """The scheduled tick falls on the first grid point from `now`: nothing can be due
-        sooner, so the role need not be asked (a quarter of the asks in a quickstart seed)."""
-        return self._tick_at == self._grid.first_point(now)
 
     def _cancel_tick(self) -> None:
         self._tick_at = math.inf

@@ -5,6 +5,7 @@ simulated seeds (the same pipeline) are in tests/integration/test_sim_judged.py.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from testbed.sim.cluster import SimCluster
 from testbed.sim.node import SimNode
 from testbed.sim.run import run_seed
 from testbed.sim.scratch import memory_has_room
+from testbed.sim.tickgrid import TickGrid
 from testbed.supervisor.run_dir import RunDir
 from testbed.topology import load_topology, parse_topology
 
@@ -118,15 +120,20 @@ def test_a_node_whose_tick_is_on_the_first_point_skips_asking_its_role_and_runs_
     the scheduled tick's exists: every record file is what asking every time makes."""
     topology = parse_topology({**FAULT_TOUR, "duration": "4s", "faults": FAULT_TOUR["faults"][:6]}, "tour")
     skipped = []
-    real = SimNode._ticks_on_first_point
+    real_schedule, real_first_point = SimNode._schedule_tick, TickGrid.first_point
 
-    def counting(self: SimNode, now: float) -> bool:
-        skipped.append(real(self, now))
-        return skipped[-1]
-    monkeypatch.setattr(SimNode, "_ticks_on_first_point", counting)
+    def counting(self: SimNode) -> None:
+        # the skip's condition, looked at first (first_point gives the same point when asked
+        # again at the same time)
+        if self.role is not None and not self.paused:
+            skipped.append(self._tick_at == self._grid.first_point(self.loop.now))
+        real_schedule(self)
+    monkeypatch.setattr(SimNode, "_schedule_tick", counting)
     run_seed(topology, tmp_path / "skipping")
     assert any(skipped), "no tick was ever on the first point: the skip was not exercised"
-    monkeypatch.setattr(SimNode, "_ticks_on_first_point", lambda self, now: False)
+    monkeypatch.undo()
+    # no scheduled tick is ever on the first point (NaN equals nothing): the role is asked every time
+    monkeypatch.setattr(TickGrid, "first_point", lambda self, now: (real_first_point(self, now), math.nan)[1])
     run_seed(topology, tmp_path / "asking")
     for name in RECORD_FILES:
         assert (tmp_path / "skipping" / name).read_bytes() == (tmp_path / "asking" / name).read_bytes(), name
