@@ -8,7 +8,6 @@ carries them out. The loop hands every disk operation to `persist`, and every re
 """
 from __future__ import annotations
 
-import math
 import time
 import uuid
 from collections.abc import Callable
@@ -141,10 +140,17 @@ class BrokerRole:
         """When the storage may next have work of its own (flush.ms, writeback), never later
         than it does: the first tick from then on looks, so the logs are not polled on every
         tick."""
-        if self._storage_due is None:
-            self._storage_due = min(self.durability.writeback_due(),
-                                    min((plog.flush_due() for plog in self.logs.values()), default=math.inf))
-        return self._storage_due
+        due = self._storage_due
+        if due is None:
+            # (comparisons, not min() over a generator with a default, which parses keyword
+            # arguments on Python 3.11: worked out again after every tick and most disk operations)
+            due = self.durability.writeback_due()
+            for plog in self.logs.values():
+                at = plog.flush_due()
+                if at < due:
+                    due = at
+            self._storage_due = due
+        return due
 
     def on_request(self, handle: Any, msg: Any, now: float) -> Outputs:
         return self.state.on_request(handle, msg, now)

@@ -210,7 +210,13 @@ class Durability:
 
     def writeback_due(self) -> float:
         """When `tick` will next make bytes durable (inf: nothing is dirty)."""
-        return min((f.pending[0][0] + self.writeback for f in self._dirty if f.pending), default=math.inf)
+        due = math.inf  # (comparisons, not min() over a generator with a default: see BrokerRole.storage_due)
+        for f in self._dirty:
+            if f.pending:
+                at = f.pending[0][0] + self.writeback
+                if at < due:
+                    due = at
+        return due
 
     def tick(self, now: float) -> None:
         """The OS writeback: bytes dirty for at least `writeback` seconds become durable."""
