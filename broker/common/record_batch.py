@@ -203,3 +203,9 @@ def decode_batches(buf: bytes | memoryview) -> list[tuple[int, int, bytes]]:
     """(offset, leader_epoch, value) for every record of the valid batches in `buf`."""
     infos, _ = scan_batches(buf, check_crc=False)
     return batch_records(buf, infos)
+
+
+def decode_batch_values(buf: bytes | memoryview) -> list[tuple[int, int, tuple[bytes, ...]]]:
+    """`decode_batches`' records a batch at a time: (base offset, leader epoch, values)."""
+    infos, _ = scan_batches(buf, check_crc=False)
+    return batch_values(buf, infos)
