@@ -168,3 +168,34 @@ def test_a_nodes_requests_keep_their_deadline_when_the_peer_dies() -> None:
     assert requester.answers == []
     loop.run_until(sent + 31.0)
     assert [a for _, a in requester.answers] == [None] and requester.answers[0][0] >= sent + 29.9
+
+
+def test_requests_time_out_at_their_deadlines_in_the_order_sent_whatever_their_timeouts() -> None:
+    """Unanswered requests of several timeouts, sent over time, time out each at its deadline,
+    in (deadline, order sent) order; answered ones never do."""
+    loop = Loop()
+    net = SimNetwork(loop, random.Random(3))
+    handles: list[ReplyHandle] = []
+
+    class Holder(_Receiver):
+        def on_request(self, handle: ReplyHandle, msg: Any) -> None:
+            handles.append(handle)
+
+    node, requester = Holder(), _Client("broker-1", loop)
+    net.attach(node)
+    net.attach(requester)
+    rng = random.Random(5)
+    timed_out: list[tuple[float, int]] = []
+    deadlines: list[tuple[float, int]] = []
+    for i in range(60):
+        timeout = rng.choice([0.25, 0.5, 1.0, 2.5])
+        net.request(requester.name, node.name, ProduceRequest("orders", 0, -1, 1000, b"r"), timeout,
+                    lambda tag, answer: timed_out.append((loop.now, tag)) if answer is None else None, i)
+        deadlines.append((loop.now + timeout, i))
+        loop.run_until(loop.now + rng.choice([0.0, 0.01, 0.3]))
+        if handles and rng.random() < 0.3:  # the node answers one of the requests it holds
+            net.reply(node.name, handles.pop(rng.randrange(len(handles))), ProduceRequest("orders", 0, -1, 0, b""))
+    loop.run_until(loop.now + 5.0)
+    answered = {tag for tag in range(60)} - {tag for _, tag in timed_out}
+    assert timed_out == sorted(d for d in deadlines if d[1] not in answered)
+    assert len(answered) > 5 and len(timed_out) > 20
