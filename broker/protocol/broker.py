@@ -548,7 +548,7 @@ class BrokerState:
 
     def _on_fetch(self, ctx: Any, req: FetchRequest, now: float) -> Outputs:
         out = Outputs()
-        results, reads, interesting = self._read_fetch(req, now, out)
+        results, reads, interesting = self._read_fetch(req, now, out, req.max_wait_ms <= 0)
         follower = req.replica_id >= 0  # (a fetch moves no LEO; only a follower's may move an HWM)
         if interesting or req.max_wait_ms <= 0:
             # (records to read: a PendingFetch the runtime fills in; none: the response as it is)
@@ -556,17 +556,32 @@ class BrokerState:
             out.messages.append(Reply(ctx, response if reads is None else PendingFetch(response, reads)))
             # A follower fetch can advance the HWM: other parked fetches may now complete.
             return self._complete_parked(now, out, False, follower)
-        seen = [((r.topic, r.partition), r.log_end_offset if follower else r.high_watermark) for r in results]
+        # parked: every partition is led here and answered without error (else the fetch would
+        # be worth answering), so each result would have said the leader's LEO and HWM
+        partitions = self.partitions
+        seen = []
+        for fp in req.partitions:
+            key = (fp.topic, fp.partition)
+            p = partitions[key]
+            seen.append((key, p.log_end_offset if follower else p.high_watermark))
         self.parked.append(_Parked(ctx, req, now + req.max_wait_ms / 1000.0, follower, seen))
         return self._complete_parked(now, out, False, follower)
 
-    def _read_fetch(self, req: FetchRequest, now: float, out: Outputs
+    def _read_fetch(self, req: FetchRequest, now: float, out: Outputs, answer: bool
                     ) -> tuple[list[FetchPartitionResult], list[ReadSpec | None] | None, bool]:
         """Each partition's result and what to read for it, and whether the fetch is worth
-        answering now; the reads are None when there is nothing to read for any partition."""
-        results: list[FetchPartitionResult] = []
+        answering now; the reads are None when there is nothing to read for any partition.
+
+        A follower's fetch at the LEO has nothing to send: its result (`fetch_result`) is made
+        at once when the fetch is answered whatever it finds (`answer`: a parked fetch's look,
+        a fetch that may not wait), else only once the fetch turns out worth answering, after
+        the look at every partition (which changes no LEO, nor the HWM of a partition whose
+        follower fetched at its LEO). A fetch that is parked keeps none: its results are left
+        None, made for nothing (1,200 follower fetches a quickstart seed)."""
+        results: list = []
         reads: list[ReadSpec | None] = []
         interesting = to_read = False
+        at_leo: list[Partition] = []  # the partitions whose result is not made yet, in order
         replica_id, partitions = req.replica_id, self.partitions
         for fp in req.partitions:
             p = partitions.get((fp.topic, fp.partition))
@@ -578,7 +593,15 @@ class BrokerState:
                 interesting = True
                 continue
             if replica_id >= 0:
-                result, read, _ = p.on_follower_fetch(replica_id, req.broker_epoch, fp, now, out)
+                result, read = p.follower_fetch(replica_id, req.broker_epoch, fp, now, out)
+                if result is None:  # at the LEO: nothing to send, no error
+                    if answer:
+                        result = p.fetch_result()
+                    else:
+                        at_leo.append(p)
+                        results.append(None)
+                        reads.append(None)
+                        continue
             else:
                 result, read = p.on_consumer_fetch(fp)
             results.append(result)
@@ -587,6 +610,9 @@ class BrokerState:
                 interesting = to_read = True
             elif result.error is not _NONE or result.diverging_epoch is not None:
                 interesting = True
+        if at_leo and interesting:  # answered after all: the results left out, in order
+            made = iter(at_leo)
+            results = [next(made).fetch_result() if r is None else r for r in results]
         return results, reads if to_read else None, interesting
 
     def _complete_parked(self, now: float, out: Outputs, leo_moved: bool = True, hwm_moved: bool = True) -> Outputs:
@@ -608,7 +634,7 @@ class BrokerState:
         for parked in self.parked:
             looks = leo_moved if parked.follower else hwm_moved
             if now >= parked.deadline or looks and self._changed_since(parked):
-                results, reads, _ = self._read_fetch(parked.request, now, out)
+                results, reads, _ = self._read_fetch(parked.request, now, out, True)
                 response = FetchResponse(_NONE, results)
                 out.messages.append(Reply(parked.ctx, response if reads is None else PendingFetch(response, reads)))
             else:

@@ -442,8 +442,22 @@ class Partition:
 
     def on_follower_fetch(self, replica_id: int, broker_epoch: int, fp: FetchPartition, now: float,
                           out: Outputs | None = None) -> tuple[FetchPartitionResult, ReadSpec | None, Outputs]:
-        """A follower's fetch of this partition (R8, R9, R11), then R15 and R18. Its outputs go
-        into `out` when given (a broker gathers a whole fetch's in one), else a new `Outputs`.
+        """A follower's fetch of this partition (R8, R9, R11), then R15 and R18, answered at
+        once: `follower_fetch`, with a fetch at the LEO given its `fetch_result`. Its outputs go
+        into `out` when given, else a new `Outputs`."""
+        if out is None:
+            out = Outputs()
+        result, read = self.follower_fetch(replica_id, broker_epoch, fp, now, out)
+        return self.fetch_result() if result is None else result, read, out
+
+    def follower_fetch(self, replica_id: int, broker_epoch: int, fp: FetchPartition, now: float,
+                       out: Outputs) -> tuple[FetchPartitionResult | None, ReadSpec | None]:
+        """A follower's fetch of this partition (R8, R9, R11), then R15 and R18; its outputs go
+        into `out` (a broker gathers a whole fetch's in one). The result is None for a fetch
+        at the LEO without error or divergence: it has nothing to send, and its answer, if
+        the fetch is answered now and not parked, is `fetch_result()`, which nothing here
+        changes until the next input (a broker parks most such fetches: 1,200 a quickstart
+        seed, whose answer then comes from a later look).
 
         A fetch at the LEO from a follower already known at it, with every replica in the
         ISR, keeps the next tick unless it moves the HWM: what changes (the follower's
@@ -456,8 +470,6 @@ class Partition:
         the end of the latest epoch, which is the LEO (`EpochHistory.end_offset_for`), and no
         HWM to advance while it stands at the LEO (`_maybe_advance_hwm`, whose LEO a fetch
         does not move): a call each, on 5,700 fetches a quickstart seed."""
-        if out is None:
-            out = Outputs()
         leader_epoch = self.leader_epoch
         if self.role == LEADER and fp.current_leader_epoch == leader_epoch:
             error = _NONE
@@ -471,7 +483,7 @@ class Partition:
             # one's state (Kafka rejects such a "stale fetch state update").
             error = _NOT_LEADER_OR_FOLLOWER
         if error is not _NONE:
-            return FetchPartitionResult(self.topic, self.partition, error, leader_epoch=leader_epoch), None, out
+            return FetchPartitionResult(self.topic, self.partition, error, leader_epoch=leader_epoch), None
         leo, fetch_offset, last_fetched_epoch = self.log_end_offset, fp.fetch_offset, fp.last_fetched_epoch
         if last_fetched_epoch >= 0:
             entries = self._epochs.entries
@@ -482,10 +494,10 @@ class Partition:
             if epoch < last_fetched_epoch or end_offset < fetch_offset:
                 # R9: no records, and the follower's state stays as it was.
                 return FetchPartitionResult(self.topic, self.partition, _NONE, self.high_watermark, leo,
-                                            leader_epoch, DivergingEpoch(epoch, end_offset)), None, out
+                                            leader_epoch, DivergingEpoch(epoch, end_offset)), None
         if fetch_offset > leo or fetch_offset < self._log_start_offset:
             return FetchPartitionResult(self.topic, self.partition, _OFFSET_OUT_OF_RANGE, self.high_watermark, leo,
-                                        leader_epoch), None, out
+                                        leader_epoch), None
         keeps = (self._isr_full and fetch_offset == leo
                  and state.fetch_leader_epoch == leader_epoch and state.log_end_offset == leo)
         hwm = self.high_watermark
@@ -496,8 +508,16 @@ class Partition:
             self._propose_isr(self._isr + [replica_id], out)
         if not keeps or self.high_watermark != hwm:
             self.next_tick_due = None
-        result = FetchPartitionResult(self.topic, self.partition, _NONE, self.high_watermark, leo, leader_epoch)
-        return result, _tuple_new(ReadSpec, (fetch_offset, leo, fp.max_bytes)) if fetch_offset < leo else None, out
+        if fetch_offset < leo:
+            return (FetchPartitionResult(self.topic, self.partition, _NONE, self.high_watermark, leo, leader_epoch),
+                    _tuple_new(ReadSpec, (fetch_offset, leo, fp.max_bytes)))
+        return None, None
+
+    def fetch_result(self) -> FetchPartitionResult:
+        """The answer to a fetch of this leader with no error, divergence or records to send:
+        its HWM, LEO and leader epoch as they stand."""
+        return FetchPartitionResult(self.topic, self.partition, _NONE, self.high_watermark, self.log_end_offset,
+                                    self.leader_epoch)
 
     def on_consumer_fetch(self, fp: FetchPartition) -> tuple[FetchPartitionResult, ReadSpec | None]:
         """R21: only the leader serves consumers, and only below the HWM."""
