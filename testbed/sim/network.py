@@ -44,7 +44,7 @@ from testbed.sim.loop import Loop
 
 #: one hop on loopback, seconds (uniform); a ZeroMQ round trip here is about 0.1 ms
 LATENCY = (0.00004, 0.00012)
-_SPREAD = LATENCY[1] - LATENCY[0]
+_LEAST, _SPREAD = LATENCY[0], LATENCY[1] - LATENCY[0]
 #: The messages of the replication path and of the brokers' sessions, which are nine in ten
 #: of a run's: each is built for one request or answer (by a client, the follower fetcher, a
 #: partition, the broker, the controller's heartbeat handling) and its sender keeps no part of
@@ -157,7 +157,7 @@ class SimNetwork:
 
     def _hop(self) -> float:
         """One hop's latency: `rng.uniform(*LATENCY)`, the very float, without its call."""
-        return LATENCY[0] + _SPREAD * self.rng.random()
+        return _LEAST + _SPREAD * self.rng.random()
 
     def reply(self, source: str, handle: ReplyHandle, msg: Any) -> None:
         self._transmit(source, handle.source, handle.request_id, msg, True)
@@ -168,7 +168,7 @@ class SimNetwork:
         if verdict is DELIVER:  # one copy, undelayed: nine messages in ten, without the loop below
             if type(msg) not in HANDED_OVER:
                 msg = [bytes(fr) for fr in encode(msg, rid, src)]
-            when = self.loop.now + (LATENCY[0] + _SPREAD * self.rng.random())  # the hop, inline
+            when = self.loop.now + (_LEAST + _SPREAD * self.rng.random())  # the hop, inline
             link = (src, dst)
             last = self._last.get(link, 0.0)  # one connection keeps its order
             if last > when:
@@ -211,8 +211,10 @@ class SimNetwork:
             if not isinstance(decoded, Decoded):  # our own encoding: never expected, never fatal
                 return
             msg = decoded.msg
-        if is_reply:
-            self._answer(rid, msg)
+        if is_reply:  # (`_answer`, written out: half the messages are answers)
+            p = self._pending.pop(rid, None)
+            if p is not None:  # else answered already, or timed out
+                p.on_answer(*p.context, msg)
         else:
             p = self._pending.get(rid)
             if p is not None and p.fail_fast:
