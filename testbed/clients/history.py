@@ -50,6 +50,8 @@ class History:
         self.process = process
         self.clock_ns = clock_ns  # the host's one clock; the simulation's virtual one
         self.observe = observe
+        #: the literal part of a send record before its value, by (type, topic, partition)
+        self._leads: dict[tuple[str, str, int], bytes] = {}
 
     def _sends(self, kind: str, topic: str, partition: int, values: list[str], acks: str,
                tail: bytes, base_offset: int | None = None) -> None:
@@ -60,8 +62,11 @@ class History:
         (and offsets) in a row: a dict and its serialisation per value were most of a
         simulated client's time (10 values a batch), and a format and a generator step per
         value most of what was left."""
-        head = orjson.dumps({"process": self.process, "type": kind, "f": "send", "topic": topic,
-                             "partition": partition})[:-1] + b',"value":'
+        lead = self._leads.get((kind, topic, partition))
+        if lead is None:  # (the same for every send of one kind to one partition: made once)
+            head = orjson.dumps({"process": self.process, "type": kind, "f": "send", "topic": topic,
+                                 "partition": partition})[:-1] + b',"value":'
+            lead = self._leads[(kind, topic, partition)] = _literal(head) + b"%s"
         n = len(values)
         if base_offset is None:
             fields: tuple = tuple(map(orjson.dumps, values))
@@ -70,7 +75,7 @@ class History:
             parts[0::2] = map(orjson.dumps, values)
             parts[1::2] = range(base_offset, base_offset + n)
             fields = tuple(parts)
-        self.out.write_lines((_literal(head) + b"%s" + tail) * n % fields)
+        self.out.write_lines((lead + tail) * n % fields)
         if self.observe is not None:
             self.observe("send", kind, len(values), acks)
 
