@@ -41,17 +41,24 @@ class Loop:
         at the deadline, or where `done` held. Returns whether `done` held (True without).
         This is the simulation's innermost loop: it takes each event off the heap itself."""
         heap, pop = self._heap, heapq.heappop
+        if done is None:  # the loop below with nothing to ask: the workload's run, most events
+            while heap and not heap[0][0] > deadline:
+                when, _, fn, args = pop(heap)
+                self.now = when
+                fn(*args)
+            self.now = max(self.now, deadline)
+            return True
         next_check = self.now
         while True:
-            if done is not None and self.now >= next_check:
+            if self.now >= next_check:
                 if done():
                     return True
                 next_check = self.now + poll
             nxt = heap[0][0] if heap else None
             if nxt is None or nxt > deadline:
                 self.now = max(self.now, deadline)
-                return done is None or done()
-            if done is not None and poll > 0 and nxt > next_check:
+                return done()
+            if poll > 0 and nxt > next_check:
                 self.at(next_check, _nothing)  # wake up to ask again at the poll's time
             when, _, fn, args = pop(heap)  # the next event, in (time, order of scheduling) order
             self.now = when
