@@ -130,6 +130,12 @@ class BrokerState:
         #: a follower fetch's long-poll wait, in the request's milliseconds (the timeouts are
         #: frozen): worked out once, not on every fetch answer and tick that fetches again
         self._fetch_max_wait_ms = self._ms(t.fetch_max_wait)
+        #: a heartbeat's timeout (short enough that a broker finds a new active controller
+        #: within its session), a metadata fetch's long-poll wait (a heartbeat interval) and
+        #: its timeout, in milliseconds: worked out once, as the fetch's wait
+        self._heartbeat_timeout_ms = self._ms(max(t.heartbeat_interval, t.session_timeout / 3))
+        self._metadata_wait_ms = self._ms(t.heartbeat_interval)
+        self._metadata_timeout_ms = self._ms(t.heartbeat_interval + t.controller_request_timeout)
         self.parked: list[_Parked] = []
         self._registration_in_flight = False
         self._heartbeat_in_flight = False
@@ -200,17 +206,17 @@ class BrokerState:
         if not self._heartbeat_in_flight and now >= self._next_heartbeat:
             self._heartbeat_in_flight = True
             self._next_heartbeat = now + t.heartbeat_interval
+            # (by position: want_fence False, as the default; the Send's correlation and timeout)
             out.messages.append(Send(CONTROLLER, BrokerHeartbeatRequest(
-                self.broker_id, self.broker_epoch, self.image.offset,
-                want_shutdown=self.want_shutdown), correlation=("heartbeat",),
-                # short enough that a broker finds a new active controller within its session
-                timeout_ms=self._ms(max(t.heartbeat_interval, t.session_timeout / 3))))
+                self.broker_id, self.broker_epoch, self.image.offset, False, self.want_shutdown),
+                ("heartbeat",), self._heartbeat_timeout_ms))
         if not self._metadata_fetch_in_flight:
             self._metadata_fetch_in_flight = True
-            wait = t.heartbeat_interval
+            # (by position: the wait; the Send's correlation and timeout: a keyword call of a
+            # dataclass is the slow path on Python 3.11)
             out.messages.append(Send(CONTROLLER, MetadataFetchRequest(
-                self.broker_id, self.image.offset + 1, max_wait_ms=self._ms(wait)),
-                correlation=("metadata",), timeout_ms=self._ms(wait + t.controller_request_timeout)))
+                self.broker_id, self.image.offset + 1, self._metadata_wait_ms),
+                ("metadata",), self._metadata_timeout_ms))
         # only what is due: a partition, the fetchers or a parked fetch ticked before its
         # `next_tick_at` has nothing to do (and what changes a parked fetch's answer is an
         # input, which completes it at once)
