@@ -47,6 +47,10 @@ class RunData:
     converged: bool = False
     #: replicas with records (LEO > 0 in final/replicas.jsonl) and none in final/logs.jsonl
     short_logs: int = 0
+    #: replicas whose lines in final/logs.jsonl miss or repeat an offset between their first and last
+    holed_logs: int = 0
+    #: the lines of history.jsonl
+    history_lines: int = 0
     figures: dict = field(default_factory=dict)
     timeline: dict = field(default_factory=dict)  # what the report plots
 
@@ -184,8 +188,10 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
     replicas as the controller last committed (the topic's RF unless a reassignment changed it),
     all at the same LEO, with the leader's HWM there (the state the supervisor waits for
     before the final read; a follower learns the last HWM on its next fetch, so its own may
-    trail); and how many replicas with records (LEO > 0) have none in the final logs (a final
-    file that lost a broker's lines, which the checks would read as divergence)."""
+    trail); how many replicas with records (LEO > 0) have none in the final logs (a final
+    file that lost a broker's lines, which the checks would read as divergence), and how many
+    miss or repeat an offset inside their lines (lines cut out: read as divergence too); and
+    the lines of each run's history, to hold against the count its summary.json made."""
     reps = (t.final_replicas.groupBy(*PART)
             .agg(F.sum(F.col("is_leader").cast("int")).alias("leaders"), F.count("*").alias("n"),
                  F.min("leo").alias("lo"), F.max("leo").alias("hi"),
@@ -198,16 +204,21 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
           & (F.col("leader_hwm") == F.col("hi")))
     topics = config.topics.select("run_id", "topic", "rf", "gone", F.col("partitions").alias("n_partitions"))
     replica = [*PART, "node"]
-    held = t.final_logs.groupBy(*replica).agg(F.count("*").alias("held"))
+    held = t.final_logs.groupBy(*replica).agg(F.count("*").alias("held"), F.min("offset").alias("first"),
+                                              F.max("offset").alias("last"))
     short = (t.final_replicas.join(held, replica, "left").where(F.col("held").isNull() & (F.col("leo") > 0))
              .groupBy("run_id").agg(F.count("*").alias("short_logs")))
+    # a log read from its files holds each offset once, from its first to its last
+    holed = (held.where(F.col("held") != F.col("last") - F.col("first") + 1)
+             .groupBy("run_id").agg(F.count("*").alias("holed_logs")))
+    lines = t.history.groupBy("run_id").agg(F.count("*").alias("history_lines"))
     return (partitions(t, config).join(topics, ["run_id", "topic"], "left")
             .where(~F.coalesce("gone", F.lit(False)))  # a topic deleted for good has no final state (R40)
             # a partition of an earlier making of a topic made again with fewer is gone with it
             .where(F.col("n_partitions").isNull() | (F.col("partition") < F.col("n_partitions")))
             .join(reps, PART, "left").join(replicas_now, PART, "left")
             .groupBy("run_id").agg(F.min(F.coalesce(ok, F.lit(False)).cast("int")).alias("converged"))
-            .join(short, "run_id", "left"))
+            .join(short, "run_id", "left").join(holed, "run_id", "left").join(lines, "run_id", "left"))
 
 
 def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = False,
@@ -243,6 +254,8 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = F
             for row in convergence(t, config).collect():
                 out[row["run_id"]].converged = bool(row["converged"])
                 out[row["run_id"]].short_logs = row["short_logs"] or 0
+                out[row["run_id"]].holed_logs = row["holed_logs"] or 0
+                out[row["run_id"]].history_lines = row["history_lines"] or 0
             figures_done.result()
     finally:
         spark.catalog.clearCache()

@@ -36,6 +36,10 @@ class RunInfo:
     #: the run's id in its judgment (`ingest.run_ids`): its directory's name, or more of its
     #: path when another run judged with it has the same name
     id: str | None = None
+    #: the history records `summary.json` counted as the run ended (None without its counts)
+    operations: int | None = None
+    #: why `summary.json`, which the run wrote at its end, cannot be read
+    summary_problem: str | None = None
 
     @property
     def run_id(self) -> str:
@@ -70,25 +74,53 @@ def _read_yaml(text: str) -> object:
 
 def load_run_info(run_dir: Path, run_id: str | None = None) -> RunInfo:
     path = run_dir / "topology.yaml"
-    start = workload_start(run_dir)
+    summary, summary_problem = _read_summary(run_dir)
+    start, operations = _start_of(summary), _operations_of(summary)
+
+    def info(topology: Topology | None, problem: str | None) -> RunInfo:
+        return RunInfo(run_dir, topology, problem, start, run_id, operations, summary_problem)
     try:
         data = _read_yaml(path.read_text(encoding="utf-8"))
-        return RunInfo(run_dir, parse_topology(data, str(path)), None, start, run_id)
+        return info(parse_topology(data, str(path)), None)
     except FileNotFoundError:
-        return RunInfo(run_dir, None, f"{path}: missing", start, run_id)
+        return info(None, f"{path}: missing")
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        return RunInfo(run_dir, None, f"{path}: unreadable ({exc})", start, run_id)
+        return info(None, f"{path}: unreadable ({exc})")
     except TopologyError as exc:
-        return RunInfo(run_dir, None, "; ".join(exc.errors), start, run_id)
+        return info(None, "; ".join(exc.errors))
 
 
 def workload_start(run_dir: Path) -> int | None:
     """`summary.json`'s `workload_start_ns`; None when it has none (or is missing or torn)."""
+    return _start_of(_read_summary(run_dir)[0])
+
+
+def _read_summary(run_dir: Path) -> tuple[dict | None, str | None]:
+    """`summary.json` as a mapping, and why it cannot be read if it exists and cannot: the
+    run writes it whole at its end, so a damaged one was damaged after the run."""
+    path = run_dir / "summary.json"
     try:
-        value = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")).get("workload_start_ns")
-    except (OSError, ValueError, AttributeError):
-        return None
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None, None
+    except (OSError, ValueError) as exc:
+        return None, f"{path}: unreadable ({exc}); the run writes it whole at its end, so it was changed after the run"
+    if not isinstance(value, dict):
+        return None, f"{path}: expected a mapping of the run's counts, got {type(value).__name__}"
+    return value, None
+
+
+def _start_of(summary: dict | None) -> int | None:
+    value = summary.get("workload_start_ns") if summary is not None else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _operations_of(summary: dict | None) -> int | None:
+    """How many history records the run counted as it ended (`counts.Counts`: one per line)."""
+    ops = summary.get("operations") if summary is not None else None
+    if not isinstance(ops, dict) or not all(isinstance(n, int) and not isinstance(n, bool) for n in ops.values()):
+        return None
+    return sum(ops.values())
 
 
 def topic_faults_done(run_dir: Path) -> list[tuple[str, dict]] | None:

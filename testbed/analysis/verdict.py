@@ -31,13 +31,11 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     there may only be unavailable."""
     expect = info.expect
     explicit_convergence = info.topology is not None and "converged" in info.topology.expect
-    problems = [p for p in (problem, info.problem, _final_logs_missing(info.run_dir)) if p]
-    if data is not None and data.short_logs:
-        problems.append(f"{info.run_dir / 'final' / 'logs.jsonl'} holds no record of {data.short_logs} replica(s) "
-                        f"whose LEO in final/replicas.jsonl is above 0: the final logs are incomplete, so what "
-                        f"survived cannot be told")
-    if data is not None and not data.converged and not explicit_convergence:
-        problems.append(_not_converged(info.run_dir))
+    problems = [p for p in (problem, info.problem, info.summary_problem, _final_logs_missing(info.run_dir)) if p]
+    if data is not None:
+        problems += _changed_after_the_run(info, data)
+    if data is not None and not data.converged and not explicit_convergence and info.problem is None:
+        problems.append(_not_converged(info))
     checks = data.checks if data is not None else {}
     observed = {name: c["count"] for name, c in checks.items()}
     if data is not None:
@@ -64,11 +62,35 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     return RunVerdict(info.run_dir, ok, results, info.run_id)
 
 
-def _not_converged(run_dir: Path) -> str:
+def _changed_after_the_run(info: RunInfo, data: RunData) -> list[str]:
+    """What the final logs and the history show of lines taken out after the run: a replica
+    with records and no line, a replica's lines missing an offset, a history shorter or
+    longer than the count the run made of it as it ended (summary.json)."""
+    logs = info.run_dir / "final" / "logs.jsonl"
+    out = []
+    if data.short_logs:
+        out.append(f"{logs} holds no record of {data.short_logs} replica(s) whose LEO in final/replicas.jsonl is "
+                   f"above 0: the final logs are incomplete, so what survived cannot be told")
+    if data.holed_logs:
+        out.append(f"{logs} misses or repeats offsets inside the records of {data.holed_logs} replica(s): a log "
+                   f"read from its files holds every offset from its first to its last once, so lines were taken "
+                   f"out of the file (or copied) after the run, and what survived cannot be told")
+    if info.operations is not None and data.history_lines != info.operations:
+        out.append(f"{info.run_dir / 'history.jsonl'} holds {data.history_lines} records where the run counted "
+                   f"{info.operations} as it ended ({info.run_dir / 'summary.json'}): the history was changed after "
+                   f"the run, so what was acknowledged cannot be told")
+    return out
+
+
+def _not_converged(info: RunInfo) -> str:
     """Why a run that did not converge is not judged: its final state says so, or it has none
-    (the run was interrupted before its end)."""
-    final = run_dir / "final" / "replicas.jsonl"
+    (the run was interrupted before its end, or the file was removed after it)."""
+    final = info.run_dir / "final" / "replicas.jsonl"
     if not final.is_file() or final.stat().st_size == 0:
+        if info.operations is not None:  # its summary.json, written after the final state
+            return (f"{final} is missing or empty, though the run reached its end (its summary.json is written "
+                    f"after it): the file was removed or emptied after the run, so there is no final state to "
+                    f"judge against")
         return (f"{final} is missing or empty: the run did not reach its end (its supervisor was killed, or the "
                 f"cluster failed), so there is no final state to judge against")
     return ("the cluster did not converge (final/replicas.jsonl: not every partition had one leader "

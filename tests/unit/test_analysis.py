@@ -174,6 +174,59 @@ def _cut_after_the_run(root: Path) -> None:
         f.write('{"process": "producer-0", "type": "invoke", "f": "se')
 
 
+def _summary(d: Path, history: list[dict], start: int = T0) -> None:
+    """The summary.json a run writes at its end: its history's records by (f, type)."""
+    ops: dict[str, int] = {}
+    for h in history:
+        ops[f"{h['f']}:{h['type']}"] = ops.get(f"{h['f']}:{h['type']}", 0) + 1
+    (d / "summary.json").write_text(json.dumps({"operations": ops, "workload_start_ns": start}))
+
+
+def _history_cut(root: Path) -> None:
+    """Whole lines taken out of a finished run's history (a tester's half history, without
+    the final read's polls, was judged OK): its summary.json counted them as the run ended."""
+    r = RunBuilder(root, "history-cut")
+    d = r.write()
+    _summary(d, r.history)
+    lines = (d / "history.jsonl").read_text().splitlines(keepends=True)
+    (d / "history.jsonl").write_text("".join(lines[: len(lines) // 2]))
+
+
+def _logs_holed(root: Path) -> None:
+    """A line cut out of the middle of a replica's final log (a tester's 30 lines of broker-2
+    were judged as log divergence, exit 0)."""
+    r = RunBuilder(root, "logs-holed")
+    r.logs["broker-2"] = [rec for rec in r.logs["broker-2"] if rec[0] != 2]
+    d = r.write()
+    _summary(d, r.history)
+
+
+def _summary_garbage(root: Path) -> None:
+    """A summary.json that is not JSON was ignored, and the run judged OK."""
+    d = RunBuilder(root, "summary-garbage").write()
+    (d / "summary.json").write_text('{"operations": 5, ')
+
+
+def _replicas_removed(root: Path) -> None:
+    """final/replicas.jsonl removed from a finished run: not "the run did not reach its end"."""
+    r = RunBuilder(root, "replicas-removed")
+    d = r.write()
+    _summary(d, r.history)
+    (d / "final" / "replicas.jsonl").unlink()
+
+
+def _topology_garbage(root: Path) -> None:
+    """An unreadable topology.yaml is the reason, not also a convergence it cannot tell."""
+    d = RunBuilder(root, "topology-garbage").write()
+    (d / "topology.yaml").write_text("cluster: [brokers: {{{")
+
+
+def _finished_alike(root: Path) -> None:
+    """A finished run, its summary.json in agreement: judged as without one."""
+    r = RunBuilder(root, "finished")
+    _summary(r.write(), r.history)
+
+
 def _mismatch(root: Path) -> None:
     """A line of the wrong types in its history, and one that is not UTF-8 in its events:
     a tester's byte 0xe9 made the collection of the bad lines fail to decode (an internal
@@ -305,7 +358,7 @@ def _late_start(root: Path) -> None:
     """The dead leader's run, whose workload started 200 ms after its first record: every
     time the analysis reports is from the workload's start (the fault schedule's time 0)."""
     r = _dead_leader(root, "late-start")
-    (r.dir / "summary.json").write_text(json.dumps({"operations": {}, "workload_start_ns": T0 + 200 * MS}))
+    _summary(r.dir, r.history, start=T0 + 200 * MS)
 
 
 def _internal_skip(root: Path) -> None:
@@ -578,7 +631,8 @@ def _last_standing(root: Path) -> None:
 
 
 BUILDERS = [_garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
-            _unclean, _truncated_line, _cut_after_the_run, _mismatch, _unseen, _grown, _shrunk,
+            _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
+            _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
             _batch_ties, _shrunk_in_one_batch, _same_time]
 
@@ -803,6 +857,22 @@ def test_a_torn_last_line_of_a_finished_run_is_damage(judged: dict[str, RunVerdi
                for p in v.results["problems"]), v.results["problems"]
 
 
+def test_lines_taken_out_of_a_finished_run_leave_it_unjudged(judged: dict[str, RunVerdict]) -> None:
+    cut, holed, garbage = judged["history-cut"], judged["logs-holed"], judged["summary-garbage"]
+    assert (cut.ok, holed.ok, garbage.ok) == (None, None, None)
+    assert [p for p in cut.results["problems"] if "history.jsonl holds 7 records where the run counted 14" in p], \
+        cut.results["problems"]
+    assert [p for p in holed.results["problems"] if "final/logs.jsonl misses or repeats offsets inside the records "
+            "of 1 replica(s)" in p], holed.results["problems"]
+    assert [p for p in garbage.results["problems"] if "summary-garbage/summary.json: unreadable" in p], \
+        garbage.results["problems"]
+    assert judged["finished"].ok is True and judged["finished"].results["problems"] == []
+    [removed] = judged["replicas-removed"].results["problems"]
+    assert "replicas.jsonl is missing or empty, though the run reached its end" in removed
+    [unreadable] = judged["topology-garbage"].results["problems"]
+    assert "topology-garbage/topology.yaml: unreadable" in unreadable
+
+
 def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark) -> None:  # noqa: F811
     root = judged["clean"].run_dir.parent
     assert (root / "summary" / "tables" / "history").is_dir()
@@ -811,16 +881,19 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
                 for line in (d / "history.jsonl").read_text().splitlines() if line.strip())
     assert spark.read.parquet(str(root / "summary" / "tables" / "history")).count() == lines
     # every hand-made run has one topology, and all but `last-standing` (without the ELR) one
-    # protocol setting, so the summary is two rows
+    # protocol setting, so the summary is two rows, and a row for `topology-garbage`'s unreadable one
     rows = sorted((r.asDict() for r in spark.read.parquet(str(root / "summary" / "summary.parquet")).collect()),
-                  key=lambda r: r["runs"])
-    assert [(r["topology"], r["runs"]) for r in rows] == [("handmade", 1), ("handmade", len(BUILDERS) - 1)]
-    alone, row = rows
+                  key=lambda r: (r["runs"], r["topology"]))
+    assert [(r["topology"], r["runs"]) for r in rows] == [("handmade", 1), ("unknown", 1),
+                                                          ("handmade", len(BUILDERS) - 2)]
+    alone, row = (r for r in rows if r["topology"] == "handmade")
     assert "elr=false" in alone["protocol"] and (alone["runs_with_loss"], alone["lost_writes"]) == (1, 5)
     # the `lost`, `recovered`, `manual-elect`, `remade-while-delete-waits`, `batch-ties` and `same-time` runs
     assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (6, 10, 1)
-    # `mismatch`, `garbage-tail`, `cut-after`, and `deleted-topic` (its one topic gone: no convergence)
-    assert row["unjudged"] == 4
+    # `mismatch`, `garbage-tail`, `cut-after`, `history-cut`, `logs-holed`, `summary-garbage`,
+    # `replicas-removed`, and `deleted-topic` (its one topic gone: no convergence); `topology-garbage`
+    # has no topology to be summarized under
+    assert row["unjudged"] == 8
     # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
     assert alone["failed"] + row["failed"] == sum(v.ok is False for v in judged.values())
     html = (root / "summary" / "summary.html").read_text()
