@@ -36,12 +36,15 @@ class _Mounting(Cluster):
 @pytest.mark.parametrize("works", [True, False])
 def test_the_mount_is_registered_before_it_is_made_and_forgotten_if_it_fails(tmp_path: Path, works: bool) -> None:
     cluster = _Mounting(tmp_path, works)
-    broker = NodeSpec("broker", 1)
-    data = str(cluster.dir.data_dir("broker-1"))
-    assert cluster._mount_data_dir(broker) is works
-    assert cluster.mounts.seen == [[data]]
-    assert json.loads(cluster.registry.path.read_text())["mounts"] == ([data] if works else [])
-    assert bool(cluster.warnings) is not works
+    try:
+        broker = NodeSpec("broker", 1)
+        data = str(cluster.dir.data_dir("broker-1"))
+        assert cluster._mount_data_dir(broker) is works
+        assert cluster.mounts.seen == [[data]]
+        assert json.loads(cluster.registry.path.read_text())["mounts"] == ([data] if works else [])
+        assert bool(cluster.warnings) is not works
+    finally:  # else this test process's index names a run in progress: `status` would show it
+        cluster.registry.remove()
 
 
 def test_tmpfs_is_mounted_by_the_system_call_not_a_mount_child(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
