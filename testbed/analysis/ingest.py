@@ -23,6 +23,7 @@ from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
 from testbed.analysis.readable_paths import link_to, needs_link, readable
+from testbed.analysis.runinfo import finished
 from testbed.analysis.schemas import CORRUPT, RECORD_FILES, RecordFile
 
 RUN_ID = "run_id"
@@ -185,7 +186,7 @@ def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str
         for row in sorted(rows, key=lambda r: r[SEQ]):
             torn = (specs[table].appended and row[SEQ] == last[row[RUN_ID]] and row[CORRUPT] is not None
                     and not _is_json(row[CORRUPT]) and not _ends_a_line(runs[row[RUN_ID]] / specs[table].path))
-            if torn and _finished(runs[row[RUN_ID]]):
+            if torn and finished(runs[row[RUN_ID]]):  # damage, not a killed writer's torn line
                 first.setdefault((table, row[RUN_ID]), {**row, _CUT: True})
             elif not torn:
                 first.setdefault((table, row[RUN_ID]), row)
@@ -206,11 +207,6 @@ _CUT = "_cut"  # a bad row's mark: a torn last line in a run that finished
 _CUT_AFTER_THE_RUN = ("is cut off mid-line, though the run finished (its summary.json is written after the last "
                       "line of every record file): the file was cut after the run, and what it held past the cut "
                       "is unknown")
-
-
-def _finished(run_dir: Path) -> bool:
-    """Whether the run got to its end: a torn last line is then damage, not a killed writer's."""
-    return (run_dir / "summary.json").exists()
 
 
 def _text(data: bytes | bytearray | None) -> str | None:

@@ -95,6 +95,12 @@ def workload_start(run_dir: Path) -> int | None:
     return _start_of(_read_summary(run_dir)[0])
 
 
+def finished(run_dir: Path) -> bool:
+    """Whether the run got to its end: `summary.json` is written after the last line of every
+    record file and the final state, so what is missing or cut there was changed after the run."""
+    return (run_dir / "summary.json").exists()
+
+
 def _read_summary(run_dir: Path) -> tuple[dict | None, str | None]:
     """`summary.json` as a mapping, and why it cannot be read if it exists and cannot: the
     run writes it whole at its end, so a damaged one was damaged after the run."""

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from testbed.analysis.job import RunData
-from testbed.analysis.runinfo import RunInfo
+from testbed.analysis.runinfo import RunInfo, finished
 
 
 @dataclass
@@ -87,7 +87,7 @@ def _not_converged(info: RunInfo) -> str:
     (the run was interrupted before its end, or the file was removed after it)."""
     final = info.run_dir / "final" / "replicas.jsonl"
     if not final.is_file() or final.stat().st_size == 0:
-        if info.operations is not None:  # its summary.json, written after the final state
+        if finished(info.run_dir):
             return (f"{final} is missing or empty, though the run reached its end (its summary.json is written "
                     f"after it): the file was removed or emptied after the run, so there is no final state to "
                     f"judge against")
