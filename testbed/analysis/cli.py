@@ -14,7 +14,7 @@ from rich.text import Text
 
 from testbed.analysis.places import default_summary_dir, jvm_log_for, warehouse_for
 from testbed.analysis.run_dirs import IngestError, find_runs, input_bytes, refusal
-from testbed.analysis.session import SMALL_INPUT_BYTES, SparkUnreachable, get_spark, start_in_background, stop_spark
+from testbed.analysis.session import C1_INPUT_BYTES, SparkUnreachable, get_spark, start_in_background, stop_spark
 from testbed.config.cli_values import path_arg, spark_master_problem, unusable_dir
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ def main(argv: list[str]) -> int:
         if refusal(runs) is None:  # else `analyze_runs` refuses them, and nothing is written
             # the JVM starts while the pipeline is imported (a second or more of Python)
             start_in_background(args.spark_master, jvm_log_for(warehouse_for(runs, summary_dir)),
-                                small_input=input_bytes(runs) < SMALL_INPUT_BYTES)
+                                small_input=input_bytes(runs) < C1_INPUT_BYTES)
         return _judge(console, args.paths, args.spark_master, summary_dir)
     except (IngestError, SparkUnreachable) as exc:  # the second: a server gone since the check above
         console.print(f"[red]cannot analyze:[/] {escape(str(exc))}", highlight=False, soft_wrap=True, emoji=False)

@@ -23,7 +23,7 @@ from testbed.analysis.places import default_summary_dir, jvm_log_for, warehouse_
 from testbed.analysis.report import write_reports
 from testbed.analysis.run_dirs import IngestError, find_runs, input_bytes, refusal
 from testbed.analysis.runinfo import RunInfo, config_tables, load_run_info
-from testbed.analysis.session import (SMALL_INPUT_BYTES, get_spark, is_remote, jvm_alive, new_session, stop_spark,
+from testbed.analysis.session import (C1_INPUT_BYTES, get_spark, is_remote, jvm_alive, new_session, stop_spark,
                                       tune_for)
 from testbed.analysis.summary import remove_summary, write_summary
 from testbed.analysis.synth import write_synthetic_run
@@ -129,7 +129,7 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     try:
         warehouse = warehouse_for(runs, summary_dir)
         size = input_bytes(runs)
-        spark = get_spark(spark_master, log=jvm_log_for(warehouse), small_input=size < SMALL_INPUT_BYTES)
+        spark = get_spark(spark_master, log=jvm_log_for(warehouse), small_input=size < C1_INPUT_BYTES)
         with _sole_judgment(warehouse):
             data, rejected = _judge(spark, infos, warehouse, size)
     except (PySparkException, Py4JError, ConnectionError) as exc:  # the last: a JVM killed as it started

@@ -71,9 +71,9 @@ def get_spark(master: str | None = None, log: Path | None = None, small_input: b
     only, and the JVM's stays with the run it served. Errors still reach the caller as
     exceptions.
 
-    `small_input` says what the JVM this call may start will judge first: a small input
-    (a run, `analyze` of a few runs) gets a JVM that compiles with C1 only
-    (`spark_settings.SMALL_INPUT_JIT`), a large one the full tiered JIT.
+    `small_input` says what the JVM this call may start will judge first: an input below
+    `C1_INPUT_BYTES` (a run, a tree of runs, a sweep of a few hundred seeds) gets a JVM that
+    compiles with C1 only (`spark_settings.SMALL_INPUT_JIT`), a larger one the full tiered JIT.
     """
     with _lock:
         return _get_spark(master, log, small_input)
@@ -214,6 +214,13 @@ def _server_url() -> str | None:
 
 #: Below this much JSONL a job's time is its fixed costs, not its rows (see `tune_for`).
 SMALL_INPUT_BYTES = 64 << 20
+#: Below this much JSONL the JVM compiles with C1 only (`spark_settings.SMALL_INPUT_JIT`).
+#: The optimising compiler pays back only over millions of rows per query: the 300 seeds of
+#: the held-out sim pairs (250 MB) cost the JVM 291 s of CPU with it, 124 s of them in its
+#: compiler threads, and 161 s without it, executors included (99 s against 109); 1M
+#: synthetic records (298 MB) were judged in 72.7 s with C1 against 77.5 s; 10M (3 GB) took
+#: 468 s with C1 against 220 s (BENCHMARKS.md, the fourth and seventh sessions).
+C1_INPUT_BYTES = 512 << 20
 
 _SMALL = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN",
           "spark.sql.adaptive.enabled": "false", "spark.sql.shuffle.partitions": "1",

@@ -45,8 +45,8 @@ SETTINGS: tuple[tuple[str, str], ...] = (
 #: milliseconds (measured on the quickstart's run: C2 threads 9-13 s of 25-32 s of JVM CPU,
 #: on two cores). C1 alone compiles cheaply; with room for its code (the default 240 MB cache
 #: filled and its sweeper then ate the gain) a cold judgment went from 58-62 s to 36-40 s and
-#: a warm one stayed at 11-14 s. Millions of records want C2's faster code, so a JVM started
-#: for a large input keeps the full tiered JIT.
+#: a warm one stayed at 11-14 s. Millions of records per query want C2's faster code, so a
+#: JVM started for an input above `session.C1_INPUT_BYTES` keeps the full tiered JIT.
 SMALL_INPUT_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
 
 #: What makes a JVM isrlab starts for itself serve Spark Connect too (see `session._embedded`):

@@ -91,13 +91,13 @@ def pipeline(n_records: int, master: str) -> float:
     """Seconds the pipeline takes to judge a synthetic clean run of `n_records` history
     records, in a session started beforehand (its start is paid once, outside the figure)."""
     from testbed.analysis.pipeline import analyze_runs
-    from testbed.analysis.session import SMALL_INPUT_BYTES, get_spark, stop_spark
+    from testbed.analysis.session import C1_INPUT_BYTES, get_spark, stop_spark
     from testbed.analysis.synth import write_synthetic_run
     try:
         with tempfile.TemporaryDirectory(prefix="isrlab-pipeline-bench-") as tmp:
             run = write_synthetic_run(Path(tmp), n_records)
             size = sum(f.stat().st_size for f in run.rglob("*.jsonl"))
-            get_spark(master, small_input=size < SMALL_INPUT_BYTES)  # the JIT a judgment of this size gets
+            get_spark(master, small_input=size < C1_INPUT_BYTES)  # the JIT a judgment of this size gets
             start = time.perf_counter()
             [verdict] = analyze_runs([run], master)
             elapsed = time.perf_counter() - start
