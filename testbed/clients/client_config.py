@@ -36,8 +36,12 @@ class ClientConfig:
     request_timeout: float  # seconds, scaled
     producer: ProducerSettings | None = None
     consumer: ConsumerSettings | None = None
-    #: a producer given no partitions of its own: it follows the topic's as they grow (R40)
+    #: a producer given no partitions of its own, or a consumer of a topic that topic faults
+    #: change: it follows the topic's partitions as they grow or shrink (R40)
     follow_partitions: bool = False
+    #: (i, count): consumer i of the `count` that share a topic reads the partitions p with
+    #: p mod count == i, those added later included
+    share_of: tuple[int, int] = (0, 1)
     #: `backend: netns`: the clients' network namespace, joined before any socket opens
     netns: str | None = None
 
@@ -51,6 +55,7 @@ class ClientConfig:
         d = json.loads(Path(path).read_text())
         d["history"] = Path(d["history"])
         d["partitions"] = tuple(d["partitions"])
+        d["share_of"] = tuple(d["share_of"])
         d["brokers"] = {int(k): v for k, v in d["brokers"].items()}
         d["producer"] = ProducerSettings(**d["producer"]) if d["producer"] else None
         d["consumer"] = ConsumerSettings(**d["consumer"]) if d["consumer"] else None

@@ -9,7 +9,7 @@ live display; a `Stop` (SIGTERM) lets the operation in flight complete.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from broker.client import Collect, ProduceResult, Sleep, Start, StepClient, Steps
@@ -222,18 +222,29 @@ def pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: StepClien
 
 def consumer(cfg: ClientConfig, c: ConsumerSettings, client: StepClient, history: History, stats: Counts,
              clock: Clock, stop: Stop) -> Steps:
-    """Each of the consumer's partitions polled in turn from where it left off."""
+    """Each of the consumer's partitions polled in turn from where it left off. A consumer
+    of a topic whose partitions change during the run (`follow_partitions`) takes its share
+    of the topic's partitions as the newest metadata lists them, looked at every
+    `METADATA_MAX_AGE`, as a subscribed Kafka consumer is assigned partitions an
+    `add-partitions` adds (R40); each new one is read from `from_` like the first ones."""
     yield from wait_for_topic(client, cfg.topic, stop)
     topic = cfg.topic
     offsets: dict[int, int] = {}
-    for p in cfg.partitions:
-        if c.from_ == "latest":
-            r = yield from client.fetch(topic, p, 0, max_wait=0)
-            offsets[p] = max(0, r.high_watermark)
-        else:
-            offsets[p] = 0
+    mine = cfg.partitions
+    looked = clock.seconds()
+    yield from _start_positions(client, c, topic, mine, offsets)
     while not stop:
-        for p in cfg.partitions:
+        if cfg.follow_partitions and clock.seconds() - looked >= METADATA_MAX_AGE:
+            looked = clock.seconds()
+            yield from client.refresh_metadata([topic])
+            listed = client.partitions_of(topic)
+            if listed:  # a deleted topic keeps its last partitions: their polls fail and are retried
+                mine = tuple(p for p in listed if p % cfg.share_of[1] == cfg.share_of[0])
+                yield from _start_positions(client, c, topic, [p for p in mine if p not in offsets], offsets)
+        if not mine:
+            yield Sleep(METADATA_MAX_AGE)
+            continue
+        for p in mine:
             invoked = clock.ns()
             r = yield from client.fetch(topic, p, offsets[p], max_wait=c.max_wait)
             if r.error == Errors.NONE and r.records:
@@ -246,6 +257,17 @@ def consumer(cfg: ClientConfig, c: ConsumerSettings, client: StepClient, history
             stats.maybe_push()
             if stop:
                 break
+
+
+def _start_positions(client: StepClient, c: ConsumerSettings, topic: str, partitions: Iterable[int],
+                     offsets: dict[int, int]) -> Steps:
+    """Where the consumer starts reading each of `partitions`: 0, or the HWM for `latest`."""
+    for p in partitions:
+        if c.from_ == "latest":
+            r = yield from client.fetch(topic, p, 0, max_wait=0)
+            offsets[p] = max(0, r.high_watermark)
+        else:
+            offsets[p] = 0
 
 
 def final_read(client: StepClient, history: History, partitions: list[tuple[str, int]], deadline: float,

@@ -10,7 +10,7 @@ from testbed.clients.client_config import (
     ConsumerSettings,
     ProducerSettings,
 )
-from testbed.config.topology_spec import Topology
+from testbed.config.topology_spec import TOPIC_ACTIONS, Topology, fault_topic
 
 #: a client's request timeout, its first retry backoff and a consumer's long-poll wait,
 #: before --time-scale
@@ -42,11 +42,18 @@ def build_client_configs(t: Topology, brokers: dict[int, str], history: Path, st
     for spec in t.workload.consumers:
         total = t.first_partitions(spec.topic)
         settings_c = ConsumerSettings(from_=spec.from_, max_wait=CONSUMER_MAX_WAIT * time_scale)
+        follow = _changed_by_faults(t, spec.topic)
         for i in range(spec.count):
             name = f"consumer-{consumers}"
             consumers += 1
             parts = tuple(p for p in range(total) if p % spec.count == i)
-            if parts:
+            if parts or follow:  # a follower with no share yet may get one from an add-partitions
                 out[name] = ClientConfig(process=name, topic=spec.topic, partitions=parts, consumer=settings_c,
-                                         **common)
+                                         follow_partitions=follow, share_of=(i, spec.count), **common)
     return out
+
+
+def _changed_by_faults(t: Topology, topic: str) -> bool:
+    """Whether a topic fault (R40) changes the topic's partitions during the run: only then do
+    its consumers look at the metadata for them (a request a second they need not make else)."""
+    return any(getattr(f, "do", None) in TOPIC_ACTIONS and fault_topic(f.do, f.params) == topic for f in t.faults)
