@@ -11,15 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from broker.client import StepClient
 from broker.protocol.messages import FetchPartitionResult, FetchRequest, FetchResponse
 from testbed.clients.client_config import ClientConfig, ConsumerSettings
-from testbed.clients.history import History
-from testbed.clients.loops import METADATA_MAX_AGE, Clock, Stop, client_loop
-from testbed.clients.stats import Tally
+from testbed.clients.loops import METADATA_MAX_AGE
 from testbed.supervisor.client_configs import build_client_configs
 from testbed.topology import parse_topology
-from tests.unit.test_producer_partitions import BROKERS, _FakeCluster
+from tests.unit.test_producer_partitions import BROKERS, _FakeCluster, drive
 
 GROWN = 2.0  # when the fake topic grows from 2 partitions to 5
 
@@ -50,14 +47,7 @@ def _consume(tmp_path: Path, share: tuple[int, int], partitions: tuple[int, ...]
                        history=tmp_path / "history.jsonl", supervisor_pid=0, stats_endpoint=None,
                        request_timeout=2.0, consumer=ConsumerSettings(from_="earliest", max_wait=0.1),
                        follow_partitions=follow, share_of=share)
-    history = History(cfg.history, cfg.process, clock_ns=lambda: int(fake.now * 1e9))
-    stop = Stop()
-    client = StepClient(BROKERS, cfg.process, cfg.request_timeout)
-    clock = Clock(lambda: fake.now, lambda: int(fake.now * 1e9))
-    try:
-        fake.run(client_loop(cfg, client, history, Tally(), clock, stop), stop, until)
-    finally:
-        history.close()
+    drive(fake, cfg, until)
     return fake.fetched
 
 

@@ -104,6 +104,13 @@ def _produce(tmp_path: Path, changes: list[tuple[float, tuple[int, ...] | None]]
     cfg = ClientConfig(process="producer-0", topic="t", partitions=(0, 1), brokers=BROKERS,
                        history=tmp_path / "history.jsonl", supervisor_pid=0, stats_endpoint=None,
                        request_timeout=2.0, producer=settings, follow_partitions=True)
+    drive(fake, cfg, until)
+    return list(read_jsonl(cfg.history))
+
+
+def drive(fake: _FakeCluster, cfg: ClientConfig, until: float) -> None:
+    """The loop `cfg` asks for, run on the fake cluster's clock for `until` fake seconds,
+    its history written to `cfg.history`."""
     history = History(cfg.history, cfg.process, clock_ns=lambda: int(fake.now * 1e9))
     stop = Stop()
     client = StepClient(BROKERS, cfg.process, cfg.request_timeout)
@@ -112,7 +119,6 @@ def _produce(tmp_path: Path, changes: list[tuple[float, tuple[int, ...] | None]]
         fake.run(client_loop(cfg, client, history, Tally(), clock, stop), stop, until)
     finally:
         history.close()
-    return list(read_jsonl(cfg.history))
 
 
 def _first_sends(records: list[dict]) -> list[tuple[float, int]]:
