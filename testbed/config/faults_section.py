@@ -184,7 +184,7 @@ def _check_firing_order(w: Walker, read: list[_Entry], path: str, known: Known, 
                 _topic_step(w, spec, entry, when, topics, brokers, partitions)
         else:
             if brokers is not None and spec is not INVALID:
-                _named_brokers_step(w, spec, entry, when, brokers)
+                _named_brokers_step(w, spec, entry, when, brokers, known)
             if topics is not None:
                 _named_topic_step(w, item.partition_refs, entry, when, topics, ever, partitions)
     if not by_moment:
@@ -208,11 +208,15 @@ def _selectors(spec: FaultSpec) -> list[tuple[str, str]]:
     return [(key, value) for key, value in found if isinstance(value, str)]
 
 
-def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int]) -> None:
+def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int],
+                        known: Known) -> None:
     """A fault that names a broker (`broker:N` as its `target`, `from`, `to` or in a group, a
     reassignment's replicas) names one in the cluster when it fires: added before it (R38),
-    not removed (R39)."""
+    not removed (R39). A `rack:X` names one at least, unless a controller is in that rack."""
     for key, value in _selectors(spec):
+        if value.startswith("rack:"):
+            _rack_step(w, value[len("rack:"):], join(entry, key), when, brokers, known)
+            continue
         try:
             named = broker_id(value)
         except TargetError:  # another kind of target
@@ -225,6 +229,18 @@ def _named_brokers_step(w: Walker, spec: FaultSpec, entry: str, when: str, broke
         if gone:
             w.error(join(entry, "replicas"), f"broker {', '.join(map(str, gone))} is not in the cluster at {when} "
                     f"(brokers then: {sorted(brokers)})")
+
+
+def _rack_step(w: Walker, rack: str, key: str, when: str, brokers: set[int], known: Known) -> None:
+    """`rack:X` names a node when its fault fires: one of the rack's brokers is in the cluster
+    then, or a controller is in the rack. One whose brokers are all removed before it, or
+    added only after it, would act on no node. An unknown rack is its own error."""
+    if known.broker_racks is None or rack not in (known.racks or ()) or rack in known.controller_racks:
+        return
+    members = sorted(b for b, r in known.broker_racks.items() if r == rack)
+    if not set(members) & brokers:
+        w.error(key, f"rack {rack} has no broker in the cluster at {when} (its brokers {members} are removed "
+                     f"before it or added only after it; brokers then: {sorted(brokers)})")
 
 
 def _named_topic_step(w: Walker, refs: list[tuple[str, str]], entry: str, when: str, topics: dict[str, int],

@@ -75,15 +75,20 @@ class Known:
     #: topic -> partitions when the run starts (`topics` also counts those admin faults make
     #: later); None when the topics are broken
     initial_partitions: dict[str, int] | None = None
+    #: broker id -> its rack (None: no rack), those `add-broker` faults add included; None
+    #: when the cluster is broken
+    broker_racks: dict[int, str | None] | None = None
 
 
 def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) -> Known:
     """What the cluster and topics sections defined; either may be INVALID (and `seed` None)."""
     controller_racks: frozenset[str] = frozenset()
+    broker_racks: dict[int, str | None] | None = None
     if cluster is INVALID:
         broker_ids = controller_ids = racks = None
     else:
         broker_ids = tuple(b.id for b in cluster.brokers)
+        broker_racks = {b.id: b.rack for b in cluster.brokers}
         controller_ids = tuple(c.id for c in cluster.controllers)
         racks = frozenset(b.rack for b in cluster.brokers if b.rack is not None)
         controller_racks = frozenset(c.rack for c in cluster.controllers if c.rack is not None)
@@ -91,16 +96,18 @@ def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) 
         replicas = None if cluster is INVALID or seed is None else initial_replicas(cluster, topics, seed)
         return Known(broker_ids, controller_ids, racks, {t.name: t.partitions for t in topics}, replicas,
                      {t.name: t.replication_factor for t in topics}, controller_racks=controller_racks,
-                     initial_partitions={t.name: t.partitions for t in topics})
+                     initial_partitions={t.name: t.partitions for t in topics}, broker_racks=broker_racks)
     # Topics are broken, but names that did parse still let references be checked, as long
     # as every entry's name parsed (else an unknown name may be the broken one).
     names: dict[str, int | None] = {}
     for entry in raw_topics if isinstance(raw_topics, list) else []:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            return Known(broker_ids, controller_ids, racks, None, controller_racks=controller_racks)
+            return Known(broker_ids, controller_ids, racks, None, controller_racks=controller_racks,
+                         broker_racks=broker_racks)
         count = entry.get("partitions", 1)
         names[entry["name"]] = count if is_int(count) and count >= 1 else None
-    return Known(broker_ids, controller_ids, racks, names or None, controller_racks=controller_racks)
+    return Known(broker_ids, controller_ids, racks, names or None, controller_racks=controller_racks,
+                 broker_racks=broker_racks)
 
 
 def with_added_brokers(known: Known, raw_faults: object) -> Known:
@@ -115,7 +122,11 @@ def with_added_brokers(known: Known, raw_faults: object) -> Known:
     racks = known.racks
     if racks is not None:
         racks = racks | {b["rack"] for b in added if isinstance(b.get("rack"), str)}
-    return dataclasses.replace(known, broker_ids=ids, racks=racks,
+    broker_racks = known.broker_racks
+    if broker_racks is not None:
+        broker_racks = {**{b["id"]: b["rack"] if isinstance(b.get("rack"), str) else None for b in added},
+                        **broker_racks}
+    return dataclasses.replace(known, broker_ids=ids, racks=racks, broker_racks=broker_racks,
                                added_brokers=frozenset(b["id"] for b in added) - set(known.broker_ids))
 
 

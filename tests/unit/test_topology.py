@@ -1152,6 +1152,36 @@ def test_r38_r39_a_fault_may_name_a_broker_while_it_is_in_the_cluster() -> None:
         f"{SRC}: faults[4].target: broker 2 is not in the cluster at 5s (brokers then: [1, 3, 6])"]
 
 
+def test_r38_r39_a_rack_target_names_a_broker_in_the_cluster_when_it_fires() -> None:
+    """`rack:X` as a target, `from`, `to` or group member acts on the rack's brokers in the
+    cluster when it fires: a rack whose brokers were all removed before it, or are added only
+    after it, would act on no node (a tester's kill of such a rack passed validate). A rack
+    with a controller in it still names that controller."""
+    data = base()
+    data["cluster"]["brokers"] += [{"id": 4, "rack": "d"}, {"id": 5, "rack": "c"}]
+    data["topics"][0]["replication_factor"] = 2
+    data["faults"] = [{"at": "1s", "do": "remove-broker", "target": "broker:4"},
+                      {"at": "2s", "do": "kill", "target": "rack:d"},
+                      {"at": "3s", "do": "partition", "shape": "one-way", "from": "rack:d", "to": "rack:b"},
+                      {"at": "4s", "do": "partition", "groups": [["rack:e"], ["brokers", "controllers"]]},
+                      {"at": "5s", "do": "add-broker", "broker": {"id": 6, "rack": "e"}},
+                      {"at": "6s", "do": "remove-broker", "target": "broker:3"},
+                      {"at": "7s", "do": "pause", "target": "rack:c"}]
+    assert errors_of(data) == [
+        f"{SRC}: faults[1].target: rack d has no broker in the cluster at 2s (its brokers [4] are removed before "
+        f"it or added only after it; brokers then: [1, 2, 3, 5])",
+        f"{SRC}: faults[2].from: rack d has no broker in the cluster at 3s (its brokers [4] are removed before "
+        f"it or added only after it; brokers then: [1, 2, 3, 5])",
+        f"{SRC}: faults[3].groups[0][0]: rack e has no broker in the cluster at 4s (its brokers [6] are removed "
+        f"before it or added only after it; brokers then: [1, 2, 3, 5])"]
+    data["faults"] = data["faults"][4:] + [{"at": "8s", "do": "kill", "target": "rack:e"}]
+    parse_topology(data, SRC)  # rack c keeps broker 5; rack e has broker 6 from 5s
+    data["cluster"]["controllers"] = [{"id": 1, "rack": "d"}]
+    data["faults"] = [{"at": "1s", "do": "remove-broker", "target": "broker:4"},
+                      {"at": "2s", "do": "kill", "target": "rack:d"}]
+    parse_topology(data, SRC)  # rack d still holds the controller
+
+
 def test_a_nemesis_partition_into_halves_past_its_max_down_is_named_as_never_firing() -> None:
     """The injector skips a fault that would put more than max_down nodes out of reach, and a
     partition into halves cuts off at least half of them: with max_down 1 it was drawn and
