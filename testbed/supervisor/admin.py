@@ -70,6 +70,24 @@ class RebalanceInProgress:
     leaders_changed: bool
 
 
+#: how many more rounds a remove-broker makes for replicas placed on its broker while its
+#: moves ran (a topic created or grown meanwhile); each covers what the one before waited on
+LATER_ROUNDS = 3
+
+
+def _rounds(first: dict, later: dict) -> dict:
+    """Two rounds of a remove-broker's moves as one record: the moves, elections and refusals
+    of both, the later round's balance and targets over the first's."""
+    return first | later | {
+        "moves": first.get("moves", []) + later.get("moves", []),
+        "replicas_moved": first.get("replicas_moved", 0) + later.get("replicas_moved", 0),
+        "lower_bound": first.get("lower_bound", 0) + later.get("lower_bound", 0),
+        "leaders_changed": first.get("leaders_changed", []) + later.get("leaders_changed", []),
+        "target": first.get("target", {}) | later.get("target", {}),
+        "refused": first.get("refused", {}) | later.get("refused", {}),
+        "elected": first.get("elected", []) + later.get("elected", [])}
+
+
 class ClusterAdmin:
     """Admin requests and the waits that complete them, on top of a subclass's primitives."""
 
@@ -209,6 +227,13 @@ class ClusterAdmin:
         self.leaving.add(broker_id)  # a rebalance that fires meanwhile (add-broker) plans without it
         try:
             plan = self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan)
+            # R40 places a topic created, or partitions added, while the moves ran on the
+            # brokers unfenced then, this one included: its replicas there move away too,
+            # each round planned and recorded as the first was, before the broker leaves
+            for _ in range(LATER_ROUNDS):
+                if not self._holds_replicas(broker_id):
+                    break
+                plan = _rounds(plan, self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan))
             clean = self.shutdown_node(name)
             self.removed.add(name)
         finally:
@@ -216,6 +241,11 @@ class ClusterAdmin:
         refusal = self._unregister(broker_id)
         return plan | {"shutdown": clean, "unregistered": refusal is None} | (
             {"unregister_error": refusal} if refusal else {})
+
+    def _holds_replicas(self, broker_id: int) -> bool:
+        """The broker is a replica of some partition, and no move under way takes it off."""
+        return any(broker_id in p.target_replicas
+                   for p in self._controller_status("find the leaving broker's replicas").partitions())
 
     def _unregister(self, broker_id: int) -> str | None:
         """R39's last step: the controller unregisters a broker that is gone. It refuses while
