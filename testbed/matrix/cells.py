@@ -126,10 +126,14 @@ def _each_alone(spec: MatrixSpec, base: Path, data: dict[str, Any]) -> list[str]
     """The errors of each varied value and each fault schedule applied alone to `base`:
     where a value is wrong whatever it is combined with, its error names it."""
     errors: list[str] = []
+    # A matrix with fault schedules replaces the base's faults in every cell: a value is held
+    # against no faults here (a base's fault past a varied `duration` is in no cell), and
+    # against each schedule in the cells that combine them.
+    faults = () if spec.schedules else None
     for key, values in spec.vary:
         # An error every value of the key gives (the key itself is wrong) is said once, of the key.
         source = f"{spec.source} (vary {key}, base {base})"
-        each = [_errors(data, ((key, value),), None, None, source) for value in values]
+        each = [_errors(data, ((key, value),), faults, None, source) for value in values]
         everywhere = set.intersection(*map(set, each)) if len(each) > 1 else set()
         if everywhere:
             errors.extend(e for e in each[0] if e in everywhere)

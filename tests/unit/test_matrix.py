@@ -215,6 +215,21 @@ def test_a_varied_value_the_topology_refuses_is_named_once_with_its_key(tmp_path
     assert text.count("\n") == 0, "one error, not one per cell that holds the value"
 
 
+def test_a_varied_value_is_held_against_the_schedules_that_replace_the_bases_faults(tmp_path: Path) -> None:
+    """A tester's matrix varied `duration` to 2s over a base whose faults fire at 3s, with
+    schedules of its own: no cell runs the base's faults, yet every value was refused for
+    them. A value the cells' schedule does not fit is still named, with the cell."""
+    base = {**BASE, "faults": [{"at": "2500ms", "do": "kill", "target": "broker:1"}]}
+    early = {"early": [{"at": "1s", "do": "kill", "target": "broker:1"}, {"at": "1500ms", "do": "restart"}]}
+    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "vary": {"duration": ["2s"]}, "faults": early},
+                                     base)))
+    assert [c.id for c in cells] == ["tiny-duration=2s-early-seed=5"]
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"duration": ["2s", "1200ms"]}, "faults": early},
+                           base))
+    assert text == (f"{tmp_path / 'm.yaml'} (cell tiny-duration=1200ms-early-seed=5, base {tmp_path / 'base.yaml'}): "
+                    f"faults[1].at: 1500ms is after the end of the run (duration 1200ms)"), text
+
+
 def test_only_selects_by_value_or_id_and_shards_split_the_cells_exactly(tmp_path: Path) -> None:
     cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
                                                 "seeds": 5})))
