@@ -385,12 +385,15 @@ class ClusterAdmin:
 
     def reassign(self, partition: str, replicas: list[int]) -> dict:
         """R35: start moving `partition` ("topic/P") to `replicas`; it completes once they are all
-        in the ISR. Returns {"accepted": bool, "error", "message"}."""
+        in the ISR. Returns {"accepted": bool, "message"}, with the controller's "error" when
+        it refused (an effect with an `error` is a fault that failed, DESIGN section 6)."""
         topic, index = _split_partition(partition)
         resp = self._admin(AlterPartitionReassignmentsRequest(topic, index, list(replicas)))
         if not isinstance(resp, AlterPartitionReassignmentsResponse):
             return {"accepted": False, "error": "the controller did not answer"}
-        return {"accepted": resp.error == Errors.NONE, "error": resp.error.value, "message": resp.message}
+        if resp.error == Errors.NONE:
+            return {"accepted": True, "message": resp.message}
+        return {"accepted": False, "error": resp.error.value, "message": resp.message}
 
     def elect_preferred(self, partition: str | None = None) -> dict:
         """R36: preferred leader election for one partition ("topic/P") or all of them."""
