@@ -49,9 +49,15 @@ def _election_rule(reason: Column, elr: Column) -> Column:
     return F.when((reason == "election") & ~F.coalesce(elr, F.lit(True)), F.lit(", R30")).otherwise(_rule(reason))
 
 
-def _reason_text(col: Column) -> Column:
+def _reason_text(col: Column, elr: Column) -> Column:
+    """The election's kind in words; R30's (see `_election_rule`) is named as a teacher names
+    it, not as the controller's clean election it is to the controller."""
     mapping = F.create_map(*[F.lit(x) for kv in _REASONS.items() for x in kv])
-    return F.coalesce(mapping[col], F.regexp_replace(col, "-", " "))
+    return (F.when((col == "election") & ~F.coalesce(elr, F.lit(True)), F.lit(_LAST_REPLICA_STANDING))
+            .otherwise(F.coalesce(mapping[col], F.regexp_replace(col, "-", " "))))
+
+
+_LAST_REPLICA_STANDING = "the rule of the last replica standing (the ISR's last member, elected again on its return)"
 
 
 def elections(t: Tables) -> DataFrame:
@@ -132,7 +138,8 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
            .join(starts, "run_id", "left").join(runs.select("run_id", F.col("elr").alias("run_elr")), "run_id", "left"))
     election_text = F.when(F.col("e_leader").isNotNull(), F.format_string(
         "when broker %d (its LEO %d) was elected at leader epoch %d by %s%s (at %.3f s%s)",
-        "e_leader", "e_leo", "e_epoch", _reason_text(F.col("e_reason")), F.coalesce("e_recovery", F.lit("")),
+        "e_leader", "e_leo", "e_epoch", _reason_text(F.col("e_reason"), F.col("run_elr")),
+        F.coalesce("e_recovery", F.lit("")),
         seconds("elected_ns"), _election_rule(F.col("e_reason"), F.col("run_elr"))))
     truncation_text = F.when(F.col("t_node").isNotNull(), F.format_string(
         "after %s truncated its log from %d to %d (%s, at %.3f s%s)", "t_node", "t_from", "t_to", "t_reason",

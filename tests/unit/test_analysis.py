@@ -788,8 +788,9 @@ def test_R30_a_loss_of_the_last_replica_standing_cites_R30(judged: dict[str, Run
     lost = judged["last-standing"].results["checks"]["lost_writes"]
     assert lost["unattributed"] == 0
     assert lost["examples"][0]["cause"] == (
-        "offset 0 of orders/0 lost when broker 1 (its LEO 0) was elected at leader epoch 2 by a clean election "
-        "(at 3.000 s, R30); after lossy-crash of broker-1 (loss unsynced) at 2.100 s")
+        "offset 0 of orders/0 lost when broker 1 (its LEO 0) was elected at leader epoch 2 by the rule of the last "
+        "replica standing (the ISR's last member, elected again on its return) (at 3.000 s, R30); after lossy-crash "
+        "of broker-1 (loss unsynced) at 2.100 s")
     fenced = judged["lost"].results["checks"]["lost_writes"]["examples"][0]["cause"]
     assert "R25" in fenced  # with the ELR, a clean election stays R25's
 
