@@ -130,12 +130,30 @@ def _changes(run: RunRecords, field: str) -> Iterator[tuple[dict, str, Any, Any]
 
 
 def elections(run: RunRecords) -> list[str]:
+    """Each leader change, with the log infos an unclean recovery decided on (R32)."""
     lines = []
+    recoveries = _recoveries(run)
     for e, key, _, leader in _changes(run, "leader"):
         who = "no leader" if leader is None or leader < 0 else f"broker {leader} leads"
+        chose = recoveries.get((key, e.get("leader_epoch"))) if e.get("reason") == "unclean-recovery" else None
         lines.append(f"{run.at(e['time_ns'])} {key}: {who} at leader epoch {e.get('leader_epoch')} "
-                     f"({e.get('reason')}; ISR {e.get('isr')}, ELR {e.get('elr', [])})")
+                     f"({e.get('reason')}; ISR {e.get('isr')}, ELR {e.get('elr', [])})"
+                     + (f"; {chose}" if chose else ""))
     return _capped(lines, "leader changes") or ["no leader changed: every partition kept its first leader"]
+
+
+def _recoveries(run: RunRecords) -> dict[tuple[str, Any], str]:
+    """(partition, leader epoch) -> what each unclean recovery chose from: the log infos it
+    had (broker, last written epoch, LEO), or the operator's choice (`manual`)."""
+    out = {}
+    for e in run.events:
+        if e.get("kind") != "unclean-recovery":
+            continue
+        infos = ", ".join(f"broker {i.get('broker')} epoch {i.get('last_written_epoch')} LEO {i.get('leo')}"
+                          for i in sorted(e.get("log_infos") or [], key=lambda i: i.get("broker", 0)))
+        out[(_partition(e), e.get("leader_epoch"))] = (f"{e.get('mode')}, from the log infos: {infos}" if infos
+                                                       else f"{e.get('mode')}: the operator's choice")
+    return out
 
 
 _SETS = (("isr", "ISR"), ("elr", "ELR"), ("last_known_elr", "LastKnownELR"))

@@ -158,6 +158,28 @@ def _run(tmp_path: Path) -> Path:
     return run
 
 
+def test_r32_an_unclean_recovery_answer_names_the_log_infos_it_chose_from(tmp_path: Path) -> None:
+    """Lab 10 asks which broker was elected "and from which log infos": the answer says them
+    (a tester's answer named only the broker and its epoch), or the operator's choice."""
+    run = _run(tmp_path)
+    infos = [{"broker": 3, "broker_epoch": 9, "last_written_epoch": 1, "leo": 705},
+             {"broker": 1, "broker_epoch": 8, "last_written_epoch": -1, "leo": 0}]
+    with open(run / "events.jsonl", "a") as events:
+        for epoch, answers, at in ((2, infos, T0 + 2.4 * S), (3, [], T0 + 2.8 * S)):  # before the last operation
+            leader, mode = (3, "balanced") if answers else (2, "manual")
+            events.write(json.dumps({"time_ns": int(at), "node": "controller-1", "kind": "unclean-recovery",
+                                     "topic": "orders", "partition": 0, "mode": mode, "leader": leader,
+                                     "leader_epoch": epoch, "log_infos": answers}) + "\n")
+            events.write(json.dumps({**RunBuilder.change(int(at), leader=leader, epoch=epoch, isr=[leader],
+                                                         reason="unclean-recovery"), "partition_epoch": epoch + 1})
+                         + "\n")
+    assert FACTS["elections"](RunRecords.load(run))[1:] == [
+        "2.40s orders/0: broker 3 leads at leader epoch 2 (unclean-recovery; ISR [3], ELR []); balanced, from the log "
+        "infos: broker 1 epoch -1 LEO 0, broker 3 epoch 1 LEO 705",
+        "2.80s orders/0: broker 2 leads at leader epoch 3 (unclean-recovery; ISR [2], ELR []); manual: the operator's "
+        "choice"]
+
+
 def test_the_answers_are_the_runs_numbers(tmp_path: Path) -> None:
     run = RunRecords.load(_run(tmp_path))
     assert FACTS["lost_writes"](run) == [
