@@ -114,8 +114,12 @@ class ControllerRole:
         return self.tick(now)
 
     def tick(self, now: float) -> Outputs:
+        """Raft's tick, and the active controller's when it has something due: the role
+        ticks for a parked fetch's deadline too (a broker's metadata fetch, every heartbeat
+        interval), where the controller's tick, which looks at every session and partition,
+        would find nothing to do (a tick before its `next_tick_at` changes nothing)."""
         out = self.raft.tick(now)
-        if self.active:
+        if self.active and self.controller.next_tick_at() <= now:
             out.extend(self._propose(self.controller.tick(now), now))
         return self._settle(out, now)
 
