@@ -85,6 +85,10 @@ class BrokerRole:
             local, previous if previous is not None else -1, records,
             _metadata_snapshot(cfg.data_dir / METADATA_SNAPSHOT_FILE))
         self._started.event("broker-started", clean_shutdown_epoch=previous, partitions=len(local))
+        #: requests and answers go to the state machine as they come: its own methods, bound
+        #: here, without a call of this adapter's in between (every input of a broker is one)
+        self.on_request: Callable[[Any, Any, float], Outputs] = self.state.on_request
+        self.on_response: Callable[[Any, Any, float], Outputs] = self.state.on_response
         #: when a log's interval flush or the OS writeback is next due; None: to be computed
         #: again (after a disk operation)
         self._storage_due: float | None = None
@@ -151,12 +155,6 @@ class BrokerRole:
                     due = at
             self._storage_due = due
         return due
-
-    def on_request(self, handle: Any, msg: Any, now: float) -> Outputs:
-        return self.state.on_request(handle, msg, now)
-
-    def on_response(self, correlation: Any, msg: Any, now: float) -> Outputs:
-        return self.state.on_response(correlation, msg, now)
 
     def begin_shutdown(self, now: float) -> Outputs:
         return self.state.begin_controlled_shutdown(now)
