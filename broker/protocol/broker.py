@@ -137,6 +137,11 @@ class BrokerState:
         self._metadata_wait_ms = self._ms(t.heartbeat_interval)
         self._metadata_timeout_ms = self._ms(t.heartbeat_interval + t.controller_request_timeout)
         self.parked: list[_Parked] = []
+        #: the first of the partitions' `next_tick_at`, kept while each keeps its own (None: to be
+        #: worked out): every call that may reset a partition's kept time resets this one too.
+        #: The node asks after every input, and most leave every partition's time as it was
+        #: (a follower's fetch at the LEO, a consumer's fetch, a heartbeat's answer)
+        self._partitions_due: float | None = None
         self._registration_in_flight = False
         self._heartbeat_in_flight = False
         self._metadata_fetch_in_flight = False
@@ -225,6 +230,7 @@ class BrokerState:
             if at is None:
                 at = p.next_tick_at(now)
             if at <= now:
+                self._partitions_due = None
                 out.extend(p.tick(now))
         at = self.fetchers.next_tick_due  # (kept since the last change, as `next_tick_at` reads it)
         if at is None:
@@ -250,12 +256,18 @@ class BrokerState:
         if not self._metadata_fetch_in_flight:
             return -math.inf
         due = math.inf if self._heartbeat_in_flight else self._next_heartbeat
-        for p in self.partitions.values():  # (comparisons, not min(): this runs after every input)
-            at = p.next_tick_due
-            if at is None:
-                at = p.next_tick_at(now)
-            if at < due:
-                due = at
+        at = self._partitions_due
+        if at is None:
+            at = math.inf
+            for p in self.partitions.values():  # (comparisons, not min(): see `_ms`)
+                mine = p.next_tick_due
+                if mine is None:
+                    mine = p.next_tick_at(now)
+                if mine < at:
+                    at = mine
+            self._partitions_due = at
+        if at < due:
+            due = at
         at = self.fetchers.next_tick_due
         if at is None:
             at = self.fetchers.next_tick_at()
@@ -283,6 +295,7 @@ class BrokerState:
         if kind == "metadata":
             return self._on_metadata(msg, now)
         if kind == "fetch":
+            self._partitions_due = None  # (its partitions take their results)
             out = self.fetchers.on_response(correlation[1], msg if isinstance(msg, FetchResponse) else None, now)
             # the next fetch leaves now, as Kafka's fetcher thread loops, not on the next tick: an
             # acks=all write waits for the follower fetch that follows the one that carried it
@@ -293,6 +306,7 @@ class BrokerState:
             if p is None:
                 return Outputs()
             resp = msg if isinstance(msg, AlterPartitionResponse) else None
+            self._partitions_due = None
             return self._complete_parked(now, p.on_alter_partition_response(resp, now))
         return Outputs()
 
@@ -303,6 +317,7 @@ class BrokerState:
             self.broker_epoch = msg.broker_epoch
             self.state = "running"
             self.fetchers.set_broker_epoch(msg.broker_epoch)
+            self._partitions_due = None
             for p in self.partitions.values():
                 p.set_local_broker_epoch(msg.broker_epoch)
             self._next_heartbeat = now
@@ -387,6 +402,7 @@ class BrokerState:
         if brokers_changed:
             # R18 needs current broker epochs and fencing for every replica this broker leads.
             epochs, eligible = self._broker_epochs(), self._eligible()
+            self._partitions_due = None
             for p in self.partitions.values():
                 p.update_brokers(epochs, eligible)
         if not self.caught_up:
@@ -445,6 +461,7 @@ class BrokerState:
         step-down), is no longer fetched and deletes its log, also one recovery found on disk
         that no replica was made of yet (a broker that restarted while the topic was deleted)."""
         out = Outputs()
+        self._partitions_due = None
         for key in sorted(keys):
             p = self.partitions.pop(key, None)
             if p is not None:
@@ -458,6 +475,7 @@ class BrokerState:
 
     def _reconcile(self, key: tuple[str, int], now: float) -> Outputs:
         """Bring one local replica in line with the image (R3, R14)."""
+        self._partitions_due = None
         rec = self.image.partitions.get(key)
         p = self.partitions.get(key)
         if rec is None:
@@ -550,6 +568,7 @@ class BrokerState:
             if req.expects_response:
                 out.messages.append(Reply(ctx, ProduceResponse(req.topic, req.partition, err)))
             return out
+        self._partitions_due = None
         return self._complete_parked(now, p.on_produce(req, ctx, now))
 
     def _on_fetch(self, ctx: Any, req: FetchRequest, now: float) -> Outputs:
@@ -600,6 +619,8 @@ class BrokerState:
                 continue
             if replica_id >= 0:
                 result, read = p.follower_fetch(replica_id, req.broker_epoch, fp, now, out)
+                if p.next_tick_due is None:  # (most keep it: at the LEO, in a full ISR)
+                    self._partitions_due = None
                 if result is None:  # at the LEO: nothing to send, no error
                     if answer:
                         result = p.fetch_result()
