@@ -133,6 +133,7 @@ class Durability:
             self._aliases.clear()
         f = _FileState(rel, length, durable)
         self._files[rel] = f
+        self._aliases[path] = f  # (the caller's next look, a checkpoint's next write, finds it as spelled)
         return f
 
     # ---------------------------------------------------------------- events from the storage layer
