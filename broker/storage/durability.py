@@ -125,8 +125,10 @@ class Durability:
                            "(call created() or opened() first)")
         return f
 
-    def _track(self, path: Path | str, length: int, durable: int | None) -> _FileState:
-        rel = os.path.relpath(path, self.root)
+    def _track(self, path: Path | str, length: int, durable: int | None, rel: str | None = None) -> _FileState:
+        """A new state for the file at `path` (`rel`: its path relative to root, when known)."""
+        if rel is None:
+            rel = os.path.relpath(path, self.root)
         old = self._files.get(rel)
         if old is not None:
             self._dirty.pop(old, None)
@@ -249,7 +251,11 @@ class Durability:
         os.replace(tmp, path)
         if self.real:
             _fsync_dir(Path(path).parent)
-        f = self._find(path) or self._track(path, 0, None)
+        f = self._aliases.get(path)
+        if f is None:  # (`_find`, or else `_track`, with one relpath for both: a checkpoint's first write)
+            rel = os.path.relpath(path, self.root)
+            f = self._files.get(rel) or self._track(path, 0, None, rel)
+            self._aliases[path] = f
         f.length = f.durable = len(data)
         f.pending.clear()
         self._dirty.pop(f, None)
