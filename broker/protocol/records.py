@@ -138,6 +138,11 @@ def from_dict(d: Any) -> MetadataRecord:
 DIGEST_INTERVAL = 8
 
 
+#: canonical JSON: `json.dumps(record, sort_keys=True, separators=(",", ":"))` makes this encoder
+#: anew for each call (it keeps nothing between calls), and every broker digests every record
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def chain_digest(previous: int, record: Any) -> int:
     """The digest of a metadata log prefix extended by `record` (CRC-32 over canonical JSON)."""
-    return zlib.crc32(json.dumps(record, sort_keys=True, separators=(",", ":")).encode(), previous)
+    return zlib.crc32(_CANONICAL.encode(record).encode(), previous)
