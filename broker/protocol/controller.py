@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import typing
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any
 
 from broker.common.errors import Errors
@@ -48,7 +48,7 @@ from broker.protocol.messages import (
 from broker.protocol.metadata_image import (
     MetadataImage,
     build_metadata_response,
-    partition_metadata,
+    partition_view,
 )
 from broker.protocol.outputs import AppendMetadata, Event, Outputs, Reply
 from broker.protocol.partition_change import BrokerStates, ElectionPolicy
@@ -250,7 +250,7 @@ class Controller:
                 {"broker_id": b.broker_id, "broker_epoch": b.broker_epoch, "rack": b.rack,
                  "fenced": b.fenced, "in_controlled_shutdown": b.in_controlled_shutdown, "clean": b.clean}
                 for b in sorted(self.image.brokers.values(), key=lambda b: b.broker_id)],
-            "partitions": [asdict(partition_metadata(p)) for _, p in sorted(self.image.partitions.items())],
+            "partitions": [partition_view(p) for _, p in sorted(self.image.partitions.items())],
             "topic_ids": dict(sorted(self.image.topic_ids.items())),
         }
 

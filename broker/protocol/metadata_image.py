@@ -213,6 +213,16 @@ def partition_metadata(p: PartitionRecord) -> PartitionMetadata:
                              removing=list(p.removing))
 
 
+def partition_view(p: PartitionRecord) -> dict[str, Any]:
+    """`asdict(partition_metadata(p))`, made at once: the controller's status lists every
+    partition so, and the simulation's waits ask for a status every 50 ms of virtual time,
+    where `asdict`'s field-by-field deep copy cost more than the rest of the status."""
+    return {"topic": p.topic, "partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
+            "partition_epoch": p.partition_epoch, "replicas": list(p.replicas), "isr": list(p.isr),
+            "elr": list(p.elr), "last_known_elr": list(p.last_known_elr), "adding": list(p.adding),
+            "removing": list(p.removing)}
+
+
 def build_metadata_response(image: MetadataImage, topics: list[str] | None,
                             controller_id: int) -> MetadataResponse:
     """What a client needs to find leaders, from either the controller's or a broker's image.

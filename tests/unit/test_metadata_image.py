@@ -1,4 +1,6 @@
 """MetadataImage (R3) and the metadata response built from it."""
+from dataclasses import asdict
+
 import pytest
 
 from broker.common.errors import Errors
@@ -7,6 +9,8 @@ from broker.protocol.metadata_image import (
     MetadataImage,
     OutOfOrderRecord,
     build_metadata_response,
+    partition_metadata,
+    partition_view,
 )
 from broker.protocol.messages import MetadataFetchResponse
 from broker.protocol.outputs import PersistMetadataSnapshot
@@ -122,3 +126,10 @@ def test_r22_a_broker_below_the_log_start_loads_the_snapshot_and_refuses_a_malfo
                                                     snapshot=snapshot), 0.0)
     assert out.disk[0] == PersistMetadataSnapshot(snapshot)
     assert broker.image.offset == 6 and broker.image.partition("t", 0).isr == [1] and broker.caught_up
+
+
+def test_a_partition_view_is_its_metadata_as_a_dict() -> None:
+    """`partition_view` stands for `asdict(partition_metadata(p))` in the controller's status."""
+    p = PartitionRecord("t", 2, [1, 2, 3], [1, 2], 1, 4, 7, elr=[3], last_known_elr=[3], adding=[3], removing=[4])
+    assert partition_view(p) == asdict(partition_metadata(p))
+    assert list(partition_view(p)) == list(asdict(partition_metadata(p)))
