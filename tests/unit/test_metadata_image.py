@@ -133,3 +133,12 @@ def test_a_partition_view_is_its_metadata_as_a_dict() -> None:
     p = PartitionRecord("t", 2, [1, 2, 3], [1, 2], 1, 4, 7, elr=[3], last_known_elr=[3], adding=[3], removing=[4])
     assert partition_view(p) == asdict(partition_metadata(p))
     assert list(partition_view(p)) == list(asdict(partition_metadata(p)))
+
+
+def test_to_dict_is_asdict_with_the_type() -> None:
+    """`to_dict` copies most records field by field; what it gives is `asdict`'s, in its order."""
+    for rec in (PartitionRecord("t", 1, [1, 2], [1], 2, 3, 4, elr=[3], removing=[5], reason="x"),
+                TopicRecord("t", 3, 3, 2, {"flush": {"messages": 1}}), TopicRecord("t", 3, 3, 2),
+                RegisterBrokerRecord(1, 2, "abc", None, True), BrokerRegistrationChangeRecord(1, 2)):
+        d = to_dict(rec)
+        assert d == {**asdict(rec), "type": d["type"]} and list(d) == [*asdict(rec), "type"]
