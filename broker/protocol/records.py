@@ -144,7 +144,7 @@ def from_dict(d: Any) -> MetadataRecord:
     cls = RECORD_TYPES.get(d.get("type"))
     if cls is None:
         raise BadRecord(f"unknown metadata record type {d.get('type')!r}")
-    names = {f.name for f in fields(cls)}
+    names = _FIELD_NAMES[cls]
     try:
         return cls(**{k: v for k, v in d.items() if k in names})
     except TypeError as e:
