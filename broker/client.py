@@ -240,7 +240,11 @@ def _readable(records: bytes, offset: int, high_watermark: int) -> list[tuple[in
         lo = offset - base if offset > base else 0
         taken = values[lo:high_watermark - base] if high_watermark > base else ()
         if taken:
-            out.extend(zip(range(base + lo, base + lo + len(taken)), [v.decode("utf-8", "replace") for v in taken]))
+            try:  # (valid UTF-8, as every value is: decoded by `map`, equal to the "replace" decoding)
+                texts = list(map(bytes.decode, taken))
+            except UnicodeDecodeError:
+                texts = [v.decode("utf-8", "replace") for v in taken]
+            out.extend(zip(range(base + lo, base + lo + len(taken)), texts))
     return out
 
 
