@@ -92,12 +92,17 @@ class ControllerRole:
         self.active = False
         self.parked: list[_ParkedFetch] = []
         self.malformed = 0  # Raft messages dropped because their records or snapshot cannot be applied
+        #: the active controller's `next_tick_at`, kept until this role next calls it with an
+        #: input (None: to be asked): it changes only with those, and the role is asked after
+        #: every input, most of them metadata fetches that the controller never sees
+        self._controller_due: float | None = None
         self._restart_state_machine()
 
     def _restart_state_machine(self) -> None:
         """A fresh controller state at the snapshot (or the log's start), with nothing after it
         applied yet: `_settle` replays the committed entries that follow."""
         self.controller = self._new_controller()
+        self._controller_due = None
         self.applied = 0  # entries applied to self.controller
         self.digest = 0  # I8: the digest of the committed log up to `applied`
         snapshot = self.raft.snapshot
@@ -119,9 +124,17 @@ class ControllerRole:
         interval), where the controller's tick, which looks at every session and partition,
         would find nothing to do (a tick before its `next_tick_at` changes nothing)."""
         out = self.raft.tick(now)
-        if self.active and self.controller.next_tick_at() <= now:
+        if self.active and self._controller_next_tick() <= now:
+            self._controller_due = None
             out.extend(self._propose(self.controller.tick(now), now))
         return self._settle(out, now)
+
+    def _controller_next_tick(self) -> float:
+        """The controller's `next_tick_at`, as kept since its last input."""
+        due = self._controller_due
+        if due is None:
+            due = self._controller_due = self.controller.next_tick_at()
+        return due
 
     def next_tick_at(self, now: float) -> float:
         """When `tick` next has something to do: Raft's timers, the active controller's, and
@@ -129,7 +142,7 @@ class ControllerRole:
         input that serves them at once)."""
         due = self.raft.next_tick_at()
         if self.active:  # (comparisons, not min(), which parses keyword arguments on Python 3.11)
-            at = self.controller.next_tick_at()
+            at = self._controller_next_tick()
             if at < due:
                 due = at
         for p in self.parked:
@@ -157,6 +170,7 @@ class ControllerRole:
             else:
                 self.parked.append(_ParkedFetch(handle, msg, now + msg.max_wait_ms / 1000.0))
             return out
+        self._controller_due = None
         return self._settle(self._propose(self.controller.on_request(handle, msg, now), now), now)
 
     def on_response(self, correlation: Any, msg: Any, now: float) -> Outputs:
@@ -166,6 +180,7 @@ class ControllerRole:
                 return Outputs()
             return self._settle(self.raft.step(msg, now), now)
         if self.active:
+            self._controller_due = None
             return self._settle(self._propose(self.controller.on_response(correlation, msg, now), now), now)
         return Outputs()
 
@@ -195,6 +210,8 @@ class ControllerRole:
         if self.applied < self.raft.log_start:  # a snapshot from the leader replaced our log
             self._restart_state_machine()
         end = self.raft.commit_end
+        if end > self.applied:
+            self._controller_due = None  # (committed records: replayed, or released on the active one)
         if self.active:
             if end > self.applied:
                 self._digest_through(end, out)
