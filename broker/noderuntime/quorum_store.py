@@ -89,6 +89,11 @@ class QuorumStore:
         os.close(self._fd)
 
 
+#: `json.dumps(..., separators=(",", ":"))` makes this encoder anew for each call (it keeps
+#: nothing between calls): one for every entry the controller appends
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 def _line(e: RaftEntry) -> bytes:
-    return (json.dumps([e.term, e.record], separators=(",", ":")) + "\n").encode()
+    return (_COMPACT.encode([e.term, e.record]) + "\n").encode()
 
