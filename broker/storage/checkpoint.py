@@ -4,8 +4,8 @@ Per partition directory: `high-watermark`, `recovery-point` and `leader-epoch-ch
 per broker data directory: `clean-shutdown` (R28). Text formats follow Kafka's: a version
 line first, so a future format can be told apart from a garbled one.
 
-Writers join their paths with `os.path.join`, not pathlib: a checkpoint is written at every
-flush, and pathlib's parsing of a joined path cost more than the write on tmpfs.
+Writers join their paths as strings (`_in`), not with pathlib: a checkpoint is written at
+every flush, and pathlib's parsing of a joined path cost more than the write on tmpfs.
 
 Readers never raise on bad content: a broker must start whatever a fault did to these
 files. They return a safe default with a description of the problem for the caller to log
@@ -39,6 +39,13 @@ def _read_text(path: Path) -> tuple[list[str] | None, str | None]:
     return text.splitlines(), None
 
 
+def _in(directory: Path | str, name: str) -> str:
+    """`os.path.join(directory, name)` for a file name without a slash, as that join makes it,
+    without the generality of posixpath's (a look at every part, for any number of them)."""
+    d = os.fspath(directory)
+    return d + name if not d or d.endswith("/") else d + "/" + name
+
+
 def _write_offset(path: str, offset: int, durability: Durability, now: float) -> None:
     durability.write_atomic(path, f"{_VERSION}\n{offset}\n".encode(), now)
 
@@ -57,7 +64,7 @@ def _read_offset(path: Path) -> tuple[int, str | None]:
 
 
 def write_high_watermark(partition_dir: Path, hw: int, durability: Durability, now: float) -> None:
-    _write_offset(os.path.join(partition_dir, HIGH_WATERMARK_FILE), hw, durability, now)
+    _write_offset(_in(partition_dir, HIGH_WATERMARK_FILE), hw, durability, now)
 
 
 def read_high_watermark(partition_dir: Path) -> tuple[int, str | None]:
@@ -67,7 +74,7 @@ def read_high_watermark(partition_dir: Path) -> tuple[int, str | None]:
 
 def write_recovery_point(partition_dir: Path, offset: int, durability: Durability,
                          now: float) -> None:
-    _write_offset(os.path.join(partition_dir, RECOVERY_POINT_FILE), offset, durability, now)
+    _write_offset(_in(partition_dir, RECOVERY_POINT_FILE), offset, durability, now)
 
 
 def read_recovery_point(partition_dir: Path) -> tuple[int, str | None]:
@@ -79,7 +86,7 @@ def write_leader_epochs(partition_dir: Path, entries: list[tuple[int, int]],
                         durability: Durability, now: float) -> None:
     """Kafka's leader-epoch-checkpoint: version, count, then `epoch start_offset` lines (R5)."""
     body = "".join(f"{epoch} {start}\n" for epoch, start in entries)
-    durability.write_atomic(os.path.join(partition_dir, LEADER_EPOCH_FILE),
+    durability.write_atomic(_in(partition_dir, LEADER_EPOCH_FILE),
                             f"{_VERSION}\n{len(entries)}\n{body}".encode(), now)
 
 
