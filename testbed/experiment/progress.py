@@ -75,7 +75,7 @@ class Monitor:
 def describe_fault(rec: dict, elapsed: float) -> str:
     effect = rec.get("effect", {})
     note = ""
-    if effect.get("error") not in (None, "NONE"):  # NONE: the controller's code for an accepted request
+    if effect.get("error") is not None:
         note = f" [red]{effect['error']}[/]"
     elif effect.get("accepted") and effect.get("message"):
         note = f" {effect['message']}"
