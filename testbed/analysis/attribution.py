@@ -46,14 +46,19 @@ def _election_rule(reason: Column, elr: Column) -> Column:
     """The rule behind an election that lost a write: without the ELR, a clean election of a
     leaderless partition is R30's (the last ISR member elected again when it returns, its
     restart clean or not: Last Replica Standing), not R25's."""
-    return F.when((reason == "election") & ~F.coalesce(elr, F.lit(True)), F.lit(", R30")).otherwise(_rule(reason))
+    return F.when(_last_replica_standing(reason, elr), F.lit(", R30")).otherwise(_rule(reason))
+
+
+def _last_replica_standing(reason: Column, elr: Column) -> Column:
+    """A clean election of a leaderless partition in a run without the ELR: R30's."""
+    return (reason == "election") & ~F.coalesce(elr, F.lit(True))
 
 
 def _reason_text(col: Column, elr: Column) -> Column:
     """The election's kind in words; R30's (see `_election_rule`) is named as a teacher names
     it, not as the controller's clean election it is to the controller."""
     mapping = F.create_map(*[F.lit(x) for kv in _REASONS.items() for x in kv])
-    return (F.when((col == "election") & ~F.coalesce(elr, F.lit(True)), F.lit(_LAST_REPLICA_STANDING))
+    return (F.when(_last_replica_standing(col, elr), F.lit(_LAST_REPLICA_STANDING))
             .otherwise(F.coalesce(mapping[col], F.regexp_replace(col, "-", " "))))
 
 

@@ -61,7 +61,6 @@ class Known:
 
     broker_ids: tuple[int, ...] | None
     controller_ids: tuple[int, ...] | None
-    racks: frozenset[str] | None  # the brokers'
     topics: dict[str, int | None] | None  # name -> partitions (None if that count is broken)
     #: "topic/P" -> its replicas when the run starts (the placement the controller will make);
     #: None when the cluster or topics are broken
@@ -79,22 +78,28 @@ class Known:
     #: when the cluster is broken
     broker_racks: dict[int, str | None] | None = None
 
+    @property
+    def racks(self) -> frozenset[str] | None:
+        """The brokers' racks; None when the cluster is broken."""
+        if self.broker_racks is None:
+            return None
+        return frozenset(r for r in self.broker_racks.values() if r is not None)
+
 
 def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) -> Known:
     """What the cluster and topics sections defined; either may be INVALID (and `seed` None)."""
     controller_racks: frozenset[str] = frozenset()
     broker_racks: dict[int, str | None] | None = None
     if cluster is INVALID:
-        broker_ids = controller_ids = racks = None
+        broker_ids = controller_ids = None
     else:
         broker_ids = tuple(b.id for b in cluster.brokers)
         broker_racks = {b.id: b.rack for b in cluster.brokers}
         controller_ids = tuple(c.id for c in cluster.controllers)
-        racks = frozenset(b.rack for b in cluster.brokers if b.rack is not None)
         controller_racks = frozenset(c.rack for c in cluster.controllers if c.rack is not None)
     if topics is not INVALID:
         replicas = None if cluster is INVALID or seed is None else initial_replicas(cluster, topics, seed)
-        return Known(broker_ids, controller_ids, racks, {t.name: t.partitions for t in topics}, replicas,
+        return Known(broker_ids, controller_ids, {t.name: t.partitions for t in topics}, replicas,
                      {t.name: t.replication_factor for t in topics}, controller_racks=controller_racks,
                      initial_partitions={t.name: t.partitions for t in topics}, broker_racks=broker_racks)
     # Topics are broken, but names that did parse still let references be checked, as long
@@ -102,11 +107,11 @@ def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) 
     names: dict[str, int | None] = {}
     for entry in raw_topics if isinstance(raw_topics, list) else []:
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
-            return Known(broker_ids, controller_ids, racks, None, controller_racks=controller_racks,
+            return Known(broker_ids, controller_ids, None, controller_racks=controller_racks,
                          broker_racks=broker_racks)
         count = entry.get("partitions", 1)
         names[entry["name"]] = count if is_int(count) and count >= 1 else None
-    return Known(broker_ids, controller_ids, racks, names or None, controller_racks=controller_racks,
+    return Known(broker_ids, controller_ids, names or None, controller_racks=controller_racks,
                  broker_racks=broker_racks)
 
 
@@ -119,14 +124,11 @@ def with_added_brokers(known: Known, raw_faults: object) -> Known:
     added = [e["broker"] for e in raw_faults if isinstance(e, dict) and e.get("do") == "add-broker"
              and isinstance(e.get("broker"), dict) and is_int(e["broker"].get("id"))]
     ids = tuple(dict.fromkeys([*known.broker_ids, *(b["id"] for b in added)]))
-    racks = known.racks
-    if racks is not None:
-        racks = racks | {b["rack"] for b in added if isinstance(b.get("rack"), str)}
     broker_racks = known.broker_racks
     if broker_racks is not None:
         broker_racks = {**{b["id"]: b["rack"] if isinstance(b.get("rack"), str) else None for b in added},
                         **broker_racks}
-    return dataclasses.replace(known, broker_ids=ids, racks=racks, broker_racks=broker_racks,
+    return dataclasses.replace(known, broker_ids=ids, broker_racks=broker_racks,
                                added_brokers=frozenset(b["id"] for b in added) - set(known.broker_ids))
 
 

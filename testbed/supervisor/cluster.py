@@ -447,7 +447,7 @@ class Cluster(ClusterAdmin):
                 topics[p.topic] = max(topics.get(p.topic) or 0, p.partition + 1)
             replicas = {f"{p.topic}/{p.partition}": tuple(p.replicas) for p in parts}
         return Known(broker_ids=tuple(b.id for b in self.brokers), controller_ids=tuple(c.id for c in self.controllers()),
-                     racks=frozenset(b.rack for b in self.brokers if b.rack is not None), topics=topics,
+                     broker_racks={b.id: b.rack for b in self.brokers}, topics=topics,
                      replicas=replicas,
                      controller_racks=frozenset(c.rack for c in self.controllers() if c.rack is not None))
 
