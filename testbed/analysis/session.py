@@ -98,6 +98,14 @@ def started() -> bool:
         return _session is not None
 
 
+def connect_url() -> str | None:
+    """The Spark Connect URL of the process's session (its own JVM's server, or the server it
+    talks to), None before the first `get_spark`. Another process given it as
+    `--spark-master` judges on the same JVM, as warm as this one left it."""
+    with _lock:
+        return _url
+
+
 def is_remote() -> bool:
     """The session is on a server this process did not start (`run.py spark up`, `sc://`):
     a warm JVM that other commands share."""

@@ -13,15 +13,16 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import TIME_SCALE
+from tests.unit.analysis_fixtures import spark, warm_master  # noqa: F401  (the fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow(seconds=205)
-def test_a_lab_runs_unattended_and_answers_its_questions_from_the_run(tmp_path: Path) -> None:
+def test_a_lab_runs_unattended_and_answers_its_questions_from_the_run(tmp_path: Path, warm_master: str) -> None:  # noqa: F811
     out = subprocess.run([sys.executable, "run.py", "lab", "12", "--step", "--runs-dir", str(tmp_path),
-                          "--time-scale", str(TIME_SCALE)], cwd=ROOT, stdin=subprocess.DEVNULL,
-                         capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"})
+                          "--time-scale", str(TIME_SCALE), "--spark-master", warm_master], cwd=ROOT,
+                         stdin=subprocess.DEVNULL, capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"})
     text = out.stdout
     assert out.returncode == 0, text[-5000:] + out.stderr[-2000:]
     for piece in ("Lab 12: A zombie leader behind a network partition", "Before you run: predict",

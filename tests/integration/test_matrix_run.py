@@ -21,6 +21,7 @@ from testbed.matrix.cells import expand
 from testbed.matrix.runner import run_matrix
 from testbed.matrix.spec import load_matrix
 from tests.integration.conftest import TIME_SCALE, topology_dict
+from tests.unit.analysis_fixtures import spark, warm_master  # noqa: F401  (the fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,11 +66,11 @@ CI_SUBSET = ["--only", "rack-outage", "--seeds", "1", "--jobs", "2"]
 
 
 @pytest.mark.slow(seconds=225)
-def test_the_ci_subset_of_the_ci_matrix_meets_its_expectations(tmp_path: Path) -> None:
+def test_the_ci_subset_of_the_ci_matrix_meets_its_expectations(tmp_path: Path, warm_master: str) -> None:  # noqa: F811
     """`run.py matrix topologies/matrix/ci.yaml` on the CI subset, as a user runs it: exit 0,
     and the summary shows the loss of the unsafe setting beside its fix."""
     out = subprocess.run([sys.executable, "run.py", "matrix", "topologies/matrix/ci.yaml", *CI_SUBSET,
-                          "--runs-dir", str(tmp_path), "--time-scale", str(TIME_SCALE)],
+                          "--runs-dir", str(tmp_path), "--time-scale", str(TIME_SCALE), "--spark-master", warm_master],
                          cwd=ROOT, capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"})
     assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
     [matrix] = tmp_path.glob("*-matrix-ci")

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.analysis_fixtures import spark, warm_master  # noqa: F401  (the fixtures)
+
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ROOT / "topologies" / "scenarios"
 #: (unsafe, its fix): R29/ELR (last replica standing), R13/KIP-101 (HW truncation), R31/R32
@@ -24,10 +26,11 @@ pytestmark = pytest.mark.integration
 
 @pytest.mark.slow(seconds=520)
 @pytest.mark.timeout(900)  # 300 seeds run, then judged in one job: about 4 minutes here
-def test_unsafe_settings_lose_acknowledged_writes_over_many_seeds_and_their_fixes_none(tmp_path: Path) -> None:
+def test_unsafe_settings_lose_acknowledged_writes_over_many_seeds_and_their_fixes_none(
+        tmp_path: Path, warm_master: str) -> None:  # noqa: F811
     files = [str(SCENARIOS / f"{name}.yaml") for pair in PAIRS for name in pair]
     proc = subprocess.run([sys.executable, "run.py", "sim", *files, "--seeds", str(SEEDS), "--jobs", "1",
-                           "--runs-dir", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                           "--runs-dir", str(tmp_path), "--spark-master", warm_master], cwd=ROOT, capture_output=True, text=True, timeout=900,
                           env={**os.environ, "COLUMNS": "200"})
     [sim_dir] = tmp_path.iterdir()
     results: dict[str, list[dict]] = {}
