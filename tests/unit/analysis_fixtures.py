@@ -136,8 +136,8 @@ def spark() -> Iterator[object]:
 def warm_master(spark: object) -> str:  # noqa: F811 - the worker's session, whose JVM it names
     """`--spark-master` for a `run.py` a test starts: the Spark Connect server inside this
     worker's own JVM, already warm, where the command would start, rehearse on and judge
-    in a JVM of its own (about a minute of CPU, most of it the new JVM's compiling and first
-    jobs; the suite is CPU-bound on 2 cores). Tests of the embedded path itself (its
+    in a JVM of its own (a new JVM's start and first judgment of a small run: about 45 s of
+    CPU, against 15-17 s warm; BENCHMARKS.md, eighth session). Tests of the embedded path itself (its
     JVM, its output, its start in the background) do not take it. A test that stopped the
     worker's session leaves the next to start another: the URL is the one of now."""
     from testbed.analysis.session import connect_url, get_spark
