@@ -32,7 +32,12 @@ def _process(*argv: str) -> subprocess.Popen:
 
 @pytest.fixture
 def server_process() -> Iterator[int]:
+    """A process that `spark_server.running` takes for a server: until the child has exec'd,
+    its command line is still pytest's (a CI run under load failed on that)."""
     proc = _process(SERVER_CLASS)
+    deadline = time.monotonic() + 10
+    while SERVER_CLASS not in " ".join(psutil.Process(proc.pid).cmdline()) and time.monotonic() < deadline:
+        time.sleep(0.01)  # polling the exec against a deadline
     yield proc.pid
     proc.kill()
     proc.wait()
