@@ -26,12 +26,12 @@ from broker.common.jsonl import read_jsonl
 from broker.wire.linkfilter import CLIENTS, LinkRule, LinkTable
 from faults import kernel_rules, network
 from testbed.analysis import analyze_runs
-from testbed.experiment.runner import run_cluster
 from testbed.supervisor.netns import NetnsError, NetnsNetwork, existing_namespaces, requirements_missing
 from testbed.supervisor.processes import Registry, reap_leftovers
 from testbed.supervisor.cluster import Cluster
 from testbed.topology import load_topology, parse_topology
 from tests.integration.conftest import TIME_SCALE
+from tests.integration.runs_at_once import run_clusters
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.netns,
@@ -173,15 +173,18 @@ def test_nothing_of_a_run_is_in_the_host_namespace(bare_network: NetnsNetwork) -
 
 
 def _alike(tmp_path: Path, topology_file: Path) -> dict[str, dict]:
-    """The same topology run on both backends and judged in one job: verdict per backend."""
-    dirs = {}
-    for backend in ("netns", "userspace"):
+    """The same topology run on both backends at once and judged in one job: verdict per backend."""
+    backends = ("netns", "userspace")
+    topologies = []
+    for backend in backends:
         data = yaml.safe_load(topology_file.read_text())
         data["network"] = {"backend": backend}
         path = tmp_path / f"{backend}.yaml"
         path.write_text(yaml.safe_dump(data))
-        outcome = run_cluster(load_topology(path), runs_dir=tmp_path / "runs", time_scale=TIME_SCALE,
-                              run_dir=tmp_path / backend)
+        topologies.append(load_topology(path))
+    outcomes = run_clusters(topologies, tmp_path / "runs", TIME_SCALE, [tmp_path / b for b in backends])
+    dirs = {}
+    for backend, outcome in zip(backends, outcomes):
         assert outcome.converged, f"{backend}: the run did not converge"
         dirs[backend] = outcome.run_dir
     verdicts = analyze_runs(list(dirs.values()))

@@ -9,7 +9,8 @@ none in the other, with the cause of every loss asserted.
   leader-epoch truncation, and R13's divergence after seed 004's double power loss;
 - R30 Last Replica Standing (`elr: false`) against ELR;
 - R35 reassignment and R36 preferred election under an acks=all workload.
-The pairs of a test run one after the other and are judged together, in one Spark job.
+The runs of a pair run at the same time, each under a supervisor process of its own
+(`runs_at_once`), and are judged together, in one Spark job.
 """
 from __future__ import annotations
 
@@ -18,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rich.console import Console
 
 from broker.common.jsonl import read_jsonl
 from testbed.analysis import RunVerdict, analyze_runs
-from testbed.experiment.runner import Outcome, run_cluster
+from testbed.experiment.runner import Outcome
 from testbed.topology import parse_topology
 from tests.integration.conftest import TIME_SCALE, topology_dict
+from tests.integration.runs_at_once import run_clusters
 from tests.unit.analysis_fixtures import spark  # noqa: F401  (the shared session fixture)
 
 pytestmark = pytest.mark.integration
@@ -53,13 +54,10 @@ def with_protocol(d: dict, name: str, **protocol: Any) -> dict:
 
 
 def run_and_judge(tmp_path: Path, topologies: list[dict]) -> list[tuple[Outcome, RunVerdict]]:
-    outcomes = []
-    for d in topologies:
-        out = run_cluster(parse_topology(d, d["name"]), runs_dir=tmp_path / "runs", time_scale=TIME_SCALE,
-                          console=Console(quiet=True))
+    outcomes = run_clusters([parse_topology(d, d["name"]) for d in topologies], tmp_path / "runs", TIME_SCALE)
+    for d, out in zip(topologies, outcomes):
         assert out.counts is not None, f"{d['name']}: the run failed, see {out.run_dir}"
         assert out.counts.acknowledged.get("all", 0) > 0, f"{d['name']}: nothing was acknowledged"
-        outcomes.append(out)
     verdicts = analyze_runs([o.run_dir for o in outcomes])
     return list(zip(outcomes, verdicts))
 
