@@ -30,7 +30,7 @@ from testbed.experiment.counts import Counts
 from testbed.sim.clients import ClientTask
 from testbed.sim.loop import Loop
 from testbed.sim.network import ReplyHandle, SimNetwork
-from testbed.sim.node import SimNode
+from testbed.sim.node import BOOT, SimNode
 from testbed.supervisor.admin import ClusterAdmin, ClusterError, topology_topics
 from testbed.supervisor.client_configs import build_client_configs
 from testbed.supervisor.cluster_status import ClusterStatus
@@ -116,15 +116,18 @@ class SimCluster(ClusterAdmin):
                                    peers={name: name for name in names},
                                    storage=dataclasses.replace(made.storage, fsync="simulated"))  # scope.ignored
 
-    def _add_node(self, spec: NodeSpec) -> SimNode:
+    def _add_node(self, spec: NodeSpec, boot: bool = False) -> SimNode:
+        """A node of the cluster, started: up at once, or with `boot` as a process starts."""
         cfg = self._config(spec)
         self.configs[spec.name] = cfg
         events = EventLog(self.dir.events, spec.name, clock_ns=self.loop.clock_ns, out=self._events_out)
         self._events.append(events)
-        node = SimNode(cfg, self.loop, self.net, events, random.Random(f"isrlab-sim:{self.topology.seed}:{spec.name}"))
+        seed = self.topology.seed
+        node = SimNode(cfg, self.loop, self.net, events, random.Random(f"isrlab-sim:{seed}:{spec.name}"),
+                       random.Random(f"isrlab-sim-boot:{seed}:{spec.name}"))
         self.nodes_by_name[spec.name] = node
         self.net.filters[spec.name] = LinkFilter(self.link_table)
-        node.start()
+        node.start(boot)
         return node
 
     def close(self) -> None:
@@ -192,7 +195,7 @@ class SimCluster(ClusterAdmin):
         if name not in self.stopped:
             raise ClusterError(f"{name} is running")
         self.net.filters[name] = LinkFilter(self.link_table)  # the supervisor pushes the table it holds
-        self.nodes_by_name[name].start()
+        self.nodes_by_name[name].start(boot=True)
         self.stopped.discard(name)
         self._links_pending.discard(name)
         return self._pid(name)
@@ -216,12 +219,14 @@ class SimCluster(ClusterAdmin):
         wait ran to its end without them, and a kill due at 3 s while a paused broker's
         shutdown waited from 1.5 s fired at the workload's end, 8 s (3.017 s on processes)."""
         node = self.nodes_by_name[name]
+        if node.booting:  # the request waits for the starting process's socket, as ZeroMQ holds it
+            self.loop.run_until(self.loop.now + BOOT[1], lambda: not node.booting, poll=0.0)
         node.begin_shutdown()
         over = self.injector.workload_over if self.injector is not None else lambda: False
         deadline = self.loop.now + (timeout if timeout is not None else 10)
 
         def done() -> bool:
-            return not node.up or over()
+            return not (node.up or node.booting) or over()
         try:
             while not done() and self.loop.now < deadline:
                 self._meanwhile()
@@ -229,7 +234,7 @@ class SimCluster(ClusterAdmin):
         finally:  # also when a look raised WorkloadEnded: the node is stopped either way
             clean = not node.up and node.exit_code == 0
             cut = node.up and over()
-            if node.up:
+            if node.up or node.booting:
                 node.kill()
             self.stopped.add(name)
             self.paused.discard(name)
@@ -265,7 +270,8 @@ class SimCluster(ClusterAdmin):
         return t
 
     def _running(self, name: str) -> bool:
-        return name not in self.stopped and self.nodes_by_name[name].up
+        node = self.nodes_by_name[name]
+        return name not in self.stopped and (node.up or node.booting)
 
     def data_dir(self, name: str) -> Path:
         return self.dir.data_dir(name)
@@ -277,7 +283,7 @@ class SimCluster(ClusterAdmin):
         self.brokers.append(spec)
         for cfg in self.configs.values():
             cfg.peers[spec.name] = spec.name
-        self._add_node(spec)
+        self._add_node(spec, boot=True)
         self.wait_until(lambda s: broker_id in s.registered_brokers()
                         and not s.registered_brokers()[broker_id]["fenced"],
                         timeout=15, what=f"{spec.name} registered and unfenced")

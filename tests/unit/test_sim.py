@@ -20,7 +20,7 @@ from broker.common.jsonl import read_jsonl
 from faults.fault_spec import FAULT_ACTIONS
 from testbed.experiment.counts import count_operations
 from testbed.sim.cluster import SimCluster
-from testbed.sim.node import SimNode
+from testbed.sim.node import BOOT, SimNode
 from testbed.sim.run import run_seed
 from testbed.sim.scratch import memory_has_room
 from testbed.sim.tickgrid import TickGrid
@@ -227,6 +227,44 @@ def test_a_controlled_shutdown_the_active_controller_accepted_ends_clean_after_i
     registered = [e for e in read_jsonl(tmp_path / "run" / "events.jsonl")
                   if e["kind"] == "registered" and e["broker_id"] == leader]
     assert registered[-1]["clean"] is True, registered
+
+
+def test_a_restarted_node_starts_as_a_process_does_and_a_kill_or_pause_meanwhile_holds_it(tmp_path: Path) -> None:
+    """A restart on virtual time takes a process's start (`BOOT`): the node answers nothing
+    before it, a kill during it leaves the node down, a pause holds it to the resume, and a
+    controlled shutdown waits for it, as its request waits for the process's socket."""
+    topology = parse_topology({**FAULT_TOUR, "duration": "2s", "faults": []}, "boot")
+    cluster = SimCluster(topology, RunDir(tmp_path / "run"))
+    try:
+        cluster.start()
+        node = cluster.nodes_by_name["broker-3"]
+        loop = cluster.loop
+
+        def restarted() -> float:
+            cluster.kill(node.name)
+            cluster.restart(node.name)
+            return loop.now
+        at = restarted()
+        assert loop.run_until(at + BOOT[1], lambda: node.up, poll=0.0)
+        assert at + BOOT[0] <= loop.now <= at + BOOT[1] and node.status() is not None
+        cluster.wait_until(lambda s: not s.registered_brokers()[3]["fenced"], timeout=10, what="broker 3 back")
+
+        at = restarted()
+        cluster.kill(node.name)
+        assert not loop.run_until(at + 2 * BOOT[1], lambda: node.up or node.booting, poll=0.0)
+
+        at = restarted()
+        cluster.pause(node.name)
+        assert not loop.run_until(at + 2 * BOOT[1], lambda: node.up, poll=0.0) and node.booting
+        cluster.resume(node.name)
+        assert node.up and node.status() is not None
+
+        restarted()
+        assert node.booting
+        assert cluster.shutdown_node(node.name) is True, "the shutdown did not wait for the start"
+        assert not node.up and node.exit_code == 0
+    finally:
+        cluster.close()
 
 
 @pytest.mark.parametrize("argv, message", [
