@@ -192,7 +192,7 @@ def _alike(tmp_path: Path, topology_file: Path) -> dict[str, dict]:
             for (backend, d), v in zip(dirs.items(), verdicts)}
 
 
-@pytest.mark.slow(seconds=170)
+@pytest.mark.slow(seconds=110)
 def test_an_isolated_leader_and_a_one_way_cut_to_the_controller_are_judged_alike_on_both_backends(
         tmp_path: Path) -> None:
     """topologies/netns.yaml on both backends: the isolated leader of orders/0 loses acks=1

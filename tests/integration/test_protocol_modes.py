@@ -182,7 +182,7 @@ def test_r13_r13a_seed_004_hw_truncation_then_immediate_election_loses_where_lea
     assert_no_loss(ve)
 
 
-@pytest.mark.slow(seconds=115)
+@pytest.mark.slow(seconds=70)
 def test_r13_seed_004_double_power_loss_diverges_with_hw_truncation_and_not_with_leader_epochs(
         tmp_path: Path, spark: object) -> None:  # noqa: F811
     """Seed 004, "Replica divergence on restart after multiple hard failures": B (broker 2)

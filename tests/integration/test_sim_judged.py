@@ -40,7 +40,7 @@ def lighter(name: str, into: Path) -> Path:
     return path
 
 
-@pytest.mark.slow(seconds=420)
+@pytest.mark.slow(seconds=320)
 @pytest.mark.timeout(900)  # 300 seeds run, then judged in one job: about 4 minutes here
 def test_unsafe_settings_lose_acknowledged_writes_over_many_seeds_and_their_fixes_none(
         tmp_path: Path, warm_master: str) -> None:  # noqa: F811
