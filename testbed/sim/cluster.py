@@ -226,7 +226,7 @@ class SimCluster(ClusterAdmin):
         deadline = self.loop.now + (timeout if timeout is not None else 10)
 
         def done() -> bool:
-            return not (node.up or node.booting) or over()
+            return not node.started or over()
         try:
             while not done() and self.loop.now < deadline:
                 self._meanwhile()
@@ -234,7 +234,7 @@ class SimCluster(ClusterAdmin):
         finally:  # also when a look raised WorkloadEnded: the node is stopped either way
             clean = not node.up and node.exit_code == 0
             cut = node.up and over()
-            if node.up or node.booting:
+            if node.started:
                 node.kill()
             self.stopped.add(name)
             self.paused.discard(name)
@@ -270,8 +270,7 @@ class SimCluster(ClusterAdmin):
         return t
 
     def _running(self, name: str) -> bool:
-        node = self.nodes_by_name[name]
-        return name not in self.stopped and (node.up or node.booting)
+        return name not in self.stopped and self.nodes_by_name[name].started
 
     def data_dir(self, name: str) -> Path:
         return self.dir.data_dir(name)

@@ -74,6 +74,11 @@ class SimNode:
         #: `cfg.peer_name` of each destination sent to: the configuration's, so fixed
         self._peer_names: dict[Any, str | None] = {}
 
+    @property
+    def started(self) -> bool:
+        """The process exists: up, or starting (`BOOT`), as a live pid is on processes."""
+        return self.up or self.booting
+
     # ------------------------------------------------------------------ lifecycle (the signals)
     def start(self, boot: bool = False) -> None:
         """Start (or restart) from the node's files: a new incarnation, up at once, or with

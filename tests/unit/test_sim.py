@@ -251,7 +251,7 @@ def test_a_restarted_node_starts_as_a_process_does_and_a_kill_or_pause_meanwhile
 
         at = restarted()
         cluster.kill(node.name)
-        assert not loop.run_until(at + 2 * BOOT[1], lambda: node.up or node.booting, poll=0.0)
+        assert not loop.run_until(at + 2 * BOOT[1], lambda: node.started, poll=0.0)
 
         at = restarted()
         cluster.pause(node.name)

@@ -38,6 +38,7 @@ def server_process() -> Iterator[int]:
     deadline = time.monotonic() + 10
     while SERVER_CLASS not in " ".join(psutil.Process(proc.pid).cmdline()) and time.monotonic() < deadline:
         time.sleep(0.01)  # polling the exec against a deadline
+    assert SERVER_CLASS in " ".join(psutil.Process(proc.pid).cmdline()), "the stand-in server never exec'd"
     yield proc.pid
     proc.kill()
     proc.wait()
