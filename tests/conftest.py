@@ -45,22 +45,32 @@ def _seconds(item: pytest.Item) -> float:
     return float(marker.kwargs.get("seconds", 0)) if marker is not None else 0.0
 
 
+def _group(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("slow")
+    return marker.kwargs.get("group") if marker is not None else None
+
+
 def longest_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
     """`items` with the `slow` tests at the head of each worker's share, longest first, each
     given to the share with the least slow time so far. `--dist worksteal` hands worker k
     the k-th of `workers` consecutive shares and lets an idle worker take the back half of a
     busy one's queue: the longest test, where collection put it, began late on one worker,
-    and the other was left idle for its last eight minutes (a CI run on a slow day)."""
-    slow = sorted((item for item in items if _seconds(item) > 0), key=_seconds, reverse=True)
-    if not slow:
+    and the other was left idle for its last eight minutes (a CI run on a slow day). Tests
+    of one `slow(group=...)` share their runs (`test_protocol_modes.judged_runs`): they go
+    together into one share, their `seconds` counted once."""
+    slow = [item for item in items if _seconds(item) > 0]
+    units: dict[object, list[pytest.Item]] = {}
+    for item in slow:
+        units.setdefault(_group(item) or item, []).append(item)
+    if not units:
         return items
     rest = iter([item for item in items if _seconds(item) == 0])
     heads: list[list[pytest.Item]] = [[] for _ in range(max(1, workers))]
     loads = [0.0] * len(heads)
-    for item in slow:
+    for unit in sorted(units.values(), key=lambda u: max(map(_seconds, u)), reverse=True):
         k = loads.index(min(loads))
-        heads[k].append(item)
-        loads[k] += _seconds(item)
+        heads[k] += unit
+        loads[k] += max(map(_seconds, unit))
     ordered: list[pytest.Item] = []
     left = len(items)
     for k, head in enumerate(heads):

@@ -4,7 +4,7 @@ its cells side by side.
 A test that compares settings (safe against unsafe, one backend against the other) used to
 run its clusters one after the other: the pair's wall time was twice a run's, while its
 node processes each use under a second of CPU. Run together, the pair costs one run's
-time. Each run gets a process of its own because a supervisor owns its node processes and
+time; the protocol modes' module runs all its tests' runs four at a time. Each run gets a process of its own because a supervisor owns its node processes and
 clock; the process is spawned, not forked, since the test worker holds a JVM and threads
 that a fork would copy half-way.
 """
@@ -26,9 +26,11 @@ def _run_quietly(topology: Topology, runs_dir: Path, time_scale: float, run_dir:
 
 
 def run_clusters(topologies: list[Topology], runs_dir: Path, time_scale: float,
-                 run_dirs: list[Path | None] | None = None) -> list[Outcome]:
-    """`run_cluster` of every topology at the same time; the outcomes in the topologies' order."""
+                 run_dirs: list[Path | None] | None = None, at_once: int | None = None) -> list[Outcome]:
+    """`run_cluster` of every topology, `at_once` at a time (default: all), each in a process
+    of its own; the outcomes in the topologies' order."""
     run_dirs = run_dirs or [None] * len(topologies)
-    with ProcessPoolExecutor(max_workers=len(topologies), mp_context=multiprocessing.get_context("spawn")) as pool:
+    with ProcessPoolExecutor(max_workers=min(at_once or len(topologies), len(topologies)),
+                             mp_context=multiprocessing.get_context("spawn"), max_tasks_per_child=1) as pool:
         futures = [pool.submit(_run_quietly, t, runs_dir, time_scale, d) for t, d in zip(topologies, run_dirs)]
         return [f.result() for f in futures]
