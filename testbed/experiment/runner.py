@@ -26,7 +26,7 @@ from testbed.clients.stats import StatsInbox
 from testbed.experiment.counts import Counts, count_operations, write_summary
 from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.experiment.progress import Monitor, describe_fault, did_nothing, print_counts
-from testbed.experiment.warm_up import warm_up_for
+from testbed.experiment.warm_up import settle_log, warm_up_for
 from testbed.supervisor.cluster import Cluster, ClusterError
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.netns import refusal as netns_refusal
@@ -68,9 +68,12 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     console = console or Console()
     run_dir = run_dir or runs_dir / new_run_id(topology.name, topology.seed)
     # The JVM starts, and rehearses the pipeline, while the cluster runs (at a low priority);
-    # what it prints goes to the run's analysis/spark.log.
+    # what it prints goes to the run's analysis/spark.log once the run has ended.
     warm_up_for(run_dir, spark_master)
-    outcome = run_cluster(topology, runs_dir, time_scale, keep_data, console, run_dir, before_fault)
+    try:
+        outcome = run_cluster(topology, runs_dir, time_scale, keep_data, console, run_dir, before_fault)
+    finally:
+        settle_log(run_dir)
     full_priority()
     if outcome.counts is None:
         return outcome

@@ -18,7 +18,9 @@ import yaml
 
 import run
 from broker.common.jsonl import read_jsonl
+from testbed.common import owned_dirs
 from testbed.experiment.runner import run_experiment
+from testbed.experiment.warm_up import EARLY_LOG_PREFIX
 from testbed.topology import parse_topology
 from tests.integration.conftest import TIME_SCALE, committed_duplicates, topology_dict
 
@@ -48,6 +50,7 @@ def test_healthy_run_writes_the_run_directory(tmp_path: Path) -> None:
     scaled = (d / "topology.yaml").read_text().startswith(f"# run with --time-scale {TIME_SCALE:g}:")
     assert scaled == (TIME_SCALE != 1)  # what a scaled run's times mean, said where its topology is
     assert not (d / "data").exists()  # removed without --keep-data
+    assert not list((tmp_path / "runs" / ".live").glob(f"{EARLY_LOG_PREFIX}*")), "the JVM's early log was not settled"
 
 
 def test_cli_validate_and_dry_run(tmp_path: Path) -> None:
@@ -153,6 +156,33 @@ def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
     assert not [m for m in mounts if f" {m} " in table], "a tmpfs mount outlived the run"
     assert not list(Path(registered["sock_dir"]).glob("*.sock")), "socket files outlived the run"
     assert run.main(["status", "--runs-dir", str(runs)]) == 1  # no run in progress, nothing left to reap
+
+
+def test_a_supervisor_killed_before_its_cluster_starts_leaves_no_run_directory(tmp_path: Path) -> None:
+    """SIGKILL in a run's first second, while its JVM starts and before its cluster does: a
+    run directory holding only `analysis/spark.log` was left for good. The JVM's log is in an
+    owned directory of `runs/.live/` until the run ends, and the next run's warm-up removes
+    what a killed supervisor left there (`testbed/experiment/warm_up.py`)."""
+    topo = tmp_path / "t.yaml"
+    topo.write_text(yaml.safe_dump(topology_dict(partitions=1, duration="60s")))
+    runs = tmp_path / "runs"
+    sup = _start_run(topo, runs, subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30 * TIME_SCALE
+        while time.monotonic() < deadline and not list(runs.glob(f".live/{EARLY_LOG_PREFIX}*/spark.log")):
+            time.sleep(0.01)  # the JVM's start: polled against a deadline
+        early = list(runs.glob(f".live/{EARLY_LOG_PREFIX}*"))
+        assert early, "the run never started its JVM"
+        os.kill(sup.pid, signal.SIGKILL)
+        sup.wait()
+    finally:
+        if sup.poll() is None:
+            sup.kill()
+    # a directory of the run, if its cluster began in the meantime, is the cluster's, never a log alone
+    assert all((d / "topology.yaml").exists() for d in runs.iterdir() if not d.name.startswith(".")), \
+        [sorted(p.name for p in d.rglob("*")) for d in runs.iterdir()]
+    owned_dirs.make(EARLY_LOG_PREFIX, runs / ".live")  # what the next run's warm-up does first
+    assert not any(d.exists() for d in early)
 
 
 def _javas(pid: int) -> list[int]:
