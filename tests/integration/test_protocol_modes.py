@@ -37,7 +37,9 @@ from tests.integration.runs_at_once import run_clusters
 from tests.unit.analysis_fixtures import spark  # noqa: F401  (the shared session fixture)
 
 #: the module's runs, judged together, run as one unit of a worker (`conftest.longest_first`)
-pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=240, group="protocol-modes")]
+#: the first test's setup runs and judges them all: 140 s alone on the idle machine, 187 s in CI
+pytestmark = [pytest.mark.integration, pytest.mark.slow(seconds=240, group="protocol-modes"),
+              pytest.mark.timeout(900)]
 #: how many of the module's runs run at once: the clusters each use under a second of CPU, their
 #: supervisors about two, over the 15-30 s of a run at the suite's time scale
 AT_ONCE = 4
