@@ -20,7 +20,7 @@ import struct
 from itertools import repeat
 from typing import NamedTuple
 
-import crc32c
+import google_crc32c
 
 HEADER = struct.Struct(">qiIii")  # base_offset, length, crc, leader_epoch, count
 HEADER_SIZE = HEADER.size  # 24
@@ -92,7 +92,7 @@ def record_set_count(record_set: bytes) -> int:
 def stamp_batch(base_offset: int, leader_epoch: int, record_set: bytes) -> bytes:
     """Wrap a validated record set into a batch at `base_offset` in `leader_epoch`."""
     tail = struct.pack(">i", leader_epoch) + record_set
-    crc = crc32c.crc32c(tail)
+    crc = google_crc32c.value(tail)
     return _PREFIX.pack(base_offset, 4 + len(tail)) + struct.pack(">I", crc) + tail
 
 
@@ -123,7 +123,7 @@ def scan_batches(buf: bytes | memoryview, start: int = 0, check_crc: bool = True
             return out, f"bad batch header at byte {pos}"
         if expected is not None and base_offset != expected:
             return out, f"offset gap at byte {pos}: expected {expected}, found {base_offset}"
-        if check_crc and crc32c.crc32c(bytes(buf[pos + 16:pos + size])) != crc:
+        if check_crc and google_crc32c.value(bytes(buf[pos + 16:pos + size])) != crc:
             return out, f"CRC mismatch in batch at offset {base_offset} (byte {pos})"
         out.append(_tuple_new(BatchInfo, (base_offset, count, epoch, pos, size)))  # (BatchInfo(...), see there)
         expected = base_offset + count

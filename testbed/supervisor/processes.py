@@ -28,11 +28,34 @@ from testbed.common.pids import exited, start_time
 from testbed.supervisor.netns import delete_namespaces
 
 
+def bytecode_cache() -> Path:
+    """Where node and client processes keep their compiled modules when the environment says
+    not to write them beside the sources: `$XDG_CACHE_HOME/isrlab/pycache`, else
+    `~/.cache/isrlab/pycache`."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "isrlab" / "pycache"
+
+
+def child_env() -> dict[str, str]:
+    """The environment of a node, client or watchman process. Under PYTHONDONTWRITEBYTECODE (set on
+    this machine, and common in containers) every process compiled every module it imports
+    from source, every time: 0.36 s of CPU to import `broker.node` against 0.22 s with its
+    bytecode, about a second of CPU for a cluster's nine nodes, and again at every restart.
+    The children then write and read their bytecode in `bytecode_cache()` instead
+    (PYTHONPYCACHEPREFIX), so the source tree stays as the user asked; an explicit
+    PYTHONPYCACHEPREFIX is left as it is."""
+    env = dict(os.environ)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    if env.get("PYTHONDONTWRITEBYTECODE") and not env.get("PYTHONPYCACHEPREFIX"):
+        del env["PYTHONDONTWRITEBYTECODE"]
+        env["PYTHONPYCACHEPREFIX"] = str(bytecode_cache())
+    return env
+
+
 def spawn(args: list[str], log_path: Path, cwd: Path | None = None) -> subprocess.Popen:
     """A child in its own session (a terminal's Ctrl-C goes to the supervisor only)."""
     log = open(log_path, "ab")
-    env = dict(os.environ)
-    env.setdefault("PYTHONUNBUFFERED", "1")
+    env = child_env()
     try:
         return subprocess.Popen([sys.executable, *args], stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, cwd=cwd, env=env, close_fds=True)
@@ -70,7 +93,7 @@ class Registry:
         self.watchman = subprocess.Popen(
             [sys.executable, "-m", "testbed.supervisor.watchman", str(self.path.resolve()), str(os.getpid())],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True)
+            start_new_session=True, close_fds=True, env=child_env())
 
     def add_process(self, pid: int) -> None:
         self.data["processes"].append({"pid": pid, "create_time": start_time(pid)})
