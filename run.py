@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
+import faulthandler
 import os
+import signal
 import sys
 import traceback
 from pathlib import Path
@@ -177,6 +179,8 @@ _MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACC
 
 
 def main(argv: list[str] | None = None) -> int:
+    # `kill -USR1 <pid>` prints every thread's stack on stderr: a command that hangs says where
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     argv = joined_negative_numbers(list(sys.argv[1:] if argv is None else argv))
     if not argv:
         _run_parser().print_help()
