@@ -179,8 +179,6 @@ _MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACC
 
 
 def main(argv: list[str] | None = None) -> int:
-    # `kill -USR1 <pid>` prints every thread's stack on stderr: a command that hangs says where
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
     argv = joined_negative_numbers(list(sys.argv[1:] if argv is None else argv))
     if not argv:
         _run_parser().print_help()
@@ -229,4 +227,7 @@ def _internal_error() -> int:
 
 
 if __name__ == "__main__":
+    # `kill -USR1 <pid>` prints every thread's stack on stderr: a command that hangs says where
+    # (the command's own process only: a caller of `main`, pytest's capture say, may have no file)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     sys.exit(main())

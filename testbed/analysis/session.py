@@ -348,9 +348,10 @@ def stop_spark() -> None:
     killed once its sessions have had `SESSION_STOP_WAIT` to stop: py4j waits for an answer
     without a timeout, and a command that had printed its verdict never exited."""
     global _session, _driver, _master, _url, _scratch
-    if not _lock.acquire(timeout=START_WAIT):
+    # Killed each time the wait runs out, not once: a start the first kill missed (the
+    # thread not yet at its JVM's launch) would otherwise hold the lock to its end.
+    while not _lock.acquire(timeout=START_WAIT):
         _kill_starting_jvm()
-        _lock.acquire()
     try:
         session, driver, url = _session, _driver, _url
         _session, _driver, _master, _url = None, None, None, None
