@@ -30,6 +30,7 @@ from pathlib import Path
 import psutil
 
 from testbed.analysis.spark_settings import LOG4J2_PROPERTIES
+from testbed.common.cache import isrlab_cache
 
 #: How long a dump may take before the archive is given up for this time (it takes 10-15 s)
 DUMP_TIMEOUT_S = 120
@@ -39,8 +40,7 @@ KEEP = 3
 
 def cache_dir() -> Path:
     """Where archives live: `$XDG_CACHE_HOME/isrlab/cds`, else `~/.cache/isrlab/cds`."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "isrlab" / "cds"
+    return isrlab_cache() / "cds"
 
 
 def empty_conf_dir() -> Path:

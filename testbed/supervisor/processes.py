@@ -24,6 +24,7 @@ from pathlib import Path
 
 import psutil
 
+from testbed.common.cache import isrlab_cache
 from testbed.common.pids import exited, start_time
 from testbed.supervisor.netns import delete_namespaces
 
@@ -32,8 +33,7 @@ def bytecode_cache() -> Path:
     """Where node and client processes keep their compiled modules when the environment says
     not to write them beside the sources: `$XDG_CACHE_HOME/isrlab/pycache`, else
     `~/.cache/isrlab/pycache`."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "isrlab" / "pycache"
+    return isrlab_cache() / "pycache"
 
 
 def child_env() -> dict[str, str]:
