@@ -25,7 +25,7 @@ from pathlib import Path
 import psutil
 
 import testbed.analysis.jvm_scratch as jvm_scratch
-from testbed.analysis.spark_settings import SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR
+from testbed.analysis.spark_settings import JVM_OPTIONS, SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR
 from testbed.analysis.whole_files import write_whole
 from testbed.common.pids import exited
 from testbed.config.cli_values import http2_answers
@@ -112,7 +112,8 @@ def up(master: str = "local[*]") -> tuple[ServerInfo, bool]:
         confs = [*SETTINGS, *jvm_scratch.settings(scratch), ("spark.connect.grpc.binding.address", "127.0.0.1"),
                  ("spark.connect.grpc.binding.port", str(port))]
         cmd = ["bash", str(submit), "--class", SERVER_CLASS, "--name", "isrlab Spark Connect server",
-               "--master", master, "--driver-java-options", jvm_scratch.java_options(scratch),
+               "--master", master, "--driver-java-options",
+               f"{JVM_OPTIONS} {jvm_scratch.java_options(scratch)}",
                *[arg for k, v in confs for arg in ("--conf", f"{k}={v}")]]
         env = {**os.environ, "SPARK_CONF_DIR": USER_CONF_DIR or str(SPARK_CONF_DIR),
                "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_CONNECT_MODE": "0"}

@@ -49,6 +49,19 @@ SETTINGS: tuple[tuple[str, str], ...] = (
 #: JVM started for an input above `session.C1_INPUT_BYTES` keeps the full tiered JIT.
 SMALL_INPUT_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
 
+#: The garbage collector of a JVM started to judge a small input: the parallel collector
+#: with a 2 GiB initial heap (committed as it is touched). G1, the JVM's choice on this
+#: machine, runs concurrent threads and barriers on every reference store that pay off for
+#: large heaps and short pauses; a judgment of a few megabytes wants neither. A cold
+#: `analyze` of the quickstart's run: 16.7-19.2 s (8 runs) with G1, 14.7-16.5 s (5) with this
+#: (2026-11-28, eleventh session; -Xmn1g on top, and the serial collector, were slower).
+SMALL_INPUT_GC = "-XX:+UseParallelGC -Xms2g"
+
+#: Options of every JVM isrlab starts: no performance-data file in /tmp/hsperfdata_<user>
+#: (nothing here reads it; `jcmd` attaches by pid without it), so a JVM ended by SIGKILL, as
+#: `session.stop_spark` ends its own, leaves nothing there.
+JVM_OPTIONS = "-XX:-UsePerfData"
+
 #: What makes a JVM isrlab starts for itself serve Spark Connect too (see `session._embedded`):
 #: the plugin starts the server with the driver, on a loopback port the system picks.
 CONNECT_SETTINGS: tuple[tuple[str, str], ...] = (
