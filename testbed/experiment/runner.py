@@ -12,12 +12,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
 
 from faults.schedule import ScheduledFault, build_schedule
-from testbed.analysis import RunVerdict, analyze_runs, print_verdict
 from testbed.analysis.cli import EXIT_UNJUDGED, exit_code
 from testbed.analysis.session import full_priority
 from testbed.clients.final_read import final_read
@@ -34,6 +34,9 @@ from testbed.supervisor.run_dir import new_run_id
 from testbed.config.features import not_yet_acted_on
 from testbed.config.nemesis_section import never_firing
 from testbed.config.topology_spec import Topology
+
+if TYPE_CHECKING:
+    from testbed.analysis.verdict import RunVerdict
 
 #: Topology features this build acts on (the rest are reported as not yet acted on).
 SUPPORTED: frozenset[str] = frozenset({
@@ -78,6 +81,10 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     if outcome.counts is None:
         return outcome
     console.print("judging the run (PySpark) ...")
+    # imported here, not with this module: the pipeline's imports (PySpark's Connect client,
+    # pandas, the report's plotting) cost a second the cluster's start would wait for, and
+    # the warm-up's thread has made them while the cluster ran
+    from testbed.analysis import analyze_runs, print_verdict
     verdict = analyze_runs([outcome.run_dir], spark_master)[0]
     print_verdict(console, verdict)
     console.print(f"run directory: {escape(str(outcome.run_dir))}", emoji=False)
