@@ -90,7 +90,7 @@ def test_sessions_that_do_not_stop_in_time_are_left_to_the_kill(monkeypatch: pyt
     """Found by a tester: with the JVM stopped (SIGSTOP), `analyze` printed its verdict and
     then never exited, its session's stop waiting on the JVM's answer. The sessions get
     `SESSION_STOP_WAIT`; when they have not stopped by then, `stop_spark` kills the JVM
-    under them (`proc.wait(timeout=0)`, then `kill`) instead of waiting."""
+    under them instead of waiting."""
     from testbed.analysis import session
     monkeypatch.setattr(session, "SESSION_STOP_WAIT", 0.2)
     stuck = _Stuck()
