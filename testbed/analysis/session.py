@@ -27,7 +27,7 @@ import testbed.analysis.jvm_scratch as jvm_scratch
 import testbed.analysis.spark_server as spark_server
 from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
 from testbed.analysis.spark_settings import (CONNECT_SETTINGS, JVM_OPTIONS, SETTINGS, SMALL_INPUT_GC, SMALL_INPUT_JIT,
-                                             SPARK_CONF_DIR, USER_CONF_DIR)
+                                             SMALL_INPUT_SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR)
 from testbed.config.cli_values import connect_server_accepts
 
 if TYPE_CHECKING:  # imported where a session is made: the JVM's start does not wait for it
@@ -175,7 +175,8 @@ def _embedded(master: str, log: Path | None, small_input: bool) -> str:
         java_options = f"{java_options} {_archive.java_options()}"
     if _scratch is not None:
         java_options = f"{java_options} {jvm_scratch.java_options(_scratch)}"
-    settings = (*SETTINGS, *CONNECT_SETTINGS, *(jvm_scratch.settings(_scratch) if _scratch is not None else ()),
+    settings = (*SETTINGS, *CONNECT_SETTINGS, *(SMALL_INPUT_SETTINGS if small_input else ()),
+                *(jvm_scratch.settings(_scratch) if _scratch is not None else ()),
                 *((("spark.driver.extraJavaOptions", java_options.strip()),) if java_options.strip() else ()))
     if log is not None and SparkContext._gateway is None:
         _launch_jvm(master, log, settings)

@@ -57,6 +57,17 @@ SMALL_INPUT_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
 #: (2026-11-28, eleventh session; -Xmn1g on top, and the serial collector, were slower).
 SMALL_INPUT_GC = "-XX:+UseParallelGC -Xms2g"
 
+#: The Spark settings of a JVM started to judge a small input. Spark sizes its memory pages
+#: (hash aggregations, sorts, the hash tables of broadcast joins) from the execution memory
+#: over the cores: 64 MB here. A small judgment builds dozens of such tables over a few rows,
+#: each a zeroed 64 MB array that the block manager keeps until the cleaner notices its
+#: broadcast is gone: one cold `analyze` of the quickstart's run held 1.1 GB of them (its
+#: live heap after a collection), and its collector copied and compacted them. With 2 MB
+#: pages it holds 150-180 MB, collects 10 times instead of 14, and takes 12.6-13.8 s instead
+#: of 13.6-14.4 s (2026-11-28, eleventh session; 1 MB pages measured the same). A row larger
+#: than a page gets a page of its own size.
+SMALL_INPUT_SETTINGS: tuple[tuple[str, str], ...] = (("spark.buffer.pageSize", "2m"),)
+
 #: Options of every JVM isrlab starts: no performance-data file in /tmp/hsperfdata_<user>
 #: (nothing here reads it; `jcmd` attaches by pid without it), so a JVM ended by SIGKILL, as
 #: `session.stop_spark` ends its own, leaves nothing there.
