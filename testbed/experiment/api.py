@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from testbed.analysis import RunVerdict, analyze_runs
+from testbed.analysis.pipeline import analyze_runs
 from testbed.analysis.session import started, stop_spark
+from testbed.analysis.verdict import RunVerdict
 from testbed.experiment.runner import end_of_run, write_counts
 from testbed.supervisor.cluster import Cluster as SupervisedCluster
 

@@ -84,7 +84,8 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     # imported here, not with this module: the pipeline's imports (PySpark's Connect client,
     # pandas, the report's plotting) cost a second the cluster's start would wait for, and
     # the warm-up's thread has made them while the cluster ran
-    from testbed.analysis import analyze_runs, print_verdict
+    from testbed.analysis.pipeline import analyze_runs
+    from testbed.analysis.terminal import print_verdict
     verdict = analyze_runs([outcome.run_dir], spark_master)[0]
     print_verdict(console, verdict)
     console.print(f"run directory: {escape(str(outcome.run_dir))}", emoji=False)
