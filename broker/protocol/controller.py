@@ -122,11 +122,16 @@ class _Batch:
         controller.log_end_offset += 1
         self.records.append(record)
         if isinstance(record, PartitionRecord):
+            # A reassignment in progress (R35) also names the replicas joining and leaving, as
+            # Kafka's PartitionRecord does: the replicas are then the target and the leaving
+            # ones, and the placement under judgment is the target's (I9).
+            moving = {"adding": list(record.adding), "removing": list(record.removing)} \
+                if record.adding or record.removing else {}
             self.event("partition-changed", topic=record.topic, partition=record.partition,
                        leader=record.leader, leader_epoch=record.leader_epoch,
                        partition_epoch=record.partition_epoch, isr=list(record.isr), elr=list(record.elr),
                        last_known_elr=list(record.last_known_elr), replicas=list(record.replicas),
-                       reason=record.reason)
+                       reason=record.reason, **moving)
         return offset
 
     def event(self, kind: str, **fields: Any) -> None:

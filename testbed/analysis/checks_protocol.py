@@ -74,8 +74,12 @@ def elr_violations(t: Tables, config: ConfigTables) -> DataFrame:
 def placement_violations(t: Tables, config: ConfigTables) -> DataFrame:
     """I9: a replica set (any the partition had) spanning fewer racks than min(RF, racks). A
     broker's rack is the topology's, or the one it registered with (a broker the Python API
-    added is in no schedule: it counted as rackless, a false violation)."""
-    sets = partition_changes(t).select(*PART, "replicas").distinct()
+    added is in no schedule: it counted as rackless, a false violation). While a reassignment
+    moves replicas (R35) the set judged is its target: the replicas less those `removing`
+    (the target and the leaving replicas together are no placement: a move within a rack of
+    an RF 2 topic over three racks read as three replicas on two racks)."""
+    placed = F.array_except("replicas", F.coalesce("removing", F.array().cast("array<int>")))
+    sets = partition_changes(t).select(*PART, placed.alias("replicas")).distinct()
     registered = (t.events.where((F.col("kind") == "registered") & F.col("rack").isNotNull())
                   .select("run_id", "broker_id", "rack"))
     racks = config.brokers.unionByName(registered).dropDuplicates(["run_id", "broker_id"])

@@ -41,7 +41,7 @@ EVENTS = _struct(
     ("partition", IntegerType()), ("broker_id", IntegerType()), ("broker_epoch", LongType()),
     ("clean", BooleanType()), ("incarnation_id", StringType()), ("leader", IntegerType()),
     ("leader_epoch", IntegerType()), ("partition_epoch", IntegerType()), ("isr", _INTS), ("elr", _INTS),
-    ("last_known_elr", _INTS), ("replicas", _INTS), ("reason", StringType()), ("leo", LongType()),
+    ("last_known_elr", _INTS), ("replicas", _INTS), ("adding", _INTS), ("removing", _INTS), ("reason", StringType()), ("leo", LongType()),
     ("hwm", LongType()), ("from", LongType()), ("to", LongType()), ("valid_to", LongType()),
     ("dropped_bytes", LongType()), ("controller_id", IntegerType()), ("term", LongType()),
     ("mode", StringType()), ("offset", LongType()), ("digest", LongType()), ("rack", StringType()),

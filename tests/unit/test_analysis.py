@@ -92,6 +92,23 @@ def _one_rack(root: Path) -> None:
     RunBuilder(root, "one-rack", racks=("a", "a", "a", "b")).write()
 
 
+def _moved_within_rack(root: Path) -> None:
+    """I9: orders/0 on [1, 2, 3] (racks a, b, c; four racks in all) moves 3 to 4, both in rack
+    c (R35). While it moves, its replicas are [1, 2, 4, 3]: four replicas on three racks, but
+    the placement is the target [1, 2, 4], three racks, no violation (it was one)."""
+    r = RunBuilder(root, "moved-within-rack", racks=("a", "b", "c", "c", "d"))
+    r.events += [{**RunBuilder.change(T0 + 3 * S, leader=1, epoch=1, isr=[1, 2, 3], reason="reassign",
+                                      replicas=[1, 2, 4, 3]), "adding": [4], "removing": [3]},
+                 {**RunBuilder.change(T0 + 3 * S + 1, leader=1, epoch=1, isr=[1, 2, 3, 4], reason="isr-expand",
+                                      replicas=[1, 2, 4, 3]), "adding": [4], "removing": [3]},
+                 RunBuilder.change(T0 + 7 * S // 2, leader=1, epoch=2, isr=[1, 2, 4], reason="reassign",
+                                   replicas=[1, 2, 4])]
+    r.logs["broker-4"] = list(r.logs["broker-3"])
+    r.replicas["broker-4"] = {**r.replicas["broker-3"]}
+    del r.logs["broker-3"], r.replicas["broker-3"]
+    r.write()
+
+
 def _api_broker(root: Path) -> None:
     """Broker 4 added through the Python API (in no schedule) registers with rack c, and
     orders/0 moves to [1, 2, 4] and back: three racks, no violation (it counted as rackless)."""
@@ -644,7 +661,7 @@ def _far(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack,
+BUILDERS = [_garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -663,6 +680,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "two-leaders": {**ZERO, "leader_conflicts": 1},
     "elr-in-isr": {**ZERO, "elr_violations": 1},
     "one-rack": {**ZERO, "placement_violations": 1},
+    "moved-within-rack": ZERO,
     "api-broker": ZERO,
     "created-after-unclean": {**ZERO, "unclean_exclusion": 1},
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},

@@ -192,6 +192,20 @@ def test_r35_reassignment_grows_waits_for_the_isr_then_completes_and_elects():
     assert p.leader == 4 and p.leader_epoch == before.leader_epoch + 1 and p.reason == "reassign"
 
 
+def test_r35_the_partition_changed_event_of_a_move_names_the_replicas_joining_and_leaving():
+    """I9 judges a moving partition's target, the replicas less those leaving: the event of
+    each committed change says which they are while the move lasts (Kafka's PartitionRecord
+    adding/removing), and an event outside a move is as it was."""
+    h = cluster(4)
+    h.create(placement="explicit", assignment={0: [1, 2, 3]})
+    h.call(AlterPartitionReassignmentsRequest("t", 0, [4, 2, 3]))
+    h.alter([1, 2, 3, 4])
+    moves = [(e["replicas"], e.get("adding"), e.get("removing")) for e in h.events("partition-changed")
+             if e["reason"] in ("create", "reassign", "isr-expand")]
+    assert moves == [([1, 2, 3], None, None), ([4, 2, 3, 1], [4], [1]), ([4, 2, 3, 1], [4], [1]),
+                     ([4, 2, 3], None, None)]
+
+
 def test_r35_a_shrink_completes_at_once_and_bumps_the_leader_epoch():
     h = cluster()
     h.create(placement="explicit", assignment={0: [1, 2, 3]})
