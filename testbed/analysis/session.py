@@ -26,8 +26,8 @@ import testbed.analysis.jvm_parent as jvm_parent
 import testbed.analysis.jvm_scratch as jvm_scratch
 import testbed.analysis.spark_server as spark_server
 from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
-from testbed.analysis.spark_settings import (CONNECT_SETTINGS, JVM_OPTIONS, SETTINGS, SMALL_INPUT_GC, SMALL_INPUT_JIT,
-                                             SMALL_INPUT_SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR)
+from testbed.analysis.spark_settings import (CONNECT_SETTINGS, JVM_OPTIONS, LARGE_INPUT_JIT, SETTINGS, SMALL_INPUT_GC,
+                                             SMALL_INPUT_JIT, SMALL_INPUT_SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR)
 from testbed.config.cli_values import connect_server_accepts
 
 if TYPE_CHECKING:  # imported where a session is made: the JVM's start does not wait for it
@@ -70,7 +70,8 @@ def get_spark(master: str | None = None, log: Path | None = None, small_input: b
 
     `small_input` says what the JVM this call may start will judge first: an input below
     `C1_INPUT_BYTES` (a run, a tree of runs, a sweep of a few hundred seeds) gets a JVM that
-    compiles with C1 only (`spark_settings.SMALL_INPUT_JIT`), a larger one the full tiered JIT.
+    compiles with C1 only (`spark_settings.SMALL_INPUT_JIT`), a larger one the tiered JIT
+    with C2 for its hottest code only (`spark_settings.LARGE_INPUT_JIT`).
     """
     with _lock:
         return _get_spark(master, log, small_input)
@@ -160,7 +161,8 @@ def _embedded(master: str, log: Path | None, small_input: bool) -> str:
     for `col("x") + lit(1)`, half a millisecond each on the reference machine); building the
     checks' plans took 5 s of a 20 s judgment that way."""
     global _driver, _archive, _scratch
-    java_options = f"{JVM_OPTIONS} {SMALL_INPUT_JIT} {SMALL_INPUT_GC}" if small_input else JVM_OPTIONS
+    java_options = f"{JVM_OPTIONS} {SMALL_INPUT_JIT} {SMALL_INPUT_GC}" if small_input else \
+        f"{JVM_OPTIONS} {LARGE_INPUT_JIT}"
     if SparkContext._gateway is None:  # this start makes the JVM
         _archive = None
         jvm_scratch.remove(_scratch)

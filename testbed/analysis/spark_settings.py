@@ -46,8 +46,20 @@ SETTINGS: tuple[tuple[str, str], ...] = (
 #: on two cores). C1 alone compiles cheaply; with room for its code (the default 240 MB cache
 #: filled and its sweeper then ate the gain) a cold judgment went from 58-62 s to 36-40 s and
 #: a warm one stayed at 11-14 s. Millions of records per query want C2's faster code, so a
-#: JVM started for an input above `session.C1_INPUT_BYTES` keeps the full tiered JIT.
+#: JVM started for an input above `session.C1_INPUT_BYTES` keeps the tiered JIT
+#: (`LARGE_INPUT_JIT`).
 SMALL_INPUT_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=512m"
+
+#: The JIT of a JVM started to judge a large input: tiered, with the thresholds at which a
+#: method goes on to the optimising compiler (C2, tier 4) ten times the JVM's. The loops that
+#: run for every row (the JSON parser, the Parquet writer, the generated operators) cross
+#: them within seconds and run C2's code, three times C1's speed on the ingest's parse; the
+#: planner's and the scheduler's code, warm but not hot, stays with C1 instead of keeping
+#: C2's two threads busy beside the executors on two cores. 10M synthetic records (3 GB):
+#: 122 and 114 s against 128 and 129 s with the JVM's thresholds, interleaved, the JVM's CPU
+#: 216-231 s against 245-247 s (2026-11-28, twelfth session).
+LARGE_INPUT_JIT = ("-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=6000 "
+                   "-XX:Tier4CompileThreshold=150000 -XX:Tier4BackEdgeThreshold=400000")
 
 #: The garbage collector of a JVM started to judge a small input: the parallel collector
 #: with a 2 GiB initial heap (committed as it is touched). G1, the JVM's choice on this
