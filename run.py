@@ -153,7 +153,7 @@ def cmd_analyze(argv: list[str]) -> int:
 
 
 def cmd_bench(argv: list[str]) -> int:
-    from testbed.bench import main as bench_main
+    from testbed.bench.cli import main as bench_main
     return bench_main(argv)
 
 
