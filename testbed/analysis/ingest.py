@@ -1,11 +1,13 @@
 """JSONL record files of one run or a tree of runs -> Parquet tables partitioned by run id.
 
-Every line is parsed against an explicit schema (`schemas.py`). A line that does not match
-stops the ingest with an error naming the file and the line, except the last line of a
-file appended to during the run when it is not even JSON: a writer killed mid-line leaves
-exactly that (DESIGN section 7: "a run whose supervisor was killed still leaves an
-analysable prefix"), unless the run finished (`summary.json`, written last). The final files are written whole and renamed into place, so a torn
-line there is damage, and a run missing part of its final logs is not judged on the rest.
+Every line is parsed against an explicit schema (`schemas.py`): by Arrow's reader in this
+process where the file is as the writers write it (`arrow_ingest`), by Spark's otherwise. A
+line that does not match stops the ingest with an error naming the file and the line, except
+the last line of a file appended to during the run when it is not even JSON: a writer killed
+mid-line leaves exactly that (DESIGN section 7: "a run whose supervisor was killed still
+leaves an analysable prefix"), unless the run finished (`summary.json`, written last). The
+final files are written whole and renamed into place, so a torn line there is damage, and a
+run missing part of its final logs is not judged on the rest.
 """
 from __future__ import annotations
 
@@ -17,11 +19,13 @@ from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
+from testbed.analysis.arrow_ingest import TableWriter, arrow_field, parse
 from testbed.analysis.readable_paths import link_to, needs_link, readable
 from testbed.analysis.runinfo import finished
 from testbed.analysis.schemas import CORRUPT, RECORD_FILES, RecordFile
@@ -78,17 +82,17 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple
         for spec in RECORD_FILES:
             files = {read_as[run] / spec.path: rid for run, rid in runs.items() if (run / spec.path).is_file()}
             if files:  # the five writes are small jobs: together, their fixed costs overlap
-                writes.append(pool.submit(_to_parquet, spark, spec, files, warehouse / spec.table,
+                writes.append(pool.submit(_write_table, spark, spec, files, warehouse / spec.table,
                                           read_as != {run: run for run in runs}))
                 frames[spec.table] = (spark.read.schema(_stored_schema(spec)).parquet(hadoop_path(tables / spec.table))
                                       .where(F.col(RUN_ID).isin(ids)))
             else:  # and no earlier judgment's table of it stays beside this one's
                 shutil.rmtree(warehouse / spec.table, ignore_errors=True)
                 frames[spec.table] = spark.createDataFrame([], _stored_schema(spec))
-        for write in writes:
-            write.result()
-    for run_id, message in _mismatches(frames, {rid: run for run, rid in runs.items()}).items():
-        rejected.setdefault(run_id, message)
+        by_spark = [write.result() for write in writes]
+    if any(by_spark):  # a file Arrow's reader took has no line that does not match
+        for run_id, message in _mismatches(frames, {rid: run for run, rid in runs.items()}).items():
+            rejected.setdefault(run_id, message)
     good = [i for i in ids if i not in rejected]
     return Tables(**{name: f.where(~F.col(_BAD) & F.col(RUN_ID).isin(good)).drop(CORRUPT, _BAD)
                      for name, f in frames.items()}), rejected
@@ -146,6 +150,33 @@ def _run_of_line(spec: RecordFile, files: dict[Path, str], linked: bool) -> Colu
     return F.when(run.contains("%"), _unquote(run)).otherwise(run)
 
 
+def _write_table(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path, linked: bool) -> bool:
+    """`target`, the table of `spec`'s files (each with its run's id): the files Arrow's reader
+    takes (`arrow_ingest`) in one Parquet file written here, the others by Spark's reader
+    beside it. Returns whether Spark's reader took any."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    schema = pa.schema([arrow_field(f) for f in _stored_schema(spec).fields])
+    writer = TableWriter(target / "part-arrow.parquet", schema, _UNIQUE_COLUMNS)
+    rest = {}
+    try:
+        for path, rid in files.items():
+            table = parse(spec, path)
+            if table is None:
+                rest[path] = rid
+                continue
+            rows = table.num_rows
+            writer.add(table.append_column(CORRUPT, pa.nulls(rows, pa.string()))
+                       .append_column(SEQ, pa.array(range(rows), pa.int64()))
+                       .append_column(_BAD, pa.repeat(pa.scalar(False), rows))
+                       .append_column(RUN_ID, pa.repeat(pa.scalar(rid, pa.string()), rows)))
+    finally:
+        writer.close()
+    if rest:
+        _to_parquet(spark, spec, rest, target, linked)
+    return bool(rest)
+
+
 def _to_parquet(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path, linked: bool) -> None:
     """One pass over the JSON: parse, number the lines, judge each line, write Parquet. Every
     later read is of the Parquet, and the format check reads only the `_bad` column. A run
@@ -156,7 +187,7 @@ def _to_parquet(spark: SparkSession, spec: RecordFile, files: dict[Path, str], t
     writer = (raw.withColumn(SEQ, F.monotonically_increasing_id())
               .withColumn(_BAD, F.col(CORRUPT).isNotNull() | ~F.coalesce(F.expr(spec.required), F.lit(False)))
               .withColumn(RUN_ID, _run_of_line(spec, files, linked))
-              .write.mode("overwrite"))
+              .write.mode("append"))
     for column in _UNIQUE_COLUMNS:
         writer = writer.option(f"parquet.enable.dictionary#{column}", "false")
     writer.parquet(str(target))

@@ -21,6 +21,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from testbed.analysis.line_rules import AllOf, AnyOf, OneOf, Other, Present, Rule, present
+
 CORRUPT = "_corrupt"
 
 
@@ -69,34 +71,40 @@ FINAL_REPLICAS = _struct(
 class RecordFile:
     """One record file of a run: where it lives, its schema, and what a valid line must hold.
 
-    `required` is a Spark SQL predicate over a parsed line; a line for which it is not true
-    does not match the format (a missing field reads as null, which JSON parsing alone accepts).
+    `rule` is what a valid line holds beyond its types (`line_rules`); a line for which it
+    is not true does not match the format (a missing field reads as null, which JSON parsing
+    alone accepts). `loose` names the fields the writers emit as heterogeneous JSON.
     """
 
     table: str
     path: str  # relative to the run directory
     schema: StructType
-    required: str
+    rule: Rule
     #: appended to while the run runs, so a writer killed mid-line may leave its last line
     #: torn (tolerated); the final files are written whole at the end, and renamed into place
     appended: bool = True
+    loose: tuple[str, ...] = ()
+
+    @property
+    def required(self) -> str:
+        """The rule as the Spark SQL predicate the ingest evaluates and a mismatch quotes."""
+        return self.rule.sql()
 
 
-_SEND = ("f = 'send' AND topic IS NOT NULL AND partition IS NOT NULL AND value IS NOT NULL "
-         "AND acks IN ('all', '1', '0') AND (type <> 'ok' OR acks = '0' OR offset IS NOT NULL)")
-_POLL = "f = 'poll' AND topic IS NOT NULL AND partition IS NOT NULL AND (type <> 'ok' OR records IS NOT NULL)"
+_SEND = AllOf((OneOf("f", ("send",)), *present("topic", "partition", "value"), OneOf("acks", ("all", "1", "0")),
+               AnyOf((Other("type", "ok"), OneOf("acks", ("0",)), Present("offset")))))
+_POLL = AllOf((OneOf("f", ("poll",)), *present("topic", "partition"),
+               AnyOf((Other("type", "ok"), Present("records")))))
 
 RECORD_FILES: tuple[RecordFile, ...] = (
     RecordFile("history", "history.jsonl", HISTORY,
-               f"process IS NOT NULL AND time_ns IS NOT NULL AND type IN ('invoke', 'ok', 'fail', 'info') "
-               f"AND (({_SEND}) OR ({_POLL}))"),
-    RecordFile("events", "events.jsonl", EVENTS, "node IS NOT NULL AND time_ns IS NOT NULL AND kind IS NOT NULL"),
+               AllOf((*present("process", "time_ns"), OneOf("type", ("invoke", "ok", "fail", "info")),
+                      AnyOf((_SEND, _POLL)))), loose=("records",)),
+    RecordFile("events", "events.jsonl", EVENTS, AllOf(present("node", "time_ns", "kind"))),
     RecordFile("faults", "faults.jsonl", FAULTS,
-               "time_ns IS NOT NULL AND do IS NOT NULL AND phase IN ('start', 'end')"),
+               AllOf((*present("time_ns", "do"), OneOf("phase", ("start", "end")))), loose=("params", "effect")),
     RecordFile("final_logs", "final/logs.jsonl", FINAL_LOGS,
-               "node IS NOT NULL AND topic IS NOT NULL AND partition IS NOT NULL AND offset IS NOT NULL "
-               "AND value IS NOT NULL", appended=False),
+               AllOf(present("node", "topic", "partition", "offset", "value")), appended=False),
     RecordFile("final_replicas", "final/replicas.jsonl", FINAL_REPLICAS,
-               "node IS NOT NULL AND topic IS NOT NULL AND partition IS NOT NULL AND leo IS NOT NULL "
-               "AND hwm IS NOT NULL AND is_leader IS NOT NULL", appended=False),
+               AllOf(present("node", "topic", "partition", "leo", "hwm", "is_leader")), appended=False),
 )
