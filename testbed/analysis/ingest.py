@@ -152,12 +152,12 @@ def _run_of_line(spec: RecordFile, files: dict[Path, str], linked: bool) -> Colu
 
 def _write_table(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path, linked: bool) -> bool:
     """`target`, the table of `spec`'s files (each with its run's id): the files Arrow's reader
-    takes (`arrow_ingest`) in one Parquet file written here, the others by Spark's reader
+    takes (`arrow_ingest`) in Parquet files written here, the others by Spark's reader
     beside it. Returns whether Spark's reader took any."""
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     schema = pa.schema([arrow_field(f) for f in _stored_schema(spec).fields])
-    writer = TableWriter(target / "part-arrow.parquet", schema, _UNIQUE_COLUMNS)
+    writer = TableWriter(target, schema, _UNIQUE_COLUMNS)
     rest = {}
     try:
         for path, rid in files.items():
