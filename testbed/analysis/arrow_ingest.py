@@ -5,14 +5,16 @@ Spark's JSON reader was the ingest's cost: in a cold JVM, 3.2 s of a 13 s judgme
 quickstart's 1.4 MB of record files; warm, 15.5-19.5 s for the 1M synthetic run's 312 MB
 (its C1 code parses JSON at about a third of C2's speed). Arrow's reader is compiled code
 that releases the GIL: that run's ingest takes 2.7-3.2 s with it, its job the same as before.
+A cold judgment gains about a second only: its JVM's first queries pay the JVM's warm-up
+wherever they come (BENCHMARKS.md, the thirteenth session).
 
 It takes a file only where its rows are exactly what Spark's PERMISSIVE reader makes of it:
-every line starts with `{`, ends with a newline and holds one JSON object whose fields have
-the schema's types, its strings are UTF-8, and every line meets its file's rule
-(`line_rules`). Anything else (a torn, blank or indented line, a number where a string is
-expected, a line lacking a field) returns None, and the ingest gives that file to Spark's
-reader, which names the line that does not match. So a run is judged from the same rows
-whichever reader took its files (`tests/unit/test_arrow_ingest.py` compares the two).
+every line starts with `{`, ends with a newline (no carriage return) and holds one JSON
+object whose fields have the schema's types, its strings are UTF-8, and every line meets its
+file's rule (`line_rules`). Anything else (a torn, blank or indented line, a number where a
+string is expected, a line lacking a field) returns None, and the ingest gives that file to
+Spark's reader, which names the line that does not match. So a run is judged from the same
+rows whichever reader took its files (`tests/unit/test_arrow_ingest.py` compares the two).
 
 The fields the writers emit as heterogeneous JSON (`RecordFile.loose`: a poll's `[offset,
 value]` pairs, a fault's `params`) have no Arrow type. A poll's records as the clients write
@@ -76,12 +78,15 @@ def parse(spec: RecordFile, path: Path) -> pa.Table | None:
     data = path.read_bytes()
     if not data:
         return pa.Table.from_batches([], pa.schema([arrow_field(f) for f in spec.schema.fields]))
-    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8) == _NEWLINE)
+    if b"\r" in data:
+        return None  # Spark's reader ends a line at a carriage return too, Arrow's reads it as a space
+    octets = np.frombuffer(data, dtype=np.uint8)
+    newlines = np.flatnonzero(octets == _NEWLINE)
     if newlines.size == 0 or newlines[-1] != len(data) - 1:
         return None  # a torn last line
     # Every line starts its object: no blank line (Spark skips it), none indented, so a line
     # count equal to Arrow's rows means one object a line (Spark reads the first of two only)
-    if data[0] != _BRACE or np.any(np.frombuffer(data, dtype=np.uint8)[newlines[:-1] + 1] != _BRACE):
+    if data[0] != _BRACE or np.any(octets[newlines[:-1] + 1] != _BRACE):
         return None
     typed = pa.schema([arrow_field(f) for f in spec.schema.fields if f.name not in spec.loose])
     try:

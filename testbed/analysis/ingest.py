@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -161,13 +162,16 @@ def _write_table(spark: SparkSession, spec: RecordFile, files: dict[Path, str], 
     rest = {}
     try:
         for path, rid in files.items():
-            table = parse(spec, path)
+            try:
+                table = parse(spec, path)
+            except Exception:  # noqa: BLE001 - an unreadable file, an input no test foresaw: Spark's
+                table = None  # reader, which judged every file before, judges it or says why not
             if table is None:
                 rest[path] = rid
                 continue
             rows = table.num_rows
             writer.add(table.append_column(CORRUPT, pa.nulls(rows, pa.string()))
-                       .append_column(SEQ, pa.array(range(rows), pa.int64()))
+                       .append_column(SEQ, pa.array(np.arange(rows, dtype=np.int64)))
                        .append_column(_BAD, pa.repeat(pa.scalar(False), rows))
                        .append_column(RUN_ID, pa.repeat(pa.scalar(rid, pa.string()), rows)))
     finally:

@@ -94,6 +94,8 @@ SEND = '{"process":"p","type":"invoke","f":"send","topic":"t","partition":0,"val
     pytest.param(SEND + "\n" + SEND[:30], id="a torn last line"),
     pytest.param(SEND + "\n\n" + SEND + "\n", id="a blank line"),
     pytest.param(SEND + SEND + "\n", id="two objects on a line"),
+    pytest.param(SEND.replace(',"value"', ',\r"value"') + "\n", id="a carriage return, where Spark ends a line"),
+    pytest.param(" " + SEND + "\n", id="an indented line"),
     pytest.param(SEND.replace('"partition":0', '"partition":"0"') + "\n", id="a string for a number"),
     pytest.param(SEND.replace('"value":"v"', '"value":5') + "\n", id="a number for a string"),
     pytest.param(SEND.replace('"partition":0', '"partition":0.0') + "\n", id="a float for an integer"),
@@ -159,3 +161,18 @@ def test_a_line_rule_is_judged_alike_by_spark_sql_and_arrow(table: str, spark: o
     by_arrow = [i in kept for i in range(len(rows))]
     assert by_spark == by_arrow
     assert any(by_spark) and not all(by_spark)
+
+
+def test_a_file_arrows_reader_fails_on_is_read_by_spark(tmp_path: Path, spark: object,  # noqa: F811
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error no test foresaw in the fast reader costs its speed, never the judgment."""
+    import testbed.analysis.ingest as ingest
+
+    def broken(spec: RecordFile, path: Path) -> None:
+        raise RuntimeError("an input no test foresaw")
+    path = tmp_path / "history.jsonl"
+    path.write_text(SEND + "\n")
+    monkeypatch.setattr(ingest, "parse", broken)
+    assert ingest._write_table(spark, SPECS["history"], {path: "r"}, tmp_path / "table", linked=False)
+    rows = pq.read_table(tmp_path / "table").to_pylist()
+    assert [(r["process"], r["run_id"], r["_bad"]) for r in rows] == [("p", "r", False)]
