@@ -10,8 +10,10 @@ term that may be null, so SQL's and Arrow's three-valued logic give the same ver
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
+from typing import ClassVar
 
 import pyarrow.compute as pc
 
@@ -60,29 +62,31 @@ class Other:
 
 
 @dataclass(frozen=True)
-class AllOf:
+class _Terms:
+    """Terms joined by one connective; a term joined by the other is parenthesised."""
+
+    terms: tuple[Rule, ...]
+    word: ClassVar[str]
+    join: ClassVar[Callable[[pc.Expression, pc.Expression], pc.Expression]]
+
+    def sql(self) -> str:
+        return f" {self.word} ".join(f"({t.sql()})" if isinstance(t, _Terms) and t.word != self.word else t.sql()
+                                     for t in self.terms)
+
+    def arrow(self) -> pc.Expression:
+        return reduce(type(self).join, (t.arrow() for t in self.terms))
+
+
+class AllOf(_Terms):
     """Every term holds."""
 
-    terms: tuple[Rule, ...]
-
-    def sql(self) -> str:
-        return " AND ".join(f"({t.sql()})" if isinstance(t, AnyOf) else t.sql() for t in self.terms)
-
-    def arrow(self) -> pc.Expression:
-        return reduce(operator.and_, (t.arrow() for t in self.terms))
+    word, join = "AND", operator.and_
 
 
-@dataclass(frozen=True)
-class AnyOf:
+class AnyOf(_Terms):
     """One term at least holds."""
 
-    terms: tuple[Rule, ...]
-
-    def sql(self) -> str:
-        return " OR ".join(f"({t.sql()})" if isinstance(t, AllOf) else t.sql() for t in self.terms)
-
-    def arrow(self) -> pc.Expression:
-        return reduce(operator.or_, (t.arrow() for t in self.terms))
+    word, join = "OR", operator.or_
 
 
 Rule = Present | OneOf | Other | AllOf | AnyOf

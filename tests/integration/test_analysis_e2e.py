@@ -17,7 +17,8 @@ from broker.common.jsonl import read_jsonl
 from faults.injector import FaultInjector
 from faults.schedule import ScheduledFault
 from testbed import Cluster as ApiCluster
-from testbed.analysis import RunVerdict, analyze_runs
+from testbed.analysis.pipeline import analyze_runs
+from testbed.analysis.verdict import RunVerdict
 from testbed.clients.final_read import final_read
 from testbed.clients.history import History
 from testbed.experiment.final_state import write_logs, write_replicas

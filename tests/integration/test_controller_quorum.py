@@ -18,7 +18,7 @@ from rich.console import Console
 from broker.common.jsonl import read_jsonl
 from broker.noderuntime.quorum_store import LOG_FILE, SNAPSHOT_FILE
 from broker.storage.layout import METADATA_COPY_FILE, METADATA_SNAPSHOT_FILE
-from testbed.analysis import analyze_runs
+from testbed.analysis.pipeline import analyze_runs
 from testbed.experiment.runner import run_cluster
 from testbed.supervisor.cluster import Cluster
 from testbed.topology import parse_topology

@@ -25,7 +25,7 @@ from broker.common import netns
 from broker.common.jsonl import read_jsonl
 from broker.wire.linkfilter import CLIENTS, LinkRule, LinkTable
 from faults import kernel_rules, network
-from testbed.analysis import analyze_runs
+from testbed.analysis.pipeline import analyze_runs
 from testbed.supervisor.netns import NetnsError, NetnsNetwork, existing_namespaces, requirements_missing
 from testbed.supervisor.processes import Registry, reap_leftovers
 from testbed.supervisor.cluster import Cluster

@@ -29,7 +29,8 @@ from typing import Any, TypeVar
 import pytest
 
 from broker.common.jsonl import read_jsonl
-from testbed.analysis import RunVerdict, analyze_runs
+from testbed.analysis.pipeline import analyze_runs
+from testbed.analysis.verdict import RunVerdict
 from testbed.experiment.runner import Outcome
 from testbed.topology import parse_topology
 from tests.integration.conftest import TIME_SCALE, topology_dict

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from testbed.analysis import RunVerdict, analyze_runs, pipeline
+from testbed.analysis import pipeline
 from testbed.analysis.blocks import BLOCK
 from testbed.analysis.job import run_job
+from testbed.analysis.pipeline import analyze_runs
+from testbed.analysis.verdict import RunVerdict
 from testbed.topology import CHECK_NAMES
 from tests.unit.analysis_fixtures import T0, RunBuilder, S, spark  # noqa: F401  (the fixture)
 
