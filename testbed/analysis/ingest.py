@@ -8,6 +8,11 @@ mid-line leaves exactly that (DESIGN section 7: "a run whose supervisor was kill
 leaves an analysable prefix"), unless the run finished (`summary.json`, written last). The
 final files are written whole and renamed into place, so a torn line there is damage, and a
 run missing part of its final logs is not judged on the rest.
+
+A small input's tables whose every file Arrow's reader took reach Spark as those rows
+themselves (a local relation, which the job's first holds read once) besides being written:
+a cold JVM then loads and compiles no Parquet reader for them, about 0.6 s of a cold
+`analyze` of the quickstart's run. The Parquet tables are written all the same.
 """
 from __future__ import annotations
 
@@ -60,12 +65,14 @@ def run_ids(runs: list[Path]) -> dict[Path, str]:
     return {run: str(run) for run in runs}  # unreachable: distinct absolute paths differ somewhere
 
 
-def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple[Tables, dict[str, str]]:
+def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path,
+           handed_over: bool = False) -> tuple[Tables, dict[str, str]]:
     """Parse every record file of `runs` (each run's directory and id, `run_ids`) into
     `warehouse/<table>/` (a `run_id` column says whose each row is: a directory per run cost
     a thousand runs a minute of small files); return the rows of the runs whose files all
     match, and for each other run why it was rejected (the file and line of its first
-    mismatch): those runs cannot be judged."""
+    mismatch): those runs cannot be judged. `handed_over`: a table Arrow's reader read whole
+    is handed to Spark as its rows (the module's docstring), for an input of a few megabytes."""
     frames = {}
     ids = list(runs.values())
     rejected: dict[str, str] = {rid: f"{run / name}: missing, so the run cannot be judged"
@@ -79,18 +86,22 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path) -> tuple
     warehouse.mkdir(parents=True, exist_ok=True)
     tables = readable(warehouse)
     with ThreadPoolExecutor(max_workers=len(RECORD_FILES), thread_name_prefix="isrlab-ingest") as pool:
-        writes = []
+        writes = {}
         for spec in RECORD_FILES:
             files = {read_as[run] / spec.path: rid for run, rid in runs.items() if (run / spec.path).is_file()}
             if files:  # the five writes are small jobs: together, their fixed costs overlap
-                writes.append(pool.submit(_write_table, spark, spec, files, warehouse / spec.table,
-                                          read_as != {run: run for run in runs}))
-                frames[spec.table] = (spark.read.schema(_stored_schema(spec)).parquet(hadoop_path(tables / spec.table))
-                                      .where(F.col(RUN_ID).isin(ids)))
+                writes[spec] = pool.submit(_write_table, spark, spec, files, warehouse / spec.table,
+                                           read_as != {run: run for run in runs}, handed_over)
             else:  # and no earlier judgment's table of it stays beside this one's
                 shutil.rmtree(warehouse / spec.table, ignore_errors=True)
                 frames[spec.table] = spark.createDataFrame([], _stored_schema(spec))
-        by_spark = [write.result() for write in writes]
+        by_spark = []
+        for spec, write in writes.items():
+            rows = write.result()
+            by_spark.append(rows is None)
+            stored = (spark.createDataFrame(rows, _stored_schema(spec)) if isinstance(rows, pa.Table)
+                      else spark.read.schema(_stored_schema(spec)).parquet(hadoop_path(tables / spec.table)))
+            frames[spec.table] = stored.where(F.col(RUN_ID).isin(ids))
     if any(by_spark):  # a file Arrow's reader took has no line that does not match
         for run_id, message in _mismatches(frames, {rid: run for run, rid in runs.items()}).items():
             rejected.setdefault(run_id, message)
@@ -151,15 +162,18 @@ def _run_of_line(spec: RecordFile, files: dict[Path, str], linked: bool) -> Colu
     return F.when(run.contains("%"), _unquote(run)).otherwise(run)
 
 
-def _write_table(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path, linked: bool) -> bool:
+def _write_table(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path, linked: bool,
+                 keep: bool) -> pa.Table | bool | None:
     """`target`, the table of `spec`'s files (each with its run's id): the files Arrow's reader
     takes (`arrow_ingest`) in Parquet files written here, the others by Spark's reader
-    beside it. Returns whether Spark's reader took any."""
+    beside it. Returns None when Spark's reader took any; else the rows written when `keep`
+    says so, True when not."""
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     schema = pa.schema([arrow_field(f) for f in _stored_schema(spec).fields])
     writer = TableWriter(target, schema, _UNIQUE_COLUMNS)
     rest = {}
+    parts = []
     try:
         for path, rid in files.items():
             try:
@@ -170,15 +184,18 @@ def _write_table(spark: SparkSession, spec: RecordFile, files: dict[Path, str], 
                 rest[path] = rid
                 continue
             rows = table.num_rows
-            writer.add(table.append_column(CORRUPT, pa.nulls(rows, pa.string()))
-                       .append_column(SEQ, pa.array(np.arange(rows, dtype=np.int64)))
-                       .append_column(_BAD, pa.repeat(pa.scalar(False), rows))
-                       .append_column(RUN_ID, pa.repeat(pa.scalar(rid, pa.string()), rows)))
+            part = (table.append_column(CORRUPT, pa.nulls(rows, pa.string()))
+                    .append_column(SEQ, pa.array(np.arange(rows, dtype=np.int64)))
+                    .append_column(_BAD, pa.repeat(pa.scalar(False), rows))
+                    .append_column(RUN_ID, pa.repeat(pa.scalar(rid, pa.string()), rows)))
+            writer.add(part)
+            parts.append(part)
     finally:
         writer.close()
     if rest:
         _to_parquet(spark, spec, rest, target, linked)
-    return bool(rest)
+        return None
+    return pa.concat_tables(parts) if keep and parts else True
 
 
 def _to_parquet(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path, linked: bool) -> None:

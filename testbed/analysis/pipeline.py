@@ -31,6 +31,9 @@ from testbed.analysis.verdict import RunVerdict, judge
 from testbed.analysis.whole_files import write_whole
 
 
+#: Up to this much JSONL a table Arrow's reader read whole reaches Spark as its rows, not as
+#: Parquet files (`ingest`): the quickstart's run is 1.5 MB, a lab's or a matrix cell's a few
+HANDED_OVER_BYTES = 16 << 20
 #: One judgment at a time per process: jobs share the session's cache, which each clears at its end.
 _judging = threading.Lock()
 REHEARSAL_RECORDS = 2000
@@ -187,7 +190,8 @@ def _judge(spark: RemoteSession, infos: dict[str, RunInfo], warehouse: Path,
            size: int) -> tuple[dict[str, RunData], dict[str, str]]:
     """The Spark part of a judgment: each judged run's data, and why each other run was not."""
     small = tune_for(spark, size)
-    tables, rejected = ingest(spark, {info.run_dir: rid for rid, info in infos.items()}, warehouse)
+    tables, rejected = ingest(spark, {info.run_dir: rid for rid, info in infos.items()}, warehouse,
+                              size < HANDED_OVER_BYTES)
     judged = [rid for rid in infos if rid not in rejected]
     data = run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged, small) if judged else {}
     return data, rejected

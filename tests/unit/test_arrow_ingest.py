@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from testbed.analysis.arrow_ingest import parse
-from testbed.analysis.ingest import SEQ, _to_parquet
+from testbed.analysis.ingest import SEQ, Tables, _to_parquet, ingest
 from testbed.analysis.schemas import RECORD_FILES, RecordFile
 from testbed.config.loader import load_topology
 from testbed.sim.run import run_seed
@@ -173,6 +173,33 @@ def test_a_file_arrows_reader_fails_on_is_read_by_spark(tmp_path: Path, spark: o
     path = tmp_path / "history.jsonl"
     path.write_text(SEND + "\n")
     monkeypatch.setattr(ingest, "parse", broken)
-    assert ingest._write_table(spark, SPECS["history"], {path: "r"}, tmp_path / "table", linked=False)
+    assert ingest._write_table(spark, SPECS["history"], {path: "r"}, tmp_path / "table", linked=False,
+                               keep=True) is None
     rows = pq.read_table(tmp_path / "table").to_pylist()
     assert [(r["process"], r["run_id"], r["_bad"]) for r in rows] == [("p", "r", False)]
+
+
+def _rows(tables: Tables) -> dict[str, list[dict]]:
+    return {f.name: sorted((row.asDict(recursive=True) for row in getattr(tables, f.name).collect()),
+                           key=lambda r: r[SEQ]) for f in dataclasses.fields(Tables)}
+
+
+def test_a_small_inputs_tables_handed_to_spark_as_rows_hold_what_their_parquet_holds(
+        tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """A table Arrow's reader read whole reaches Spark as its rows (no Parquet file behind the
+    frame); one with a file Spark's reader took is read from its Parquet files; either way the
+    rows are those of the tables written for a large input."""
+    topology = dataclasses.replace(load_topology(ROOT / "topologies" / "nemesis.yaml"), seed=3)
+    run = tmp_path / "run"
+    assert run_seed(topology, run).error is None
+    with open(run / "history.jsonl", "ab") as history:
+        history.write(b"\n")  # a blank line: Spark's reader skips it, Arrow's leaves the file to it
+    handed, rejected = ingest(spark, {run: "r"}, tmp_path / "handed", handed_over=True)
+    stored, rejected_stored = ingest(spark, {run: "r"}, tmp_path / "stored", handed_over=False)
+    assert rejected == rejected_stored == {}
+    assert _rows(handed) == _rows(stored)
+    assert all(_rows(handed).values()), "a table without rows compares nothing"
+    for f in dataclasses.fields(Tables):
+        files = getattr(handed, f.name).inputFiles()
+        assert bool(files) == (f.name == "history"), f"{f.name}: {files}"
+        assert getattr(stored, f.name).inputFiles(), f.name
