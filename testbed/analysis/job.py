@@ -45,6 +45,8 @@ class RunData:
 
     checks: dict[str, dict] = field(default_factory=dict)  # name -> {"count", "examples", ...}
     converged: bool = False
+    #: what kept each partition that did not converge from it ("pay/1: no leader"), in order
+    unconverged: list[str] = field(default_factory=list)
     #: replicas with records (LEO > 0 in final/replicas.jsonl) and none in final/logs.jsonl
     short_logs: int = 0
     #: replicas whose lines in final/logs.jsonl miss or repeat an offset between their first and last
@@ -200,8 +202,17 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
     # (R35); changes of one batch share a time, and the partition epoch orders them
     replicas_now = (t.events.where(F.col("kind") == "partition-changed").groupBy(*PART)
                     .agg(F.max_by(F.size("replicas"), F.struct("time_ns", "partition_epoch")).alias("replicas_now")))
-    ok = ((F.col("leaders") == 1) & (F.col("n") == F.coalesce("replicas_now", "rf")) & (F.col("lo") == F.col("hi"))
+    set_ = F.coalesce("replicas_now", "rf")
+    ok = ((F.col("leaders") == 1) & (F.col("n") == set_) & (F.col("lo") == F.col("hi"))
           & (F.col("leader_hwm") == F.col("hi")))
+    # what kept a partition from converging, for the run's message (the first that holds)
+    why = (F.when(F.col("n").isNull(), F.lit("no replica in final/replicas.jsonl"))
+           .when(F.col("leaders") == 0, F.lit("no leader"))
+           .when(F.col("leaders") > 1, F.format_string("%d leaders", "leaders"))
+           .when(F.col("n") != set_, F.format_string("%d replicas where the controller set %d", "n", set_))
+           .when(F.col("lo") != F.col("hi"), F.format_string("replicas at LEOs %d to %d", "lo", "hi"))
+           .otherwise(F.format_string("the leader's HWM %d below the LEO %d", "leader_hwm", "hi")))
+    failed = F.when(~F.coalesce(ok, F.lit(False)), F.struct("topic", "partition", why.alias("why")))
     topics = config.topics.select("run_id", "topic", "rf", "gone", F.col("partitions").alias("n_partitions"))
     replica = [*PART, "node"]
     held = t.final_logs.groupBy(*replica).agg(F.count("*").alias("held"), F.min("offset").alias("first"),
@@ -217,7 +228,10 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
             # a partition of an earlier making of a topic made again with fewer is gone with it
             .where(F.col("n_partitions").isNull() | (F.col("partition") < F.col("n_partitions")))
             .join(reps, PART, "left").join(replicas_now, PART, "left")
-            .groupBy("run_id").agg(F.min(F.coalesce(ok, F.lit(False)).cast("int")).alias("converged"))
+            .groupBy("run_id").agg(F.min(F.coalesce(ok, F.lit(False)).cast("int")).alias("converged"),
+                                   F.transform(F.sort_array(F.collect_list(failed)),
+                                               lambda p: F.format_string("%s/%d: %s", p["topic"], p["partition"],
+                                                                         p["why"])).alias("unconverged"))
             .join(short, "run_id", "left").join(holed, "run_id", "left").join(lines, "run_id", "left"))
 
 
@@ -256,6 +270,7 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = F
             _run_checks(t, config, o, scope, bounds, spans, out)
             for row in converged.result():
                 out[row["run_id"]].converged = bool(row["converged"])
+                out[row["run_id"]].unconverged = list(row["unconverged"] or [])
                 out[row["run_id"]].short_logs = row["short_logs"] or 0
                 out[row["run_id"]].holed_logs = row["holed_logs"] or 0
                 out[row["run_id"]].history_lines = row["history_lines"] or 0

@@ -35,7 +35,7 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     if data is not None:
         problems += _changed_after_the_run(info, data)
     if data is not None and not data.converged and not explicit_convergence and info.problem is None:
-        problems.append(_not_converged(info))
+        problems.append(_not_converged(info, data.unconverged))
     checks = data.checks if data is not None else {}
     observed = {name: c["count"] for name, c in checks.items()}
     if data is not None:
@@ -82,9 +82,10 @@ def _changed_after_the_run(info: RunInfo, data: RunData) -> list[str]:
     return out
 
 
-def _not_converged(info: RunInfo) -> str:
-    """Why a run that did not converge is not judged: its final state says so, or it has none
-    (the run was interrupted before its end, or the file was removed after it)."""
+def _not_converged(info: RunInfo, unconverged: list[str], most: int = 5) -> str:
+    """Why a run that did not converge is not judged: its final state says so (`unconverged`:
+    what kept each partition from it), or it has none (the run was interrupted before its
+    end, or the file was removed after it)."""
     final = info.run_dir / "final" / "replicas.jsonl"
     if not final.is_file() or final.stat().st_size == 0:
         if finished(info.run_dir):
@@ -93,9 +94,11 @@ def _not_converged(info: RunInfo) -> str:
                     f"judge against")
         return (f"{final} is missing or empty: the run did not reach its end (its supervisor was killed, or the "
                 f"cluster failed), so there is no final state to judge against")
+    which = "; ".join(unconverged[:most]) + (f"; and {len(unconverged) - most} more" if len(unconverged) > most
+                                            else "")
     return ("the cluster did not converge (final/replicas.jsonl: not every partition had one leader "
-            "and its replicas (as the controller last set them) level at the leader's LEO = HWM), so a missing value "
-            "may be unavailability, not loss")
+            "and its replicas (as the controller last set them) level at the leader's LEO = HWM"
+            + (f": {which}" if which else "") + "), so a missing value may be unavailability, not loss")
 
 
 def _final_logs_missing(run_dir: Path) -> str | None:

@@ -97,9 +97,17 @@ def positive_range(value: object) -> tuple[float, float]:
     return low, high
 
 
+#: a percentage as netem writes one (`loss 5%`)
+_PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
+
+
 def probability(value: object) -> float:
+    """A probability: a number from 0 to 1, or a percentage string from 0% to 100%."""
+    if isinstance(value, str) and (m := _PERCENT.fullmatch(value.strip())) and float(m[1]) <= 100:
+        return float(m[1]) / 100
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
-        raise ValueError(f"expected a probability between 0 and 1 (e.g. 0.05), got {describe(value)}")
+        raise ValueError(f"expected a probability between 0 and 1 (e.g. 0.05) or a percentage (e.g. 5%), "
+                         f"got {describe(value)}")
     return float(value)
 
 

@@ -200,12 +200,28 @@ def end_of_run(cluster: Cluster, topology: Topology, console: Console) -> bool:
         converged = True
     except ClusterError as e:
         console.print(f"[red]{escape(str(e))}[/]", emoji=False)
+        for line in _unconverged(cluster, topology):
+            console.print(f"[red]  {escape(line)}[/]", emoji=False)
     reader = History(cluster.dir.history, "final-reader")
     final_read(cluster.client(), reader, partitions_now(cluster.status(), topology),
                time.monotonic() + cluster.scaled(20), time.monotonic)
     reader.close()
     record_final_state(cluster)
     return converged
+
+
+def _unconverged(cluster: Cluster, topology: Topology, most: int = 8) -> list[str]:
+    """The partitions that kept the cluster from converging, as the status shows them now;
+    under `unclean_recovery: manual`, a leaderless one waits for the operator (R32)."""
+    try:
+        lines = cluster.status().unconverged()
+    except ClusterError:
+        return []
+    out = lines[:most] + ([f"and {len(lines) - most} more"] if len(lines) > most else [])
+    if topology.protocol.unclean_recovery == "manual" and any(": no leader" in line for line in lines):
+        out.append("under unclean_recovery: manual a partition whose ISR and ELR are gone has no leader until "
+                   "an `elect` fault names one (R32)")
+    return out
 
 
 def write_counts(run_dir: Path, workload_start_ns: int | None = None) -> Counts:

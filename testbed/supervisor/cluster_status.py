@@ -113,6 +113,31 @@ class ClusterStatus:
                     return False
         return True
 
+    def unconverged(self) -> list[str]:
+        """What keeps `fully_replicated` false, a line per partition ("pay/1: no leader"), in
+        topic and partition order: what a user reads when a run did not converge."""
+        parts = self.partitions()
+        if not parts:
+            return ["no partition is known to an active controller"]
+        out = []
+        for p in sorted(parts, key=lambda p: (p.topic, p.partition)):
+            name = f"{p.topic}/{p.partition}"
+            lead = self.replica(p.leader, p.topic, p.partition) if p.leader >= 0 else None
+            if p.leader < 0:
+                out.append(f"{name}: no leader (ISR {sorted(p.isr)})")
+            elif lead is None or lead.role != "leader" or lead.leader_epoch != p.leader_epoch:
+                out.append(f"{name}: broker {p.leader} does not lead it at leader epoch {p.leader_epoch} yet")
+            elif sorted(p.isr) != sorted(p.replicas):
+                out.append(f"{name}: ISR {sorted(p.isr)} of replicas {sorted(p.replicas)}")
+            elif lead.hwm != lead.leo:
+                out.append(f"{name}: the leader's HWM {lead.hwm} below its LEO {lead.leo}")
+            else:
+                behind = [f"broker {b} at LEO {r.leo if r is not None else '?'}" for b in p.replicas
+                          if (r := self.replica(b, p.topic, p.partition)) is None or r.leo != lead.leo]
+                if behind:
+                    out.append(f"{name}: {', '.join(behind)}, the leader's {lead.leo}")
+        return out
+
     def view(self, brokers: Mapping[str, str | None], controllers: Mapping[str, str | None],
              stopped: Iterable[str], paused: Iterable[str]) -> ClusterView:
         """What fault targets resolve against: this snapshot plus the supervisor's own process

@@ -663,7 +663,23 @@ def _far(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+def _leaderless(root: Path) -> None:
+    """Nobody leads orders/0 at the end (an `unclean_recovery: manual` run whose operator never
+    elected), the values all read and held: not converged."""
+    r = RunBuilder(root, "leaderless")
+    r.replicas["broker-1"]["is_leader"] = False
+    r.write()
+
+
+def _follower_behind(root: Path) -> None:
+    """Broker 3 holds four of the five values at the end: not converged."""
+    r = RunBuilder(root, "follower-behind")
+    r.logs["broker-3"] = r.logs["broker-3"][:4]
+    r.replicas["broker-3"].update(leo=4, hwm=4)
+    r.write()
+
+
+BUILDERS = [_leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -713,6 +729,8 @@ EXPECTED: dict[str, dict[str, int]] = {
     "shrunk-in-one-batch": ZERO,
     "same-time": {**ZERO, "lost_writes": 1},
     "far": {**ZERO, "lost_writes": 1, "inconsistent_offsets": 1, "duplicates": 1, "committed_regressions": 1},
+    "leaderless": ZERO,
+    "follower-behind": ZERO,
 }
 
 
@@ -751,6 +769,15 @@ def test_a_replication_factor_changed_by_reassignment_is_convergence(judged: dic
     shrunk = judged["shrunk"]
     assert shrunk.ok is True, shrunk.results.get("problems")
     assert [w for w in shrunk.results["figures"]["availability"] if w["kind"] == "no-acks-all"] == []
+
+
+def test_a_run_that_did_not_converge_is_unjudged_and_says_which_partition_and_why(
+        judged: dict[str, RunVerdict]) -> None:
+    for run, why in (("leaderless", "orders/0: no leader"), ("follower-behind", "orders/0: replicas at LEOs 4 to 5")):
+        verdict = judged[run]
+        assert verdict.ok is None and verdict.results["converged"] is False, run
+        [problem] = verdict.results["problems"]
+        assert problem.startswith("the cluster did not converge") and f"LEO = HWM: {why})" in problem, problem
 
 
 def test_R35_a_reassignment_committed_in_one_batch_converges_on_its_last_replicas(
@@ -927,9 +954,9 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     # the `lost`, `recovered`, `manual-elect`, `remade-while-delete-waits`, `batch-ties`, `same-time` and `far` runs
     assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (7, 11, 1)
     # `mismatch`, `garbage-tail`, `cut-after`, `history-cut`, `logs-holed`, `summary-garbage`,
-    # `replicas-removed`, and `deleted-topic` (its one topic gone: no convergence); `topology-garbage`
-    # has no topology to be summarized under
-    assert row["unjudged"] == 8
+    # `replicas-removed`, `deleted-topic` (its one topic gone: no convergence), `leaderless` and
+    # `follower-behind` (not converged); `topology-garbage` has no topology to be summarized under
+    assert row["unjudged"] == 10
     # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
     assert alone["failed"] + row["failed"] == sum(v.ok is False for v in judged.values())
     html = (root / "summary" / "summary.html").read_text()

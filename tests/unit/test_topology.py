@@ -198,6 +198,10 @@ MALFORMED = [
                  id="slow-nothing"),
     pytest.param(fault(at="1s", do="slow", loss=5), "faults[0].loss", ["probability between 0 and 1"],
                  id="slow-loss-percent"),
+    pytest.param(fault(at="1s", do="slow", duplicate="150%"), "faults[0].duplicate",
+                 ["probability between 0 and 1", "percentage"], id="slow-duplicate-over-100-percent"),
+    pytest.param(fault(at="1s", do="slow", loss="5 percent"), "faults[0].loss", ["percentage (e.g. 5%)"],
+                 id="slow-loss-words"),
     pytest.param(fault(at="1s", do="reassign", partition="orders/0", replicas=[1, 2, 7]), "faults[0].replicas",
                  ["no broker 7"], id="reassign-unknown-broker"),
     pytest.param(fault(at="1s", do="reassign", replicas=[1, 2]), "faults[0].partition",
@@ -327,6 +331,14 @@ def test_a_slow_link_inside_a_group_is_valid() -> None:
     on the links inside the group; only one node to itself names no link."""
     for group in ("brokers", "rack:a"):
         parse_topology(fault(at="1s", do="slow", delay="5ms", **{"from": group, "to": group}), SRC)
+
+
+def test_a_links_loss_and_duplication_may_be_written_as_percentages() -> None:
+    """As netem writes them (`loss 5%`): the same probabilities as 0.05 and 0.02."""
+    as_percent = parse_topology(fault(at="1s", do="slow", loss="5%", duplicate=" 2.5 %"), SRC)
+    as_number = parse_topology(fault(at="1s", do="slow", loss=0.05, duplicate=0.025), SRC)
+    assert as_percent.faults == as_number.faults
+    assert as_percent.faults[0].params == {"loss": 0.05, "duplicate": 0.025}
 
 
 def test_r39_a_removed_brokers_id_is_not_added_back() -> None:
