@@ -40,10 +40,13 @@ def write_summary(spark: SparkSession, infos: dict[str, RunInfo], verdicts: list
                      checks.get("lost_writes", {}).get("count"), checks.get("lost_writes_acks1", {}).get("count"),
                      float(unavailable.get("no-leader", 0.0)), float(unavailable.get("no-acks-all", 0.0))))
     runs = spark.createDataFrame(rows, _RUNS)
-    loss = F.coalesce(F.col("lost_writes"), F.lit(0)) + F.coalesce(F.col("lost_writes_acks1"), F.lit(0))
+    # the loss of judged runs only: an unjudged run's missing values may be unavailability
+    judged = F.col("ok").isNotNull()
+    lost, lost1 = (F.when(judged, F.col(c)) for c in ("lost_writes", "lost_writes_acks1"))
+    loss = F.coalesce(lost, F.lit(0)) + F.coalesce(lost1, F.lit(0))
     summary = (runs.groupBy("topology", "protocol")
                .agg(F.count("*").alias("runs"), F.sum((loss > 0).cast("int")).alias("runs_with_loss"),
-                    F.sum("lost_writes").alias("lost_writes"), F.sum("lost_writes_acks1").alias("lost_writes_acks1"),
+                    F.sum(lost).alias("lost_writes"), F.sum(lost1).alias("lost_writes_acks1"),
                     F.sum(F.col("ok").isNull().cast("int")).alias("unjudged"),
                     # `ok` null == False is null: a group of unjudged runs has 0 failed, not null
                     F.sum(F.coalesce(F.col("ok") == F.lit(False), F.lit(False)).cast("int")).alias("failed"),

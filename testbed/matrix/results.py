@@ -36,9 +36,16 @@ class CellResult:
 
 
 def check_count(verdict: RunVerdict, check: str) -> int | None:
-    """The count a check found in a judged cell (None when the cell was not judged)."""
+    """The count a check found in a cell (None when the check did not run: the cell left no
+    run, or none Spark could read); an unjudged cell's counts are shown, not held to anything."""
     entry = verdict.results.get("checks", {}).get(check)
     return None if entry is None else int(entry["count"])
+
+
+def judged_loss(verdict: RunVerdict) -> int:
+    """The acks=all writes a judged run lost, for a summary's totals: 0 for a run not judged,
+    whose missing values may be unavailability (a cluster that did not converge), not loss."""
+    return (check_count(verdict, "lost_writes") or 0) if verdict.ok is not None else 0
 
 
 def matrix_exit_code(results: list[CellResult], keep_going: bool = False) -> int:

@@ -33,7 +33,7 @@ from testbed.analysis.verdict import RunVerdict, broken_expectations
 from testbed.config.cli_values import runs_dir_flag
 from testbed.matrix.cells import Cell
 from testbed.matrix.page import write_cells
-from testbed.matrix.results import CellResult, add_summary_columns, check_count, fit_labels, matrix_exit_code
+from testbed.matrix.results import CellResult, add_summary_columns, fit_labels, judged_loss, matrix_exit_code
 
 ROOT = Path(__file__).resolve().parents[2]
 CELLS_DIR = ".cells"  # hidden: `find_runs` does not take the cells' topologies for runs
@@ -156,7 +156,7 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
     table = Table(title=f"matrix: {len(results)} cells")
     add_summary_columns(table, ("topology and setting", "faults"), ("cells", "with loss", "lost writes"))
     for (setting, schedule), rs in groups.items():
-        lost = [check_count(r.last, "lost_writes") or 0 for r in rs]
+        lost = [judged_loss(r.last) for r in rs]
         no_leader = [r.last.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for r in rs]
         failed = sorted({name for r in rs for name, e in r.last.results.get("expect", {}).items()
                          if e["held"] is False})

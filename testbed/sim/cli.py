@@ -38,7 +38,7 @@ from testbed.config.nemesis_section import never_firing
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.scalars import MAX_SEED
 from testbed.config.topology_spec import Topology
-from testbed.matrix.results import add_summary_columns, check_count, fit_labels
+from testbed.matrix.results import add_summary_columns, fit_labels, judged_loss
 from testbed.sim import scope
 from testbed.sim.worker import PARENT_ENV, seed_dir
 
@@ -278,7 +278,7 @@ def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[st
     table = Table(title=f"sim: {len(verdicts)} seeds")
     add_summary_columns(table, ("topology",), ("seeds", "passed", "unjudged", "with loss", "lost writes"))
     for name, vs in groups.items():
-        lost = [check_count(v, "lost_writes") or 0 for v in vs]
+        lost = [judged_loss(v) for v in vs]
         no_leader = [v.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for v in vs]
         failed = sorted({k for v in vs for k, e in v.results.get("expect", {}).items() if e["held"] is False})
         table.add_row(Text(name), str(len(vs)), str(sum(1 for v in vs if v.ok)), str(sum(1 for v in vs if v.ok is None)),

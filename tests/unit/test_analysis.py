@@ -665,9 +665,13 @@ def _far(root: Path) -> None:
 
 def _leaderless(root: Path) -> None:
     """Nobody leads orders/0 at the end (an `unclean_recovery: manual` run whose operator never
-    elected), the values all read and held: not converged."""
+    elected), and no replica holds v4: not converged, and v4 unseen (not proven lost)."""
     r = RunBuilder(root, "leaderless")
-    r.replicas["broker-1"]["is_leader"] = False
+    for node in r.logs:
+        r.logs[node] = r.logs[node][:4]
+        r.replicas[node].update(leo=4, hwm=4, is_leader=False)
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.poll("final-reader", r.logs["broker-1"], at=T0 + 4 * S)
     r.write()
 
 
@@ -729,7 +733,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "shrunk-in-one-batch": ZERO,
     "same-time": {**ZERO, "lost_writes": 1},
     "far": {**ZERO, "lost_writes": 1, "inconsistent_offsets": 1, "duplicates": 1, "committed_regressions": 1},
-    "leaderless": ZERO,
+    "leaderless": {**ZERO, "unseen": 1},
     "follower-behind": ZERO,
 }
 
@@ -1130,3 +1134,18 @@ def test_a_rehearsal_left_alone_judges_its_run_to_the_end(spark, monkeypatch: py
     (run,) = data.values()
     assert run.converged and run.checks and all(c["count"] == 0 for c in run.checks.values()), run.checks
     assert spark.range(3).count() == 3  # the process's own session is untouched
+
+
+def test_a_summary_counts_the_loss_of_judged_runs_only(tmp_path: Path, spark) -> None:  # noqa: F811
+    """An unjudged run's missing values may be unavailability (a cluster that did not
+    converge): the summary counts it among the runs and the unjudged, not its losses."""
+    from testbed.analysis.runinfo import load_run_info
+    from testbed.analysis.summary import write_summary
+    runs = [RunBuilder(tmp_path, name).write() for name in ("judged", "unjudged")]
+    infos = {run.name: load_run_info(run) for run in runs}
+    verdicts = [RunVerdict(runs[0], False, {"checks": {"lost_writes": {"count": 2}, "lost_writes_acks1": {"count": 1}}}),
+                RunVerdict(runs[1], None, {"checks": {"lost_writes": {"count": 100},
+                                                      "lost_writes_acks1": {"count": 50}}})]
+    [row] = write_summary(spark, infos, verdicts, tmp_path / "summary")
+    assert (row["runs"], row["unjudged"], row["failed"]) == (2, 1, 1)
+    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (1, 2, 1)

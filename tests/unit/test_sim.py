@@ -400,7 +400,8 @@ def test_the_summary_shows_whole_words_and_numbers_on_an_80_column_terminal() ->
 def test_the_summary_names_every_failed_and_unjudged_seed_with_its_replay_command(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A seed whose cluster never converged is judged `ok: None` by the pipeline: it is
-    reported unjudged with its replay command, never counted as passed."""
+    reported unjudged with its replay command, never counted as passed, and the values it
+    missed (perhaps only unavailable) are not counted as lost writes."""
     from rich.console import Console
 
     from testbed.analysis.verdict import RunVerdict
@@ -408,7 +409,8 @@ def test_the_summary_names_every_failed_and_unjudged_seed_with_its_replay_comman
     lost = {"count": 3, "examples": [], "causes": [], "unattributed": 0}
     verdicts = [
         RunVerdict(tmp_path / "x-seed=0", True, {"checks": {"lost_writes": {"count": 0}}, "expect": {}}),
-        RunVerdict(tmp_path / "x-seed=1", None, {"problems": ["the cluster did not converge"]}),
+        RunVerdict(tmp_path / "x-seed=1", None, {"problems": ["the cluster did not converge"],
+                                                 "checks": {"lost_writes": {"count": 100}}}),
         RunVerdict(tmp_path / "x-seed=2", False, {"checks": {"lost_writes": lost}, "expect": {
             "lost_writes": {"expected": "0", "observed": 3, "held": False}}}),
     ]
