@@ -68,6 +68,8 @@ def watch_status(runs_dir: Path, period: float = 0.25, frames: int | None = None
                 time.sleep(period)  # the redraw period of a live view
         except KeyboardInterrupt:
             pass
+    if not console.is_terminal:  # Live leaves its last frame without a newline where it only prints it
+        console.line()
     return 0
 
 

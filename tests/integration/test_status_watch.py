@@ -20,6 +20,7 @@ def test_the_live_view_changes_when_a_fault_fires(make_cluster) -> None:  # noqa
     c = make_cluster(partitions=1)
     runs_dir = c.runs_dir
     before = frame(runs_dir)
+    assert before.endswith("faults in force: none\n"), "a frame printed to a file or pipe ends its line"
     assert "orders/0" in before and "[1, 2, 3]" in before and "faults in force: none" in before, before
     assert " / " in before and "broker-2" in before  # a LEO / HWM column per replica
     p = c.status().partition("orders", 0)
