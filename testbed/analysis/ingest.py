@@ -97,9 +97,9 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path,
                 frames[spec.table] = spark.createDataFrame([], _stored_schema(spec))
         by_spark = []
         for spec, write in writes.items():
-            rows = write.result()
-            by_spark.append(rows is None)
-            stored = (spark.createDataFrame(rows, _stored_schema(spec)) if isinstance(rows, pa.Table)
+            spark_read, rows = write.result()
+            by_spark.append(spark_read)
+            stored = (spark.createDataFrame(rows, _stored_schema(spec)) if rows is not None
                       else spark.read.schema(_stored_schema(spec)).parquet(hadoop_path(tables / spec.table)))
             frames[spec.table] = stored.where(F.col(RUN_ID).isin(ids))
     if any(by_spark):  # a file Arrow's reader took has no line that does not match
@@ -163,11 +163,11 @@ def _run_of_line(spec: RecordFile, files: dict[Path, str], linked: bool) -> Colu
 
 
 def _write_table(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path, linked: bool,
-                 keep: bool) -> pa.Table | bool | None:
+                 keep: bool) -> tuple[bool, pa.Table | None]:
     """`target`, the table of `spec`'s files (each with its run's id): the files Arrow's reader
     takes (`arrow_ingest`) in Parquet files written here, the others by Spark's reader
-    beside it. Returns None when Spark's reader took any; else the rows written when `keep`
-    says so, True when not."""
+    beside it. Returns whether Spark's reader took any, and when it took none and `keep`
+    says so, the rows written."""
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     schema = pa.schema([arrow_field(f) for f in _stored_schema(spec).fields])
@@ -194,8 +194,8 @@ def _write_table(spark: SparkSession, spec: RecordFile, files: dict[Path, str], 
         writer.close()
     if rest:
         _to_parquet(spark, spec, rest, target, linked)
-        return None
-    return pa.concat_tables(parts) if keep and parts else True
+        return True, None
+    return False, pa.concat_tables(parts) if keep and parts else None
 
 
 def _to_parquet(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path, linked: bool) -> None:

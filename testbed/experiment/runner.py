@@ -214,11 +214,12 @@ def _unconverged(cluster: Cluster, topology: Topology, most: int = 8) -> list[st
     """The partitions that kept the cluster from converging, as the status shows them now;
     under `unclean_recovery: manual`, a leaderless one waits for the operator (R32)."""
     try:
-        lines = cluster.status().unconverged()
+        status = cluster.status()
     except ClusterError:
         return []
+    lines = status.unconverged()
     out = lines[:most] + ([f"and {len(lines) - most} more"] if len(lines) > most else [])
-    if topology.protocol.unclean_recovery == "manual" and any(": no leader" in line for line in lines):
+    if topology.protocol.unclean_recovery == "manual" and any(p.leader < 0 for p in status.partitions()):
         out.append("under unclean_recovery: manual a partition whose ISR and ELR are gone has no leader until "
                    "an `elect` fault names one (R32)")
     return out

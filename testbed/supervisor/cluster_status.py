@@ -99,23 +99,12 @@ class ClusterStatus:
 
     def fully_replicated(self) -> bool:
         """Led, ISR = replicas, and every replica at the leader's LEO with HWM = LEO."""
-        if not self.all_led():
-            return False
-        for p in self.partitions():
-            if sorted(p.isr) != sorted(p.replicas):
-                return False
-            lead = self.replica(p.leader, p.topic, p.partition)
-            if lead is None or lead.hwm != lead.leo:
-                return False
-            for b in p.replicas:
-                r = self.replica(b, p.topic, p.partition)
-                if r is None or r.leo != lead.leo:
-                    return False
-        return True
+        return not self.unconverged()
 
     def unconverged(self) -> list[str]:
-        """What keeps `fully_replicated` false, a line per partition ("pay/1: no leader"), in
-        topic and partition order: what a user reads when a run did not converge."""
+        """What keeps the cluster from being fully replicated, a line per partition ("pay/1: no
+        leader"), in topic and partition order (none: it is): what a user reads when a run did
+        not converge."""
         parts = self.partitions()
         if not parts:
             return ["no partition is known to an active controller"]

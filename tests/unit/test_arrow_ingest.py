@@ -174,7 +174,7 @@ def test_a_file_arrows_reader_fails_on_is_read_by_spark(tmp_path: Path, spark: o
     path.write_text(SEND + "\n")
     monkeypatch.setattr(ingest, "parse", broken)
     assert ingest._write_table(spark, SPECS["history"], {path: "r"}, tmp_path / "table", linked=False,
-                               keep=True) is None
+                               keep=True) == (True, None)
     rows = pq.read_table(tmp_path / "table").to_pylist()
     assert [(r["process"], r["run_id"], r["_bad"]) for r in rows] == [("p", "r", False)]
 
