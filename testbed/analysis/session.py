@@ -24,6 +24,7 @@ from pyspark.sql import SparkSession
 
 import testbed.analysis.jvm_parent as jvm_parent
 import testbed.analysis.jvm_scratch as jvm_scratch
+from testbed.analysis.py4j_logging import quiet_py4j
 import testbed.analysis.spark_server as spark_server
 from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
 from testbed.analysis.spark_settings import (CONNECT_SETTINGS, JVM_OPTIONS, LARGE_INPUT_JIT, SETTINGS, SMALL_INPUT_GC,
@@ -161,6 +162,7 @@ def _embedded(master: str, log: Path | None, small_input: bool) -> str:
     for `col("x") + lit(1)`, half a millisecond each on the reference machine); building the
     checks' plans took 5 s of a 20 s judgment that way."""
     global _driver, _archive, _scratch
+    quiet_py4j()  # a JVM killed mid-command (a Ctrl-C as it starts) is the caller's to report
     java_options = f"{JVM_OPTIONS} {SMALL_INPUT_JIT} {SMALL_INPUT_GC}" if small_input else \
         f"{JVM_OPTIONS} {LARGE_INPUT_JIT}"
     if SparkContext._gateway is None:  # this start makes the JVM
