@@ -21,17 +21,31 @@ _PY4J = str(Path(py4j.__file__).parent)
 
 class _LastResort(logging.Handler):
     """What Python prints for a logging application that configured nothing (its
-    `logging.lastResort`: warnings and above, the message alone, to the current standard
-    error), as a handler of the root logger, so that no `logging.exception` configures one."""
+    `logging.lastResort`: a warning or worse that no handler took, the message alone, to the
+    current standard error), as a handler of the root logger, so that no `logging.exception`
+    configures one."""
 
     def __init__(self) -> None:
         super().__init__(logging.WARNING)
 
     def emit(self, record: logging.LogRecord) -> None:
+        if _handled_below(record):
+            return
         try:
             sys.stderr.write(self.format(record) + "\n")
         except Exception:  # noqa: BLE001 - logging's own rule: a failed emit is reported, never raised
             self.handleError(record)
+
+
+def _handled_below(record: logging.LogRecord) -> bool:
+    """A handler of the record's logger or of one between it and the root took the record
+    (as `Logger.callHandlers` counts them): Python's last resort would not print it."""
+    logger = logging.getLogger(record.name) if record.name != "root" else None
+    while isinstance(logger, logging.Logger) and logger is not logging.getLogger():
+        if any(record.levelno >= h.level for h in logger.handlers):
+            return True
+        logger = logger.parent if logger.propagate else None
+    return False
 
 
 def _not_py4j(record: logging.LogRecord) -> bool:

@@ -24,6 +24,9 @@ except ConnectionResetError:
 ''', sys.argv[2], "exec"))
 logging.getLogger("isrlab.faults").warning("tmpfs: not root, a plain directory instead")
 logging.getLogger("isrlab.faults").info("not shown")
+own = logging.getLogger("lib.with.handler")  # a library's logger with a handler of its own
+own.addHandler(logging.StreamHandler(sys.stdout))
+own.warning("once, by its own handler")
 """
 
 
@@ -35,6 +38,8 @@ def _stderr(mode: str) -> str:
 
 
 def test_py4j_reports_on_the_root_logger_are_dropped_and_isrlabs_warnings_print_as_before() -> None:
+    """As Python's last resort prints them: the message alone, a record another handler took
+    not again."""
     assert _stderr("quiet") == "tmpfs: not root, a plain directory instead\n"
 
 
