@@ -152,6 +152,15 @@ class ClassArchive:
         finally:
             partial.unlink(missing_ok=True)
             lock.unlink(missing_ok=True)
+            # jcmd's attach made the JVM listen on a socket file it removes only at a clean
+            # exit, and `session.stop_spark` kills it next: the file would stay in /tmp
+            attach_socket(pid).unlink(missing_ok=True)
+
+
+def attach_socket(pid: int) -> Path:
+    """Where HotSpot's attach listener of JVM `pid` listens on Linux (its temporary directory
+    is /tmp whatever `java.io.tmpdir` says)."""
+    return Path("/tmp") / f".java_pid{pid}"
 
 
 def _mark_used(archive: Path) -> None:

@@ -132,3 +132,27 @@ def test_jars_written_again_are_another_key(tmp_path: Path, monkeypatch: pytest.
     assert class_archive._key(java) == before  # nothing changed: the same archive
     os.utime(jar, ns=(jar.stat().st_atime_ns, jar.stat().st_mtime_ns + 1_000_000_000))
     assert class_archive._key(java) != before
+
+
+def test_saving_leaves_no_attach_socket_of_the_jvm_it_dumped(cache: Path, tmp_path: Path) -> None:
+    """jcmd's attach makes the JVM listen on /tmp/.java_pid<pid>, which only a clean exit
+    removes; the analysis JVM is killed after its dump, so each first command on a machine
+    (and each clean-clone CI run) left one in /tmp."""
+    source = tmp_path / "Wait.java"
+    source.write_text('public class Wait { public static void main(String[] a) throws Exception {'
+                      ' System.out.println("ready"); System.out.flush(); Thread.sleep(120000); } }')
+    java = class_archive._java()
+    jvm = subprocess.Popen([str(java), "-XX:+RecordDynamicDumpInfo", "-XX:-UsePerfData", str(source)],
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert jvm.stdout is not None and jvm.stdout.readline().strip() == "ready"
+        recorder = ClassArchive()
+        assert recorder.recording is not None
+        archive = recorder.recording.with_suffix(".jsa")
+        recorder.save(jvm.pid)
+        assert archive.is_file(), "the dump did not run against the JVM (nothing was attached)"
+        assert not class_archive.attach_socket(jvm.pid).exists()
+    finally:
+        jvm.kill()
+        jvm.wait()
+        class_archive.attach_socket(jvm.pid).unlink(missing_ok=True)
