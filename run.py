@@ -16,6 +16,7 @@ import argparse
 import difflib
 import errno
 import faulthandler
+import gc
 import os
 import signal
 import sys
@@ -230,4 +231,11 @@ if __name__ == "__main__":
     # `kill -USR1 <pid>` prints every thread's stack on stderr: a command that hangs says where
     # (the command's own process only: a caller of `main`, pytest's capture say, may have no file)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
-    sys.exit(main())
+    code = main()
+    # Every command has stopped what it started in its own finally blocks (nodes, sockets and
+    # their files, mounts, namespaces, the analysis JVM); what is left is memory the process
+    # hands back as it exits. The interpreter's last garbage collection walked all of it
+    # (PySpark's, pyarrow's, gRPC's and the pipeline's objects): 0.2 s of every command, 0.04 s
+    # with the objects frozen, which it skips.
+    gc.freeze()
+    sys.exit(code)
