@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import reduce
 from pathlib import Path
@@ -65,14 +65,31 @@ def run_ids(runs: list[Path]) -> dict[Path, str]:
     return {run: str(run) for run in runs}  # unreachable: distinct absolute paths differ somewhere
 
 
+#: Arrow's parse of a record file, started ahead of the ingest (`parse_ahead`), by table and path
+Ahead = dict[tuple[str, Path], "Future[pa.Table | None]"]
+
+
+def parse_ahead(runs: list[Path]) -> Ahead:
+    """Arrow's parse of every record file of `runs`, started now in threads for `ingest` to
+    take: a small input is parsed while its JVM starts (0.2 s of a cold `analyze` of the
+    quickstart's run, most of it Arrow's first use in the process). Nothing is written."""
+    pool = ThreadPoolExecutor(max_workers=len(RECORD_FILES), thread_name_prefix="isrlab-parse")
+    try:
+        return {(spec.table, run / spec.path): pool.submit(parse, spec, run / spec.path)
+                for run in runs for spec in RECORD_FILES if (run / spec.path).is_file()}
+    finally:
+        pool.shutdown(wait=False)  # its threads end with the last parse
+
+
 def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path,
-           handed_over: bool = False) -> tuple[Tables, dict[str, str]]:
+           handed_over: bool = False, ahead: Ahead | None = None) -> tuple[Tables, dict[str, str]]:
     """Parse every record file of `runs` (each run's directory and id, `run_ids`) into
     `warehouse/<table>/` (a `run_id` column says whose each row is: a directory per run cost
     a thousand runs a minute of small files); return the rows of the runs whose files all
     match, and for each other run why it was rejected (the file and line of its first
     mismatch): those runs cannot be judged. `handed_over`: a table Arrow's reader read whole
-    is handed to Spark as its rows (the module's docstring), for an input of a few megabytes."""
+    is handed to Spark as its rows (the module's docstring), for an input of a few megabytes.
+    `ahead`: the files' parses `parse_ahead` started."""
     frames = {}
     ids = list(runs.values())
     rejected: dict[str, str] = {rid: f"{run / name}: missing, so the run cannot be judged"
@@ -91,7 +108,7 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path,
             files = {read_as[run] / spec.path: rid for run, rid in runs.items() if (run / spec.path).is_file()}
             if files:  # the five writes are small jobs: together, their fixed costs overlap
                 writes[spec] = pool.submit(_write_table, spark, spec, files, warehouse / spec.table,
-                                           read_as != {run: run for run in runs}, handed_over)
+                                           read_as != {run: run for run in runs}, handed_over, ahead)
             else:  # and no earlier judgment's table of it stays beside this one's
                 shutil.rmtree(warehouse / spec.table, ignore_errors=True)
                 frames[spec.table] = spark.createDataFrame([], _stored_schema(spec))
@@ -163,11 +180,11 @@ def _run_of_line(spec: RecordFile, files: dict[Path, str], linked: bool) -> Colu
 
 
 def _write_table(spark: SparkSession, spec: RecordFile, files: dict[Path, str], target: Path, linked: bool,
-                 keep: bool) -> tuple[bool, pa.Table | None]:
+                 keep: bool, ahead: Ahead | None = None) -> tuple[bool, pa.Table | None]:
     """`target`, the table of `spec`'s files (each with its run's id): the files Arrow's reader
-    takes (`arrow_ingest`) in Parquet files written here, the others by Spark's reader
-    beside it. Returns whether Spark's reader took any, and when it took none and `keep`
-    says so, the rows written."""
+    takes (`arrow_ingest`; parsed ahead, or now) in Parquet files written here, the others by
+    Spark's reader beside it. Returns whether Spark's reader took any, and when it took none
+    and `keep` says so, the rows written."""
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     schema = pa.schema([arrow_field(f) for f in _stored_schema(spec).fields])
@@ -177,7 +194,8 @@ def _write_table(spark: SparkSession, spec: RecordFile, files: dict[Path, str], 
     try:
         for path, rid in files.items():
             try:
-                table = parse(spec, path)
+                parsed = (ahead or {}).get((spec.table, path))
+                table = parse(spec, path) if parsed is None else parsed.result()
             except Exception:  # noqa: BLE001 - an unreadable file, an input no test foresaw: Spark's
                 table = None  # reader, which judged every file before, judges it or says why not
             if table is None:

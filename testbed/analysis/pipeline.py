@@ -17,7 +17,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
 import testbed.common.owned_dirs as owned_dirs
-from testbed.analysis.ingest import ingest, run_ids
+from testbed.analysis.ingest import Ahead, ingest, parse_ahead, run_ids
 from testbed.analysis.job import RunData, run_job
 from testbed.analysis.places import default_summary_dir, jvm_log_for, warehouse_for
 from testbed.analysis.report import write_reports
@@ -132,9 +132,10 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
     try:
         warehouse = warehouse_for(runs, summary_dir)
         size = input_bytes(runs)
+        ahead = parse_ahead([info.run_dir for info in infos.values()]) if size < HANDED_OVER_BYTES else {}
         spark = get_spark(spark_master, log=jvm_log_for(warehouse), small_input=size < C1_INPUT_BYTES)
         with _sole_judgment(warehouse):
-            data, rejected = _judge(spark, infos, warehouse, size)
+            data, rejected = _judge(spark, infos, warehouse, size, ahead)
     except (PySparkException, Py4JError, ConnectionError) as exc:  # the last: a JVM killed as it started
         failed = f"the Spark job failed, so the run was not judged: {spark_failure(exc)}"
         data, rejected = {}, dict.fromkeys(infos, failed)
@@ -187,11 +188,11 @@ def _sole_judgment(warehouse: Path) -> Iterator[None]:
 
 
 def _judge(spark: RemoteSession, infos: dict[str, RunInfo], warehouse: Path,
-           size: int) -> tuple[dict[str, RunData], dict[str, str]]:
+           size: int, ahead: Ahead | None = None) -> tuple[dict[str, RunData], dict[str, str]]:
     """The Spark part of a judgment: each judged run's data, and why each other run was not."""
     small = tune_for(spark, size)
     tables, rejected = ingest(spark, {info.run_dir: rid for rid, info in infos.items()}, warehouse,
-                              size < HANDED_OVER_BYTES)
+                              size < HANDED_OVER_BYTES, ahead)
     judged = [rid for rid in infos if rid not in rejected]
     data = run_job(tables, config_tables(spark, [infos[r] for r in judged]), judged, small) if judged else {}
     return data, rejected

@@ -20,8 +20,9 @@ from py4j.protocol import Py4JError
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkException
 from pyspark.java_gateway import launch_gateway
-from pyspark.sql import SparkSession
+from pyspark.sql import SparkSession, SQLContext
 
+import testbed.analysis.jvm_command as jvm_command
 import testbed.analysis.jvm_parent as jvm_parent
 import testbed.analysis.jvm_scratch as jvm_scratch
 from testbed.analysis.py4j_logging import quiet_py4j
@@ -182,19 +183,31 @@ def _embedded(master: str, log: Path | None, small_input: bool) -> str:
     settings = (*SETTINGS, *CONNECT_SETTINGS, *(SMALL_INPUT_SETTINGS if small_input else ()),
                 *(jvm_scratch.settings(_scratch) if _scratch is not None else ()),
                 *((("spark.driver.extraJavaOptions", java_options.strip()),) if java_options.strip() else ()))
-    if log is not None and SparkContext._gateway is None:
-        _launch_jvm(master, log, settings)
-    os.environ.pop(CONNECT_MODE, None)  # else the builder would make a client, not a driver
-    builder = SparkSession.builder.master(master).appName(APP_NAME)
-    for key, value in settings:
-        builder = builder.config(key, value)
-    _driver = builder.getOrCreate()
+    try:
+        _driver = _start_driver(master, log, settings)
+    except Exception:
+        if not jvm_command.failed_from_record():
+            raise
+        _driver = _start_driver(master, log, settings)  # through spark-submit, which records again
+    if (proc := getattr(SparkContext._gateway, "proc", None)) is not None:
+        jvm_command.record(proc.pid)
     _driver.sparkContext.setLogLevel("ERROR")
     if _scratch is not None:  # the JVM removes it as it exits, as when this process is killed
         jvm = _driver._jvm
         jvm.org.apache.spark.util.ShutdownHookManager.registerShutdownDeleteDir(jvm.java.io.File(str(_scratch)))
     service = getattr(_driver._jvm.org.apache.spark.sql.connect.service, "SparkConnectService$")
     return f"sc://127.0.0.1:{getattr(service, 'MODULE$').localPort()}"
+
+
+def _start_driver(master: str, log: Path | None, settings: tuple[tuple[str, str], ...]) -> SparkSession:
+    """The classic session of this process's JVM, started now if there is none."""
+    if log is not None and SparkContext._gateway is None:
+        _launch_jvm(master, log, settings)
+    os.environ.pop(CONNECT_MODE, None)  # else the builder would make a client, not a driver
+    builder = SparkSession.builder.master(master).appName(APP_NAME)
+    for key, value in settings:
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
 
 
 def _launch_jvm(master: str, log: Path, settings: tuple[tuple[str, str], ...]) -> None:
@@ -324,12 +337,12 @@ def renice(pid: int, nice: int) -> None:
             pass  # a thread that ended, or no right to raise a priority
 
 
-def _stop_sessions(sessions: list, driver: SparkSession | None, gone: bool) -> bool:
-    """Stop each session, in a thread of its own that may take `SESSION_STOP_WAIT`; whether
-    they all stopped in that time."""
+def _stop_sessions(sessions: list, gone: bool) -> bool:
+    """Stop each Spark Connect session, in a thread of its own that may take
+    `SESSION_STOP_WAIT`; whether they all stopped in that time."""
     def stop_all() -> None:
         for each in sessions:
-            if gone and each is not driver:  # its release would be retried against a gone server,
+            if gone:  # its release would be retried against a gone server,
                 each.client.close()  # and so would the clean-up at the process's exit of an unclosed client
                 continue
             try:
@@ -340,6 +353,34 @@ def _stop_sessions(sessions: list, driver: SparkSession | None, gone: bool) -> b
     stopping.start()
     stopping.join(SESSION_STOP_WAIT)
     return not stopping.is_alive()
+
+
+def _forget(driver: SparkSession) -> None:
+    """PySpark's own stop of `driver` on this side, its JVM killed already: the JVM's stop
+    of its SparkContext (the Connect server's, the listener bus's and the block manager's
+    ends, the local directories' removal by `rm` processes) took 0.4 s of every command for
+    a JVM killed next. A context without its Java side is a stopped one to PySpark (its
+    `stop` then leaves the JVM alone, and `getOrCreate` makes a new context and session), so
+    the next `get_spark` starts a new JVM, as after the full stop.
+
+    The context's accumulator server (a socketserver nothing of isrlab's uses) ends in a
+    thread of its own: its loop looks for the end every half second, and the wait was 0.2 s
+    of a command on average. A TCP server leaves nothing once the process exits; one on a
+    Unix socket (`spark.python.unix.domain.socket.enabled`) removes its file, so that one
+    is waited for."""
+    context = driver.sparkContext
+    server = getattr(context, "_accumulatorServer", None)
+    context._accumulatorServer = None
+    context._jsc = None
+    context.stop()  # the active context, on this side only
+    SparkSession._instantiatedSession = None
+    SparkSession._activeSession = None
+    SQLContext._instantiatedContext = None
+    if server is not None:
+        if isinstance(server.server_address, str):
+            server.shutdown()
+        else:
+            threading.Thread(target=server.shutdown, name="isrlab-accumulators-end", daemon=True).start()
 
 
 def stop_spark() -> None:
@@ -364,7 +405,7 @@ def stop_spark() -> None:
         others = _others[:]
         _others.clear()
         gone = driver is None and url is not None and not connect_server_accepts(url)  # a server that died mid-judgment
-        stopped = _stop_sessions([each for each in (*others, session, driver) if each is not None], driver, gone)
+        stopped = _stop_sessions([each for each in (*others, session) if each is not None], gone)
         # this process's JVM: its driver's, or one whose start was cut short (`_kill_starting_jvm`)
         proc = getattr(SparkContext._gateway, "proc", None)
         if stopped and driver is not None and _archive is not None and proc is not None and proc.poll() is None:
@@ -377,6 +418,8 @@ def stop_spark() -> None:
             # removed below. It keeps no performance-data file to leave (`JVM_OPTIONS`).
             proc.kill()
             proc.wait()
+        if driver is not None:
+            _forget(driver)
         gateway, SparkContext._gateway, SparkContext._jvm = SparkContext._gateway, None, None
         if gateway is not None:
             gateway.close()

@@ -163,9 +163,11 @@ def test_a_line_rule_is_judged_alike_by_spark_sql_and_arrow(table: str, spark: o
     assert any(by_spark) and not all(by_spark)
 
 
+@pytest.mark.parametrize("when", ["now", "ahead"])
 def test_a_file_arrows_reader_fails_on_is_read_by_spark(tmp_path: Path, spark: object,  # noqa: F811
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """An error no test foresaw in the fast reader costs its speed, never the judgment."""
+                                                        monkeypatch: pytest.MonkeyPatch, when: str) -> None:
+    """An error no test foresaw in the fast reader, parsing as the table is written or ahead
+    of it (`parse_ahead`), costs its speed, never the judgment."""
     import testbed.analysis.ingest as ingest
 
     def broken(spec: RecordFile, path: Path) -> None:
@@ -173,8 +175,9 @@ def test_a_file_arrows_reader_fails_on_is_read_by_spark(tmp_path: Path, spark: o
     path = tmp_path / "history.jsonl"
     path.write_text(SEND + "\n")
     monkeypatch.setattr(ingest, "parse", broken)
+    ahead = ingest.parse_ahead([tmp_path]) if when == "ahead" else None
     assert ingest._write_table(spark, SPECS["history"], {path: "r"}, tmp_path / "table", linked=False,
-                               keep=True) == (True, None)
+                               keep=True, ahead=ahead) == (True, None)
     rows = pq.read_table(tmp_path / "table").to_pylist()
     assert [(r["process"], r["run_id"], r["_bad"]) for r in rows] == [("p", "r", False)]
 
@@ -203,3 +206,26 @@ def test_a_small_inputs_tables_handed_to_spark_as_rows_hold_what_their_parquet_h
         files = getattr(handed, f.name).inputFiles()
         assert bool(files) == (f.name == "history"), f"{f.name}: {files}"
         assert getattr(stored, f.name).inputFiles(), f.name
+
+
+def test_files_parsed_ahead_are_ingested_without_being_parsed_again(tmp_path: Path, spark: object,  # noqa: F811
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small input's files are parsed while the JVM starts (`parse_ahead`); the ingest takes
+    those parses, and its tables are those of an ingest that parses the files itself."""
+    import testbed.analysis.ingest as ingest_module
+
+    run = tmp_path / "run"
+    assert run_seed(dataclasses.replace(load_topology(ROOT / "topologies" / "nemesis.yaml"), seed=5), run).error is None
+    ahead = ingest_module.parse_ahead([run])
+    assert {table for table, _ in ahead} == {spec.table for spec in RECORD_FILES if (run / spec.path).is_file()}
+    for parsed in ahead.values():
+        parsed.result()
+    calls: list[Path] = []
+    monkeypatch.setattr(ingest_module, "parse", lambda spec, path: calls.append(path) or parse(spec, path))
+    early, rejected_early = ingest(spark, {run: "r"}, tmp_path / "early", handed_over=True, ahead=ahead)
+    assert calls == []
+    now, rejected_now = ingest(spark, {run: "r"}, tmp_path / "now", handed_over=True)
+    assert len(calls) == len(ahead)
+    assert rejected_early == rejected_now == {}
+    assert _rows(early) == _rows(now)
+    assert all(_rows(early).values()), "a table without rows compares nothing"

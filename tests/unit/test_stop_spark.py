@@ -96,13 +96,13 @@ def test_sessions_that_do_not_stop_in_time_are_left_to_the_kill(monkeypatch: pyt
     stuck = _Stuck()
     start = time.monotonic()
     try:
-        assert session._stop_sessions([stuck], None, gone=False) is False
+        assert session._stop_sessions([stuck], gone=False) is False
         assert time.monotonic() - start < 2
     finally:
         stuck.release.set()
     stopped = _Stuck()
     stopped.release.set()  # a session that stops at once
-    assert session._stop_sessions([stopped], None, gone=False) is True
+    assert session._stop_sessions([stopped], gone=False) is True
 
 
 STARTING = """
