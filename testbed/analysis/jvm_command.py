@@ -63,9 +63,9 @@ def swap(command: list[str], env: dict[str, str] | None) -> tuple[list[str], dic
     scratch = _scratch_in(command)
     try:
         key = _key(_placed(command, scratch), env)
-    except OSError:
-        return command, env  # nothing to key a record on: spark-submit, and none recorded
-    found = _read(key)
+        found = _read(key)
+    except Exception:  # noqa: BLE001 - no cache, no home: the start is spark-submit's, as without records
+        return command, env
     _last = _Start(key, env, scratch, from_record=found is not None)
     if found is None:
         return command, env
@@ -112,8 +112,8 @@ def record(pid: int) -> None:
                                        "env": dict(zip(added, _placed(list(added.values()), start.scratch)))}))
         os.replace(partial, path)
         _prune(path.parent)
-    except (OSError, UnicodeDecodeError, ValueError):
-        pass  # nothing kept: the next start goes through spark-submit again
+    except Exception:  # noqa: BLE001 - nothing kept: the next start goes through spark-submit again
+        pass
 
 
 def failed_from_record() -> bool:
@@ -126,7 +126,10 @@ def failed_from_record() -> bool:
     code = start.proc.poll()
     if code is None or code <= 0:
         return False
-    (cache_dir() / f"{start.key}.json").unlink(missing_ok=True)
+    try:
+        (cache_dir() / f"{start.key}.json").unlink(missing_ok=True)
+    except OSError:
+        pass  # a cache that cannot be written: the retry goes through spark-submit all the same
     return True
 
 
