@@ -100,6 +100,8 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path,
             if rid not in rejected and (run / name).stat().st_size == 0:
                 rejected[rid] = f"{run / name}: empty (no {what} was recorded), so the run cannot be judged"
     read_as = _read_dirs(runs)
+    ahead = {(spec.table, read_as[run] / spec.path): parsed for run in runs for spec in RECORD_FILES
+             if (parsed := (ahead or {}).get((spec.table, run / spec.path))) is not None}  # as the files are read
     warehouse.mkdir(parents=True, exist_ok=True)
     tables = readable(warehouse)
     with ThreadPoolExecutor(max_workers=len(RECORD_FILES), thread_name_prefix="isrlab-ingest") as pool:

@@ -208,13 +208,14 @@ def test_a_small_inputs_tables_handed_to_spark_as_rows_hold_what_their_parquet_h
         assert getattr(stored, f.name).inputFiles(), f.name
 
 
+@pytest.mark.parametrize("name", ["run", "a:b[1]"])  # the second is read through a link (`readable_paths`)
 def test_files_parsed_ahead_are_ingested_without_being_parsed_again(tmp_path: Path, spark: object,  # noqa: F811
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+                                                                    monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     """A small input's files are parsed while the JVM starts (`parse_ahead`); the ingest takes
     those parses, and its tables are those of an ingest that parses the files itself."""
     import testbed.analysis.ingest as ingest_module
 
-    run = tmp_path / "run"
+    run = tmp_path / name
     assert run_seed(dataclasses.replace(load_topology(ROOT / "topologies" / "nemesis.yaml"), seed=5), run).error is None
     ahead = ingest_module.parse_ahead([run])
     assert {table for table, _ in ahead} == {spec.table for spec in RECORD_FILES if (run / spec.path).is_file()}
