@@ -394,7 +394,10 @@ def _forget(driver: SparkSession) -> None:
     server = getattr(context, "_accumulatorServer", None)
     context._accumulatorServer = None
     context._jsc = None
-    context.stop()  # the active context, on this side only
+    try:
+        context.stop()  # the active context, on this side only
+    except Exception:  # noqa: BLE001 - another PySpark's insides: the context is forgotten all the same
+        SparkContext._active_spark_context = None
     SparkSession._instantiatedSession = None
     SparkSession._activeSession = None
     SQLContext._instantiatedContext = None
