@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 
 from testbed.analysis.spark_settings import LOG4J2_PROPERTIES
-from testbed.common.cache import isrlab_cache
+from testbed.common.cache import isrlab_cache, keep_newest
 
 #: How long a dump may take before the archive is given up for this time (it takes 10-15 s)
 DUMP_TIMEOUT_S = 120
@@ -146,7 +146,7 @@ class ClassArchive:
                                   stdin=subprocess.DEVNULL, capture_output=True, timeout=DUMP_TIMEOUT_S)
             if done.returncode == 0 and partial.exists() and partial.stat().st_size > 0:
                 os.replace(partial, final)
-                _prune(final.parent)
+                keep_newest(final.parent, "*.jsa", KEEP)  # a JVM that maps a removed one keeps its mapping
         except (OSError, subprocess.SubprocessError):
             pass  # no archive this time
         finally:
@@ -169,19 +169,6 @@ def _mark_used(archive: Path) -> None:
         os.utime(archive)
     except OSError:
         pass  # a cache of another user's: used all the same, just not marked
-
-
-def _prune(cache: Path) -> None:
-    """Remove all but the `KEEP` most recently used archives. A JVM that maps a removed one
-    keeps its mapping; the next start of that software records it again."""
-    archives = []
-    for path in cache.glob("*.jsa"):
-        try:
-            archives.append((path.stat().st_mtime, path))
-        except OSError:
-            continue  # removed meanwhile
-    for _, path in sorted(archives, reverse=True)[KEEP:]:
-        path.unlink(missing_ok=True)
 
 
 def _lock(path: Path) -> bool:

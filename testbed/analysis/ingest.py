@@ -100,7 +100,7 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path,
             if rid not in rejected and (run / name).stat().st_size == 0:
                 rejected[rid] = f"{run / name}: empty (no {what} was recorded), so the run cannot be judged"
     read_as = _read_dirs(runs)
-    ahead = {(spec.table, read_as[run] / spec.path): parsed for run in runs for spec in RECORD_FILES
+    taken = {(spec.table, read_as[run] / spec.path): parsed for run in runs for spec in RECORD_FILES
              if (parsed := (ahead or {}).get((spec.table, run / spec.path))) is not None}  # as the files are read
     warehouse.mkdir(parents=True, exist_ok=True)
     tables = readable(warehouse)
@@ -110,7 +110,7 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path,
             files = {read_as[run] / spec.path: rid for run, rid in runs.items() if (run / spec.path).is_file()}
             if files:  # the five writes are small jobs: together, their fixed costs overlap
                 writes[spec] = pool.submit(_write_table, spark, spec, files, warehouse / spec.table,
-                                           read_as != {run: run for run in runs}, handed_over, ahead)
+                                           read_as != {run: run for run in runs}, handed_over, taken)
             else:  # and no earlier judgment's table of it stays beside this one's
                 shutil.rmtree(warehouse / spec.table, ignore_errors=True)
                 frames[spec.table] = spark.createDataFrame([], _stored_schema(spec))

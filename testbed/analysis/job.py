@@ -18,9 +18,9 @@ from functools import reduce
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-import testbed.analysis.checks_history as H
-import testbed.analysis.checks_protocol as P
-import testbed.analysis.figures as figures
+from testbed.analysis import checks_history as H
+from testbed.analysis import checks_protocol as P
+from testbed.analysis import figures
 from testbed.analysis.attribution import attribute
 from testbed.analysis.faultspans import fault_spans
 from testbed.analysis.held import hold

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
 from testbed.analysis.jvm_scratch import ROOT as SCRATCH_ROOT
-from testbed.common.cache import isrlab_cache
+from testbed.analysis.whole_files import write_whole
+from testbed.common.cache import isrlab_cache, keep_newest
 
 #: Stands for the start's scratch directory in a record
 _SCRATCH = "@ISRLAB_JVM_SCRATCH@"
@@ -105,13 +105,11 @@ def record(pid: int) -> None:
         if not command or command[0].endswith("spark-submit") or "org.apache.spark.deploy.SparkSubmit" not in command:
             return  # not (yet) the JVM: the scripts had not exec'd it
         added = {k: v for k, v in environ.items() if k not in _PER_START and start.passed.get(k) != v}
-        path = cache_dir() / f"{start.key}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}.partial")
-        partial.write_text(json.dumps({"command": _placed(command, start.scratch),
-                                       "env": dict(zip(added, _placed(list(added.values()), start.scratch)))}))
-        os.replace(partial, path)
-        _prune(path.parent)
+        cache_dir().mkdir(parents=True, exist_ok=True)
+        write_whole(cache_dir() / f"{start.key}.json",
+                    json.dumps({"command": _placed(command, start.scratch),
+                                "env": dict(zip(added, _placed(list(added.values()), start.scratch)))}).encode())
+        keep_newest(cache_dir(), "*.json", KEEP)  # the records written last
     except Exception:  # noqa: BLE001 - nothing kept: the next start goes through spark-submit again
         pass
 
@@ -168,15 +166,3 @@ def _key(command: list[str], env: dict[str, str]) -> str:
     for jar in sorted(jars.iterdir()) if jars.is_dir() else ():
         h.update(f"{jar.name}:{jar.stat().st_size}\0".encode())
     return h.hexdigest()[:16]
-
-
-def _prune(cache: Path) -> None:
-    """Keep the `KEEP` records written last (a CI clone per run makes a key of its own)."""
-    records = []
-    for path in cache.glob("*.json"):
-        try:
-            records.append((path.stat().st_mtime, path))
-        except OSError:
-            continue
-    for _, path in sorted(records, reverse=True)[KEEP:]:
-        path.unlink(missing_ok=True)

@@ -34,7 +34,7 @@ from concurrent.futures import Future
 
 import pyspark.java_gateway
 
-import testbed.analysis.jvm_command as jvm_command
+from testbed.analysis import jvm_command
 
 _PR_SET_PDEATHSIG = 1
 _prctl: Callable[..., int] | None

@@ -16,7 +16,6 @@ from py4j.protocol import Py4JError, Py4JJavaError
 from pyspark.errors import PySparkException
 from pyspark.sql.connect.session import SparkSession as RemoteSession
 
-import testbed.common.owned_dirs as owned_dirs
 from testbed.analysis.ingest import Ahead, ingest, parse_ahead, run_ids
 from testbed.analysis.job import RunData, run_job
 from testbed.analysis.places import default_summary_dir, jvm_log_for, warehouse_for
@@ -29,6 +28,7 @@ from testbed.analysis.summary import remove_summary, write_summary
 from testbed.analysis.synth import write_synthetic_run
 from testbed.analysis.verdict import RunVerdict, judge
 from testbed.analysis.whole_files import write_whole
+from testbed.common import owned_dirs
 
 
 #: Up to this much JSONL a table Arrow's reader read whole reaches Spark as its rows, not as

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-import testbed.analysis.blocks as blocks
+from testbed.analysis import blocks
 from testbed.analysis.ingest import Tables
 from testbed.analysis.observations import (
     PART,

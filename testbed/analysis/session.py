@@ -10,9 +10,9 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from concurrent import futures
 import warnings
 from collections.abc import Callable
+from concurrent import futures
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,12 +23,9 @@ from pyspark.errors import PySparkException
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession, SQLContext
 
-import testbed.analysis.jvm_command as jvm_command
-import testbed.analysis.jvm_parent as jvm_parent
-import testbed.analysis.jvm_scratch as jvm_scratch
-from testbed.analysis.py4j_logging import quiet_py4j
-import testbed.analysis.spark_server as spark_server
+from testbed.analysis import jvm_command, jvm_parent, jvm_scratch, spark_server
 from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
+from testbed.analysis.py4j_logging import quiet_py4j
 from testbed.analysis.spark_settings import (CONNECT_SETTINGS, JVM_OPTIONS, LARGE_INPUT_JIT, SETTINGS, SMALL_INPUT_GC,
                                              SMALL_INPUT_JIT, SMALL_INPUT_SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR)
 from testbed.config.cli_values import connect_server_accepts
@@ -342,12 +339,12 @@ def _stop_sessions(sessions: list, gone: bool) -> bool:
     """Stop each Spark Connect session, in a thread of its own that may take
     `SESSION_STOP_WAIT`; whether they all stopped in that time."""
     def stop_all() -> None:
-        if not gone:
-            _finish_releases(sessions)
+        if gone:  # a release would be retried against a gone server, and so would the
+            for each in sessions:  # clean-up at the process's exit of an unclosed client
+                each.client.close()
+            return
+        _finish_releases(sessions)
         for each in sessions:
-            if gone:  # its release would be retried against a gone server,
-                each.client.close()  # and so would the clean-up at the process's exit of an unclosed client
-                continue
             try:
                 each.stop()
             except (Py4JError, ConnectionError, PySparkException):
@@ -380,8 +377,8 @@ RELEASE_WAIT = 1.0
 def _forget(driver: SparkSession) -> None:
     """PySpark's own stop of `driver` on this side, its JVM killed already: the JVM's stop
     of its SparkContext (the Connect server's, the listener bus's and the block manager's
-    ends, the local directories' removal by `rm` processes) took 0.4 s of every command for
-    a JVM killed next. A context without its Java side is a stopped one to PySpark (its
+    ends, the local directories' removal by `rm` processes) is 0.1 s of work for a JVM killed
+    next. A context without its Java side is a stopped one to PySpark (its
     `stop` then leaves the JVM alone, and `getOrCreate` makes a new context and session), so
     the next `get_spark` starts a new JVM, as after the full stop.
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import time
 
-import testbed.analysis.spark_server as spark_server
+from testbed.analysis import spark_server
 from testbed.config.cli_values import int_arg, spark_master_problem
 
 #: Judgments of a synthetic run a new server makes before `up` returns (see `pipeline.warm_server`)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import psutil
 
-import testbed.analysis.jvm_scratch as jvm_scratch
+from testbed.analysis import jvm_scratch
 from testbed.analysis.spark_settings import JVM_OPTIONS, SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR
 from testbed.analysis.whole_files import write_whole
 from testbed.common.pids import exited

@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-import testbed.analysis.class_archive as class_archive
+from testbed.analysis import class_archive
 from testbed.analysis.spark_command import WARM_UP_ROUNDS
 from testbed.bench import cluster_figures as cf
 from testbed.bench import e2e

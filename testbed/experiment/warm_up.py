@@ -14,9 +14,9 @@ import os
 import shutil
 from pathlib import Path
 
-import testbed.common.owned_dirs as owned_dirs
 from testbed.analysis.places import jvm_log_for, warehouse_for
 from testbed.analysis.session import warm_up
+from testbed.common import owned_dirs
 
 #: the prefix of the owned directories that hold a JVM's log until its run has a directory
 EARLY_LOG_PREFIX = "jvm-log-"
