@@ -45,7 +45,8 @@ def _run_parser() -> argparse.ArgumentParser:
     ap.add_argument("topology", type=path_arg, help="a topology YAML file (schema v1)")
     ap.add_argument("--seed", type=int_arg, help="override the topology's seed")
     ap.add_argument("--time-scale", type=float_arg, default=1.0,
-                    help="multiply every protocol timeout and wait (use >1 on a slow or loaded machine)")
+                    help="multiply every protocol timeout and wait, 0.01 to 1000 (use >1 on a slow or loaded "
+                         "machine)")
     ap.add_argument("--keep-data", action="store_true", help="keep the brokers' data directories after the run")
     ap.add_argument("--runs-dir", type=path_arg, default=Path("runs"), help="where run directories go (default runs/)")
     ap.add_argument("--dry-run", action="store_true", help="print the resolved topology and fault schedule; start nothing")

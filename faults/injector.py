@@ -21,7 +21,7 @@ from broker.common.jsonl import JsonlAppender
 from broker.wire.linkfilter import LinkTable
 from faults import network
 from faults.network_layers import NetworkLayers, merge_counters
-from faults.schedule import ScheduledFault, fault_rng
+from faults.schedule import ScheduledFault, fault_rng, from_nemesis
 from faults.storage import disk_loss, lossy_crash_files
 from faults.targets import ClusterView, TargetError, broker_id, resolve
 
@@ -230,7 +230,7 @@ class FaultInjector:
                 effect = self._apply(f, resolved, view)
             except WorkloadEnded as e:  # an admin request asked again while no controller was active
                 effect = {"error": f"{f.do}: {e}"}
-            if f.origin.startswith("nemesis") and undo_of is None and resolved:
+            if from_nemesis(f.origin) and undo_of is None and resolved:
                 self.done[f.origin] = list(resolved) if f.do != "partition" else effect.get("isolated", resolved)
         return self._record({**base, "phase": "end", "effect": effect})
 

@@ -39,6 +39,8 @@ UNDO_ACTIONS: dict[str, str] = {
 NEMESIS_SLOW: dict[str, float] = {"delay": 0.1, "jitter": 0.05, "loss": 0.05}
 # Actions that need no target: the shape or the controller chooses.
 _UNTARGETED = frozenset({"partition-halves", "partition-bridge", "elect-preferred"})
+#: what follows a nemesis block's key path in its faults' origins (`faults[3].nemesis#0`)
+_NEMESIS = ".nemesis"
 
 
 class FaultPlan(Protocol):
@@ -55,9 +57,10 @@ class FaultPlan(Protocol):
 class ScheduledFault:
     """One fault to inject `at` seconds into the workload phase.
 
-    `origin` says where it came from: `faults[i]` (the i-th entry of the resolved topology's
-    `faults`, the order `topology.yaml` of the run shows), `nemesis[k]#n` (the n-th fault of
-    the k-th nemesis block) or `nemesis[k]#n.undo`.
+    `origin` says where it came from, as the entry's key path in the topology's `faults:`
+    list (the order the user wrote, which `topology.yaml` of the run keeps and validate's
+    errors name): `faults[i]`, `faults[i].nemesis#n` (the n-th fault the nemesis block
+    `faults[i]` drew) or `faults[i].nemesis#n.undo`.
     """
 
     at: float
@@ -76,9 +79,14 @@ def build_schedule(t: FaultPlan, seed: int | None = None) -> list[ScheduledFault
         if isinstance(spec, FaultSpec):
             faults.append(ScheduledFault(spec.at, spec.do, spec.target, dict(spec.params), f"faults[{index}]"))
         else:
-            faults.extend(_expand(spec, nemesis_index, run_seed))
+            faults.extend(_expand(spec, nemesis_index, f"faults[{index}]{_NEMESIS}", run_seed))
             nemesis_index += 1
     return sorted(faults, key=lambda f: f.at)
+
+
+def from_nemesis(origin: str) -> bool:
+    """The fault is one a nemesis drew (its undo is of the same origin with `.undo`)."""
+    return _NEMESIS in origin
 
 
 def fault_rng(seed: int, origin: str) -> random.Random:
@@ -99,7 +107,9 @@ def format_schedule(schedule: list[ScheduledFault]) -> str:
     return "\n".join(lines)
 
 
-def _expand(n: NemesisSpec, index: int, seed: int) -> list[ScheduledFault]:
+def _expand(n: NemesisSpec, index: int, entry: str, seed: int) -> list[ScheduledFault]:
+    """The faults of the `index`-th nemesis block, the topology's entry `entry`: its draws
+    are seeded by `index`, so explicit faults added around it leave them as they were."""
     rng = fault_rng(seed, f"nemesis[{index}]")
     out: list[ScheduledFault] = []
     at, number = n.start, 0
@@ -107,7 +117,7 @@ def _expand(n: NemesisSpec, index: int, seed: int) -> list[ScheduledFault]:
         gap = rng.uniform(*n.every)
         action = rng.choice(n.do)
         target = None if action in _UNTARGETED else rng.choice(n.target)
-        origin = f"nemesis[{index}]#{number}"
+        origin = f"{entry}#{number}"
         do, target, params = _nemesis_fault(action, target, n.max_down, rng)
         out.append(ScheduledFault(at, do, target, params, origin))
         if action in UNDO_ACTIONS:

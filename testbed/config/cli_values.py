@@ -13,6 +13,9 @@ from pathlib import Path
 
 #: the most a --time-scale may stretch a run's timeouts (a day's run at 1000x is a day)
 MAX_TIME_SCALE = 1000.0
+#: the least: a 5 s workload lasts 50 ms and a 100 ms timeout 1 ms, about what a process on
+#: this host can still keep to (below, timeouts shorter than a message's round trip)
+MIN_TIME_SCALE = 0.01
 _INT = re.compile(r"-?[0-9]+", re.ASCII)
 _FLOAT = re.compile(r"[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?|[-+]?(nan|inf|infinity)", re.ASCII | re.I)
 
@@ -93,6 +96,9 @@ def time_scale_problem(value: float) -> str | None:
         return f"--time-scale must be a finite number > 0, got {value}"
     if value > MAX_TIME_SCALE:
         return f"--time-scale must be at most {MAX_TIME_SCALE:g}, got {value:g}"
+    if value < MIN_TIME_SCALE:
+        return (f"--time-scale must be at least {MIN_TIME_SCALE:g} (at {MIN_TIME_SCALE:g} a 100 ms timeout is 1 ms), "
+                f"got {value:g}")
     return None
 
 

@@ -124,6 +124,13 @@ def _parse_timing(w: Walker, value: object, path: str) -> Timing | Any:
         w.error(join(path, "controller_election_timeout"),
                 f"its minimum {format_duration(low)}{default} must be longer than heartbeat_interval "
                 f"({format_duration(values['heartbeat_interval'])}), or followers call elections between heartbeats")
+    if values["fetch_max_wait"] > values["replica_lag_max"]:
+        w.error(join(path, "fetch_max_wait"),
+                f"{format_duration(values['fetch_max_wait'])}{'' if 'fetch_max_wait' in given else ' (the default)'} "
+                f"is longer than replica_lag_max ({format_duration(values['replica_lag_max'])}): a follower whose "
+                f"fetch waits that long would fall "
+                f"out of the ISR while it waits (Kafka refuses it: replica.fetch.wait.max.ms must be at most "
+                f"replica.lag.time.max.ms)")
     if values["session_timeout"] <= values["heartbeat_interval"]:
         w.error(
             join(path, "session_timeout"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from broker.common.record_batch import HEADER_SIZE
 from testbed.config.specs import Expectation, FlushPolicy
 from testbed.config.units import (
     parse_duration,
@@ -24,10 +25,11 @@ _EXPECTATION_RE = re.compile(r"^(==|>=|<=|>|<)?\s*([0-9]{1,18})\Z", re.ASCII)
 #: minutes and take gigabytes, where a run could never start.
 MAX_NODES = 100  # brokers, and controllers, of a cluster
 MAX_NODE_ID = 2**31 - 1  # Kafka's broker and node ids are int32
-MAX_PARTITIONS = 10_000  # of one topic, and added by one add-partitions
+MAX_PARTITIONS = 10_000  # of one topic, its add-partitions over the run included
 MAX_CLIENTS = 1_000  # processes of one producers: or consumers: entry
 MAX_BATCH = 100_000  # records of one produce request, and requests in flight
 MAX_SEED = 2**63 - 1  # a seed is a 64-bit number (and a history's LongType)
+MIN_SEGMENT_BYTES = HEADER_SIZE  # a segment holds one batch's header at least (`segment_bytes`)
 
 
 def integer(minimum: int, maximum: int | None = None) -> Callable[[object], int]:
@@ -145,9 +147,13 @@ def expectation(value: object) -> Expectation:
 
 
 def segment_bytes(value: object) -> int:
+    """At least one record batch's header: a segment holds whole batches (the log rolls when
+    the next one would pass this size, never leaving a segment empty), so a smaller size is
+    one no segment can keep to."""
     size = parse_size(value)
-    if size <= 0:
-        raise ValueError(f"{value!r} must be above zero")
+    if size < MIN_SEGMENT_BYTES:
+        raise ValueError(f"{value!r} is smaller than the header of one record batch (expected at least "
+                         f"{MIN_SEGMENT_BYTES}B)")
     return size
 
 

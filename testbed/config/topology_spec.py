@@ -53,12 +53,12 @@ class Topology:
     network: NetworkSpec
     topics: tuple[TopicSpec, ...]
     workload: WorkloadSpec
-    faults: tuple[FaultSpec | NemesisSpec, ...]
+    faults: tuple[FaultSpec | NemesisSpec, ...]  # in the file's order (`faults[i]` is the i-th entry)
     # `converged: true` is held as Expectation("==", 1): 1 when the cluster converged.
     expect: dict[str, Expectation]
     source: str
     #: what is valid but will never do what it seems to (`nemesis_section.never_firing`), each
-    #: naming its key as written in the file (the faults above are in firing order)
+    #: naming its key as written in the file
     notes: tuple[str, ...] = field(default=(), compare=False)
 
     def topic(self, name: str) -> TopicSpec:
@@ -73,8 +73,9 @@ class Topology:
         for topic in self.topics:
             if topic.name == name:
                 return topic.partitions
-        for f in self.faults:
-            if getattr(f, "do", None) == "create-topic" and f.params["topic"]["name"] == name:
+        made = [f for f in self.faults if getattr(f, "do", None) == "create-topic"]
+        for f in sorted(made, key=lambda f: f.at):  # the first made, whatever the file's order
+            if f.params["topic"]["name"] == name:
                 return int(f.params["topic"]["partitions"])
         raise KeyError(f"{self.source}: no topic {name!r} in topics or a create-topic fault")
 

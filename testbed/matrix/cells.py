@@ -4,9 +4,11 @@ each a whole topology checked by the topology parser, with an id that names what
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import itertools
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,8 +17,9 @@ from testbed.config.loader import read_yaml
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.topology_spec import Topology
-from testbed.config.walker import describe, is_digits, yaml_value
-from testbed.matrix.spec import SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY, MatrixError, MatrixSpec
+from testbed.config.walker import describe, is_digits
+from testbed.matrix.cell_errors import Failed, Settings, explain, same, shown
+from testbed.matrix.spec import SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY, MatrixError, MatrixSpec, hashable
 
 #: `DEFAULT_EXPECT` as a topology's `expect:` block says it
 _DEFAULTS = {name: e.value if e.op == "==" else str(e) for name, e in DEFAULT_EXPECT.items()}
@@ -48,14 +51,16 @@ def repeated_ids(cells: list[Cell]) -> list[str]:
 
 def expand(spec: MatrixSpec) -> list[Cell]:
     """Every cell of `spec`, in a fixed order (bases, then varied values in file order, then
-    schedules, then seeds); raises MatrixError naming the matrix file, the cell and the
-    topology key for every cell whose topology is invalid."""
+    schedules, then seeds); raises MatrixError naming the matrix file, the part of the
+    matrix (or the cell) and the topology key for every error of a cell whose topology is
+    invalid, each error once (`cell_errors.explain`)."""
     cells: list[Cell] = []
     errors: list[str] = []
     keys = [key for key, _ in spec.vary]
     labels = _labels(keys)
     schedules: list[tuple[str | None, tuple[Any, ...] | None]] = list(spec.schedules) or [(None, None)]
     names: list[str] = []
+    alike: list[str] = []  # values listed twice, which also give two cells one id
     for base in spec.bases:
         try:
             data = read_yaml(base)
@@ -67,25 +72,28 @@ def expand(spec: MatrixSpec) -> list[Cell]:
             continue
         name = str(data.get("name", base.stem))
         names.append(name)
-        one_at_a_time = _each_alone(spec, base, data)
-        if one_at_a_time:  # a bad value or schedule, said once, not once per cell that has it
-            errors.extend(one_at_a_time)
-            continue
+        ours: list[Cell] = []
+        failed: list[Failed] = []
         for values in itertools.product(*(v for _, v in spec.vary)):
             settings = tuple(zip(keys, values, strict=True))
             for schedule, faults in schedules:
                 for seed in spec.seeds if spec.seeds is not None else (data.get("seed", 0),):
-                    shown = [f"{labels[k]}={_show(v)}" for k, v in settings]
-                    parts = [name, *shown, *([schedule] if schedule else []), f"seed={seed}"]
+                    shown_values = [f"{labels[k]}={shown(v)}" for k, v in settings]
+                    parts = [name, *shown_values, *([schedule] if schedule else []), f"seed={seed}"]
                     cell_id = _fit("-".join(parts).replace("/", "_"))  # a directory's name: `rate=100/s` -> `rate=100_s`
                     source = f"{spec.source} (cell {cell_id}, base {base})"
                     try:
                         cell_data = _cell_data(data, settings, faults, seed, spec, schedule, source, name)
                         topology = parse_topology(cell_data, source)
                     except TopologyError as exc:
-                        errors.extend(exc.errors)
+                        failed.append(Failed(cell_id, settings, schedule, tuple(_tail(e, source) for e in exc.errors)))
                         continue
-                    cells.append(Cell(cell_id, settings, ", ".join(shown), schedule, seed, topology))
+                    ours.append(Cell(cell_id, settings, ", ".join(shown_values), schedule, seed, topology))
+        if failed:
+            errors.extend(explain(spec, base, failed, len(ours) + len(failed), _alone(spec, base, data)))
+        alike.extend(_one_setting_twice(spec, ours))
+        cells.extend(ours)
+    errors.extend(alike)
     seeds = sorted({c.seed for c in cells})
     for rule in spec.rules:
         wanted = dict(rule.when).get(TOPOLOGY_KEY)
@@ -98,13 +106,77 @@ def expand(spec: MatrixSpec) -> list[Cell]:
                           f"each base's own: {', '.join(map(str, seeds))})")
     errors = list(dict.fromkeys(errors))
     twice = repeated_ids(cells)
-    if twice:
+    if twice and not alike:  # a value listed twice says why
         errors.append(f"{spec.source}: two cells would have the same id ({', '.join(twice[:3])}): two bases' "
                       f"topologies share a name (give them different names), or varied values differ only "
                       f"where an id has _ for / (a directory's name has no /)")
     if errors:
         raise MatrixError(errors)
     return cells
+
+
+def _tail(error: str, source: str) -> str:
+    """An error of a cell without the cell's source: `key path: what was expected`."""
+    return error[len(source) + 2:] if error.startswith(f"{source}: ") else error
+
+
+def _alone(spec: MatrixSpec, base: Path, data: dict[str, Any]) -> Callable[[Settings, str | None], list[str]]:
+    """The errors (as `_tail` gives them) of `base` with only some settings or one schedule
+    applied, for `explain` to pin a cell's error on the part of the matrix that gives it."""
+    schedules = dict(spec.schedules)
+    source = f"{spec.source} (base {base})"
+
+    def errors(settings: Settings, schedule: str | None) -> list[str]:
+        # a matrix with schedules replaces the base's faults in every cell: a value is held
+        # against no faults here (a base's fault past a varied `duration` is in no cell)
+        faults = schedules[schedule] if schedule is not None else (() if spec.schedules else None)
+        try:
+            parse_topology(_cell_data(data, settings, faults, data.get("seed", 0), None, schedule, source), source)
+        except TopologyError as exc:
+            return [_tail(e, source) for e in exc.errors]
+        return []
+    return errors
+
+
+def _one_setting_twice(spec: MatrixSpec, cells: list[Cell]) -> list[str]:
+    """Two values of a varied key that the topology reads as one setting (`1` and `"1"`,
+    `all` and `-1` for acks, `1s` and `1000ms`): their cells would run the same topology
+    twice (and `1` and `"1"` give one id). Found by comparing the topologies of cells that
+    differ in that key alone."""
+    out = []
+    for i, (key, values) in enumerate(spec.vary):
+        pairs = len(values) * (len(values) - 1) // 2
+        decided: set[tuple[object, object]] = set()  # each pair of values is compared once
+        groups: dict[tuple[Any, ...], list[Cell]] = {}  # cells alike but for this key
+        for cell in cells:
+            if len(decided) == pairs:
+                break
+            alike = groups.setdefault(
+                (tuple(hashable(v) for k, v in cell.settings if k != key), cell.schedule, cell.seed), [])
+            value = cell.settings[i][1]
+            for twin in alike:
+                pair = (hashable(twin.settings[i][1]), hashable(value))
+                if pair not in decided:
+                    decided.add(pair)
+                    if _bare(twin.topology) == _bare(cell.topology):
+                        both = f"{_quoted(twin.settings[i][1], values)} and {_quoted(value, values)}"
+                        out.append(f"{spec.source}: vary.{key}: lists a value twice: {both} are one setting as the "
+                                   f"topology reads them (their cells would run the same topology)")
+            alike.append(cell)
+    return out
+
+
+def _bare(topology: Topology) -> Topology:
+    """What a cell runs, without what names or judges it."""
+    return dataclasses.replace(topology, source="", expect={})
+
+
+def _quoted(value: Any, values: tuple[Any, ...]) -> str:
+    """`value` as the matrix writes it, a string quoted where another value shows alike (`'1'`
+    beside `1`)."""
+    text = shown(value)
+    alike = any(shown(v) == text and not same(v, value) for v in values)
+    return repr(value) if alike and isinstance(value, str) else text
 
 
 #: The longest cell id kept whole (bytes): a cell's id names its run directory and the files
@@ -122,38 +194,6 @@ def _fit(cell_id: str) -> str:
     return f"{head}-{hashlib.sha256(raw).hexdigest()[:12]}"
 
 
-def _each_alone(spec: MatrixSpec, base: Path, data: dict[str, Any]) -> list[str]:
-    """The errors of each varied value and each fault schedule applied alone to `base`:
-    where a value is wrong whatever it is combined with, its error names it."""
-    errors: list[str] = []
-    # A matrix with fault schedules replaces the base's faults in every cell: a value is held
-    # against no faults here (a base's fault past a varied `duration` is in no cell), and
-    # against each schedule in the cells that combine them.
-    faults = () if spec.schedules else None
-    for key, values in spec.vary:
-        # An error every value of the key gives (the key itself is wrong) is said once, of the key.
-        source = f"{spec.source} (vary {key}, base {base})"
-        each = [_errors(data, ((key, value),), faults, None, source) for value in values]
-        everywhere = set.intersection(*map(set, each)) if len(each) > 1 else set()
-        if everywhere:
-            errors.extend(e for e in each[0] if e in everywhere)
-        for value, found in zip(values, each):
-            valued = f"{spec.source} (vary {key}={_show(value)}, base {base})"
-            errors.extend(e.replace(source, valued, 1) for e in found if e not in everywhere)
-    for schedule, faults in spec.schedules:
-        errors.extend(_errors(data, (), faults, schedule, f"{spec.source} (faults {schedule}, base {base})"))
-    return errors
-
-
-def _errors(data: dict[str, Any], settings: tuple[tuple[str, Any], ...], faults: tuple[Any, ...] | None,
-            schedule: str | None, source: str) -> list[str]:
-    try:
-        parse_topology(_cell_data(data, settings, faults, data.get("seed", 0), None, schedule, source), source)
-    except TopologyError as exc:
-        return exc.errors
-    return []
-
-
 def _cell_data(base: dict[str, Any], settings: tuple[tuple[str, Any], ...], faults: tuple[Any, ...] | None,
                seed: int, spec: MatrixSpec | None, schedule: str | None, source: str,
                name: str | None = None) -> dict[str, Any]:
@@ -165,7 +205,7 @@ def _cell_data(base: dict[str, Any], settings: tuple[tuple[str, Any], ...], faul
     data["seed"] = seed
     selectors = _selectors(settings, schedule, seed, name)
     for rule in spec.rules if spec is not None else ():
-        if all(_same(selectors.get(k), v) for k, v in rule.when):
+        if all(same(selectors.get(k), v) for k, v in rule.when):
             # a matching rule's expectations replace the base's for the checks it names; a base
             # without `expect:` has the defaults, which a rule naming other checks keeps
             data["expect"] = {**(data.get("expect") or _DEFAULTS), **copy.deepcopy(rule.expect)}
@@ -203,15 +243,6 @@ def _labels(keys: list[str]) -> dict[str, str]:
     return {k: (tail if last.count(tail) == 1 else k) for k, tail in zip(keys, last, strict=True)}
 
 
-def _show(value: Any) -> str:
-    """A value as YAML writes it (`false`, `3`, `balanced`), and `none` for nothing."""
-    return "none" if value is None else yaml_value(value)
-
-
-def _same(actual: Any, wanted: Any) -> bool:
-    return type(actual) is type(wanted) and actual == wanted
-
-
 def select(cells: list[Cell], only: str | None = None, shard: tuple[int, int] | None = None) -> list[Cell]:
     """`--only` (`key=value,...` over varied keys, `faults` and `seed`; or a part of the cell
     id) and `--shard K/N` (the K-th of N shares, by position: every host computes the same
@@ -230,8 +261,8 @@ def _matches(cell: Cell, only: str) -> bool:
         return True
     if "=" not in only:
         return only in cell.id or only in cell.setting
-    selectors = {k: _show(v) for k, v in cell.selectors().items()} | {
-        k.split(".")[-1]: _show(v) for k, v in cell.settings}
+    selectors = {k: shown(v) for k, v in cell.selectors().items()} | {
+        k.split(".")[-1]: shown(v) for k, v in cell.settings}
     terms = [(key.strip(), value.strip()) for key, _, value in (t.partition("=") for t in only.split(","))]
     if any(key not in selectors for key, _ in terms):  # a piece of an id (`tiny-elr=true`), not key=value
         return only in cell.id or only in cell.setting

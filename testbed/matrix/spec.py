@@ -7,6 +7,7 @@ wrong type is reported with the topology key it lands on.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,10 +49,12 @@ class MatrixSpec:
     schedules: tuple[tuple[str, tuple[Any, ...]], ...]  # name -> raw fault entries; () = each base's own
     seeds: tuple[int, ...] | None  # None: each base's own seed
     rules: tuple[ExpectRule, ...]
+    #: name -> the file of each schedule given as one, which its errors name
+    schedule_files: tuple[tuple[str, Path], ...] = ()
 
     def with_seed_count(self, n: int) -> MatrixSpec:
         """`--seeds N`: seeds 0..N-1 instead of the file's."""
-        return MatrixSpec(self.source, self.bases, self.vary, self.schedules, tuple(range(n)), self.rules)
+        return dataclasses.replace(self, seeds=tuple(range(n)))
 
 
 def load_matrix(path: str | Path) -> MatrixSpec:
@@ -90,14 +93,14 @@ def _parse(w: Walker, data: object, here: Path) -> MatrixSpec | None:
         return None
     bases = _bases(w, m.get("base"), here) if "base" in m else ()
     vary = _vary(w, m.get("vary", {}))
-    schedules = _schedules(w, m.get("faults", {}), here)
+    schedules, files = _schedules(w, m.get("faults", {}), here)
     seeds = _seeds(w, m["seeds"]) if "seeds" in m else None
     selectable = {key: values for key, values in vary} | {
         SCHEDULE_KEY: tuple(name for name, _ in schedules), SEED_KEY: seeds, TOPOLOGY_KEY: None}
     rules = _rules(w, m.get("expect", []), selectable)
     if w.errors:
         return None
-    return MatrixSpec(w.source, bases, vary, schedules, seeds, rules)
+    return MatrixSpec(w.source, bases, vary, schedules, seeds, rules, files)
 
 
 def _bases(w: Walker, value: object, here: Path) -> tuple[Path, ...]:
@@ -111,6 +114,9 @@ def _bases(w: Walker, value: object, here: Path) -> tuple[Path, ...]:
             w.error(path, f"expected the path of a topology file, got {describe(item)}")
             continue
         file = locate(here, item)
+        if file is None and any(d.is_dir() for d in (here / item, Path(item))):
+            w.error(path, f"{item}: a directory, not a file (expected a topology file)")
+            continue
         if file is None:
             w.error(path, f"{item}: no such file, beside the matrix file ({here / item}) or in the working "
                           f"directory ({Path(item).absolute()})")
@@ -151,52 +157,77 @@ def _vary(w: Walker, value: object) -> tuple[tuple[str, tuple[Any, ...]], ...]:
         if any(isinstance(v, dict | list) for v in values):
             w.error(path, "expected scalar values (a number, a string, true/false)")
             continue
-        if len(set(map(_hashable, values))) != len(values):
+        if len(set(map(hashable, values))) != len(values):
             seen: set[object] = set()
-            twice = [v for v in values if _hashable(v) in seen or seen.add(_hashable(v))]
+            twice = [v for v in values if hashable(v) in seen or seen.add(hashable(v))]
             w.error(path, f"lists a value twice: {', '.join(dict.fromkeys(map(yaml_value, twice)))}")
             continue
         out.append((key, tuple(values)))
     return tuple(out)
 
 
-def _schedules(w: Walker, value: object, here: Path) -> tuple[tuple[str, tuple[Any, ...]], ...]:
+def _schedules(w: Walker, value: object, here: Path) -> tuple[tuple[tuple[str, tuple[Any, ...]], ...],
+                                                             tuple[tuple[str, Path], ...]]:
+    """The named schedules, and the file of each one given as a file."""
     if not isinstance(value, dict):
         w.error("faults", f"expected a mapping of schedule names to fault lists or files, got {describe(value)}")
-        return ()
-    out = []
+        return (), ()
+    out, files = [], []
     for name, entries in value.items():
         path = join("faults", name)
         if not isinstance(name, str) or not name or any(c in name for c in "/= "):
             w.error(path, "expected a schedule name without '/', '=' or spaces (it is part of each cell's id)")
             continue
         if isinstance(entries, str):
-            entries = _schedule_file(w, path, locate(here, entries) or here / entries)
+            file = locate(here, entries) or here / entries
+            entries = _schedule_file(w, path, file)
             if entries is _UNREADABLE:
                 continue
-        if not isinstance(entries, list):  # null too: a topology's `faults:` is refused alike
+            files.append((name, file))
+        elif not isinstance(entries, list):  # null too: a topology's `faults:` is refused alike
             w.error(path, f"expected a list of faults (as in a topology's faults:) or a file holding one, "
                           f"got {describe(entries)}")
             continue
         out.append((name, tuple(entries)))
-    return tuple(out)
+    return tuple(out), tuple(files)
 
 
 #: a schedule file that could not be read (its errors are reported already)
 _UNREADABLE = object()
+#: what a schedule file may hold, for the errors of one that holds something else
+_SCHEDULE_FILE = "a list of faults, or a mapping whose only key is faults:"
 
 
 def _schedule_file(w: Walker, path: str, file: Path) -> Any:
-    """A schedule file holds a list of faults, or a mapping whose `faults:` is one."""
+    """A schedule file holds a list of faults, or a mapping whose only key, `faults:`, is
+    one: any other key would be dropped without a word (a whole topology given as a
+    schedule ran with the base's cluster and topics, not its own)."""
     try:
         data = read_yaml(file)
     except TopologyError as exc:
         for message in exc.errors:
             w.error(path, message)
         return _UNREADABLE
-    if isinstance(data, dict) and "faults" in data:
-        return data["faults"]
-    return data
+    where = f"{file} ({path} of {w.source})"
+    entries, key = data, ""
+    if isinstance(data, dict) and {"cluster", "topics"} & set(data):  # one line, not one per key
+        w.errors.append(f"{where}: a topology, not a schedule file (a schedule file holds {_SCHEDULE_FILE}): "
+                        f"give the topology as a base, or a file of its faults as the schedule")
+        return _UNREADABLE
+    if isinstance(data, dict):
+        unknown = [k for k in data if k != "faults"]
+        for k in unknown:
+            w.errors.append(f"{where}: {k}: unknown key (a schedule file holds {_SCHEDULE_FILE})")
+        if "faults" not in data:
+            w.errors.append(f"{where}: faults: required key missing (a schedule file holds {_SCHEDULE_FILE})")
+        if unknown or "faults" not in data:
+            return _UNREADABLE
+        entries, key = data["faults"], "faults: "
+    if not isinstance(entries, list):
+        w.errors.append(f"{where}: {key}expected {'a list of faults' if key else _SCHEDULE_FILE}, "
+                        f"got {describe(entries)}")
+        return _UNREADABLE
+    return entries
 
 
 def _seeds(w: Walker, value: object) -> tuple[int, ...] | None:
@@ -245,7 +276,7 @@ def _rules(w: Walker, value: object, selectable: dict[str, Any]) -> tuple[Expect
             continue
         for key, wanted in when.items():
             known = selectable.get(key)
-            if key in selectable and known is not None and _hashable(wanted) not in set(map(_hashable, known)):
+            if key in selectable and known is not None and hashable(wanted) not in set(map(hashable, known)):
                 w.error(join(join(path, "when"), key), _not_a_value(key, wanted, known))
         out.append(ExpectRule(tuple(when.items()), dict(m["expect"]), path))
     return tuple(out)
@@ -259,7 +290,7 @@ def _not_a_value(key: str, wanted: object, known: tuple[object, ...]) -> str:
     return f"{shown} is none of the matrix's values for {key} ({', '.join(map(yaml_value, known))})"
 
 
-def _hashable(value: object) -> object:
+def hashable(value: object) -> object:
     """YAML's `1` and `true` compare equal in Python; a value is told apart by its type too.
     A list or mapping (a varied assignment, a `when:` written as a list) by its JSON text."""
     if isinstance(value, list | dict):

@@ -87,9 +87,9 @@ def test_faulted_run_with_a_nemesis_converges_without_loss(tmp_path: Path) -> No
     lines = read_jsonl(out.run_dir / "faults.jsonl")
     ends = [f for f in lines if f["phase"] == "end"]
     assert len([f for f in lines if f["phase"] == "start"]) == len(ends)
-    kill = next(f for f in ends if f["origin"].startswith("faults[") and f["do"] == "kill")
+    kill = next(f for f in ends if f["origin"] == "faults[0]")
     assert kill["resolved"] and kill["effect"]["killed"]
-    fired = [f for f in ends if f["origin"].startswith("nemesis") and not f["origin"].endswith(".undo")
+    fired = [f for f in ends if f["origin"].startswith("faults[2].nemesis#") and not f["origin"].endswith(".undo")
              and "skipped" not in f["effect"]]
     assert fired, "the nemesis fired nothing"
     # Every fault the nemesis fired was undone: by its own undo, or (when the workload ended

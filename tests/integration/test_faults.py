@@ -225,12 +225,13 @@ def test_slow_during_a_partition_keeps_the_partition(make_cluster) -> None:
     c = make_cluster(partitions=1)
     runner = FaultInjector(c, [], seed=1, record=c.dir.faults)
     try:
-        runner.fire(ScheduledFault(0.0, "partition", "broker:1", {"shape": "isolate"}, "nemesis[0]#0"))
+        runner.fire(ScheduledFault(0.0, "partition", "broker:1", {"shape": "isolate"}, "faults[0].nemesis#0"))
         runner.fire(ScheduledFault(0.0, "slow", None, {"delay": 0.01}, "faults[1]"))
         c.wait_until(lambda s: s.registered_brokers()[1]["fenced"], timeout=c.scaled(10),
                      what="broker 1 fenced while also slowed")
-        undone = runner.fire(ScheduledFault(0.0, "heal", None, {"undo_of": "nemesis[0]#0"}, "nemesis[0]#0.undo"))
-        assert undone["effect"]["healed"] == ["nemesis[0]#0"]
+        undone = runner.fire(ScheduledFault(0.0, "heal", None, {"undo_of": "faults[0].nemesis#0"},
+                                            "faults[0].nemesis#0.undo"))
+        assert undone["effect"]["healed"] == ["faults[0].nemesis#0"]
         assert runner.layers.origins() == ["faults[1]"]
         c.wait_until(lambda s: not s.registered_brokers()[1]["fenced"], timeout=c.scaled(15),
                      what="broker 1 back after its partition alone was undone")

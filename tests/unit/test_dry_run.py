@@ -1,12 +1,17 @@
 """`--dry-run` shows, before anything runs, the replicas each partition will have at the
 start (R34, as the run's seed places them): a rack-blind placement's single-rack partitions
-are visible there (a teacher asked for it to set lab 11's prediction question)."""
+are visible there (a teacher asked for it to set lab 11's prediction question); and each
+fault's origin is its entry's key path in the file, as validate's errors name it."""
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+import yaml
+
+from faults.schedule import build_schedule
 from testbed.experiment.dry_run import describe
-from testbed.topology import load_topology
+from testbed.topology import TopologyError, load_topology, parse_topology
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 
@@ -22,3 +27,33 @@ def test_dry_run_lists_each_partitions_replicas_and_their_racks() -> None:
     assert any(len(set(line.split("racks ")[1].split(", "))) < len(line.split("racks ")[1].split(", "))
                for line in blind.split("# replicas at the start")[1].split("# fault schedule")[0].splitlines()[1:]
                if "racks " in line), "the rack-blind placement puts some partition on fewer racks"
+
+
+UNSORTED = {
+    "name": "t", "duration": "10s",
+    "cluster": {"brokers": [{"id": 1, "rack": "a"}, {"id": 2, "rack": "b"}, {"id": 3, "rack": "c"}]},
+    "topics": [{"name": "orders", "partitions": 3, "replication_factor": 3}],
+    "faults": [{"at": "5s", "do": "kill", "target": "broker:1"},
+               {"at": "1s", "do": "pause", "target": "broker:2"},
+               {"nemesis": {"from": "6s", "until": "8s", "every": "3s..3s", "do": ["kill"], "target": ["broker:3"]}},
+               {"at": "2s", "do": "resume"}],
+}
+
+
+def test_an_unsorted_faults_list_keeps_the_files_numbering_in_the_schedule_and_the_dry_run() -> None:
+    """A tester's file listed a 5 s kill before a 1 s pause: the schedule sorted by time and
+    numbered the pause faults[0], where validate's errors call the kill faults[0]."""
+    t = parse_topology(UNSORTED, "t.yaml")
+    assert [(f.at, f.origin) for f in build_schedule(t)] == [
+        (1.0, "faults[1]"), (2.0, "faults[3]"), (5.0, "faults[0]"), (6.0, "faults[2].nemesis#0"),
+        (7.0, "faults[2].nemesis#0.undo")]
+    shown = describe(t)
+    resolved = yaml.safe_load(shown.split("# resolved topology")[1].split("\n\n")[0])
+    assert [f.get("at") for f in resolved["faults"]] == ["5s", "1s", None, "2s"]  # as the file has them
+    schedule = shown.split("# fault schedule (time, action, target, params, origin)\n")[1].splitlines()
+    assert [line.split()[-1] for line in schedule] == [
+        "faults[1]", "faults[3]", "faults[0]", "faults[2].nemesis#0", "faults[2].nemesis#0.undo"]
+    broken = {**UNSORTED, "faults": [*UNSORTED["faults"][:1], {"at": "1s", "do": "pause", "target": "broker:9"},
+                                     *UNSORTED["faults"][2:]]}
+    with pytest.raises(TopologyError, match=r"t.yaml: faults\[1\].target: 'broker:9'"):
+        parse_topology(broken, "t.yaml")  # the entry the schedule calls faults[1]

@@ -212,8 +212,8 @@ def test_r39_a_removed_broker_is_not_restarted_by_the_undo_of_a_kill_before_its_
     outcome = run_seed(parse_topology(topology, "no-ctl"), run)
     assert outcome.error is None and outcome.converged
     ends = {(r["origin"], r["do"]): r["effect"] for r in read_jsonl(run / "faults.jsonl") if r["phase"] == "end"}
-    assert ends[("nemesis[0]#0", "kill")] == {"killed": {"broker-1": 1}}
-    assert ends[("nemesis[0]#0.undo", "restart")] == {"restarted": {}}
+    assert ends[("faults[0].nemesis#0", "kill")] == {"killed": {"broker-1": 1}}
+    assert ends[("faults[0].nemesis#0.undo", "restart")] == {"restarted": {}}
     assert ends[("faults[2]", "add-partitions")] == {"topic": "orders", "partitions": [4, 5, 6, 7]}
     registered = [e for e in read_jsonl(run / "events.jsonl") if e["kind"] == "broker-registered" and e["node"] == "broker-1"]
     assert len(registered) == 1, "broker 1 registered again after its removal"

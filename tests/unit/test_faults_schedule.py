@@ -13,6 +13,7 @@ from faults.schedule import (
     build_schedule,
     fault_rng,
     format_schedule,
+    from_nemesis,
 )
 from testbed.topology import NEMESIS_ACTIONS, Topology, parse_topology
 
@@ -34,7 +35,7 @@ NEMESIS = {"nemesis": {"from": "2s", "until": "25s", "every": "2s..4s",
 
 
 def nemesis_faults(schedule: list[ScheduledFault]) -> list[ScheduledFault]:
-    return [f for f in schedule if f.origin.startswith("nemesis") and not f.origin.endswith(".undo")]
+    return [f for f in schedule if from_nemesis(f.origin) and not f.origin.endswith(".undo")]
 
 
 def test_explicit_faults_keep_their_time_target_params_and_topology_index():
@@ -69,7 +70,10 @@ def test_a_nemesis_block_is_independent_of_the_faults_around_it():
     alone = build_schedule(topology([NEMESIS]))
     crowded = build_schedule(topology([{"at": "1s", "do": "kill", "target": "broker:3"}, NEMESIS,
                                        {"nemesis": {**NEMESIS["nemesis"], "from": "3s"}}]))
-    assert [f for f in crowded if f.origin.startswith("nemesis[0]")] == alone
+
+    def drawn(faults: list[ScheduledFault]) -> list[tuple[Any, ...]]:  # without the origins, which name the entry
+        return [(f.at, f.do, f.target, {k: v for k, v in f.params.items() if k != "undo_of"}) for f in faults]
+    assert drawn([f for f in crowded if f.origin.startswith("faults[1].nemesis#")]) == drawn(alone)
 
 
 def test_nemesis_times_are_drawn_from_every_within_from_until():
@@ -78,7 +82,7 @@ def test_nemesis_times_are_drawn_from_every_within_from_until():
     assert times[0] == 2.0
     assert all(2.0 <= b - a <= 4.0 for a, b in itertools.pairwise(times))
     assert times[-1] < 25.0 and times[-1] + 4.0 >= 25.0
-    assert [f.origin for f in nemesis_faults(schedule)] == [f"nemesis[0]#{i}" for i in range(len(times))]
+    assert [f.origin for f in nemesis_faults(schedule)] == [f"faults[0].nemesis#{i}" for i in range(len(times))]
 
 
 def test_every_undoable_nemesis_fault_is_undone_before_the_next_one():
@@ -152,8 +156,8 @@ def test_schedule_is_sorted_by_time_and_stable_on_ties():
 
 
 def test_fault_rng_depends_only_on_seed_and_origin():
-    assert fault_rng(7, "nemesis[0]#3").random() == fault_rng(7, "nemesis[0]#3").random()
-    assert fault_rng(7, "nemesis[0]#3").random() != fault_rng(7, "nemesis[0]#4").random()
+    assert fault_rng(7, "faults[2].nemesis#3").random() == fault_rng(7, "faults[2].nemesis#3").random()
+    assert fault_rng(7, "faults[2].nemesis#3").random() != fault_rng(7, "faults[2].nemesis#4").random()
     assert fault_rng(7, "faults[1]").random() != fault_rng(8, "faults[1]").random()
 
 
@@ -161,13 +165,13 @@ def test_format_schedule_prints_one_line_per_fault():
     schedule = [
         ScheduledFault(5.0, "kill", "leader-of orders/0", {}, "faults[0]"),
         ScheduledFault(10.0, "partition", None, {"groups": (("rack:a",), ("rack:b", "controllers"))}, "faults[1]"),
-        ScheduledFault(12.5, "slow", None, {"from": "broker:1", "delay": 0.1}, "nemesis[0]#0"),
-        ScheduledFault(13.0, "heal", None, {"undo_of": "nemesis[0]#0"}, "nemesis[0]#0.undo"),
+        ScheduledFault(12.5, "slow", None, {"from": "broker:1", "delay": 0.1}, "faults[2].nemesis#0"),
+        ScheduledFault(13.0, "heal", None, {"undo_of": "faults[2].nemesis#0"}, "faults[2].nemesis#0.undo"),
     ]
     lines = format_schedule(schedule).splitlines()
     assert len(lines) == 4
     assert lines[0].split() == ["5.000s", "kill", "leader-of", "orders/0", "faults[0]"]
     assert lines[1].split() == ["10.000s", "partition", "-", "groups=[[rack:a],[rack:b,controllers]]", "faults[1]"]
-    assert lines[2].split() == ["12.500s", "slow", "-", "delay=0.1", "from=broker:1", "nemesis[0]#0"]
-    assert lines[3].split() == ["13.000s", "heal", "-", "undo_of=nemesis[0]#0", "nemesis[0]#0.undo"]
+    assert lines[2].split() == ["12.500s", "slow", "-", "delay=0.1", "from=broker:1", "faults[2].nemesis#0"]
+    assert lines[3].split() == ["13.000s", "heal", "-", "undo_of=faults[2].nemesis#0", "faults[2].nemesis#0.undo"]
     assert format_schedule([]) == "(no faults)"

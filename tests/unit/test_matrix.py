@@ -455,3 +455,109 @@ def test_validate_checks_a_matrix_file_with_every_cell_and_run_points_a_matrix_t
     out = subprocess.run([sys.executable, "run.py", "validate", str(baseless)], cwd=ROOT, capture_output=True,
                          text=True, check=False)
     assert out.returncode == 1 and out.stderr.strip() == f"{baseless}: base: required key missing", out.stderr
+
+
+def _late(at: str, target: str) -> dict:
+    return {"late": [{"at": at, "do": "kill", "target": target}]}
+
+
+@pytest.mark.parametrize(("matrix", "ids"), [
+    # each value or schedule is wrong on the base alone (minISR 2, 3 s, brokers 1-3, 2 partitions),
+    # and every cell is valid: only the cells are judged
+    ({"vary": {"topics.0.replication_factor": [1, 2], "topics.0.min_insync_replicas": [1]}},
+     ["tiny-replication_factor=1-min_insync_replicas=1-seed=5",
+      "tiny-replication_factor=2-min_insync_replicas=1-seed=5"]),
+    ({"vary": {"duration": ["20s", "30s"]}, "faults": _late("15s", "broker:1")},
+     ["tiny-duration=20s-late-seed=5", "tiny-duration=30s-late-seed=5"]),
+    ({"vary": {"cluster.brokers": [4, 5]}, "faults": _late("1s", "broker:4")},
+     ["tiny-brokers=4-late-seed=5", "tiny-brokers=5-late-seed=5"]),
+    ({"vary": {"topics.0.partitions": [6, 8]}, "faults": _late("1s", "leader-of orders/5")},
+     ["tiny-partitions=6-late-seed=5", "tiny-partitions=8-late-seed=5"]),
+])
+def test_values_and_schedules_that_only_work_together_are_judged_in_their_cells(
+        tmp_path: Path, matrix: dict, ids: list[str]) -> None:
+    """Found by an audit: each varied value and each schedule was held against the base alone
+    first, so a matrix whose every cell is valid was refused."""
+    assert [c.id for c in expand(load_matrix(write(tmp_path, {"base": "base.yaml", **matrix})))] == ids
+
+
+def test_a_cell_that_is_invalid_is_named_with_its_key_and_an_error_of_many_cells_is_said_once(
+        tmp_path: Path) -> None:
+    """Only some combinations are wrong: the first cell that has each error is named (with how
+    many more have it), not every cell, and not a value that is right in other cells."""
+    m = tmp_path / "m.yaml"
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"topics.0.replication_factor": [1, 3],
+                                                                      "topics.0.min_insync_replicas": [1, 2]},
+                                      "seeds": 3}))
+    assert text == (f"{m} (cell tiny-replication_factor=1-min_insync_replicas=2-seed=0 and 2 other cells alike, base "
+                    f"{tmp_path / 'base.yaml'}): topics[0].min_insync_replicas: 2 is larger than replication_factor "
+                    f"(1)"), text
+    # wrong in every cell holding a value: said once, of the value
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"topics.0.replication_factor": [3, 4],
+                                                                      "protocol.elr": [True, False]}, "seeds": 3}))
+    assert text == (f"{m} (vary topics.0.replication_factor=4, base {tmp_path / 'base.yaml'}): "
+                    f"topics[0].replication_factor: 4 is larger than the number of brokers (3)"), text
+    # wrong in every cell: the base's own error, said once
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]}},
+                           {**BASE, "duration": "500ms"}))
+    assert text == (f"{m} (base {tmp_path / 'base.yaml'}): faults[0].at: 1s is after the end of the run "
+                    f"(duration 500ms)"), text
+
+
+def test_an_error_in_a_schedule_file_names_that_file_and_the_matrix(tmp_path: Path) -> None:
+    """Found by an audit: an error inside `faults: {k: file.yaml}` named the matrix and
+    `faults[1].do`, which the matrix does not have."""
+    (tmp_path / "sched.yaml").write_text(yaml.safe_dump([{"at": "1s", "do": "kill", "target": "broker:1"},
+                                                         {"at": "2s", "do": "kil"}]), encoding="utf-8")
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+                                      "faults": {"k": "sched.yaml"}}))
+    assert text.startswith(f"{tmp_path / 'sched.yaml'} (faults.k of {tmp_path / 'm.yaml'}, base "
+                           f"{tmp_path / 'base.yaml'}): faults[1].do: 'kil' is not allowed"), text
+    assert text.count("\n") == 0
+    # a cell's error in it, found only with a varied value, names the file and the cell
+    (tmp_path / "late.yaml").write_text(yaml.safe_dump({"faults": [{"at": "2s", "do": "kill", "target": "broker:1"}]}),
+                                        encoding="utf-8")
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"duration": ["1s", "3s"]},
+                                      "faults": {"late": "late.yaml"}}))
+    assert text == (f"{tmp_path / 'late.yaml'} (faults.late of {tmp_path / 'm.yaml'}, cell "
+                    f"tiny-duration=1s-late-seed=5, base {tmp_path / 'base.yaml'}): faults[0].at: 2s is after the end "
+                    f"of the run (duration 1s)"), text
+
+
+@pytest.mark.parametrize(("schedule", "expected"), [
+    ({"faults": [], "extra": 1}, "extra: unknown key (a schedule file holds a list of faults, or a mapping whose only "
+                                 "key is faults:)"),
+    ({"fault": []}, "faults: required key missing (a schedule file holds a list of faults, or a mapping whose only "
+                    "key is faults:)"),
+    (BASE, "a topology, not a schedule file"),
+    ({"faults": None}, "faults: expected a list of faults, got nothing (null)"),
+    ("kill", "expected a list of faults, or a mapping whose only key is faults:, got 'kill'"),
+])
+def test_a_schedule_file_holds_faults_and_nothing_else(tmp_path: Path, schedule: object, expected: str) -> None:
+    """Found by an audit: `{faults: [], extra: 1}`, and a whole topology, were taken as
+    schedules with their other keys dropped without a word."""
+    (tmp_path / "sched.yaml").write_text(yaml.safe_dump(schedule), encoding="utf-8")
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "faults": {"k": "sched.yaml"}}))
+    assert f"{tmp_path / 'sched.yaml'} (faults.k of {tmp_path / 'm.yaml'}): {expected}" in text, text
+
+
+def test_a_directory_as_a_base_is_said_to_be_one(tmp_path: Path) -> None:
+    (tmp_path / "topologies").mkdir()
+    text = errors_of(write(tmp_path, {"base": "topologies"}))
+    assert text == f"{tmp_path / 'm.yaml'}: base: topologies: a directory, not a file (expected a topology file)", text
+
+
+def test_varied_values_that_are_one_setting_once_read_are_a_value_listed_twice(tmp_path: Path) -> None:
+    """Found by an audit: `acks: [1, "1", all, -1]` was refused as two cells sharing an id,
+    blamed on bases' names or a `/` in a value: 1 and "1" are one setting, as are all and -1."""
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"workload.producers.0.acks": [1, "1", "all", -1]}}))
+    m = tmp_path / "m.yaml"
+    assert text.splitlines() == [
+        f"{m}: vary.workload.producers.0.acks: lists a value twice: 1 and '1' are one setting as the topology reads "
+        f"them (their cells would run the same topology)",
+        f"{m}: vary.workload.producers.0.acks: lists a value twice: all and -1 are one setting as the topology reads "
+        f"them (their cells would run the same topology)"], text
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"duration": ["3s", "3000ms"],
+                                                                      "protocol.elr": [True, False]}, "seeds": 2}))
+    assert text == (f"{m}: vary.duration: lists a value twice: 3s and 3000ms are one setting as the topology reads "
+                    f"them (their cells would run the same topology)"), text

@@ -173,7 +173,7 @@ def _assert_tour_effects(run_dir: Path, ends: list[dict]) -> None:
     assert any(dropped), "no partition dropped a message"
     kinds = {e["kind"] for e in read_jsonl(run_dir / "events.jsonl")}
     assert {"recovered", "became-leader", "partition-changed", "registered"} <= kinds
-    nemesis = [f for f in ends if f["origin"].startswith("nemesis")]
+    nemesis = [f for f in ends if ".nemesis#" in f["origin"]]
     assert nemesis and all(f["resolved"] or f["effect"] for f in nemesis)
 
 

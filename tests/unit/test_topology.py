@@ -120,6 +120,10 @@ MALFORMED = [
                  ["expected one of: leader-epoch, high-watermark"], id="bad-truncation"),
     pytest.param(with_("protocol.elr", "yes"), "protocol.elr", ["expected true or false"], id="elr-string"),
     pytest.param(with_("storage.segment_bytes", "1MB"), "storage.segment_bytes", ["not a size", "MiB"], id="size-mb"),
+    pytest.param(with_("storage.segment_bytes", 1), "storage.segment_bytes",
+                 ["1 is smaller than the header of one record batch", "at least 24B"], id="segment-below-a-header"),
+    pytest.param(with_("timing.fetch_max_wait", "2s"), "timing.fetch_max_wait",
+                 ["2s is longer than replica_lag_max (1s)", "replica.fetch.wait.max.ms"], id="fetch-wait-above-lag"),
     pytest.param(with_("storage.writeback", 5), "storage.writeback", ["write 5s"], id="bare-writeback"),
     pytest.param(with_("network", {"backend": "netns", "transport": "ipc"}),
                  "network.transport", ["expected tcp with backend netns"], id="netns-ipc"),
@@ -267,6 +271,12 @@ MALFORMED = [
                  ["0 is too small"], id="add-partitions-zero"),
     pytest.param(fault(at="1s", do="add-partitions", topic="orders"), "faults[0].count",
                  ["required key missing", "how many partitions to add"], id="add-partitions-no-count"),
+    # the limit is of the topic over the run: each add within it, the two together past it, in
+    # firing order (the later one is first in the file)
+    pytest.param({**base(), "faults": [{"at": "2s", "do": "add-partitions", "topic": "orders", "count": 5},
+                                       {"at": "1s", "do": "add-partitions", "topic": "orders", "count": 9990}]},
+                 "faults[0].count", ["5 more partitions would give topic orders 10,001 at 2s (it has 9,996 then)",
+                                     "(10,000)"], id="add-partitions-past-the-topic-limit"),
     pytest.param(nemesis(**{"from": "5s", "until": "5s"}), "faults[0].nemesis.until",
                  ["is not after from (5s)"], id="nemesis-empty-window"),
     pytest.param(nemesis(until="20s"), "faults[0].nemesis.until", ["after the end of the run"], id="nemesis-too-long"),
@@ -324,6 +334,15 @@ def test_malformed_topology_names_the_key_and_the_fix(data: dict[str, Any], path
     matching = [e for e in errors if e.startswith(prefix)]
     assert matching, f"no error at {path}: {errors}"
     assert any(all(word in e for word in words) for e in matching), matching
+
+
+def test_the_limits_of_a_topics_partitions_a_fetchs_wait_and_a_segment_are_inclusive() -> None:
+    """10,000 partitions over the run, a fetch that waits as long as replica_lag_max (Kafka's
+    `<=`), a segment of one batch's header: each at its limit is valid."""
+    data = {**base(), "faults": [{"at": "1s", "do": "add-partitions", "topic": "orders", "count": 9994}],
+            "timing": {"replica_lag_max": "1s", "fetch_max_wait": "1s"}, "storage": {"segment_bytes": 24}}
+    t = parse_topology(data, SRC)
+    assert (t.topics_over_run()[0][1], t.timing.fetch_max_wait, t.storage.segment_bytes) == (10_000, 1.0, 24)
 
 
 def test_a_slow_link_inside_a_group_is_valid() -> None:
@@ -788,11 +807,12 @@ def test_every_fault_action_and_target_form_is_accepted() -> None:
                      "do": ["pause", "shutdown", "disk-loss", "partition-isolate", "partition-bridge", "slow", "elect-preferred"]}},
     ]
     t = parse_topology(data, SRC)
-    assert [f.at if isinstance(f, FaultSpec) else f.start for f in t.faults] == sorted(
-        [9, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 5, 5, 5, 6, 7, 1])
+    # in the file's order, so that faults[i] is one entry everywhere (the schedule sorts by time)
+    assert [f.at if isinstance(f, FaultSpec) else f.start for f in t.faults] == [
+        9, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 3, 4, 4, 5, 5, 5, 6, 7, 1]
     faults = [f for f in t.faults if isinstance(f, FaultSpec)]
-    assert [f.do for f in faults[:2]] == ["kill", "pause"]  # stable among equal times
-    assert faults[-1] == FaultSpec(9.0, "restart", "stopped", {})
+    assert [f.do for f in faults[1:3]] == ["kill", "pause"]
+    assert faults[0] == FaultSpec(9.0, "restart", "stopped", {})
     resume = next(f for f in faults if f.do == "resume")
     assert resume.target == "paused"
     slow = next(f for f in faults if f.do == "slow")
@@ -837,7 +857,7 @@ def test_to_dict_round_trips_the_design_example() -> None:
     resolved = t.to_dict()
     assert resolved["timing"]["controller_election_timeout"] == "300ms..600ms"
     assert resolved["storage"]["segment_bytes"] == "1MiB"
-    assert resolved["faults"][0]["nemesis"]["every"] == "2s..4s"
+    assert resolved["faults"][8]["nemesis"]["every"] == "2s..4s"  # the file's ninth entry, as it has it
 
 
 def test_to_dict_round_trips_unusual_values() -> None:
