@@ -71,21 +71,27 @@ def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, sta
         columns_of(frames.values())  # each frame keeps its schema: `_run_checks` asks again for nothing
         any_ = {f: bool(counted.result()[f]) for f in FLAGS}
     near = committed_log(t, scope.polls, scope.logs)  # the committed log at every offset `found` names
-    # The frames attribution starts from are checkpointed (computed now, held by the session):
-    # `attribute` joins its rows four times, and Spark Connect sends and analyses a plan as a
-    # tree, so each use would carry the whole lineage of acked, polls, logs and committed
-    # again (see `_run_checks`).
+    # The frames attribution starts from are held (computed now, both at once): `attribute`
+    # joins its rows four times, and Spark Connect sends and analyses a plan as a tree, so
+    # each use would carry the whole lineage of acked, polls, logs and committed again (see
+    # `_run_checks`).
+    pending = {}
     if any_["unsure_ack"]:
         unsure = only(scope.acked, found, "unsure_ack")
-        missing = H.missing_acknowledged(unsure, of_values(o.committed, unsure), scope.coverage).localCheckpoint()
-        frames["lost_writes"] = attribute(H.lost(missing, "all"), t, spans, starts, config.runs, "lost")
-        frames["lost_writes_acks1"] = attribute(H.lost(missing, "1"), t, spans, starts, config.runs, "lost")
-        frames["unseen"] = H.unseen(missing)
+        pending["missing"] = H.missing_acknowledged(unsure, of_values(o.committed, unsure), scope.coverage)
     if any_["disagree"]:
         obs = H.observations(only(scope.acked, found, "disagree"), only(scope.polls, found, "disagree"),
                              replica_prefixes(only(scope.logs, found, "disagree")))
-        frames["inconsistent_offsets"] = attribute(H.inconsistent_offsets(obs).localCheckpoint(), t, spans, starts,
-                                                   config.runs, "overwritten")
+        pending["inconsistent"] = H.inconsistent_offsets(obs)
+    starting = hold(pending)
+    if "missing" in starting:
+        missing = starting["missing"]
+        frames["lost_writes"] = attribute(H.lost(missing, "all"), t, spans, starts, config.runs, "lost")
+        frames["lost_writes_acks1"] = attribute(H.lost(missing, "1"), t, spans, starts, config.runs, "lost")
+        frames["unseen"] = H.unseen(missing)
+    if "inconsistent" in starting:
+        frames["inconsistent_offsets"] = attribute(starting["inconsistent"], t, spans, starts, config.runs,
+                                                   "overwritten")
     if any_["replaced"]:
         frames["committed_regressions"] = H.committed_regressions(only(scope.polls, found, "replaced"),
                                                                   only(near, found, "replaced"))
@@ -169,6 +175,12 @@ def _examples(name: str, frame: DataFrame, columns: list[str], starts: DataFrame
                                        F.struct("n", F.to_json(F.struct(*cols)).alias("example"))))
                  .alias("examples"))
             .select(F.lit(name).alias("check"), "*"))
+
+
+def _collect_cause_groups(attributed: dict[str, DataFrame]) -> list:
+    """The rows of every attributed check's cause groups (`_cause_groups`), in order."""
+    groups = reduce(DataFrame.unionByName, [_cause_groups(n, f) for n, f in attributed.items()])
+    return groups.orderBy("check", "run_id", "topic", "partition", F.col("offsets")[0][0]).collect()
 
 
 def _cause_groups(name: str, frame: DataFrame) -> DataFrame:
@@ -319,23 +331,26 @@ def _run_checks(t: Tables, config: ConfigTables, o: Observed, scope: Scope, boun
     # largest of all: analysing it took 1.5-4 s per use on a run with losses. Checkpointed,
     # each use reads a small computed table (a run of 835 lost writes judged in 22-25 s warm
     # instead of 33-58 s, with `check_frames`' checkpoints).
-    attributed = {name: checks[name].localCheckpoint() for name in ATTRIBUTED if name in checks}
+    attributed = hold({name: checks[name] for name in ATTRIBUTED if name in checks})
     inputs = {name: attributed.get(name, frame) for name, frame in checks.items()}
     frames = [_examples(name, frame, columns, starts)
               for (name, frame), columns in zip(inputs.items(), columns_of(inputs.values()))]
-    for row in reduce(DataFrame.unionByName, frames).collect():
+    # The cause groups' action runs beside the examples' (a run with losses: 1-1.5 s each)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="isrlab-causes") as pool:
+        causes = pool.submit(_collect_cause_groups, attributed) if attributed else None
+        counted_rows = reduce(DataFrame.unionByName, frames).collect()
+        grouped = causes.result() if causes is not None else []
+    for row in counted_rows:
         name = row["check"]
         examples = [json.loads(e["example"]) for e in sorted(row["examples"], key=lambda e: e["n"])]
         entry = {"count": row["count"], "examples": examples}
         if name in ATTRIBUTED:
             entry["unattributed"] = row["unattributed"]
         out[row["run_id"]].checks[name] = entry
-    if attributed:
-        groups = reduce(DataFrame.unionByName, [_cause_groups(n, f) for n, f in attributed.items()])
-        for row in groups.orderBy("check", "run_id", "topic", "partition", F.col("offsets")[0][0]).collect():
-            group = {k: row[k] for k in ("topic", "partition", "count", "cause")}
-            group["offsets"] = [list(r) for r in row["offsets"]]
-            out[row["run_id"]].checks[row["check"]].setdefault("causes", []).append(group)
+    for row in grouped:
+        group = {k: row[k] for k in ("topic", "partition", "count", "cause")}
+        group["offsets"] = [list(r) for r in row["offsets"]]
+        out[row["run_id"]].checks[row["check"]].setdefault("causes", []).append(group)
     for data in out.values():
         for name in CHECK_NAMES:
             data.checks.setdefault(name, {"count": 0, "examples": []} | (

@@ -61,9 +61,11 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
         if len(groups) > _MAX_CAUSES:
             console.print(f"[red]{name}:[/] and {len(groups) - _MAX_CAUSES} more causes (see the report)")
     for problem in r.get("problems", []):
-        console.print(f"[yellow]not judged:[/] {escape(problem)}", emoji=False)
+        console.print(f"[yellow]not judged:[/] {escape(problem)}", emoji=False, soft_wrap=True)
     unavailable = r.get("figures", {}).get("unavailable_s")
     if unavailable:
         console.print(f"partition-seconds without a leader: {unavailable['no-leader']}, "
                       f"without acks=all service: {unavailable['no-acks-all']}")
-    console.print(f"{verdict_word(verdict.ok)}  report: {escape(str(verdict.run_dir / 'report.html'))}", emoji=False)
+    # a path is never broken across lines (a log or a pipe is 80 columns): the terminal wraps it
+    console.print(f"{verdict_word(verdict.ok)}  report: {escape(str(verdict.run_dir / 'report.html'))}", emoji=False,
+                  soft_wrap=True)

@@ -2,8 +2,9 @@
 several measurements (min, median, max), compared with its target; a table, or `--json`.
 
 Figures are measured and written down (BENCHMARKS.md), never asserted by a test. The groups
-(`--only`): ready, failover, throughput, latency, rss, e2e (the quickstart from the command
-line, a cold `analyze` of its run, and the same on a `run.py spark up` server), pipeline
+(`--only`): ready, failover, throughput, latency, rss, e2e (the quickstart and a 20 s run with
+three faults from the command line, a cold `analyze` of the quickstart's run, and the same on a
+`run.py spark up` server), pipeline
 (synthetic histories), sim (the deterministic simulation's speed), netns (the netns backend
 against userspace; root, ip and nft, else skipped with the reason).
 """
@@ -42,7 +43,7 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--producers", type=int_arg, default=2)
     ap.add_argument("--batch", type=int_arg, default=500)
     ap.add_argument("--latency-sends", type=int_arg, default=1000, help="acks=all sends timed one at a time, per round")
-    ap.add_argument("--e2e-repeat", type=int_arg, default=1, help="quickstart runs (about 40 s each with their analyses)")
+    ap.add_argument("--e2e-repeat", type=int_arg, default=1, help="quickstart and three-faults runs each (about 80 s a pair with their analyses)")
     ap.add_argument("--pipeline-records", type=_record_counts, default="1000000",
                     help="history records of the synthetic runs the pipeline judges, comma-separated (0 skips)")
     ap.add_argument("--sim-seeds", type=int_arg, default=1000,
@@ -177,6 +178,7 @@ def _e2e(runs: Path, repeat: int) -> list[Figure]:
     if not class_archive.recorded():  # a new machine's first JVM records it: once, not what a user meets after
         e2e.quickstart(runs, own)
     quick = [e2e.quickstart(runs, own) for _ in range(repeat)]
+    faulted = [e2e.experiment(e2e.THREE_FAULTS, runs, own) for _ in range(repeat)]
     cold = [e2e.analyze_cold(q.run_dir, own) for q in quick]
     server = e2e.on_server([q.run_dir for q in quick], runs)
     return [Figure("quickstart_wall_s", "quickstart end to end", "s", [q.wall_s for q in quick],
@@ -184,6 +186,11 @@ def _e2e(runs: Path, repeat: int) -> list[Figure]:
             Figure("verdict_after_workload_s", "verdict after the workload", "s",
                    [q.verdict_after_workload_s for q in quick],
                    "the quickstart's last workload operation to its verdict, JVM start included", ("<=", 8.0)),
+            Figure("three_faults_wall_s", "20 s run with 3 faults end to end", "s", [f.wall_s for f in faulted],
+                   "python run.py topologies/three-faults.yaml (20 s workload, 3 faults, judged)", ("<=", 35.0)),
+            Figure("three_faults_verdict_s", "verdict after the workload, 3 faults", "s",
+                   [f.verdict_after_workload_s for f in faulted],
+                   "the same runs' last workload operation to their verdict", ("<=", 8.0)),
             Figure("analyze_cold_s", "analyze of a small run, cold", "s", cold,
                    "python run.py analyze <the quickstart's run>", ("<=", 10.0)),
             Figure("spark_up_s", "spark up, warm-up included", "s", [server.up_s],

@@ -1,6 +1,6 @@
-"""Figures of the product as a user meets it: the quickstart from the command line, the
-verdict's delay after the workload, `run.py analyze` from a cold command, and the pipeline
-on synthetic histories of millions of records."""
+"""Figures of the product as a user meets it: the quickstart and a 20 s run with three faults
+from the command line, the verdict's delay after the workload, `run.py analyze` from a cold
+command, and the pipeline on synthetic histories of millions of records."""
 from __future__ import annotations
 
 import os
@@ -15,23 +15,30 @@ from broker.common.jsonl import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "topologies" / "quickstart.yaml"
+#: DESIGN section 10's "20 s experiment with 3 faults, end to end including the pipeline"
+THREE_FAULTS = ROOT / "topologies" / "three-faults.yaml"
 
 
 @dataclass
-class QuickstartRun:
+class CommandRun:
     wall_s: float  # the command, start to exit
     verdict_after_workload_s: float  # the last workload operation to the verdict's report line
     run_dir: Path
 
 
-def quickstart(runs: Path, env: dict[str, str] | None = None) -> QuickstartRun:
-    """`python run.py topologies/quickstart.yaml` as a user types it (in `env`, default this
-    process's). Its output is read line by line: the moment the report's path is printed is
-    compared with the last operation of its workload in history.jsonl (both
+def quickstart(runs: Path, env: dict[str, str] | None = None) -> CommandRun:
+    """`python run.py topologies/quickstart.yaml` (see `experiment`)."""
+    return experiment(QUICKSTART, runs, env)
+
+
+def experiment(topology: Path, runs: Path, env: dict[str, str] | None = None) -> CommandRun:
+    """`python run.py TOPOLOGY` as a user types it (in `env`, default this process's), which
+    must meet its `expect:`. Its output is read line by line: the moment the report's path
+    is printed is compared with the last operation of its workload in history.jsonl (both
     CLOCK_MONOTONIC, shared by every process)."""
     env = {**(os.environ if env is None else env), "PYTHONUNBUFFERED": "1"}
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), str(QUICKSTART), "--runs-dir", str(runs)],
+    proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), str(topology), "--runs-dir", str(runs)],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     verdict_ns = None
@@ -44,11 +51,11 @@ def quickstart(runs: Path, env: dict[str, str] | None = None) -> QuickstartRun:
     wall = time.monotonic() - t0
     run_dir = next((Path(line.split("run directory:", 1)[1].strip()) for line in lines
                     if "run directory:" in line), None)
-    if proc.returncode != 0 or verdict_ns is None or run_dir is None:
-        raise RuntimeError(f"the quickstart exited {proc.returncode}:\n{''.join(lines[-20:])}")
+    if proc.returncode != 0 or verdict_ns is None or run_dir is None or not run_dir.is_dir():
+        raise RuntimeError(f"{topology.name} exited {proc.returncode}:\n{''.join(lines[-20:])}")
     workload_end = max(h["time_ns"] for h in read_jsonl(run_dir / "history.jsonl")
                        if h["process"] not in ("final-reader", "api"))
-    return QuickstartRun(wall, (verdict_ns - workload_end) / 1e9, run_dir)
+    return CommandRun(wall, (verdict_ns - workload_end) / 1e9, run_dir)
 
 
 def analyze_cold(run_dir: Path, env: dict[str, str] | None = None) -> float:
@@ -61,7 +68,7 @@ def analyze_cold(run_dir: Path, env: dict[str, str] | None = None) -> float:
 class ServerFigures:
     up_s: float  # `run.py spark up`, its warm-up included
     analyze_s: list[float]  # `run.py analyze` of each run, a new process each
-    quickstarts: list[QuickstartRun]  # the quickstart judged on the server
+    quickstarts: list[CommandRun]  # the quickstart judged on the server
 
 
 def on_server(run_dirs: list[Path], runs: Path) -> ServerFigures:

@@ -88,7 +88,7 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     from testbed.analysis.terminal import print_verdict
     verdict = analyze_runs([outcome.run_dir], spark_master)[0]
     print_verdict(console, verdict)
-    console.print(f"run directory: {escape(str(outcome.run_dir))}", emoji=False)
+    console.print(f"run directory: {escape(str(outcome.run_dir))}", emoji=False, soft_wrap=True)
     return Outcome(outcome.run_dir, outcome.converged, outcome.counts, exit_code([verdict]), verdict)
 
 

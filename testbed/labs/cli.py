@@ -101,7 +101,8 @@ def run_lab(lab: Lab, console: Console, runs_dir: Path, time_scale: float, spark
     console.rule("questions, and what the runs answered")
     console.print(answers(lab, runs))
     for part, run in runs:
-        console.print(f"{part.label}: report [bold]{escape(str(run.run_dir / 'report.html'))}[/]", emoji=False)
+        console.print(f"{part.label}: report [bold]{escape(str(run.run_dir / 'report.html'))}[/]", emoji=False,
+                      soft_wrap=True)
     for part, run_dir in unjudged:  # a tester's questions came back with no answer and no word why
         console.print(f"[yellow]{escape(part.label)}: not judged[/] (see above), so the answers above leave it out; "
                       f"`python run.py analyze {escape(str(run_dir))}` judges it again", highlight=False, soft_wrap=True,

@@ -63,3 +63,16 @@ def test_run_ids_and_paths_print_as_named() -> None:
         assert f"failed: {name}: lost_writes 1 (expected 0)  report: runs/{name}/report.html" in text
         assert f"verdict: {name}" in text
         assert f"FAILED  report: runs/{name}/report.html" in text
+
+
+def test_a_verdicts_report_path_and_problems_keep_whole_lines_in_a_narrow_log() -> None:
+    """Found by `bench`: a run directory's path longer than the 80 columns of a pipe came out
+    cut in two (`...three-faults-s` / `0/report.html`), so a user could not paste it and the
+    bench read a directory that does not exist."""
+    console = Console(record=True, width=80)
+    run_dir = Path("/tmp/isrlab-bench-abcdefgh/20261129T092000.123456Z-three-faults-s0")
+    problem = f"{run_dir}/history.jsonl: line 501: is not valid JSON of the expected types"
+    print_verdict(console, RunVerdict(run_dir, None, {"checks": {}, "expect": {}, "problems": [problem]}))
+    lines = console.export_text().splitlines()
+    assert f"UNJUDGED  report: {run_dir}/report.html" in lines
+    assert f"not judged: {problem}" in lines
