@@ -8,10 +8,11 @@ start went from 3.8 to 2.2 s and the ingest's first Parquet writes from 5.3 to 3
 The archive is recorded once per machine and software (`_key`: the JVM, PySpark's jars, the
 class path): the first JVM started without one runs with `-XX:+RecordDynamicDumpInfo` and,
 when its session stops (`save`), dumps the classes it loaded with `jcmd VM.cds
-dynamic_dump` while the caller waits (about 10 s, once). It is dumped on demand rather than
+dynamic_dump` while the caller waits (10-60 s, once). It is dumped on demand rather than
 at the JVM's exit (`-XX:ArchiveClassesAtExit`) so that a JVM never outlives the process
 that started it to write one. One process records at a time (a lock file naming its pid);
-the others start without an archive meanwhile. Each venv, JDK or PySpark has its own key,
+the others start without an archive meanwhile; after a dump that ran out of time (a loaded
+machine) none records for an hour. Each venv, JDK or PySpark has its own key,
 so a machine that makes many (a CI clone per run) would gather archives of 160 MB each:
 saving one keeps the `KEEP` most recently used (a start that maps one marks it used).
 
@@ -25,6 +26,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -32,8 +34,13 @@ import psutil
 from testbed.analysis.spark_settings import LOG4J2_PROPERTIES
 from testbed.common.cache import isrlab_cache, keep_newest
 
-#: How long a dump may take before the archive is given up for this time (it takes 10-15 s)
+#: How long a dump may take before the archive is given up for this time (it takes 10-15 s
+#: on an idle machine, 40 s on a slow hour, and more than this beside a loaded CI run's)
 DUMP_TIMEOUT_S = 120
+#: After a dump that ran out of time, how long starts go without recording again: each try
+#: costs a recording JVM's start and a caller's wait of up to `DUMP_TIMEOUT_S` at its end,
+#: which a loaded machine (a test suite of dozens of JVMs) would otherwise pay at every stop
+RETRY_AFTER_S = 3600
 #: How many archives a cache keeps: those most recently used
 KEEP = 3
 
@@ -115,7 +122,7 @@ class ClassArchive:
             _mark_used(final)
             return
         jcmd = java.parent / "jcmd"
-        if jcmd.exists() and _lock(final.with_suffix(".recording")):
+        if jcmd.exists() and not _timed_out_lately(final) and _lock(final.with_suffix(".recording")):
             self.recording, self._jcmd = final.with_suffix(".recording"), jcmd
             for left in final.parent.glob(f"{final.stem}.*.partial"):  # of a recorder killed while it dumped
                 left.unlink(missing_ok=True)
@@ -133,20 +140,26 @@ class ClassArchive:
 
     def save(self, pid: int) -> None:
         """Dump the classes JVM `pid` loaded into this key's archive, if this start records
-        one; waits for the dump. Any failure leaves no archive, and the next start records."""
+        one; waits for the dump. Any failure leaves no archive, and the next start records, but
+        for a dump that ran out of time: then none records for `RETRY_AFTER_S`."""
         if self.recording is None or self._jcmd is None:
             return
         lock, self.recording = self.recording, None
         final = lock.with_suffix(".jsa")
         partial = lock.with_suffix(f".{os.getpid()}.partial")
-        print("isrlab: saving the analysis JVM's classes for faster starts (once, about 10 s)",
+        print("isrlab: saving the analysis JVM's classes for faster starts (once, 10-60 s)",
               file=sys.stderr, flush=True)
         try:
             done = subprocess.run([str(self._jcmd), str(pid), "VM.cds", "dynamic_dump", str(partial)],
                                   stdin=subprocess.DEVNULL, capture_output=True, timeout=DUMP_TIMEOUT_S)
             if done.returncode == 0 and partial.exists() and partial.stat().st_size > 0:
                 os.replace(partial, final)
+                _timed_out(final).unlink(missing_ok=True)
                 keep_newest(final.parent, "*.jsa", KEEP)  # a JVM that maps a removed one keeps its mapping
+        except subprocess.TimeoutExpired:
+            _timed_out(final).touch()
+            print(f"isrlab: the JVM's classes were not saved within {DUMP_TIMEOUT_S} s (a loaded machine); "
+                  f"starts go without them for {RETRY_AFTER_S // 60} min, then try again", file=sys.stderr, flush=True)
         except (OSError, subprocess.SubprocessError):
             pass  # no archive this time
         finally:
@@ -155,6 +168,18 @@ class ClassArchive:
             # jcmd's attach made the JVM listen on a socket file it removes only at a clean
             # exit, and `session.stop_spark` kills it next: the file would stay in /tmp
             attach_socket(pid).unlink(missing_ok=True)
+
+
+def _timed_out(archive: Path) -> Path:
+    """The mark of a dump of `archive` that ran out of time (its modification time is when)."""
+    return archive.with_suffix(".timed-out")
+
+
+def _timed_out_lately(archive: Path) -> bool:
+    try:
+        return time.time() - _timed_out(archive).stat().st_mtime < RETRY_AFTER_S
+    except OSError:
+        return False  # none: no dump of it ran out of time
 
 
 def attach_socket(pid: int) -> Path:

@@ -156,3 +156,27 @@ def test_saving_leaves_no_attach_socket_of_the_jvm_it_dumped(cache: Path, tmp_pa
         jvm.kill()
         jvm.wait()
         class_archive.attach_socket(jvm.pid).unlink(missing_ok=True)
+
+
+def test_a_dump_out_of_time_stops_recording_for_a_while(cache: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found in a CI run on a slow hour: every dump beside the loaded suite ran out of its
+    120 s, and each next JVM recorded again and made its test wait 120 s more at its stop
+    (no archive was ever saved). A dump out of time now stops recording for RETRY_AFTER_S."""
+    slow = tmp_path / "jcmd"
+    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.chmod(0o755)
+    monkeypatch.setattr(class_archive, "DUMP_TIMEOUT_S", 0.2)
+    recorder = ClassArchive()
+    lock = recorder.recording
+    assert lock is not None
+    recorder._jcmd = slow
+    recorder.save(os.getpid())
+    assert not lock.exists() and not lock.with_suffix(".jsa").exists()
+    after = ClassArchive()
+    assert after.recording is None and after.archive is None  # starts without, and records nothing
+    assert "RecordDynamicDumpInfo" not in after.java_options()
+    mark = lock.with_suffix(".timed-out")
+    past = mark.stat().st_mtime - class_archive.RETRY_AFTER_S - 1
+    os.utime(mark, (past, past))
+    assert ClassArchive().recording == lock  # an hour on, a start records again
