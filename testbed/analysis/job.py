@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from functools import reduce
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis import checks_history as H
@@ -177,7 +177,7 @@ def _examples(name: str, frame: DataFrame, columns: list[str], starts: DataFrame
             .select(F.lit(name).alias("check"), "*"))
 
 
-def _collect_cause_groups(attributed: dict[str, DataFrame]) -> list:
+def _collect_cause_groups(attributed: dict[str, DataFrame]) -> list[Row]:
     """The rows of every attributed check's cause groups (`_cause_groups`), in order."""
     groups = reduce(DataFrame.unionByName, [_cause_groups(n, f) for n, f in attributed.items()])
     return groups.orderBy("check", "run_id", "topic", "partition", F.col("offsets")[0][0]).collect()
