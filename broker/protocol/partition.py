@@ -440,16 +440,6 @@ class Partition:
             return _NOT_LEADER_OR_FOLLOWER
         return _NONE
 
-    def on_follower_fetch(self, replica_id: int, broker_epoch: int, fp: FetchPartition, now: float,
-                          out: Outputs | None = None) -> tuple[FetchPartitionResult, ReadSpec | None, Outputs]:
-        """A follower's fetch of this partition (R8, R9, R11), then R15 and R18, answered at
-        once: `follower_fetch`, with a fetch at the LEO given its `fetch_result`. Its outputs go
-        into `out` when given, else a new `Outputs`."""
-        if out is None:
-            out = Outputs()
-        result, read = self.follower_fetch(replica_id, broker_epoch, fp, now, out)
-        return self.fetch_result() if result is None else result, read, out
-
     def follower_fetch(self, replica_id: int, broker_epoch: int, fp: FetchPartition, now: float,
                        out: Outputs) -> tuple[FetchPartitionResult | None, ReadSpec | None]:
         """A follower's fetch of this partition (R8, R9, R11), then R15 and R18; its outputs go

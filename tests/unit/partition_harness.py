@@ -15,7 +15,7 @@ from broker.common.record_batch import (
     stamp_batch,
 )
 from broker.protocol.epochs import EpochHistory
-from broker.protocol.messages import FetchPartitionResult, ProduceRequest
+from broker.protocol.messages import FetchPartition, FetchPartitionResult, ProduceRequest
 from broker.protocol.outputs import (
     AppendBatches,
     AppendRecords,
@@ -166,13 +166,22 @@ def produce(leader: Replica, values: list[str], acks: int = -1, now: float = 0.0
     return leader.run(leader.p.on_produce(req, ctx if ctx is not None else values[0], now))
 
 
+def follower_fetch_now(p: Partition, replica_id: int, broker_epoch: int, fp: FetchPartition,
+                       now: float) -> tuple[FetchPartitionResult, ReadSpec | None, Outputs]:
+    """A follower's fetch answered at once, as a broker answers one it does not park: the
+    partition's `follower_fetch`, with a fetch at the LEO given its `fetch_result`."""
+    out = Outputs()
+    result, read = p.follower_fetch(replica_id, broker_epoch, fp, now, out)
+    return p.fetch_result() if result is None else result, read, out
+
+
 def fetch_round(leader: Replica, follower: Replica, now: float = 0.0,
                 broker_epoch: int | None = None) -> FetchPartitionResult:
     """One fetch of `follower` from `leader`, performed as the runtimes would."""
     fp = follower.p.fetch_partition()
     assert fp is not None
     epoch = BROKER_EPOCHS[follower.broker_id] if broker_epoch is None else broker_epoch
-    result, read, out = leader.p.on_follower_fetch(follower.broker_id, epoch, fp, now)
+    result, read, out = follower_fetch_now(leader.p, follower.broker_id, epoch, fp, now)
     leader.run(out)
     if read is not None:
         result.records = leader.log.read(read)

@@ -19,6 +19,7 @@ from tests.unit.partition_harness import (
     apply_record,
     build_log,
     fetch_round,
+    follower_fetch_now,
     produce,
     record,
 )
@@ -45,8 +46,8 @@ def fetch(leader: Replica, follower_id: int, offset: int, now: float = 0.0,
           last_epoch: int = -1, current_epoch: int | None = None, broker_epoch: int | None = None):
     fp = FetchPartition(TOPIC, 0, offset, last_epoch,
                         leader.p.leader_epoch if current_epoch is None else current_epoch)
-    result, read, out = leader.p.on_follower_fetch(
-        follower_id, BROKER_EPOCHS[follower_id] if broker_epoch is None else broker_epoch, fp, now)
+    result, read, out = follower_fetch_now(
+        leader.p, follower_id, BROKER_EPOCHS[follower_id] if broker_epoch is None else broker_epoch, fp, now)
     leader.run(out)
     return result, read, out
 
@@ -141,7 +142,7 @@ def test_R14_forgets_fetch_state_of_followers_outside_isr_and_pending_change():
     leader, f2, f3 = cluster(isr=(1, 2))
     produce(leader, ["a"], acks=1)
     fetch_round(leader, f2)
-    out = leader.p.on_follower_fetch(3, 103, f3.p.fetch_partition(), 0.0)[2]
+    out = follower_fetch_now(leader.p, 3, 103, f3.p.fetch_partition(), 0.0)[2]
     assert sends(out)  # 3 caught up: expansion in flight
     assert leader.p.maximal_isr == [1, 2, 3]
     apply_record([leader], record(1, 2, 5, [1, 2]))
