@@ -104,6 +104,33 @@ class ControllerConfig:
             raise ValueError(f"session_timeout must be positive, got {self.session_timeout}")
 
 
+def partition_changed(record: PartitionRecord) -> Event:
+    """The `partition-changed` event of a committed PartitionRecord (DESIGN 7)."""
+    moving = {"adding": list(record.adding), "removing": list(record.removing)} \
+        if record.adding or record.removing else {}
+    return Event("partition-changed", dict(
+        topic=record.topic, partition=record.partition, leader=record.leader, leader_epoch=record.leader_epoch,
+        partition_epoch=record.partition_epoch, isr=list(record.isr), elr=list(record.elr),
+        last_known_elr=list(record.last_known_elr), replicas=list(record.replicas), reason=record.reason,
+        **moving))
+
+
+def inherited_events(record: MetadataRecord) -> list[Event]:
+    """The events of a record appended by an earlier active controller that lost its
+    leadership before it saw the record committed (and dropped its held events, `resign`):
+    the next leader commits it with its own term's first entry and records them."""
+    if isinstance(record, PartitionRecord):
+        return [partition_changed(record)]
+    if isinstance(record, RegisterBrokerRecord):
+        return [Event("registered", dict(broker_id=record.broker_id, broker_epoch=record.broker_epoch,
+                                         clean=record.clean, incarnation_id=record.incarnation_id,
+                                         rack=record.rack))]
+    if isinstance(record, BrokerRegistrationChangeRecord) and record.fenced is not None:
+        return [Event("fenced" if record.fenced else "unfenced",
+                      dict(broker_id=record.broker_id, broker_epoch=record.broker_epoch))]
+    return []
+
+
 class _Batch:
     """The records one input produces, applied to the image as they are made."""
 
@@ -125,13 +152,7 @@ class _Batch:
             # A reassignment in progress (R35) also names the replicas joining and leaving, as
             # Kafka's PartitionRecord does: the replicas are then the target and the leaving
             # ones, and the placement under judgment is the target's (I9).
-            moving = {"adding": list(record.adding), "removing": list(record.removing)} \
-                if record.adding or record.removing else {}
-            self.event("partition-changed", topic=record.topic, partition=record.partition,
-                       leader=record.leader, leader_epoch=record.leader_epoch,
-                       partition_epoch=record.partition_epoch, isr=list(record.isr), elr=list(record.elr),
-                       last_known_elr=list(record.last_known_elr), replicas=list(record.replicas),
-                       reason=record.reason, **moving)
+            self.events.append(partition_changed(record))
         return offset
 
     def event(self, kind: str, **fields: Any) -> None:
