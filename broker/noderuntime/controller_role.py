@@ -28,7 +28,7 @@ from typing import Any
 from broker.common.errors import Errors
 from broker.noderuntime.config import NodeConfig
 from broker.noderuntime.quorum_store import QuorumStore
-from broker.protocol.controller import Controller, ControllerConfig, inherited_events
+from broker.protocol.controller import Controller, ControllerConfig, record_events
 from broker.protocol.messages import (
     AppendEntriesRequest,
     AppendEntriesResponse,
@@ -230,7 +230,7 @@ class ControllerRole:
                 record = from_dict(self.raft.entry(self.applied).record)
                 self.controller.replay(self.applied, record)
                 if inherited:
-                    out.events.extend(inherited_events(record))
+                    out.events.extend(record_events(record, self.applied))
                 self.applied += 1
             self.followed = self.followed or self.raft.leader_id not in (NO_LEADER, self.cfg.id)
             if self.raft.role == LEADER and self.applied == self.raft.log_end:

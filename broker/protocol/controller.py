@@ -104,30 +104,32 @@ class ControllerConfig:
             raise ValueError(f"session_timeout must be positive, got {self.session_timeout}")
 
 
-def partition_changed(record: PartitionRecord) -> Event:
-    """The `partition-changed` event of a committed PartitionRecord (DESIGN 7)."""
-    moving = {"adding": list(record.adding), "removing": list(record.removing)} \
-        if record.adding or record.removing else {}
-    return Event("partition-changed", dict(
-        topic=record.topic, partition=record.partition, leader=record.leader, leader_epoch=record.leader_epoch,
-        partition_epoch=record.partition_epoch, isr=list(record.isr), elr=list(record.elr),
-        last_known_elr=list(record.last_known_elr), replicas=list(record.replicas), reason=record.reason,
-        **moving))
-
-
-def inherited_events(record: MetadataRecord) -> list[Event]:
-    """The events of a record appended by an earlier active controller that lost its
-    leadership before it saw the record committed (and dropped its held events, `resign`):
-    the next leader commits it with its own term's first entry and records them."""
+def record_events(record: MetadataRecord, offset: int) -> list[Event]:
+    """The events of a committed record at `offset` of the metadata log (DESIGN 7: the
+    controller's view after each committed change). Each carries `metadata_offset`: a record
+    appended by an active controller that saw it committed but died before its followers
+    heard of the commit is committed again by the next leader, which records it again (it
+    cannot know the first did), and the analysis keeps the first event of each offset."""
     if isinstance(record, PartitionRecord):
-        return [partition_changed(record)]
+        # A reassignment in progress (R35) also names the replicas joining and leaving, as
+        # Kafka's PartitionRecord does: the replicas are then the target and the leaving
+        # ones, and the placement under judgment is the target's (I9).
+        moving = {"adding": list(record.adding), "removing": list(record.removing)} \
+            if record.adding or record.removing else {}
+        return [Event("partition-changed", dict(
+            topic=record.topic, partition=record.partition, leader=record.leader, leader_epoch=record.leader_epoch,
+            partition_epoch=record.partition_epoch, isr=list(record.isr), elr=list(record.elr),
+            last_known_elr=list(record.last_known_elr), replicas=list(record.replicas), reason=record.reason,
+            **moving, metadata_offset=offset))]
     if isinstance(record, RegisterBrokerRecord):
         return [Event("registered", dict(broker_id=record.broker_id, broker_epoch=record.broker_epoch,
                                          clean=record.clean, incarnation_id=record.incarnation_id,
-                                         rack=record.rack))]
+                                         rack=record.rack, metadata_offset=offset))]
     if isinstance(record, BrokerRegistrationChangeRecord) and record.fenced is not None:
         return [Event("fenced" if record.fenced else "unfenced",
-                      dict(broker_id=record.broker_id, broker_epoch=record.broker_epoch))]
+                      dict(broker_id=record.broker_id, broker_epoch=record.broker_epoch, metadata_offset=offset))]
+    if isinstance(record, BrokerRegistrationChangeRecord) and record.in_controlled_shutdown:
+        return [Event("controlled-shutdown", dict(broker_id=record.broker_id, metadata_offset=offset))]
     return []
 
 
@@ -148,11 +150,7 @@ class _Batch:
             raise RuntimeError(f"controller generated a record its own image refuses: {record}")
         controller.log_end_offset += 1
         self.records.append(record)
-        if isinstance(record, PartitionRecord):
-            # A reassignment in progress (R35) also names the replicas joining and leaving, as
-            # Kafka's PartitionRecord does: the replicas are then the target and the leaving
-            # ones, and the placement under judgment is the target's (I9).
-            self.events.append(partition_changed(record))
+        self.events.extend(record_events(record, offset))
         return offset
 
     def event(self, kind: str, **fields: Any) -> None:
@@ -345,8 +343,6 @@ class Controller:
                                           clean=clean, fenced=fenced, endpoint=msg.endpoint))
         self.heartbeats.end_session(msg.broker_id)
         self.heartbeats.touch(msg.broker_id, now)
-        batch.event("registered", broker_id=msg.broker_id, broker_epoch=epoch, clean=clean,
-                    incarnation_id=msg.incarnation_id, rack=msg.rack)
         if not clean and self.config.elr and kraft:
             states = self._states()
             self._append_changes(batch, [
@@ -408,7 +404,6 @@ class Controller:
         if not registration.in_controlled_shutdown:
             batch.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=registration.broker_epoch,
                                                         in_controlled_shutdown=True))
-            batch.event("controlled-shutdown", broker_id=broker_id)
         self._remove_from_partitions(batch, broker_id, "controlled-shutdown")
         self.heartbeats.begin_controlled_shutdown(broker_id, self.log_end_offset - 1)
 
@@ -446,7 +441,6 @@ class Controller:
         """R24 fencing with R25 for every partition the broker leads or is in the ISR of."""
         epoch = self.image.brokers[broker_id].broker_epoch
         batch.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=True))
-        batch.event("fenced", broker_id=broker_id, broker_epoch=epoch)
         self._remove_from_partitions(batch, broker_id, reason)
         self.heartbeats.end_session(broker_id)
 
@@ -461,7 +455,6 @@ class Controller:
         """R24 unfencing; the broker may be the candidate a leaderless partition waits for (R30, R31)."""
         epoch = self.image.brokers[broker_id].broker_epoch
         batch.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=epoch, fenced=False))
-        batch.event("unfenced", broker_id=broker_id, broker_epoch=epoch)
         states = self._states()
         self._append_changes(batch, [
             partition_change.elect_leader(p, min_isr=self._min_isr(p), policy=self._policy, brokers=states)

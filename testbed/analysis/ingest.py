@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
@@ -125,8 +125,21 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path,
         for run_id, message in _mismatches(frames, {rid: run for run, rid in runs.items()}).items():
             rejected.setdefault(run_id, message)
     good = [i for i in ids if i not in rejected]
-    return Tables(**{name: f.where(~F.col(_BAD) & F.col(RUN_ID).isin(good)).drop(CORRUPT, _BAD)
-                     for name, f in frames.items()}), rejected
+    tables = {name: f.where(~F.col(_BAD) & F.col(RUN_ID).isin(good)).drop(CORRUPT, _BAD) for name, f in frames.items()}
+    return Tables(**tables | {"events": once_per_record(tables["events"])}), rejected
+
+
+def once_per_record(events: DataFrame) -> DataFrame:
+    """The events, each controller record's once: an active controller that saw a record
+    committed and died before its followers heard of the commit recorded its event, and the
+    next leader, committing the record again, records it again (it cannot know). Both carry
+    the record's `metadata_offset`; the first recorded is kept. Events without one (a broker's,
+    or a run recorded before the field) are all kept."""
+    first = Window.partitionBy(RUN_ID, "metadata_offset").orderBy("time_ns", SEQ)
+    copies = events.where(F.col("metadata_offset").isNotNull())
+    return (events.where(F.col("metadata_offset").isNull())
+            .unionByName(copies.withColumn("_copy", F.row_number().over(first)).where(F.col("_copy") == 1)
+                         .drop("_copy")))
 
 
 def _read_dirs(runs: dict[Path, str]) -> dict[Path, Path]:

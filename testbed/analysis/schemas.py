@@ -47,6 +47,7 @@ EVENTS = _struct(
     ("reason", StringType()), ("leo", LongType()), ("hwm", LongType()), ("from", LongType()), ("to", LongType()),
     ("valid_to", LongType()), ("dropped_bytes", LongType()), ("controller_id", IntegerType()), ("term", LongType()),
     ("mode", StringType()), ("offset", LongType()), ("digest", LongType()), ("rack", StringType()),
+    ("metadata_offset", LongType()),
     ("log_infos", ArrayType(_struct(("broker", IntegerType()), ("broker_epoch", LongType()),
                                     ("last_written_epoch", IntegerType()), ("leo", LongType())))),
 )

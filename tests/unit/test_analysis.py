@@ -606,6 +606,26 @@ def _same_time(root: Path) -> None:
     r.write()
 
 
+def _recorded_twice(root: Path) -> None:
+    """A controller failover records two committed changes twice (DESIGN 7): controller-1
+    saw them committed, shrinking the ISR below MinISR at 1.5 s and restoring it at 1.7 s, and
+    died before its followers heard of the commit; controller-2 commits them again with its
+    first entry at 1.9 s and records them again, with the same metadata offsets. Taken twice,
+    they made a second window without acks=all service at 1.9 s."""
+    r = RunBuilder(root, "recorded-twice")
+    r.topology["cluster"]["controllers"] = 3
+
+    def change(node: str, at: int, epoch: int, isr: list[int], reason: str) -> dict:
+        return {"node": node, "time_ns": at, "kind": "partition-changed", "topic": "orders", "partition": 0,
+                "leader": 1, "leader_epoch": 0, "partition_epoch": epoch, "isr": isr, "elr": [],
+                "last_known_elr": [], "replicas": [1, 2, 3], "reason": reason, "metadata_offset": 10 + epoch}
+    r.events += [change("controller-1", T0 + 15 * S // 10, 1, [1], "isr-shrink"),
+                 change("controller-1", T0 + 17 * S // 10, 2, [1, 2, 3], "isr-expand"),
+                 change("controller-2", T0 + 19 * S // 10, 1, [1], "isr-shrink"),
+                 change("controller-2", T0 + 19 * S // 10 + 1_000_000, 2, [1, 2, 3], "isr-expand")]
+    r.write()
+
+
 def _manual_elect(root: Path) -> None:
     """R32 manual: broker 1 (torn) and broker 2 (partial) crash with page-cache loss, and the
     operator elects broker 2, whose own crash left its log empty: v0..v4 are lost to that
@@ -683,7 +703,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -705,6 +725,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "moved-within-rack": ZERO,
     "api-broker": ZERO,
     "created-after-unclean": {**ZERO, "unclean_exclusion": 1},
+    "recorded-twice": ZERO,
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},
@@ -877,6 +898,16 @@ def test_unavailability_windows_closer_than_100ms_are_one(judged: dict[str, RunV
     assert [(round(w["end_s"] - w["start_s"], 3)) for w in windows] == [0.06, 0.1]
     assert round(windows[1]["start_s"] - windows[0]["start_s"], 3) == 0.3
     assert judged["flapping"].results["figures"]["unavailable_s"]["no-acks-all"] == 0.16
+
+
+def test_a_change_a_failover_recorded_twice_is_taken_once(judged: dict[str, RunVerdict]) -> None:
+    """DESIGN 7: the events of one metadata record (one `metadata_offset`) are one change; the
+    first recorded is kept."""
+    results = judged["recorded-twice"].results
+    assert [(w["kind"], w["start_s"], w["end_s"]) for w in results["figures"]["availability"]] == [
+        ("no-acks-all", 1.5, 1.7)]
+    assert results["figures"]["unavailable_s"]["no-acks-all"] == 0.2
+    assert judged["recorded-twice"].ok is True
 
 
 def test_a_killed_leader_counts_as_no_leader_until_it_is_replaced_or_back(judged: dict[str, RunVerdict]) -> None:

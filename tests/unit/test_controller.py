@@ -2,7 +2,7 @@
 import msgpack
 
 from broker.common.errors import Errors
-from broker.protocol.controller import Controller, ControllerConfig
+from broker.protocol.controller import Controller, ControllerConfig, record_events
 from broker.protocol.messages import (
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
@@ -156,7 +156,8 @@ def test_r24_new_brokers_start_fenced_and_unfence_once_caught_up():
     assert (behind.is_fenced, behind.is_caught_up) == (True, False)
     caught_up = h.heartbeat(1, current_metadata_offset=reg_offset)
     assert (caught_up.is_fenced, caught_up.is_caught_up) == (False, True)
-    assert h.events("unfenced") == [{"broker_id": 1, "broker_epoch": h.epoch(1)}]
+    # broker 1's registration is the log's first record, its unfencing the second
+    assert h.events("unfenced") == [{"broker_id": 1, "broker_epoch": h.epoch(1), "metadata_offset": 1}]
 
 
 def test_r24_heartbeat_errors_for_unknown_broker_and_stale_epoch():
@@ -340,7 +341,8 @@ def test_r37_controlled_shutdown_moves_leadership_before_should_shut_down():
     h = cluster()
     h.create(partitions=3)
     first = h.heartbeat(1, want_shutdown=True)
-    assert h.events("controlled-shutdown") == [{"broker_id": 1}]
+    assert [{k: v for k, v in e.items() if k != "metadata_offset"} for e in h.events("controlled-shutdown")] \
+        == [{"broker_id": 1}]
     assert all(p.leader != 1 and 1 not in p.isr for p in h.controller.image.partitions_of("t"))
     assert first.should_shut_down is False  # brokers 2 and 3 have not applied the change yet
     h.heartbeat(2)
@@ -350,6 +352,23 @@ def test_r37_controlled_shutdown_moves_leadership_before_should_shut_down():
     assert {e["reason"] for e in h.events("partition-changed") if e["reason"] != "create"} == {"controlled-shutdown"}
     assert h.register(1, "next", previous=h.epoch(1)).error == Errors.NONE  # R28: clean, admitted at once
     assert h.events("registered")[-1]["clean"] is True
+
+
+def test_every_record_event_is_its_records_and_names_the_records_offset():
+    """DESIGN 7: `partition-changed`, `registered`, `fenced`, `unfenced` and `controlled-shutdown`
+    are made from the committed records alone and carry the record's `metadata_offset`: a
+    failover may record one record twice (the old active controller saw it committed, the new
+    one commits it again), and the analysis keeps one event per offset."""
+    h = cluster()
+    h.create(partitions=3)
+    h.heartbeat(1, want_shutdown=True)
+    h.heartbeat(2)
+    h.heartbeat(3)
+    h.heartbeat(1, want_shutdown=True)
+    recorded = [e for out in h.outputs for e in out.events if "metadata_offset" in e.fields]
+    assert {e.kind for e in recorded} == {"registered", "unfenced", "partition-changed", "controlled-shutdown",
+                                          "fenced"}
+    assert recorded == [e for offset, record in _appended(h) for e in record_events(record, offset)]
 
 
 def _appended(h: Harness) -> list[tuple[int, object]]:
