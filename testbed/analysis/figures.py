@@ -32,8 +32,9 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     took a node down: a killed or paused leader leads nothing from the fault until the
     controller elects another (its session expires first) or the node is back, and a killed
     or paused follower holds every acks=all write until it leaves the ISR (R17, which needs
-    an active controller) or is back. Windows that overlap or are less than `MERGE_GAP_NS`
-    apart are merged."""
+    an active controller) or is back; an isolated broker (a partition that cuts it off from
+    every node) is such a follower too, and such a leader for acks=all only. Windows that
+    overlap or are less than `MERGE_GAP_NS` apart are merged."""
     changes = (partition_changes(t)
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
@@ -59,19 +60,25 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                        .agg(F.min("time_ns").alias("start_ns"), F.max("until").alias("end_ns"))
                        .where(F.col("end_ns") > F.col("start_ns"))  # a state its own batch replaced lasted no time
                        .drop("island").withColumn("kind", F.lit(kind)))
-    down = (spans.where(F.col("do").isin(*_DOWN))
+    # a broker cut off from every node (`partition` with shape isolate) serves its clients but
+    # reaches no follower and no controller: as a leader it acknowledges no acks=all write until
+    # the controller elects another, as a follower in the ISR it holds every one until it leaves
+    cut = F.col("do") == "partition"
+    down = (spans.where(F.col("do").isin(*_DOWN) | (cut & (F.col("shape") == "isolate")))
             .select("run_id", F.explode("resolved").alias("node"), F.col("start_ns").alias("down_ns"),
-                    F.col("end_ns").alias("up_ns"))
-            .select("run_id", broker_id(F.col("node")).alias("leader"), "down_ns", "up_ns")
+                    F.col("end_ns").alias("up_ns"), (~cut).alias("leads_nothing"))
+            .select("run_id", broker_id(F.col("node")).alias("leader"), "down_ns", "up_ns", "leads_nothing")
             .where(F.col("leader").isNotNull()))
     led_while_down = (changes.join(down, ["run_id", "leader"])
-                      .select(*PART, "t0", F.greatest("time_ns", "down_ns").alias("start_ns"),
+                      .select(*PART, "t0", "leads_nothing", F.greatest("time_ns", "down_ns").alias("start_ns"),
                               F.least("until", "up_ns").alias("end_ns"))
                       .where(F.col("start_ns") < F.col("end_ns")))
-    windows += [led_while_down.withColumn("kind", F.lit(kind)) for kind in ("no-leader", "no-acks-all")]
+    leaderless = led_while_down.where(F.col("leads_nothing")).drop("leads_nothing")
+    windows += [leaderless.withColumn("kind", F.lit("no-leader")),
+                led_while_down.drop("leads_nothing").withColumn("kind", F.lit("no-acks-all"))]
     held_while_down = (changes.select(*PART, "time_ns", "t0", "until", "leader", F.explode("isr").alias("member"))
                        .where(F.col("member") != F.col("leader"))
-                       .join(down.withColumnRenamed("leader", "member"), ["run_id", "member"])
+                       .join(down.drop("leads_nothing").withColumnRenamed("leader", "member"), ["run_id", "member"])
                        .select(*PART, "t0", F.greatest("time_ns", "down_ns").alias("start_ns"),
                                F.least("until", "up_ns").alias("end_ns"))
                        .where(F.col("start_ns") < F.col("end_ns")))

@@ -360,6 +360,26 @@ def _dead_leader(root: Path, name: str = "dead-leader") -> RunBuilder:
     return r
 
 
+def _isolated(root: Path) -> None:
+    """Leader broker 1 is cut off from every node at 1.2 s (`partition`, shape isolate): it
+    still has its clients, but no follower fetches and no controller hears it, so no acks=all
+    write is acknowledged until the controller elects broker 2 at 1.5 s. Healed at 1.6 s, it
+    rejoins the ISR at 1.7 s; then follower broker 3 is cut off at 1.8 s and holds every
+    acks=all write until it leaves the ISR at 1.9 s (R15, R17). Neither is without a leader."""
+    r = RunBuilder(root, "isolated")
+    r.events += [RunBuilder.change(T0 + S + 500 * MS, leader=2, epoch=1, isr=[2, 3], reason="fence"),
+                 RunBuilder.change(T0 + S + 700 * MS, leader=2, epoch=2, isr=[2, 3, 1], reason="isr-expand"),
+                 RunBuilder.change(T0 + S + 900 * MS, leader=2, epoch=3, isr=[2, 1], reason="isr-shrink")]
+    isolate = {"shape": "isolate"}
+    r.fault(T0 + S + 200 * MS, "partition", "broker:1", ["broker-1"], isolate, {"isolated": ["broker-1"]})
+    r.fault(T0 + S + 600 * MS, "heal", None, [], origin="faults[1]")
+    r.fault(T0 + S + 800 * MS, "partition", "broker:3", ["broker-3"], isolate, {"isolated": ["broker-3"]},
+            origin="faults[2]")
+    r.fault(T0 + 3 * S, "heal", None, [], origin="faults[3]")
+    r.replicas = {node: {**rep, "is_leader": node == "broker-2", "leader_epoch": 3} for node, rep in r.replicas.items()}
+    r.write()
+
+
 def _follower_down(root: Path) -> None:
     """Follower broker 3 is killed at 1.2 s and leaves the ISR at 1.5 s (R17); follower
     broker 2 is paused from 1.7 to 1.9 s and never leaves it (no active controller): every
@@ -703,7 +723,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -726,6 +746,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "api-broker": ZERO,
     "created-after-unclean": {**ZERO, "unclean_exclusion": 1},
     "recorded-twice": ZERO,
+    "isolated": ZERO,
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},
@@ -898,6 +919,15 @@ def test_unavailability_windows_closer_than_100ms_are_one(judged: dict[str, RunV
     assert [(round(w["end_s"] - w["start_s"], 3)) for w in windows] == [0.06, 0.1]
     assert round(windows[1]["start_s"] - windows[0]["start_s"], 3) == 0.3
     assert judged["flapping"].results["figures"]["unavailable_s"]["no-acks-all"] == 0.16
+
+
+def test_an_isolated_leader_or_isr_follower_is_without_acks_all_service(judged: dict[str, RunVerdict]) -> None:
+    """DESIGN 8: a leader cut off from every node keeps its clients but acknowledges no
+    acks=all write until another is elected; a follower in the ISR cut off holds every one."""
+    results = judged["isolated"].results
+    assert [(w["kind"], w["start_s"], w["end_s"]) for w in results["figures"]["availability"]] == [
+        ("no-acks-all", 1.2, 1.5), ("no-acks-all", 1.8, 1.9)]
+    assert results["figures"]["unavailable_s"] == {"no-leader": 0.0, "no-acks-all": 0.4}
 
 
 def test_a_change_a_failover_recorded_twice_is_taken_once(judged: dict[str, RunVerdict]) -> None:
