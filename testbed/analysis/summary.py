@@ -40,9 +40,12 @@ def write_summary(spark: SparkSession, infos: dict[str, RunInfo], verdicts: list
                      checks.get("lost_writes", {}).get("count"), checks.get("lost_writes_acks1", {}).get("count"),
                      float(unavailable.get("no-leader", 0.0)), float(unavailable.get("no-acks-all", 0.0))))
     runs = spark.createDataFrame(rows, _RUNS)
-    # the loss of judged runs only: an unjudged run's missing values may be unavailability
+    # the loss and the unavailability of judged runs only: an unjudged run's missing values may
+    # be unavailability, and its figures are those of records that did not end or cannot be read
     judged = F.col("ok").isNotNull()
     lost, lost1 = (F.when(judged, F.col(c)) for c in ("lost_writes", "lost_writes_acks1"))
+    no_leader, no_acks_all = (F.coalesce(F.sum(F.when(judged, F.col(c))), F.lit(0.0))
+                              for c in ("no_leader_s", "no_acks_all_s"))
     loss = F.coalesce(lost, F.lit(0)) + F.coalesce(lost1, F.lit(0))
     summary = (runs.groupBy("topology", "protocol")
                .agg(F.count("*").alias("runs"), F.sum((loss > 0).cast("int")).alias("runs_with_loss"),
@@ -50,8 +53,7 @@ def write_summary(spark: SparkSession, infos: dict[str, RunInfo], verdicts: list
                     F.sum(F.col("ok").isNull().cast("int")).alias("unjudged"),
                     # `ok` null == False is null: a group of unjudged runs has 0 failed, not null
                     F.sum(F.coalesce(F.col("ok") == F.lit(False), F.lit(False)).cast("int")).alias("failed"),
-                    F.round(F.sum("no_leader_s"), 3).alias("no_leader_s"),
-                    F.round(F.sum("no_acks_all_s"), 3).alias("no_acks_all_s"))
+                    F.round(no_leader, 3).alias("no_leader_s"), F.round(no_acks_all, 3).alias("no_acks_all_s"))
                .orderBy("topology", "protocol"))
     target.mkdir(parents=True, exist_ok=True)
     summary.write.mode("overwrite").parquet(str(target / "summary.parquet"))

@@ -1197,16 +1197,25 @@ def test_a_rehearsal_left_alone_judges_its_run_to_the_end(spark, monkeypatch: py
     assert spark.range(3).count() == 3  # the process's own session is untouched
 
 
-def test_a_summary_counts_the_loss_of_judged_runs_only(tmp_path: Path, spark) -> None:  # noqa: F811
+def test_a_summary_counts_the_loss_and_unavailability_of_judged_runs_only(tmp_path: Path,
+                                                                         spark) -> None:  # noqa: F811
     """An unjudged run's missing values may be unavailability (a cluster that did not
-    converge): the summary counts it among the runs and the unjudged, not its losses."""
+    converge), and its figures, where it has any, are those of a run whose records could not
+    be trusted or did not end: the summary counts it among the runs and the unjudged, not its
+    losses nor its partition-seconds without a leader or acks=all service (a tester's tree
+    summed the figures of an unconverged run and not those of a malformed one)."""
     from testbed.analysis.runinfo import load_run_info
     from testbed.analysis.summary import write_summary
     runs = [RunBuilder(tmp_path, name).write() for name in ("judged", "unjudged")]
     infos = {run.name: load_run_info(run) for run in runs}
-    verdicts = [RunVerdict(runs[0], False, {"checks": {"lost_writes": {"count": 2}, "lost_writes_acks1": {"count": 1}}}),
+    verdicts = [RunVerdict(runs[0], False, {"checks": {"lost_writes": {"count": 2}, "lost_writes_acks1": {"count": 1}},
+                                            "figures": {"unavailable_s": {"no-leader": 0.5, "no-acks-all": 1.5}}}),
                 RunVerdict(runs[1], None, {"checks": {"lost_writes": {"count": 100},
-                                                      "lost_writes_acks1": {"count": 50}}})]
+                                                      "lost_writes_acks1": {"count": 50}},
+                                           "figures": {"unavailable_s": {"no-leader": 9.0, "no-acks-all": 9.0}}})]
     [row] = write_summary(spark, infos, verdicts, tmp_path / "summary")
     assert (row["runs"], row["unjudged"], row["failed"]) == (2, 1, 1)
     assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (1, 2, 1)
+    assert (row["no_leader_s"], row["no_acks_all_s"]) == (0.5, 1.5)
+    [only_unjudged] = write_summary(spark, infos, verdicts[1:], tmp_path / "summary2")
+    assert (only_unjudged["no_leader_s"], only_unjudged["no_acks_all_s"]) == (0.0, 0.0)
