@@ -31,7 +31,8 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     there may only be unavailable."""
     expect = info.expect
     explicit_convergence = info.topology is not None and "converged" in info.topology.expect
-    problems = [p for p in (problem, info.problem, info.summary_problem, _final_logs_missing(info.run_dir)) if p]
+    problems = [p for p in (problem, info.problem, info.summary_problem, _final_logs_missing(info.run_dir),
+                            _faults_missing(info)) if p]
     if data is not None:
         problems += _changed_after_the_run(info, data)
     if data is not None and not data.converged and not explicit_convergence and info.problem is None:
@@ -109,6 +110,17 @@ def _final_logs_missing(run_dir: Path) -> str | None:
         return (f"{final / 'logs.jsonl'} is missing: the run stopped after recording its replicas and before "
                 f"their logs, so what survived cannot be told")
     return None
+
+
+def _faults_missing(info: RunInfo) -> str | None:
+    """Why a run whose topology schedules faults, but whose `faults.jsonl` is gone, cannot be
+    judged: the run writes that file from its cluster's start, and without it the windows
+    without service would lack the faults' share and a loss its cause, under a verdict that
+    looked whole (a tester's run without it was judged passed, its unavailability 0)."""
+    if info.topology is None or not info.topology.faults or (info.run_dir / "faults.jsonl").is_file():
+        return None
+    return (f"{info.run_dir / 'faults.jsonl'} is missing, but the topology schedules {len(info.topology.faults)} "
+            f"fault(s): what they did cannot be told, so neither can what they caused")
 
 
 def broken_expectations(verdict: RunVerdict) -> str:

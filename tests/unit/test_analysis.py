@@ -360,6 +360,20 @@ def _dead_leader(root: Path, name: str = "dead-leader") -> RunBuilder:
     return r
 
 
+def _faults_file_gone(root: Path) -> None:
+    """A run whose topology kills broker 2 at 1 s, with its `faults.jsonl` gone (DESIGN 7:
+    the run writes it from its start)."""
+    r = RunBuilder(root, "faults-file-gone")
+    r.topology["faults"] = [{"at": "1s", "do": "kill", "target": "broker:2"}]
+    r.fault(T0 + S, "kill", "broker:2", ["broker-2"])
+    (r.write() / "faults.jsonl").unlink()
+
+
+def _no_faults_no_file(root: Path) -> None:
+    """A run without faults and without `faults.jsonl` (a hand-made one): nothing is missing."""
+    (RunBuilder(root, "no-faults-no-file").write() / "faults.jsonl").unlink()
+
+
 def _isolated(root: Path) -> None:
     """Leader broker 1 is cut off from every node at 1.2 s (`partition`, shape isolate): it
     still has its clients, but no follower fetches and no controller hears it, so no acks=all
@@ -723,7 +737,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -921,6 +935,15 @@ def test_unavailability_windows_closer_than_100ms_are_one(judged: dict[str, RunV
     assert judged["flapping"].results["figures"]["unavailable_s"]["no-acks-all"] == 0.16
 
 
+def test_a_run_without_the_faults_its_topology_schedules_is_unjudged(judged: dict[str, RunVerdict]) -> None:
+    gone = judged["faults-file-gone"]
+    assert gone.ok is None
+    assert [p for p in gone.results["problems"] if "faults.jsonl is missing" in p] == [
+        f"{gone.run_dir / 'faults.jsonl'} is missing, but the topology schedules 1 fault(s): what they did cannot "
+        f"be told, so neither can what they caused"]
+    assert judged["no-faults-no-file"].ok is True, judged["no-faults-no-file"].results["problems"]
+
+
 def test_an_isolated_leader_or_isr_follower_is_without_acks_all_service(judged: dict[str, RunVerdict]) -> None:
     """DESIGN 8: a leader cut off from every node keeps its clients but acknowledges no
     acks=all write until another is elected; a follower in the ISR cut off holds every one."""
@@ -1019,9 +1042,10 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     # the `lost`, `recovered`, `manual-elect`, `remade-while-delete-waits`, `batch-ties`, `same-time` and `far` runs
     assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (7, 11, 1)
     # `mismatch`, `garbage-tail`, `cut-after`, `history-cut`, `logs-holed`, `summary-garbage`,
-    # `replicas-removed`, `deleted-topic` (its one topic gone: no convergence), `leaderless` and
-    # `follower-behind` (not converged); `topology-garbage` has no topology to be summarized under
-    assert row["unjudged"] == 10
+    # `replicas-removed`, `deleted-topic` (its one topic gone: no convergence), `leaderless`,
+    # `follower-behind` (not converged) and `faults-file-gone`; `topology-garbage` has no
+    # topology to be summarized under
+    assert row["unjudged"] == 11
     # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
     assert alone["failed"] + row["failed"] == sum(v.ok is False for v in judged.values())
     html = (root / "summary" / "summary.html").read_text()
