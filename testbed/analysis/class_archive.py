@@ -37,6 +37,9 @@ from testbed.common.cache import isrlab_cache, keep_newest
 #: How long a dump may take before the archive is given up for this time (it takes 10-15 s
 #: on an idle machine, 40 s on a slow hour, and more than this beside a loaded CI run's)
 DUMP_TIMEOUT_S = 120
+#: The suffix of the file a JVM writes a dynamic dump to until it is complete (`<file>.temp`,
+#: renamed to `<file>` at its end): a dump cut short leaves it, 150 MB of a half archive
+JVM_TEMP = ".temp"
 #: After a dump that ran out of time, how long starts go without recording again: each try
 #: costs a recording JVM's start and a caller's wait of up to `DUMP_TIMEOUT_S` at its end,
 #: which a loaded machine (a test suite of dozens of JVMs) would otherwise pay at every stop
@@ -124,8 +127,9 @@ class ClassArchive:
         jcmd = java.parent / "jcmd"
         if jcmd.exists() and not _timed_out_lately(final) and _lock(final.with_suffix(".recording")):
             self.recording, self._jcmd = final.with_suffix(".recording"), jcmd
-            for left in final.parent.glob(f"{final.stem}.*.partial"):  # of a recorder killed while it dumped
-                left.unlink(missing_ok=True)
+            for pattern in (f"{final.stem}.*.partial", f"{final.stem}.*.partial{JVM_TEMP}"):
+                for left in final.parent.glob(pattern):  # of a recorder killed while it dumped
+                    left.unlink(missing_ok=True)
 
     def java_options(self) -> str:
         """The JVM options for this start (the log settings come along in every case)."""
@@ -164,6 +168,8 @@ class ClassArchive:
             pass  # no archive this time
         finally:
             partial.unlink(missing_ok=True)
+            # a dump out of time, whose JVM is killed next, leaves its file as the JVM writes it
+            partial.with_name(partial.name + JVM_TEMP).unlink(missing_ok=True)
             lock.unlink(missing_ok=True)
             # jcmd's attach made the JVM listen on a socket file it removes only at a clean
             # exit, and `session.stop_spark` kills it next: the file would stay in /tmp

@@ -60,9 +60,11 @@ def test_a_killed_recorders_lock_and_partial_dump_are_taken_over(cache: Path) ->
     first.recording.write_text(str(_dead_pid()))
     partial = cache / f"{key}.12345.partial"
     partial.write_bytes(b"half a dump")
+    written = cache / f"{key}.12346.partial.temp"  # the JVM's own file while it dumps
+    written.write_bytes(b"half a dump the JVM was writing")
     again = ClassArchive()
     assert again.recording == first.recording and again.recording.read_text() == str(os.getpid())
-    assert not partial.exists()
+    assert not partial.exists() and not written.exists()
 
 
 def test_a_failed_dump_leaves_no_archive_and_frees_the_next_start_to_record(cache: Path) -> None:
@@ -164,7 +166,7 @@ def test_a_dump_out_of_time_stops_recording_for_a_while(cache: Path, tmp_path: P
     120 s, and each next JVM recorded again and made its test wait 120 s more at its stop
     (no archive was ever saved). A dump out of time now stops recording for RETRY_AFTER_S."""
     slow = tmp_path / "jcmd"
-    slow.write_text("#!/bin/sh\nsleep 30\n")
+    slow.write_text('#!/bin/sh\n: > "$4.temp"\nsleep 30\n')  # the JVM's dump file, as it writes it
     slow.chmod(0o755)
     monkeypatch.setattr(class_archive, "DUMP_TIMEOUT_S", 0.2)
     recorder = ClassArchive()
@@ -173,6 +175,7 @@ def test_a_dump_out_of_time_stops_recording_for_a_while(cache: Path, tmp_path: P
     recorder._jcmd = slow
     recorder.save(os.getpid())
     assert not lock.exists() and not lock.with_suffix(".jsa").exists()
+    assert not list(cache.glob("*.temp"))  # the half dump of 150 MB went with it
     after = ClassArchive()
     assert after.recording is None and after.archive is None  # starts without, and records nothing
     assert "RecordDynamicDumpInfo" not in after.java_options()
