@@ -15,6 +15,7 @@ from rich.table import Table
 
 from testbed.experiment.counts import Counts
 from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.supervisor.cluster_view import partition_sides
 
 
 def render(elapsed: float, duration: float, totals: Counter, status: ClusterStatus | None) -> Table:
@@ -81,8 +82,8 @@ def describe_fault(rec: dict, elapsed: float) -> str:
         note = f" {effect['message']}"
     elif "skipped" in effect:
         note = f" [yellow](skipped: {effect['skipped']})[/]"
-    elif "groups" in effect:
-        note = " " + " | ".join(",".join(g) for g in effect["groups"])
+    elif (sides := partition_sides(rec)) is not None:
+        note = " " + sides
     rebalance = effect.get("rebalance")
     refused = rebalance.get("refused") if isinstance(rebalance, dict) else None
     if refused:  # an add-broker or remove-broker whose rebalance could not make every move

@@ -63,12 +63,25 @@ def faults_in_force(records: list[dict]) -> list[str]:
     return [_in_force(rec, left) for rec, left in held.values()]
 
 
+def partition_sides(rec: dict) -> str | None:
+    """The sides of a `partition` fault's end record as applied (`a,b | c`), or a one-way
+    cut's ends (what the first sends the second is dropped, the other way still goes);
+    None for a record without them."""
+    groups = (rec.get("effect") or {}).get("groups")
+    if rec.get("do") != "partition" or not groups:
+        return None
+    if (rec.get("params") or {}).get("shape") == "one-way":
+        src, dst = groups
+        return f"{','.join(src)} cut off from sending to {','.join(dst)} (one way)"
+    return " | ".join(",".join(g) for g in groups)
+
+
 def _in_force(rec: dict, left: set[str]) -> str:
     """`do target -> nodes`; a partition without a target shows its sides, a slow link what
     it slows (every link, or those from/to what it names) and by how much."""
-    groups = (rec.get("effect") or {}).get("groups")
-    if not left and rec.get("do") == "partition" and groups:
-        return "partition " + " | ".join(",".join(g) for g in groups)
+    sides = partition_sides(rec)
+    if not left and sides is not None:
+        return "partition " + sides
     if left or rec.get("do") != "slow":
         return " ".join(filter(None, (rec["do"], rec.get("target"), "->", ", ".join(sorted(left)) or "-")))
     params = rec.get("params") or {}

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from broker.common.jsonl import read_jsonl
 from testbed.experiment.progress import describe_fault, did_nothing
+from testbed.supervisor.cluster_view import faults_in_force
 from testbed.sim.run import run_seed
 from testbed.topology import parse_topology
 
@@ -262,3 +263,15 @@ def test_a_fault_line_names_what_an_admin_fault_acted_on_and_an_empty_undo_is_no
     assert did_nothing({"do": "restart", "effect": {"restarted": {}}})
     assert not did_nothing({"do": "restart", "effect": {"restarted": {"broker-4": 2}}})
     assert not did_nothing({"do": "restart", "effect": {"error": "x"}})
+
+
+def test_a_one_way_cut_reads_as_one_way_and_a_partition_as_its_groups() -> None:
+    """A tester's one-way cut printed `broker-1 | controller-1`, as a partition in two prints."""
+    cut = {"do": "partition", "target": None, "resolved": [], "params": {"shape": "one-way", "from": "broker:1",
+                                                                          "to": "controller"},
+           "effect": {"groups": [["broker-1"], ["controller-1"]], "isolated": []}}
+    assert describe_fault(cut, 2.0).endswith(" broker-1 cut off from sending to controller-1 (one way)")
+    halves = {**cut, "params": {"shape": "halves"}, "effect": {"groups": [["broker-1", "broker-2"], ["broker-3"]]}}
+    assert describe_fault(halves, 2.0).endswith(" broker-1,broker-2 | broker-3")
+    assert faults_in_force([{**cut, "phase": "end", "origin": "faults[0]"}]) == [
+        "partition broker-1 cut off from sending to controller-1 (one way)"]
