@@ -127,9 +127,9 @@ class ClassArchive:
         jcmd = java.parent / "jcmd"
         if jcmd.exists() and not _timed_out_lately(final) and _lock(final.with_suffix(".recording")):
             self.recording, self._jcmd = final.with_suffix(".recording"), jcmd
-            for pattern in (f"{final.stem}.*.partial", f"{final.stem}.*.partial{JVM_TEMP}"):
-                for left in final.parent.glob(pattern):  # of a recorder killed while it dumped
-                    left.unlink(missing_ok=True)
+            # a recorder killed while it dumped left its dump, and the JVM's file of it (`JVM_TEMP`)
+            for left in final.parent.glob(f"{final.stem}.*.partial*"):
+                left.unlink(missing_ok=True)
 
     def java_options(self) -> str:
         """The JVM options for this start (the log settings come along in every case)."""
