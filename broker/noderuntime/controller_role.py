@@ -44,7 +44,6 @@ from broker.protocol.metadata_image import MetadataImage
 from broker.protocol.outputs import AppendMetadata, Outputs, Reply
 from broker.protocol.raft import (
     LEADER,
-    NO_LEADER,
     RaftConfig,
     RaftNode,
     SaveEntries,
@@ -91,11 +90,6 @@ class ControllerRole:
             term=term, voted_for=voted_for, log=list(self.store.entries), seed=cfg.placement_seed,
             snapshot=self.store.snapshot)
         self.active = False
-        #: this process has known a working leader (another, or itself while active): entries
-        #: it commits as a new leader beyond the commit end it knew are an earlier leader's,
-        #: whose held events that leader dropped (`resign`); a voter restarted straight into
-        #: leadership replays its own past, recorded before, instead
-        self.followed = False
         self.parked: list[_ParkedFetch] = []
         self.malformed = 0  # Raft messages dropped because their records or snapshot cannot be applied
         #: the active controller's `next_tick_at`, kept until this role next calls it with an
@@ -225,14 +219,16 @@ class ControllerRole:
                 out.extend(self.controller.on_committed(end))
         else:
             self._digest_through(end, out)
-            inherited = self.raft.role == LEADER and self.followed
+            # a new leader commits an earlier leader's last entries, whose events that leader
+            # may not have recorded (it died, or dropped them held at `resign`): from the
+            # commit end its voters knew on, it records them (the ingest keeps one of each)
+            unrecorded = self.raft.elected_commit_end if self.raft.role == LEADER else end
             while self.applied < end:
                 record = from_dict(self.raft.entry(self.applied).record)
                 self.controller.replay(self.applied, record)
-                if inherited:
+                if self.applied >= unrecorded:
                     out.events.extend(record_events(record, self.applied))
                 self.applied += 1
-            self.followed = self.followed or self.raft.leader_id not in (NO_LEADER, self.cfg.id)
             if self.raft.role == LEADER and self.applied == self.raft.log_end:
                 self.active = True  # its own term's entry is committed, and everything before it
         if (self.applied - self.raft.log_start >= self.cfg.metadata_snapshot_records
@@ -254,7 +250,6 @@ class ControllerRole:
     def _deactivate(self) -> None:
         """No longer the leader: forget state built on what may not be committed."""
         self.active = False
-        self.followed = True
         self._restart_state_machine()
         self.parked = []  # the brokers' requests time out and go to the new leader
 

@@ -354,6 +354,9 @@ class VoteResponse:
     voter_id: int
     granted: bool
     pre_vote: bool = False
+    #: a granted vote: the voter's commit end, so that the new leader knows from where on the
+    #: entries it inherits may be committed without their events recorded (`elected_commit_end`)
+    commit_end: int = 0
 
 
 @dataclass(slots=True)

@@ -124,6 +124,14 @@ class RaftNode:
         self._election_deadline: float | None = None
         self._last_leader_contact: float | None = None
         self._votes: set[int] = set()
+        #: the highest commit end among the granted votes (this node's own included)
+        self._voters_commit_end = self.commit_end
+        #: as leader: the highest commit end the voters that elected it knew. A leader records
+        #: the events of the entries it commits as its own (`propose`) or, replaying, from here
+        #: on: below it, an earlier leader saw each entry committed and recorded it then; from
+        #: here on, one may have died before it saw its last entries committed. A quorum of one
+        #: has nobody else's to inherit: its end is the log's
+        self.elected_commit_end = self.commit_end
         self._progress: dict[int, _Progress] = {}
         self._next_heartbeat = 0.0
 
@@ -284,7 +292,8 @@ class RaftNode:
             self.voted_for = msg.candidate_id
             out.disk.append(SaveHardState(self.term, self.voted_for))
             self._reset_election_timer(now)
-        out.messages.append(self._send(msg.candidate_id, VoteResponse(self.term, self.config.node_id, granted, False)))
+        out.messages.append(self._send(msg.candidate_id, VoteResponse(self.term, self.config.node_id, granted, False,
+                                                                      self.commit_end)))
 
     def _on_vote_response(self, msg: VoteResponse, now: float, out: Outputs) -> None:
         if msg.term > self.term and not (msg.pre_vote and msg.granted):
@@ -298,6 +307,8 @@ class RaftNode:
                 self._start_election(now, out, pre_vote=False)
         elif not msg.pre_vote and self.role == CANDIDATE and msg.term == self.term:
             self._votes.add(msg.voter_id)
+            if msg.commit_end > self._voters_commit_end:
+                self._voters_commit_end = msg.commit_end
             if len(self._votes) >= self.config.majority:
                 self._become_leader(now, out)
 
@@ -404,6 +415,7 @@ class RaftNode:
         self._reset_election_timer(now)
         self.leader_id = NO_LEADER
         self._votes = {self.config.node_id}
+        self._voters_commit_end = self.commit_end
         if pre_vote:
             self.role = PRE_CANDIDATE
             term = self.term + 1
@@ -437,6 +449,7 @@ class RaftNode:
     def _become_leader(self, now: float, out: Outputs) -> None:
         self.role = LEADER
         self.leader_id = self.config.node_id
+        self.elected_commit_end = min(self._voters_commit_end, self.log_end) if self.peers else self.log_end
         self._progress = {p: _Progress(next_index=self.log_end, last_heard=now) for p in self.peers}
         self._next_heartbeat = now + self.config.heartbeat_interval
         self._append([RaftEntry(self.term, {"type": LEADER_CHANGE, "leader": self.config.node_id,

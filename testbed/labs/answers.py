@@ -24,6 +24,22 @@ from testbed.analysis.terminal import cause_line
 MAX_LINES = 8
 
 
+def once_per_record(events: list[dict]) -> list[dict]:
+    """The events, each controller record's once, the first recorded (as the analysis's
+    ingest keeps them): a new leader records again the records it inherits that an earlier
+    leader may have recorded, and an old state recorded again later would read as a change."""
+    def time(e: dict) -> int:
+        t = e.get("time_ns")
+        return t if isinstance(t, int) else 0
+
+    first: dict[int, dict] = {}
+    for e in events:
+        offset = e.get("metadata_offset")
+        if isinstance(offset, int) and (offset not in first or time(e) < time(first[offset])):
+            first[offset] = e
+    return [e for e in events if not isinstance(e.get("metadata_offset"), int) or first[e["metadata_offset"]] is e]
+
+
 @dataclass
 class RunRecords:
     """What the facts read from a run directory."""
@@ -41,7 +57,7 @@ class RunRecords:
         def read(name: str) -> dict:
             path = run_dir / name
             return json.loads(path.read_text()) if path.is_file() else {}
-        events = read_jsonl(run_dir / "events.jsonl")
+        events = once_per_record(read_jsonl(run_dir / "events.jsonl"))
         history = read_jsonl(run_dir / "history.jsonl")
         faults = read_jsonl(run_dir / "faults.jsonl")
         times = [r["time_ns"] for r in (*events, *history, *faults) if isinstance(r.get("time_ns"), int)]

@@ -213,6 +213,22 @@ def test_the_answers_are_the_runs_numbers(tmp_path: Path) -> None:
     assert answer(run, ["errors", "truncations"]) == FACTS["errors"](run) + FACTS["truncations"](run)
 
 
+def test_a_change_a_new_leader_records_again_is_not_a_change_again(tmp_path: Path) -> None:
+    """DESIGN 7: controller 2, elected, records again the two changes controller 1 had
+    recorded (it cannot know it did); read in order, the copies would say broker 1 led again
+    at 2.5 s and broker 2 after it. The answers keep each record's first event, as the
+    analysis's ingest does."""
+    run_dir = _run(tmp_path)
+    lines = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    changes = [e for e in lines if e["kind"] == "partition-changed"]
+    for offset, e in enumerate(changes):
+        e["metadata_offset"] = offset
+    copies = [{**e, "node": "controller-2", "time_ns": T0 + int(2.5 * S)} for e in changes]
+    (run_dir / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in [*lines, *copies]))
+    assert FACTS["elections"](RunRecords.load(run_dir)) == [
+        "2.00s orders/0: broker 2 leads at leader epoch 1 (election; ISR [2], ELR [])"]
+
+
 def test_the_leadership_churn_of_the_runs_own_shutdown_is_not_an_answer(tmp_path: Path) -> None:
     """After the final read the supervisor shuts the cluster down; the elections that causes
     are not what the lab's faults did."""

@@ -70,6 +70,25 @@ def test_a_quorum_of_one_elects_itself_at_once_and_commits_its_leader_change():
     assert first == 1 and n.commit_end == 2
 
 
+def test_a_new_leader_knows_the_highest_commit_end_among_the_voters_that_elected_it():
+    """Voter 2, restarted, knows nothing committed; elected with voter 3's vote, it learns
+    that 3 knew the first three entries committed (its controller records the events of the
+    entries it commits from there on). A quorum of one has nobody else's: its log end."""
+    nodes = {i: node(i) for i in VOTERS}
+    elect(nodes, 1)
+    _, out = nodes[1].propose([{"type": "x"}, {"type": "y"}], 1.1)
+    deliver(nodes[1], out, nodes, 1.1)
+    deliver(nodes[1], nodes[1].tick(1.2), nodes, 1.2)  # the heartbeat tells the followers the commit
+    assert nodes[3].commit_end == 3 and nodes[2].commit_end == 3
+    restarted = node(2, term=nodes[2].term, voted_for=nodes[2].voted_for, log=list(nodes[2].log))
+    assert restarted.commit_end == 0
+    elect({2: restarted, 3: nodes[3]}, 2, now=3.0)
+    assert restarted.elected_commit_end == 3
+    alone = RaftNode(RaftConfig(1, (1,), (0.3, 0.6), 0.05), term=1, log=list(nodes[2].log))
+    alone.tick(0.0)
+    assert alone.role == LEADER and alone.elected_commit_end == 3 and alone.log_end == 4
+
+
 def test_a_new_quorums_lowest_voter_asks_at_once_and_the_others_wait_their_timeout():
     """Bootstrap: in a quorum with no term and no log, voter 1 pre-votes on its first tick and
     is elected without waiting an election timeout; a voter with a term waits as usual."""
