@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import reduce
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis.ingest import Tables
@@ -29,12 +29,13 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     acks=all service (`no-acks-all`: no leader, or |ISR| < min(MinISR, replicas) so acks=all
     is refused, R20, or an ISR member down so the HWM waits for it, R15),
     from the controller's committed partition changes and from the faults (`spans`) that
-    took a node down: a killed or paused leader leads nothing from the fault until the
-    controller elects another (its session expires first) or the node is back, and a killed
-    or paused follower holds every acks=all write until it leaves the ISR (R17, which needs
-    an active controller) or is back; an isolated broker (a partition that cuts it off from
-    every node) is such a follower too, and such a leader for acks=all only. Windows that
-    overlap or are less than `MERGE_GAP_NS` apart are merged."""
+    took a node down or cut links: a killed or paused leader leads nothing from the fault
+    until the controller elects another (its session expires first) or the node is back, and
+    a killed or paused follower holds every acks=all write until it leaves the ISR (R17,
+    which needs an active controller) or is back; so does a follower that a partition of any
+    shape keeps from its leader (a leader cut off from its followers still has its clients:
+    its partition has a leader, without acks=all service). Windows that overlap or are less
+    than `MERGE_GAP_NS` apart are merged."""
     changes = (partition_changes(t)
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
@@ -60,11 +61,12 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                        .agg(F.min("time_ns").alias("start_ns"), F.max("until").alias("end_ns"))
                        .where(F.col("end_ns") > F.col("start_ns"))  # a state its own batch replaced lasted no time
                        .drop("island").withColumn("kind", F.lit(kind)))
-    # a broker cut off from every node (`partition` with shape isolate) serves its clients but
-    # reaches no follower and no controller: as a leader it acknowledges no acks=all write until
-    # the controller elects another, as a follower in the ISR it holds every one until it leaves
+    # a killed or paused leader leads nothing until the controller elects another; a broker
+    # isolated by a record without its groups (an older run's) is such a leader for acks=all
+    # only: it still has its clients, but no follower fetches from it
     cut = F.col("do") == "partition"
-    down = (spans.where(F.col("do").isin(*_DOWN) | (cut & (F.col("shape") == "isolate")))
+    ungrouped = cut & (F.col("shape") == "isolate") & F.col("groups").isNull()
+    down = (spans.where(F.col("do").isin(*_DOWN) | ungrouped)
             .select("run_id", F.explode("resolved").alias("node"), F.col("start_ns").alias("down_ns"),
                     F.col("end_ns").alias("up_ns"), (~cut).alias("leads_nothing"))
             .select("run_id", broker_id(F.col("node")).alias("leader"), "down_ns", "up_ns", "leads_nothing")
@@ -76,15 +78,47 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     leaderless = led_while_down.where(F.col("leads_nothing")).drop("leads_nothing")
     windows += [leaderless.withColumn("kind", F.lit("no-leader")),
                 led_while_down.drop("leads_nothing").withColumn("kind", F.lit("no-acks-all"))]
-    held_while_down = (changes.select(*PART, "time_ns", "t0", "until", "leader", F.explode("isr").alias("member"))
-                       .where(F.col("member") != F.col("leader"))
-                       .join(down.drop("leads_nothing").withColumnRenamed("leader", "member"), ["run_id", "member"])
-                       .select(*PART, "t0", F.greatest("time_ns", "down_ns").alias("start_ns"),
-                               F.least("until", "up_ns").alias("end_ns"))
-                       .where(F.col("start_ns") < F.col("end_ns")))
-    windows.append(held_while_down.withColumn("kind", F.lit("no-acks-all")))
+    # a follower in the ISR that is down, or that a partition keeps from its leader (either
+    # way: a fetch is a request and its answer), holds every acks=all write until it leaves
+    # the ISR (R15, R17) or is back
+    apart = (down.select("run_id", F.col("leader").alias("member"), F.lit(None).cast("int").alias("peer"),
+                         "down_ns", "up_ns")
+             .unionByName(_kept_apart(spans)))
+    held = (changes.select(*PART, "time_ns", "t0", "until", "leader", F.explode("isr").alias("member"))
+            .where(F.col("member") != F.col("leader"))
+            .join(apart, ["run_id", "member"])
+            .where(F.col("peer").isNull() | (F.col("peer") == F.col("leader")))
+            .select(*PART, "t0", F.greatest("time_ns", "down_ns").alias("start_ns"),
+                    F.least("until", "up_ns").alias("end_ns"))
+            .where(F.col("start_ns") < F.col("end_ns")))
+    windows.append(held.withColumn("kind", F.lit("no-acks-all")))
     return (_merge_close(reduce(DataFrame.unionByName, windows))
             .select(*PART, "kind", seconds("start_ns").alias("start_s"), seconds("end_ns").alias("end_s")))
+
+
+def _kept_apart(spans: DataFrame) -> DataFrame:
+    """(run_id, member, peer, down_ns, up_ns): each pair of brokers a partition kept from
+    exchanging messages, both ways round, while it held: two nodes in no group together (any
+    shape but one-way, as applied), or the two ends of a one-way cut."""
+    groups = F.col("groups")
+    nodes = F.array_distinct(F.flatten(groups))
+
+    def pair(a: Column, b: Column) -> Column:
+        return F.struct(a.alias("member"), b.alias("peer"))
+
+    def together(a: Column, b: Column) -> Column:
+        return F.exists(groups, lambda g: F.array_contains(g, a) & F.array_contains(g, b))
+
+    one_way = F.flatten(F.flatten(F.transform(groups[0], lambda a: F.transform(
+        groups[1], lambda b: F.array(pair(a, b), pair(b, a))))))
+    apart = F.flatten(F.transform(nodes, lambda a: F.transform(F.filter(nodes, lambda b: ~together(a, b)),
+                                                               lambda b: pair(a, b))))
+    return (spans.where((F.col("do") == "partition") & groups.isNotNull())
+            .select("run_id", F.explode(F.when(F.col("shape") == "one-way", one_way).otherwise(apart)).alias("p"),
+                    F.col("start_ns").alias("down_ns"), F.col("end_ns").alias("up_ns"))
+            .select("run_id", broker_id(F.col("p.member")).alias("member"), broker_id(F.col("p.peer")).alias("peer"),
+                    "down_ns", "up_ns")
+            .where(F.col("member").isNotNull() & F.col("peer").isNotNull() & (F.col("member") != F.col("peer"))))
 
 
 def _merge_close(windows: DataFrame) -> DataFrame:

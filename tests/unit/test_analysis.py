@@ -394,6 +394,32 @@ def _isolated(root: Path) -> None:
     r.write()
 
 
+def _cut_off(root: Path) -> None:
+    """Partitions of other shapes, recorded with their groups as applied: halves put follower
+    broker 3 apart from leader broker 1 at 1.2 s, and it holds every acks=all write until it
+    leaves the ISR at 1.4 s; healed, it rejoins at 1.6 s. A one-way cut drops what broker 1
+    sends broker 2 from 1.7 s until its heal at 1.9 s: broker 2's fetches get no answer, and
+    it holds every one. Broker 2 leaves the ISR at 2.0 s; rack a (brokers 1 and 3) isolated
+    from 2.2 to 2.4 s keeps the leader with its only follower in the ISR, and clients reach
+    it: service goes on. A cut of broker 1 from the controller alone holds no write."""
+    r = RunBuilder(root, "cut-off")
+    for n, (at, isr, reason) in enumerate(((1400, [1, 2], "isr-shrink"), (1600, [1, 2, 3], "isr-expand"),
+                                           (2000, [1, 3], "isr-shrink")), start=1):
+        r.events.append({**RunBuilder.change(T0 + at * MS, leader=1, epoch=0, isr=isr, reason=reason),
+                         "partition_epoch": n})
+    brokers = ["broker-1", "broker-2", "broker-3"]
+    for n, (at, target, params, groups) in enumerate((
+            (1200, None, {"shape": "halves"}, [["broker-1", "broker-2", "controller-1"], ["broker-3", "clients"]]),
+            (1700, None, {"shape": "one-way", "from": "broker:1", "to": "broker:2"}, [["broker-1"], ["broker-2"]]),
+            (2200, "rack:a", {"shape": "isolate"}, [["broker-1", "broker-3"], ["broker-2", "controller-1", "clients"]]),
+            (2600, None, {"groups": [["controller-1"]]}, [["controller-1"], [*brokers, "clients"]]))):
+        r.fault(T0 + at * MS, "partition", target, groups[0] if target else [], params,
+                {"groups": groups, "isolated": []}, origin=f"faults[{2 * n}]")
+        r.fault(T0 + (at + 200) * MS, "heal", None, [], origin=f"faults[{2 * n + 1}]")
+    r.send("v9", None, at=T0 + 3 * S, outcome="fail")  # the workload goes on past the last heal
+    r.write()
+
+
 def _follower_down(root: Path) -> None:
     """Follower broker 3 is killed at 1.2 s and leaves the ISR at 1.5 s (R17); follower
     broker 2 is paused from 1.7 to 1.9 s and never leaves it (no active controller): every
@@ -737,7 +763,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -761,6 +787,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "created-after-unclean": {**ZERO, "unclean_exclusion": 1},
     "recorded-twice": ZERO,
     "isolated": ZERO,
+    "cut-off": ZERO,
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},
@@ -950,6 +977,17 @@ def test_an_isolated_leader_or_isr_follower_is_without_acks_all_service(judged: 
     results = judged["isolated"].results
     assert [(w["kind"], w["start_s"], w["end_s"]) for w in results["figures"]["availability"]] == [
         ("no-acks-all", 1.2, 1.5), ("no-acks-all", 1.8, 1.9)]
+    assert results["figures"]["unavailable_s"] == {"no-leader": 0.0, "no-acks-all": 0.4}
+
+
+def test_a_follower_a_partition_of_any_shape_keeps_from_its_leader_is_without_acks_all_service(
+        judged: dict[str, RunVerdict]) -> None:
+    """DESIGN 8, R15: halves, a one-way cut and a group isolated together, as applied (their
+    groups); before, only `shape: isolate` counted, and counted every node it named as cut
+    off from every other."""
+    results = judged["cut-off"].results
+    assert [(w["kind"], w["start_s"], w["end_s"]) for w in results["figures"]["availability"]] == [
+        ("no-acks-all", 1.2, 1.4), ("no-acks-all", 1.7, 1.9)]
     assert results["figures"]["unavailable_s"] == {"no-leader": 0.0, "no-acks-all": 0.4}
 
 
