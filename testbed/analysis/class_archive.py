@@ -130,6 +130,7 @@ class ClassArchive:
             # a recorder killed while it dumped left its dump, and the JVM's file of it (`JVM_TEMP`)
             for left in final.parent.glob(f"{final.stem}.*.partial*"):
                 left.unlink(missing_ok=True)
+            _drop_stale_marks(final.parent)
 
     def java_options(self) -> str:
         """The JVM options for this start (the log settings come along in every case)."""
@@ -202,6 +203,27 @@ def _mark_used(archive: Path) -> None:
         pass  # a cache of another user's: used all the same, just not marked
 
 
+def _drop_stale_marks(cache: Path) -> None:
+    """Every key's marks that no longer mean anything: recording locks of holders that are
+    gone and marks of dumps out of time longer ago than `RETRY_AFTER_S`. A key whose recorder
+    was killed is often never started again (a CI clone's venv is a key of its own)."""
+    for lock in cache.glob("*.recording"):
+        if not _held(lock):
+            lock.unlink(missing_ok=True)
+    for mark in cache.glob("*.timed-out"):
+        if not _timed_out_lately(mark):
+            mark.unlink(missing_ok=True)
+
+
+def _held(lock: Path) -> bool:
+    """Whether the process a recording lock names is alive."""
+    try:
+        holder = int(lock.read_text() or "0")
+    except (OSError, ValueError):
+        return False
+    return holder > 0 and psutil.pid_exists(holder)
+
+
 def _lock(path: Path) -> bool:
     """Take the recording lock: a file naming its holder's pid. A holder that is gone (a
     killed process) leaves a lock the next caller takes over."""
@@ -209,11 +231,7 @@ def _lock(path: Path) -> bool:
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
-            try:
-                holder = int(path.read_text() or "0")
-            except (OSError, ValueError):
-                holder = 0
-            if holder and psutil.pid_exists(holder):
+            if _held(path):
                 return False
             path.unlink(missing_ok=True)
             continue

@@ -67,6 +67,24 @@ def test_a_killed_recorders_lock_and_partial_dump_are_taken_over(cache: Path) ->
     assert not partial.exists() and not written.exists()
 
 
+def test_a_recording_start_drops_every_keys_marks_that_no_longer_mean_anything(cache: Path) -> None:
+    """Locks of other keys' killed recorders and their old marks of dumps out of time stayed
+    for good (a CI clone's venv is a key of its own, never started again); a live recorder's
+    lock and a recent mark still count."""
+    cache.mkdir(parents=True)
+    stale, live = cache / "0000000000000001.recording", cache / "0000000000000002.recording"
+    stale.write_text(str(_dead_pid()))
+    live.write_text(str(os.getpid()))
+    old, recent = cache / "0000000000000003.timed-out", cache / "0000000000000004.timed-out"
+    old.touch()
+    recent.touch()
+    long_ago = old.stat().st_mtime - class_archive.RETRY_AFTER_S - 60
+    os.utime(old, (long_ago, long_ago))
+    assert ClassArchive().recording is not None
+    assert not stale.exists() and not old.exists()
+    assert live.exists() and recent.exists()
+
+
 def test_a_failed_dump_leaves_no_archive_and_frees_the_next_start_to_record(cache: Path) -> None:
     recorder = ClassArchive()
     assert recorder.recording is not None
