@@ -6,7 +6,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from testbed.analysis.schemas import RECORD_FILES
+#: the record files of a run the ingest reads, by table (`schemas.RECORD_FILES` gives each
+#: its format): named here without the formats, whose import (Arrow's compute functions)
+#: would delay a cold `analyze`'s JVM, which starts once the runs are found
+RECORD_PATHS: dict[str, str] = {"history": "history.jsonl", "events": "events.jsonl", "faults": "faults.jsonl",
+                                "final_logs": "final/logs.jsonl", "final_replicas": "final/replicas.jsonl"}
 
 
 class IngestError(ValueError):
@@ -61,4 +65,4 @@ def refusal(runs: list[Path]) -> IngestError | None:
 
 def input_bytes(runs: list[Path]) -> int:
     """The size of the runs' record files (what `session.tune_for` and the JIT choice go by)."""
-    return sum((run / spec.path).stat().st_size for run in runs for spec in RECORD_FILES if (run / spec.path).is_file())
+    return sum((run / path).stat().st_size for run in runs for path in RECORD_PATHS.values() if (run / path).is_file())

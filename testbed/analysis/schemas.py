@@ -22,6 +22,7 @@ from pyspark.sql.types import (
 )
 
 from testbed.analysis.line_rules import AllOf, AnyOf, OneOf, Other, Present, Rule, present
+from testbed.analysis.run_dirs import RECORD_PATHS
 
 CORRUPT = "_corrupt"
 
@@ -98,14 +99,14 @@ _POLL = AllOf((OneOf("f", ("poll",)), *present("topic", "partition"),
                AnyOf((Other("type", "ok"), Present("records")))))
 
 RECORD_FILES: tuple[RecordFile, ...] = (
-    RecordFile("history", "history.jsonl", HISTORY,
+    RecordFile("history", RECORD_PATHS["history"], HISTORY,
                AllOf((*present("process", "time_ns"), OneOf("type", ("invoke", "ok", "fail", "info")),
                       AnyOf((_SEND, _POLL)))), loose=("records",)),
-    RecordFile("events", "events.jsonl", EVENTS, AllOf(present("node", "time_ns", "kind"))),
-    RecordFile("faults", "faults.jsonl", FAULTS,
+    RecordFile("events", RECORD_PATHS["events"], EVENTS, AllOf(present("node", "time_ns", "kind"))),
+    RecordFile("faults", RECORD_PATHS["faults"], FAULTS,
                AllOf((*present("time_ns", "do"), OneOf("phase", ("start", "end")))), loose=("params", "effect")),
-    RecordFile("final_logs", "final/logs.jsonl", FINAL_LOGS,
+    RecordFile("final_logs", RECORD_PATHS["final_logs"], FINAL_LOGS,
                AllOf(present("node", "topic", "partition", "offset", "value")), appended=False),
-    RecordFile("final_replicas", "final/replicas.jsonl", FINAL_REPLICAS,
+    RecordFile("final_replicas", RECORD_PATHS["final_replicas"], FINAL_REPLICAS,
                AllOf(present("node", "topic", "partition", "leo", "hwm", "is_leader")), appended=False),
 )
