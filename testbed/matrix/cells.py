@@ -19,7 +19,7 @@ from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.topology_spec import Topology
 from testbed.config.walker import describe, is_digits
 from testbed.matrix.cell_errors import Failed, Settings, explain, same, shown
-from testbed.matrix.spec import SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY, MatrixError, MatrixSpec, hashable
+from testbed.matrix.spec import SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY, MatrixError, MatrixSpec, hashable, short_names
 
 #: `DEFAULT_EXPECT` as a topology's `expect:` block says it
 _DEFAULTS = {name: e.value if e.op == "==" else str(e) for name, e in DEFAULT_EXPECT.items()}
@@ -239,8 +239,8 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any, source: str) -> None
 def _labels(keys: list[str]) -> dict[str, str]:
     """The name of each varied key in cell ids: its last part (`elr`), or the whole key when
     two varied keys end alike (`topics.0.placement`, `topics.1.placement`)."""
-    last = [k.split(".")[-1] for k in keys]
-    return {k: (tail if last.count(tail) == 1 else k) for k, tail in zip(keys, last, strict=True)}
+    short = {key: tail for tail, key in short_names(keys).items()}
+    return {key: short.get(key, key) for key in keys}
 
 
 def select(cells: list[Cell], only: str | None = None, shard: tuple[int, int] | None = None) -> list[Cell]:

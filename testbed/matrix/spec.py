@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -261,7 +262,8 @@ def _rules(w: Walker, value: object, selectable: dict[str, Any]) -> tuple[Expect
         m = w.mapping(item, path, ("when", "expect"), required=("when", "expect"))
         if m is None or "when" not in m or "expect" not in m:
             continue
-        when = w.mapping(m["when"], join(path, "when"), tuple(selectable))
+        when = w.mapping(_full_keys(w, m["when"], join(path, "when"), selectable), join(path, "when"),
+                         (*selectable, *short_names(selectable)))
         if not isinstance(m["expect"], dict):
             w.error(join(path, "expect"), f"expected a mapping of checks to expectations, got {describe(m['expect'])}")
             continue
@@ -280,6 +282,30 @@ def _rules(w: Walker, value: object, selectable: dict[str, Any]) -> tuple[Expect
                 w.error(join(join(path, "when"), key), _not_a_value(key, wanted, known))
         out.append(ExpectRule(tuple(when.items()), dict(m["expect"]), path))
     return tuple(out)
+
+
+def short_names(selectable: Iterable[str]) -> dict[str, str]:
+    """The varied keys that cell ids name by their last part (`elr` for `protocol.elr`): those
+    whose last part no other varied key shares. `when:` and `--only` take either name."""
+    varied = [key for key in selectable if key not in (SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY)]
+    tails = [key.split(".")[-1] for key in varied]
+    return {tail: key for key, tail in zip(varied, tails, strict=True) if tails.count(tail) == 1 and tail != key}
+
+
+def _full_keys(w: Walker, when: object, path: str, selectable: dict[str, Any]) -> object:
+    """`when:` with each varied key named by its short name (`short_names`) as its whole key;
+    one named both ways is an error."""
+    if not isinstance(when, dict):
+        return when
+    short = short_names(selectable)
+    out: dict[Any, Any] = {}
+    for key, value in when.items():
+        full = short.get(key, key) if isinstance(key, str) and key not in selectable else key
+        if full in out:
+            w.error(join(path, str(key)), f"names {full} a second time (as {key}): give it once")
+            continue
+        out[full] = value
+    return out
 
 
 def _not_a_value(key: str, wanted: object, known: tuple[object, ...]) -> str:

@@ -90,6 +90,27 @@ def test_rules_replace_the_bases_expectations_for_the_checks_they_name(tmp_path:
     assert by_id["tiny-elr=false-none-seed=5"]["lost_writes"] == Expectation("==", 0)  # the later rule wins
 
 
+def test_a_rule_names_a_varied_key_as_cell_ids_and_only_do(tmp_path: Path) -> None:
+    """`when: {elr: false}` as `--only elr=false` and the id `tiny-elr=false-...` name it; a
+    new user's rule written so was refused. A key named both ways, or a last part two varied
+    keys share (their ids name them whole), is an error."""
+    path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+                            "expect": [{"when": {"elr": False}, "expect": {"lost_writes": ">0"}}]})
+    by_id = {c.id: c.topology.expect["lost_writes"] for c in expand(load_matrix(path))}
+    assert by_id == {"tiny-elr=true-seed=5": Expectation("==", 0), "tiny-elr=false-seed=5": Expectation(">", 0)}
+    twice = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+                             "expect": [{"when": {"protocol.elr": True, "elr": False}, "expect": {"lost_writes": 0}}]},
+                  name="twice.yaml")
+    assert f"{twice}: expect[0].when.elr: names protocol.elr a second time (as elr): give it once" in errors_of(twice)
+    base = {**BASE, "topics": BASE["topics"] + [{**BASE["topics"][0], "name": "audit"}]}
+    alike = write(tmp_path, {"base": "base.yaml", "vary": {"topics.0.placement": ["rack-aware"],
+                                                          "topics.1.placement": ["round-robin"]},
+                             "expect": [{"when": {"placement": "rack-aware"}, "expect": {"lost_writes": 0}}]},
+                  base, name="alike.yaml")
+    assert (f"{alike}: expect[0].when.placement: unknown key (expected one of: topics.0.placement, "
+            f"topics.1.placement, faults, seed, topology)") in errors_of(alike)
+
+
 def test_a_rule_on_a_base_without_expectations_keeps_the_defaults_it_does_not_name(tmp_path: Path) -> None:
     """A base without `expect:` is held to the defaults; a rule naming another check adds it to
     them (a new user's rule `{duplicates: 0}` dropped them: a cell with 380 lost writes passed)."""
