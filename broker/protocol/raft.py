@@ -126,11 +126,10 @@ class RaftNode:
         self._votes: set[int] = set()
         #: the highest commit end among the granted votes (this node's own included)
         self._voters_commit_end = self.commit_end
-        #: as leader: the highest commit end the voters that elected it knew. A leader records
-        #: the events of the entries it commits as its own (`propose`) or, replaying, from here
-        #: on: below it, an earlier leader saw each entry committed and recorded it then; from
-        #: here on, one may have died before it saw its last entries committed. A quorum of one
-        #: has nobody else's to inherit: its end is the log's
+        #: as leader: the highest commit end the voters that elected it knew. Below it, an
+        #: earlier leader saw each entry committed; from it on, one may have died before it saw
+        #: its last entries committed (the controller role records those entries' events when
+        #: it commits them again). A quorum of one has nobody else's to inherit: the log's end
         self.elected_commit_end = self.commit_end
         self._progress: dict[int, _Progress] = {}
         self._next_heartbeat = 0.0
