@@ -31,6 +31,11 @@ _DOWN_ACTIONS = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-los
 DEFAULT_TARGET = {"restart": "stopped", "resume": "paused"}
 
 
+class _NoLinkToCut(TargetError):
+    """A partition whose targets, resolved as it fires, leave no link to cut: an `error`
+    effect (it did nothing), not a cut of nothing recorded as applied."""
+
+
 class WorkloadEnded(RuntimeError):
     """Raised at a look of a wait inside a fault once the workload's time is up: the wait
     gives up, so that the end of the run's heal (which may be what it waits for: a resume of
@@ -230,6 +235,8 @@ class FaultInjector:
                 effect = self._apply(f, resolved, view)
             except WorkloadEnded as e:  # an admin request asked again while no controller was active
                 effect = {"error": f"{f.do}: {e}"}
+            except TargetError as e:  # a partition's or slow link's ends, resolved as it fires
+                effect = {"error": str(e)}
             if from_nemesis(f.origin) and undo_of is None and resolved:
                 self.done[f.origin] = list(resolved) if f.do != "partition" else effect.get("isolated", resolved)
         return self._record({**base, "phase": "end", "effect": effect})
@@ -401,6 +408,9 @@ class FaultInjector:
         p = f.params
         if p.get("shape") == "one-way":
             src, dst = self._targets(p["from"], view), self._targets(p["to"], view)
+            if not any(a != b for a in src for b in dst):  # as `validate` refuses `from: X, to: X`
+                raise _NoLinkToCut(f"one-way: from {p['from']} ({', '.join(src) or 'no node'}) and to {p['to']} "
+                                   f"({', '.join(dst) or 'no node'}) resolved to no link between two nodes")
             return [src, dst], [], network.one_way_table(src, dst, all_nodes, 0)
         if "groups" in p:
             named = [sorted({n for member in g for n in self._targets(member, view)}) for g in p["groups"]]

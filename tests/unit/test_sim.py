@@ -495,6 +495,25 @@ def test_a_partitions_record_names_the_groups_applied_and_the_nodes_cut_from_the
     assert [e.get("bridged") for e in ends] == [None, None, ["broker-1"]]  # `brokers` named broker 1 again
 
 
+def test_a_one_way_cut_whose_ends_resolve_to_one_node_is_an_error_not_a_cut_of_nothing(tmp_path: Path) -> None:
+    """`validate` refuses `from: X, to: X`; ends that meet only as the cut fires (the leader
+    of a partition whose ISR is that leader alone, a target with no node) were applied as a
+    cut of nothing and printed as `broker-2 cut off from sending to broker-2`."""
+    data = yaml.safe_load((ROOT / "topologies" / "quickstart.yaml").read_text())
+    data["topics"][0].update(replication_factor=1, min_insync_replicas=1)
+    data.update(duration="3s", faults=[
+        {"at": "1s", "do": "partition", "shape": "one-way", "from": "leader-of orders/0", "to": "isr-of orders/0"},
+        {"at": "2s", "do": "partition", "shape": "one-way", "from": "followers-of orders/0", "to": "brokers"}])
+    run_seed(parse_topology(data, "one-way"), tmp_path / "run")
+    [leader] = {e["leader"] for e in read_jsonl(tmp_path / "run" / "events.jsonl")  # one replica: it leads
+                if e["kind"] == "partition-changed" and e["partition"] == 0 and e["leader"] >= 0}
+    assert [r["effect"] for r in _ends(tmp_path / "run") if r["do"] == "partition"] == [
+        {"error": f"one-way: from leader-of orders/0 (broker-{leader}) and to isr-of orders/0 (broker-{leader}) "
+                  f"resolved to no link between two nodes"},
+        {"error": "one-way: from followers-of orders/0 (no node) and to brokers (broker-1, broker-2, broker-3) "
+                  "resolved to no link between two nodes"}]
+
+
 WORKER_WITH_A_DEFECT = """
 import sys
 from testbed.sim import worker
