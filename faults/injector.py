@@ -417,9 +417,12 @@ class FaultInjector:
             groups = network.effective_groups(named, all_nodes)  # recorded as applied: the unnamed in the last
         else:
             groups = network.shape_groups(p["shape"], all_nodes, nodes, self.rng)
+        # cut off: the nodes in no group with the active controller (a bridge shares a group
+        # with both sides); without one, in no group with the largest group's nodes
         controller = view.active_controller
-        home = next((g for g in groups if controller in g), None) or max(groups, key=len, default=[])
-        isolated = sorted({n for g in groups if g is not home for n in g} - set(home) - {"clients"})
+        homes = [g for g in groups if controller in g] or [max(groups, key=len, default=[])]
+        reach = {n for g in homes for n in g}
+        isolated = sorted({n for g in groups for n in g} - reach - {"clients"})
         if self._exceeds_max_down(f, isolated):
             return None
         return groups, isolated, network.partition_table(groups, all_nodes, 0)

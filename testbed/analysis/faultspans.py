@@ -5,8 +5,9 @@ once the action was applied, with what it did. A fault is an action that disrupt
 a pause, a partition...) and did something: an `effect` with `skipped` (max_down) or
 `error` means nothing happened, so it is neither a band in the report nor a cause of a
 loss. Its span ends at its undo: the first later restart of a node it took down, resume
-of a node it paused, heal after a partition or slow link, or the line that names it in
-`params.undo_of` (a nemesis undo), whichever came first; with no undo, at the run's end.
+of a node it paused, heal (without `undo_of`: of every layer) after a partition or slow
+link, or the line that names it in `params.undo_of` (a nemesis undo, of its own fault
+only), whichever came first; with no undo, at the run's end.
 """
 from __future__ import annotations
 
@@ -53,10 +54,13 @@ def fault_spans(t: Tables, bounds: DataFrame) -> DataFrame:
     undos = acts.select("run_id", F.col("seq").alias("u_seq"), F.col("start_ns").alias("u_ns"),
                         F.col("do").alias("u_do"), F.col("resolved").alias("u_resolved"),
                         F.col("undo_of").alias("u_of"))
+    # a heal without `undo_of` removes every layer, a nemesis undo its own only; a restart or
+    # resume undoes what took any node it names down
+    heal = F.col("u_do") == "heal"
     undoes = (F.col("u_seq") > F.col("seq")) & (
         (F.col("u_of") == F.col("origin"))
         | ((F.col("u_do") == F.col("undo_do"))
-           & ((F.col("u_do") == "heal") | F.arrays_overlap("u_resolved", "resolved"))))
+           & F.when(heal, F.col("u_of").isNull()).otherwise(F.arrays_overlap("u_resolved", "resolved"))))
     first_undo = (faults.join(undos, "run_id", "left").where(undoes)
                   .groupBy("run_id", "seq").agg(F.min("u_ns").alias("undo_ns")))
     return (faults.join(first_undo, ["run_id", "seq"], "left").join(bounds.select("run_id", "t_last"), "run_id")

@@ -262,8 +262,8 @@ def _rules(w: Walker, value: object, selectable: dict[str, Any]) -> tuple[Expect
         m = w.mapping(item, path, ("when", "expect"), required=("when", "expect"))
         if m is None or "when" not in m or "expect" not in m:
             continue
-        when = w.mapping(_full_keys(w, m["when"], join(path, "when"), selectable), join(path, "when"),
-                         (*selectable, *short_names(selectable)))
+        whole, written = _full_keys(w, m["when"], join(path, "when"), selectable)
+        when = w.mapping(whole, join(path, "when"), (*selectable, *short_names(selectable)))
         if not isinstance(m["expect"], dict):
             w.error(join(path, "expect"), f"expected a mapping of checks to expectations, got {describe(m['expect'])}")
             continue
@@ -279,7 +279,7 @@ def _rules(w: Walker, value: object, selectable: dict[str, Any]) -> tuple[Expect
         for key, wanted in when.items():
             known = selectable.get(key)
             if key in selectable and known is not None and hashable(wanted) not in set(map(hashable, known)):
-                w.error(join(join(path, "when"), key), _not_a_value(key, wanted, known))
+                w.error(join(join(path, "when"), written.get(key, key)), _not_a_value(key, wanted, known))
         out.append(ExpectRule(tuple(when.items()), dict(m["expect"]), path))
     return tuple(out)
 
@@ -292,20 +292,22 @@ def short_names(selectable: Iterable[str]) -> dict[str, str]:
     return {tail: key for key, tail in zip(varied, tails, strict=True) if tails.count(tail) == 1 and tail != key}
 
 
-def _full_keys(w: Walker, when: object, path: str, selectable: dict[str, Any]) -> object:
-    """`when:` with each varied key named by its short name (`short_names`) as its whole key;
-    one named both ways is an error."""
+def _full_keys(w: Walker, when: object, path: str, selectable: dict[str, Any]) -> tuple[object, dict[Any, Any]]:
+    """`when:` with each varied key named by its short name (`short_names`) as its whole key,
+    and each whole key as the file writes it (for the errors); one named both ways is an
+    error."""
     if not isinstance(when, dict):
-        return when
+        return when, {}
     short = short_names(selectable)
     out: dict[Any, Any] = {}
+    written: dict[Any, Any] = {}
     for key, value in when.items():
         full = short.get(key, key) if isinstance(key, str) and key not in selectable else key
         if full in out:
-            w.error(join(path, str(key)), f"names {full} a second time (as {key}): give it once")
+            w.error(join(path, str(key)), f"names {full} twice (as {written[full]} and as {key}): give it once")
             continue
-        out[full] = value
-    return out
+        out[full], written[full] = value, key
+    return out, written
 
 
 def _not_a_value(key: str, wanted: object, known: tuple[object, ...]) -> str:

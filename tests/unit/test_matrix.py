@@ -101,7 +101,17 @@ def test_a_rule_names_a_varied_key_as_cell_ids_and_only_do(tmp_path: Path) -> No
     twice = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
                              "expect": [{"when": {"protocol.elr": True, "elr": False}, "expect": {"lost_writes": 0}}]},
                   name="twice.yaml")
-    assert f"{twice}: expect[0].when.elr: names protocol.elr a second time (as elr): give it once" in errors_of(twice)
+    assert f"{twice}: expect[0].when.elr: names protocol.elr twice (as protocol.elr and as elr): give it once" \
+        in errors_of(twice)
+    other_way = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+                                 "expect": [{"when": {"elr": True, "protocol.elr": False},
+                                             "expect": {"lost_writes": 0}}]}, name="other-way.yaml")
+    assert (f"{other_way}: expect[0].when.protocol.elr: names protocol.elr twice (as elr and as protocol.elr): "
+            f"give it once") in errors_of(other_way)
+    wrong = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+                             "expect": [{"when": {"elr": "maybe"}, "expect": {"lost_writes": 0}}]}, name="wrong.yaml")
+    assert (f"{wrong}: expect[0].when.elr: maybe is none of the matrix's values for protocol.elr (true, false)"
+            in errors_of(wrong))  # the key as the file writes it
     base = {**BASE, "topics": BASE["topics"] + [{**BASE["topics"][0], "name": "audit"}]}
     alike = write(tmp_path, {"base": "base.yaml", "vary": {"topics.0.placement": ["rack-aware"],
                                                           "topics.1.placement": ["round-robin"]},
