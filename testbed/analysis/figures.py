@@ -34,12 +34,14 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     a killed or paused follower holds every acks=all write until it leaves the ISR (R17,
     which needs an active controller) or is back; so does a follower that a partition of any
     shape keeps from its leader (a leader cut off from its followers still has its clients:
-    its partition has a leader, without acks=all service). Windows that overlap or are less
-    than `MERGE_GAP_NS` apart are merged."""
+    its partition has a leader, without acks=all service). A leader the controller fenced
+    while a partition kept it from the controller serves on until that partition heals
+    (`_served_out_of_reach`). Windows that overlap or are less than `MERGE_GAP_NS` apart are
+    merged."""
     changes = (partition_changes(t)
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
-               .select(*PART, "time_ns", "partition_epoch", "t0", "t_end", "leader", "isr",
+               .select(*PART, "time_ns", "partition_epoch", "t0", "t_end", "leader", "isr", "node",
                        (F.col("leader").isNull() | (F.col("leader") < 0)).alias("no_leader"),
                        # R20: acks=all is refused below min(MinISR, the partition's replica count)
                        (F.col("leader").isNull() | (F.col("leader") < 0)
@@ -51,6 +53,8 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     changes = (changes.withColumn("until", F.least(F.coalesce(F.lead("time_ns").over(order), F.col("t_end")),
                                                    F.col("t_end")))
                .where(F.col("time_ns") < F.col("t_end")))
+    apart = _kept_apart(spans)
+    served = _served_out_of_reach(changes, order, apart)
     windows = []
     for flag, kind in (("no_leader", "no-leader"), ("no_acks_all", "no-acks-all")):
         edge = (F.col(flag) != F.coalesce(F.lag(flag).over(order), F.lit(False))).cast("int")
@@ -59,8 +63,10 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                        .where(F.col(flag))
                        .groupBy(*PART, "island", "t0")
                        .agg(F.min("time_ns").alias("start_ns"), F.max("until").alias("end_ns"))
+                       .join(served, [*PART, "start_ns"], "left")
+                       .withColumn("start_ns", F.greatest("start_ns", F.coalesce("served_until", "start_ns")))
                        .where(F.col("end_ns") > F.col("start_ns"))  # a state its own batch replaced lasted no time
-                       .drop("island").withColumn("kind", F.lit(kind)))
+                       .drop("island", "served_until").withColumn("kind", F.lit(kind)))
     # a killed or paused leader leads nothing until the controller elects another; a broker
     # isolated by a record without its groups (an older run's) is such a leader for acks=all
     # only: it still has its clients, but no follower fetches from it
@@ -81,9 +87,12 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     # a follower in the ISR that is down, or that a partition keeps from its leader (either
     # way: a fetch is a request and its answer), holds every acks=all write until it leaves
     # the ISR (R15, R17) or is back
+    brokers_apart = (apart.select("run_id", broker_id(F.col("member")).alias("member"),
+                                  broker_id(F.col("peer")).alias("peer"), "down_ns", "up_ns")
+                     .where(F.col("member").isNotNull() & F.col("peer").isNotNull()))
     apart = (down.select("run_id", F.col("leader").alias("member"), F.lit(None).cast("int").alias("peer"),
                          "down_ns", "up_ns")
-             .unionByName(_kept_apart(spans)))
+             .unionByName(brokers_apart))
     held = (changes.select(*PART, "time_ns", "t0", "until", "leader", F.explode("isr").alias("member"))
             .where(F.col("member") != F.col("leader"))
             .join(apart, ["run_id", "member"])
@@ -96,10 +105,26 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
             .select(*PART, "kind", seconds("start_ns").alias("start_s"), seconds("end_ns").alias("end_s")))
 
 
+def _served_out_of_reach(changes: DataFrame, order: Window, apart: DataFrame) -> DataFrame:
+    """(PART, start_ns, served_until) of each change that left a partition without a leader
+    because the controller fenced its leader while a partition kept that leader from it: the
+    leader, out of the controller's reach and up, goes on serving its clients (with the ISR it
+    had) until the partition between them heals and it hears of the change. The windows that
+    such a change starts begin then. A killed or paused leader served nobody: its windows
+    come from its fault (`availability_windows`)."""
+    fenced = (changes.withColumn("before", F.lag("leader").over(order))
+              .where(F.col("no_leader") & (F.col("before") >= 0))
+              .select(*PART, "time_ns", F.concat(F.lit("broker-"), F.col("before").cast("string")).alias("member"),
+                      F.col("node").alias("peer")))
+    return (fenced.join(apart, ["run_id", "member", "peer"])
+            .where((F.col("down_ns") <= F.col("time_ns")) & (F.col("time_ns") < F.col("up_ns")))
+            .groupBy(*PART, F.col("time_ns").alias("start_ns")).agg(F.max("up_ns").alias("served_until")))
+
+
 def _kept_apart(spans: DataFrame) -> DataFrame:
-    """(run_id, member, peer, down_ns, up_ns): each pair of brokers a partition kept from
-    exchanging messages, both ways round, while it held: two nodes in no group together (any
-    shape but one-way, as applied), or the two ends of a one-way cut."""
+    """(run_id, member, peer, down_ns, up_ns): each pair of nodes (by name) a partition kept
+    from exchanging messages, both ways round, while it held: two nodes in no group together
+    (any shape but one-way, as applied), or the two ends of a one-way cut."""
     groups = F.col("groups")
     nodes = F.array_distinct(F.flatten(groups))
 
@@ -116,9 +141,8 @@ def _kept_apart(spans: DataFrame) -> DataFrame:
     return (spans.where((F.col("do") == "partition") & groups.isNotNull())
             .select("run_id", F.explode(F.when(F.col("shape") == "one-way", one_way).otherwise(apart)).alias("p"),
                     F.col("start_ns").alias("down_ns"), F.col("end_ns").alias("up_ns"))
-            .select("run_id", broker_id(F.col("p.member")).alias("member"), broker_id(F.col("p.peer")).alias("peer"),
-                    "down_ns", "up_ns")
-            .where(F.col("member").isNotNull() & F.col("peer").isNotNull() & (F.col("member") != F.col("peer"))))
+            .select("run_id", F.col("p.member").alias("member"), F.col("p.peer").alias("peer"), "down_ns", "up_ns")
+            .where(F.col("member") != F.col("peer")))
 
 
 def _merge_close(windows: DataFrame) -> DataFrame:

@@ -444,6 +444,23 @@ def _layers(root: Path) -> None:
     r.write()
 
 
+def _controller_cut_off(root: Path) -> None:
+    """The controller is cut off from every broker from 1.2 s until 2.0 s; at 1.5 s it fences
+    them all and orders/0 has no leader in its view. Broker 1, out of its reach, goes on
+    leading with its whole ISR and acknowledging acks=all writes until the heal tells it;
+    broker 1 is elected again at 2.3 s. The partition is without a leader from 2.0 to 2.3 s,
+    not from 1.5 s."""
+    r = RunBuilder(root, "controller-cut-off")
+    r.events += [{**RunBuilder.change(T0 + 1500 * MS, leader=-1, epoch=1, isr=[1], reason="fence"), "elr": [2, 3]},
+                 RunBuilder.change(T0 + 2300 * MS, leader=1, epoch=2, isr=[1, 2, 3], reason="election")]
+    r.fault(T0 + 1200 * MS, "partition", "controllers", ["controller-1"], {"shape": "isolate"},
+            {"groups": [["controller-1"], ["broker-1", "broker-2", "broker-3"]], "isolated": ["controller-1"]})
+    r.fault(T0 + 2000 * MS, "heal", None, [], origin="faults[1]")
+    r.send("v9", None, at=T0 + 3 * S, outcome="fail")  # the workload goes on past the election
+    r.replicas = {node: {**rep, "leader_epoch": 2} for node, rep in r.replicas.items()}
+    r.write()
+
+
 def _follower_down(root: Path) -> None:
     """Follower broker 3 is killed at 1.2 s and leaves the ISR at 1.5 s (R17); follower
     broker 2 is paused from 1.7 to 1.9 s and never leaves it (no active controller): every
@@ -787,7 +804,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -813,6 +830,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "isolated": ZERO,
     "cut-off": ZERO,
     "layers": ZERO,
+    "controller-cut-off": ZERO,
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},
@@ -1025,6 +1043,18 @@ def test_a_nemesis_undo_heals_its_own_partition_only(judged: dict[str, RunVerdic
         ("no-acks-all", 1.2, 2.0)]
     assert [(f["do"], f["at_s"], f["until_s"]) for f in results["figures"]["faults"]] == [
         ("partition", 1.2, 2.0), ("partition", 1.4, 1.5)]
+
+
+def test_a_leader_fenced_out_of_the_controllers_reach_serves_until_the_partition_heals(
+        judged: dict[str, RunVerdict]) -> None:
+    """README: a partition that cuts brokers from the controller alone holds no write. The
+    controller's fence made the partition leaderless in its view from 1.5 s, while broker 1,
+    out of its reach, served on (a tester's sim acknowledged acks=all writes every 100 ms
+    through such a window)."""
+    results = judged["controller-cut-off"].results
+    assert [(w["kind"], w["start_s"], w["end_s"]) for w in results["figures"]["availability"]] == [
+        ("no-acks-all", 2.0, 2.3), ("no-leader", 2.0, 2.3)]
+    assert results["figures"]["unavailable_s"] == {"no-leader": 0.3, "no-acks-all": 0.3}
 
 
 def test_a_change_a_failover_recorded_twice_is_taken_once(judged: dict[str, RunVerdict]) -> None:
