@@ -90,12 +90,12 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     brokers_apart = (apart.select("run_id", broker_id(F.col("member")).alias("member"),
                                   broker_id(F.col("peer")).alias("peer"), "down_ns", "up_ns")
                      .where(F.col("member").isNotNull() & F.col("peer").isNotNull()))
-    apart = (down.select("run_id", F.col("leader").alias("member"), F.lit(None).cast("int").alias("peer"),
-                         "down_ns", "up_ns")
-             .unionByName(brokers_apart))
+    out_of_reach = (down.select("run_id", F.col("leader").alias("member"), F.lit(None).cast("int").alias("peer"),
+                                "down_ns", "up_ns")
+                    .unionByName(brokers_apart))  # peer None: from every node
     held = (changes.select(*PART, "time_ns", "t0", "until", "leader", F.explode("isr").alias("member"))
             .where(F.col("member") != F.col("leader"))
-            .join(apart, ["run_id", "member"])
+            .join(out_of_reach, ["run_id", "member"])
             .where(F.col("peer").isNull() | (F.col("peer") == F.col("leader")))
             .select(*PART, "t0", F.greatest("time_ns", "down_ns").alias("start_ns"),
                     F.least("until", "up_ns").alias("end_ns"))
