@@ -34,10 +34,10 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     a killed or paused follower holds every acks=all write until it leaves the ISR (R17,
     which needs an active controller) or is back; so does a follower that a partition of any
     shape keeps from its leader (a leader cut off from its followers still has its clients:
-    its partition has a leader, without acks=all service). A leader the controller fenced
-    while a partition kept it from the controller serves on until that partition heals
-    (`_served_out_of_reach`). Windows that overlap or are less than `MERGE_GAP_NS` apart are
-    merged."""
+    its partition has a leader, without acks=all service), and so does a leader its clients
+    cannot reach (a partition naming `clients`). A change takes effect when the broker that
+    must act on it hears of it (`_in_effect`). Windows that overlap or are less than
+    `MERGE_GAP_NS` apart are merged."""
     changes = (partition_changes(t)
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
@@ -50,11 +50,8 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     # changes committed in one batch share a time: the partition epoch orders a partition's (a
     # fence and the election after it, in the other line order, made a leaderless window)
     order = Window.partitionBy(*PART).orderBy("time_ns", "partition_epoch")
-    changes = (changes.withColumn("until", F.least(F.coalesce(F.lead("time_ns").over(order), F.col("t_end")),
-                                                   F.col("t_end")))
-               .where(F.col("time_ns") < F.col("t_end")))
     apart = _kept_apart(spans)
-    served = _served_out_of_reach(changes, order, apart)
+    changes = _in_effect(changes, order, apart)
     windows = []
     for flag, kind in (("no_leader", "no-leader"), ("no_acks_all", "no-acks-all")):
         edge = (F.col(flag) != F.coalesce(F.lag(flag).over(order), F.lit(False))).cast("int")
@@ -63,10 +60,8 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                        .where(F.col(flag))
                        .groupBy(*PART, "island", "t0")
                        .agg(F.min("time_ns").alias("start_ns"), F.max("until").alias("end_ns"))
-                       .join(served, [*PART, "start_ns"], "left")
-                       .withColumn("start_ns", F.greatest("start_ns", F.coalesce("served_until", "start_ns")))
                        .where(F.col("end_ns") > F.col("start_ns"))  # a state its own batch replaced lasted no time
-                       .drop("island", "served_until").withColumn("kind", F.lit(kind)))
+                       .drop("island").withColumn("kind", F.lit(kind)))
     # a killed or paused leader leads nothing until the controller elects another; a broker
     # isolated by a record without its groups (an older run's) is such a leader for acks=all
     # only: it still has its clients, but no follower fetches from it
@@ -101,24 +96,42 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                     F.least("until", "up_ns").alias("end_ns"))
             .where(F.col("start_ns") < F.col("end_ns")))
     windows.append(held.withColumn("kind", F.lit("no-acks-all")))
+    # a leader its clients cannot reach (a partition naming `clients`) serves none of them
+    unreached = (changes.where(~F.col("no_leader"))
+                 .select(*PART, "time_ns", "t0", "until",
+                         F.concat(F.lit("broker-"), F.col("leader").cast("string")).alias("peer"))
+                 .join(apart.where(F.col("member") == "clients"), ["run_id", "peer"])
+                 .select(*PART, "t0", F.greatest("time_ns", "down_ns").alias("start_ns"),
+                         F.least("until", "up_ns").alias("end_ns"))
+                 .where(F.col("start_ns") < F.col("end_ns")))
+    windows.append(unreached.withColumn("kind", F.lit("no-acks-all")))
     return (_merge_close(reduce(DataFrame.unionByName, windows))
             .select(*PART, "kind", seconds("start_ns").alias("start_s"), seconds("end_ns").alias("end_s")))
 
 
-def _served_out_of_reach(changes: DataFrame, order: Window, apart: DataFrame) -> DataFrame:
-    """(PART, start_ns, served_until) of each change that left a partition without a leader
-    because the controller fenced its leader while a partition kept that leader from it: the
-    leader, out of the controller's reach and up, goes on serving its clients (with the ISR it
-    had) until the partition between them heals and it hears of the change. The windows that
-    such a change starts begin then. A killed or paused leader served nobody: its windows
-    come from its fault (`availability_windows`)."""
-    fenced = (changes.withColumn("before", F.lag("leader").over(order))
-              .where(F.col("no_leader") & (F.col("before") >= 0))
-              .select(*PART, "time_ns", F.concat(F.lit("broker-"), F.col("before").cast("string")).alias("member"),
-                      F.col("node").alias("peer")))
-    return (fenced.join(apart, ["run_id", "member", "peer"])
-            .where((F.col("down_ns") <= F.col("time_ns")) & (F.col("time_ns") < F.col("up_ns")))
-            .groupBy(*PART, F.col("time_ns").alias("start_ns")).agg(F.max("up_ns").alias("served_until")))
+def _in_effect(changes: DataFrame, order: Window, apart: DataFrame) -> DataFrame:
+    """The controller's changes on the timeline of the brokers that act on them: each from
+    `time_ns` (re-timed) `until` the next takes effect. A change takes effect when the broker
+    that must act on it hears of it: its leader, or for a change that leaves no leader, the
+    leader before it. While a partition keeps that broker from the controller that committed
+    the change, it does not: the broker goes on as it was (a leader out of the controller's
+    reach serves its clients with the ISR it had) until the partition heals. A change that a
+    later one, taking effect sooner, replaces never takes effect."""
+    learner = F.when(F.col("leader") >= 0, F.col("leader")).otherwise(F.lag("leader").over(order))
+    key = [*PART, "time_ns", "partition_epoch"]
+    rows = changes.withColumn("learner", F.concat(F.lit("broker-"), learner.cast("string")))
+    heard = (rows.select(*key, F.col("learner").alias("member"), F.col("node").alias("peer"))
+             .join(apart, ["run_id", "member", "peer"])
+             .where((F.col("down_ns") <= F.col("time_ns")) & (F.col("time_ns") < F.col("up_ns")))
+             .groupBy(*key).agg(F.max("up_ns").alias("heard_ns")))
+    later = (Window.partitionBy(*PART).orderBy("committed_ns", "partition_epoch")
+             .rowsBetween(1, Window.unboundedFollowing))
+    return (rows.join(heard, key, "left")
+            .withColumnRenamed("time_ns", "committed_ns")
+            .withColumn("time_ns", F.coalesce("heard_ns", "committed_ns"))
+            .withColumn("until", F.least(F.coalesce(F.min("time_ns").over(later), F.col("t_end")), F.col("t_end")))
+            .where(F.col("time_ns") < F.col("until"))
+            .drop("learner", "heard_ns", "committed_ns"))
 
 
 def _kept_apart(spans: DataFrame) -> DataFrame:

@@ -409,10 +409,10 @@ def _cut_off(root: Path) -> None:
                          "partition_epoch": n})
     brokers = ["broker-1", "broker-2", "broker-3"]
     for n, (at, target, params, groups) in enumerate((
-            (1200, None, {"shape": "halves"}, [["broker-1", "broker-2", "controller-1"], ["broker-3", "clients"]]),
+            (1200, None, {"shape": "halves"}, [["broker-1", "broker-2", "controller-1"], ["broker-3"]]),
             (1700, None, {"shape": "one-way", "from": "broker:1", "to": "broker:2"}, [["broker-1"], ["broker-2"]]),
-            (2200, "rack:a", {"shape": "isolate"}, [["broker-1", "broker-3"], ["broker-2", "controller-1", "clients"]]),
-            (2600, None, {"groups": [["controller-1"]]}, [["controller-1"], [*brokers, "clients"]]))):
+            (2200, "rack:a", {"shape": "isolate"}, [["broker-1", "broker-3"], ["broker-2", "controller-1"]]),
+            (2600, None, {"groups": [["controller-1"]]}, [["controller-1"], brokers]))):
         r.fault(T0 + at * MS, "partition", target, groups[0] if target else [], params,
                 {"groups": groups, "isolated": []}, origin=f"faults[{2 * n}]")
         r.fault(T0 + (at + 200) * MS, "heal", None, [], origin=f"faults[{2 * n + 1}]")
@@ -431,7 +431,7 @@ def _layers(root: Path) -> None:
     r.fault(T0 + 1200 * MS, "partition", None, [], one_way, {"groups": [["broker-1"], ["broker-3"]], "isolated": []})
     isolate = {"shape": "isolate", "max_down": 1}
     r.fault(T0 + 1400 * MS, "partition", "random-broker", ["broker-2"], isolate,
-            {"groups": [["broker-2"], ["broker-1", "broker-3", "controller-1", "clients"]], "isolated": ["broker-2"]},
+            {"groups": [["broker-2"], ["broker-1", "broker-3", "controller-1"]], "isolated": ["broker-2"]},
             origin="faults[1].nemesis#0")
     r.fault(T0 + 1500 * MS, "heal", None, ["broker-2"], {"undo_of": "faults[1].nemesis#0"},
             {"healed": ["faults[1].nemesis#0"]}, origin="faults[1].nemesis#0.undo")
@@ -449,13 +449,44 @@ def _controller_cut_off(root: Path) -> None:
     them all and orders/0 has no leader in its view. Broker 1, out of its reach, goes on
     leading with its whole ISR and acknowledging acks=all writes until the heal tells it;
     broker 1 is elected again at 2.3 s. The partition is without a leader from 2.0 to 2.3 s,
-    not from 1.5 s."""
+    not from 1.5 s. Then the clients are cut off from every node from 2.5 to 2.7 s: the
+    leader serves none of them."""
     r = RunBuilder(root, "controller-cut-off")
-    r.events += [{**RunBuilder.change(T0 + 1500 * MS, leader=-1, epoch=1, isr=[1], reason="fence"), "elr": [2, 3]},
-                 RunBuilder.change(T0 + 2300 * MS, leader=1, epoch=2, isr=[1, 2, 3], reason="election")]
+    # the fences one by one, as on processes: leadership to broker 2 (out of reach too), its
+    # ISR below MinISR, then no leader
+    r.events += [{**RunBuilder.change(T0 + 1500 * MS, leader=2, epoch=1, isr=[2, 3], reason="fence"),
+                  "partition_epoch": 1},
+                 {**RunBuilder.change(T0 + 1510 * MS, leader=2, epoch=1, isr=[2], reason="fence"), "elr": [3],
+                  "partition_epoch": 2},
+                 {**RunBuilder.change(T0 + 1520 * MS, leader=-1, epoch=2, isr=[2], reason="fence"), "elr": [3],
+                  "partition_epoch": 3},
+                 {**RunBuilder.change(T0 + 2300 * MS, leader=1, epoch=3, isr=[1, 2, 3], reason="election"),
+                  "partition_epoch": 4}]
     r.fault(T0 + 1200 * MS, "partition", "controllers", ["controller-1"], {"shape": "isolate"},
             {"groups": [["controller-1"], ["broker-1", "broker-2", "broker-3"]], "isolated": ["controller-1"]})
     r.fault(T0 + 2000 * MS, "heal", None, [], origin="faults[1]")
+    r.fault(T0 + 2500 * MS, "partition", None, [], {"groups": [["clients"]]},
+            {"groups": [["clients"], ["controller-1", "broker-1", "broker-2", "broker-3"]], "isolated": []},
+            origin="faults[2]")
+    r.fault(T0 + 2700 * MS, "heal", None, [], origin="faults[3]")
+    r.send("v9", None, at=T0 + 3 * S, outcome="fail")  # the workload goes on past the election
+    r.replicas = {node: {**rep, "leader_epoch": 3} for node, rep in r.replicas.items()}
+    r.write()
+
+
+def _killed_out_of_reach(root: Path) -> None:
+    """As above, the controller cut off from every broker from 1.2 to 2.0 s and its fence at
+    1.5 s; broker 1, leading on out of its reach, is killed at 1.7 s and restarted at 2.2 s,
+    and elected at 2.4 s. Without a leader from the kill."""
+    r = RunBuilder(root, "killed-out-of-reach")
+    r.events += [{**RunBuilder.change(T0 + 1500 * MS, leader=-1, epoch=1, isr=[1], reason="fence"), "elr": [2, 3]},
+                 RunBuilder.change(T0 + 2400 * MS, leader=1, epoch=2, isr=[1, 2, 3], reason="election")]
+    r.fault(T0 + 1200 * MS, "partition", "controllers", ["controller-1"], {"shape": "isolate"},
+            {"groups": [["controller-1"], ["broker-1", "broker-2", "broker-3"]], "isolated": ["controller-1"]})
+    r.fault(T0 + 1700 * MS, "kill", "broker:1", ["broker-1"], effect={"killed": {"broker-1": 7}}, origin="faults[1]")
+    r.fault(T0 + 2000 * MS, "heal", None, [], origin="faults[2]")
+    r.fault(T0 + 2200 * MS, "restart", "broker:1", ["broker-1"], effect={"restarted": {"broker-1": 8}},
+            origin="faults[3]")
     r.send("v9", None, at=T0 + 3 * S, outcome="fail")  # the workload goes on past the election
     r.replicas = {node: {**rep, "leader_epoch": 2} for node, rep in r.replicas.items()}
     r.write()
@@ -804,7 +835,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -831,6 +862,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "cut-off": ZERO,
     "layers": ZERO,
     "controller-cut-off": ZERO,
+    "killed-out-of-reach": ZERO,
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},
@@ -1048,13 +1080,19 @@ def test_a_nemesis_undo_heals_its_own_partition_only(judged: dict[str, RunVerdic
 def test_a_leader_fenced_out_of_the_controllers_reach_serves_until_the_partition_heals(
         judged: dict[str, RunVerdict]) -> None:
     """README: a partition that cuts brokers from the controller alone holds no write. The
-    controller's fence made the partition leaderless in its view from 1.5 s, while broker 1,
+    controller's fences made the partition leaderless in its view from 1.5 s, while broker 1,
     out of its reach, served on (a tester's sim acknowledged acks=all writes every 100 ms
-    through such a window)."""
+    through such a window; on processes, where the fences came one by one, through a window
+    of the whole cut). A leader its clients cannot reach serves none of them (a partition of
+    the clients counted in no window); a leader killed out of the controller's reach serves
+    nobody from its kill."""
     results = judged["controller-cut-off"].results
-    assert [(w["kind"], w["start_s"], w["end_s"]) for w in results["figures"]["availability"]] == [
-        ("no-acks-all", 2.0, 2.3), ("no-leader", 2.0, 2.3)]
-    assert results["figures"]["unavailable_s"] == {"no-leader": 0.3, "no-acks-all": 0.3}
+    assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in results["figures"]["availability"]) == [
+        ("no-acks-all", 2.0, 2.3), ("no-acks-all", 2.5, 2.7), ("no-leader", 2.0, 2.3)]
+    assert results["figures"]["unavailable_s"] == {"no-leader": 0.3, "no-acks-all": 0.5}
+    killed = judged["killed-out-of-reach"].results  # a killed leader serves nobody: from its kill
+    assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in killed["figures"]["availability"]) == [
+        ("no-acks-all", 1.7, 2.4), ("no-leader", 1.7, 2.4)]
 
 
 def test_a_change_a_failover_recorded_twice_is_taken_once(judged: dict[str, RunVerdict]) -> None:
