@@ -41,7 +41,7 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     changes = (partition_changes(t)
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
-               .select(*PART, "time_ns", "partition_epoch", "t0", "t_end", "leader", "isr", "node",
+               .select(*PART, "time_ns", "partition_epoch", "t0", "t_end", "leader", "leader_epoch", "isr", "node",
                        (F.col("leader").isNull() | (F.col("leader") < 0)).alias("no_leader"),
                        # R20: acks=all is refused below min(MinISR, the partition's replica count)
                        (F.col("leader").isNull() | (F.col("leader") < 0)
@@ -51,7 +51,7 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     # fence and the election after it, in the other line order, made a leaderless window)
     order = Window.partitionBy(*PART).orderBy("time_ns", "partition_epoch")
     apart = _kept_apart(spans)
-    changes = _in_effect(changes, order, apart)
+    changes = _in_effect(changes, order, apart, t.events)
     windows = []
     for flag, kind in (("no_leader", "no-leader"), ("no_acks_all", "no-acks-all")):
         edge = (F.col(flag) != F.coalesce(F.lag(flag).over(order), F.lit(False))).cast("int")
@@ -109,29 +109,44 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
             .select(*PART, "kind", seconds("start_ns").alias("start_s"), seconds("end_ns").alias("end_s")))
 
 
-def _in_effect(changes: DataFrame, order: Window, apart: DataFrame) -> DataFrame:
+def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: DataFrame) -> DataFrame:
     """The controller's changes on the timeline of the brokers that act on them: each from
     `time_ns` (re-timed) `until` the next takes effect. A change takes effect when the broker
-    that must act on it hears of it: its leader, or for a change that leaves no leader, the
-    leader before it. While a partition keeps that broker from the controller that committed
-    the change, it does not: the broker goes on as it was (a leader out of the controller's
-    reach serves its clients with the ISR it had) until the partition heals. A change that a
-    later one, taking effect sooner, replaces never takes effect."""
-    learner = F.when(F.col("leader") >= 0, F.col("leader")).otherwise(F.lag("leader").over(order))
+    that must act on it hears of it: its new leader (its `became-leader` at the change's
+    leader epoch), or for a change that leaves no leader, the leader before it (its
+    `became-follower`). For a change no such event times (an ISR change, an older run):
+    while a partition keeps that broker from the controller that committed it, the broker
+    goes on as it was (a leader out of the controller's reach serves its clients with the
+    ISR it had) until the partition heals. A change that a later one, taking effect sooner,
+    replaces never takes effect."""
+    before = F.lag("leader").over(order)
+    learner = F.when(F.col("leader") >= 0, F.col("leader")).otherwise(before)
+    told = (F.when((F.col("leader") >= 0) & ~F.coalesce(F.col("leader") == before, F.lit(False)), F.lit("became-leader"))
+            .when((F.col("leader") < 0) & (before >= 0), F.lit("became-follower")))
     key = [*PART, "time_ns", "partition_epoch"]
-    rows = changes.withColumn("learner", F.concat(F.lit("broker-"), learner.cast("string")))
-    heard = (rows.select(*key, F.col("learner").alias("member"), F.col("node").alias("peer"))
-             .join(apart, ["run_id", "member", "peer"])
-             .where((F.col("down_ns") <= F.col("time_ns")) & (F.col("time_ns") < F.col("up_ns")))
-             .groupBy(*key).agg(F.max("up_ns").alias("heard_ns")))
+    rows = (changes.withColumn("learner", F.concat(F.lit("broker-"), learner.cast("string")))
+            .withColumn("told", told))
+    acted = (events.where(F.col("kind").isin("became-leader", "became-follower"))
+             .select("run_id", "topic", "partition", F.col("node").alias("learner"), F.col("kind").alias("told"),
+                     F.col("time_ns").alias("acted_ns"), F.col("leader_epoch").alias("acted_epoch")))
+    heard_by_event = (rows.where(F.col("told").isNotNull()).select(*key, "learner", "told", "leader_epoch")
+                      .join(acted, ["run_id", "topic", "partition", "learner", "told"])
+                      .where((F.col("acted_ns") >= F.col("time_ns"))
+                             & F.when(F.col("told") == "became-leader", F.col("acted_epoch") == F.col("leader_epoch"))
+                             .otherwise(F.col("acted_epoch") >= F.col("leader_epoch")))
+                      .groupBy(*key).agg(F.min("acted_ns").alias("acted_ns")))
+    heard_after_cut = (rows.select(*key, F.col("learner").alias("member"), F.col("node").alias("peer"))
+                       .join(apart, ["run_id", "member", "peer"])
+                       .where((F.col("down_ns") <= F.col("time_ns")) & (F.col("time_ns") < F.col("up_ns")))
+                       .groupBy(*key).agg(F.max("up_ns").alias("heard_ns")))
     later = (Window.partitionBy(*PART).orderBy("committed_ns", "partition_epoch")
              .rowsBetween(1, Window.unboundedFollowing))
-    return (rows.join(heard, key, "left")
+    return (rows.join(heard_by_event, key, "left").join(heard_after_cut, key, "left")
             .withColumnRenamed("time_ns", "committed_ns")
-            .withColumn("time_ns", F.coalesce("heard_ns", "committed_ns"))
+            .withColumn("time_ns", F.coalesce("acted_ns", "heard_ns", "committed_ns"))
             .withColumn("until", F.least(F.coalesce(F.min("time_ns").over(later), F.col("t_end")), F.col("t_end")))
             .where(F.col("time_ns") < F.col("until"))
-            .drop("learner", "heard_ns", "committed_ns"))
+            .drop("learner", "told", "acted_ns", "heard_ns", "committed_ns"))
 
 
 def _kept_apart(spans: DataFrame) -> DataFrame:

@@ -492,6 +492,30 @@ def _killed_out_of_reach(root: Path) -> None:
     r.write()
 
 
+def _heard_late(root: Path) -> None:
+    """The controller is cut off from every broker from 1.2 to 1.6 s and fences broker 1 at
+    1.4 s (no leader); healed, it elects broker 1 again at 1.65 s, but the brokers are cut
+    off again from 1.8 to 2.4 s before their next metadata fetch: broker 1 hears of both only
+    after the second heal (`became-follower` at 2.45 s, `became-leader` at 2.55 s), and
+    serves until then."""
+    r = RunBuilder(root, "heard-late")
+    r.events += [{**RunBuilder.change(T0 + 1400 * MS, leader=-1, epoch=1, isr=[1], reason="fence"), "elr": [2, 3]},
+                 RunBuilder.change(T0 + 1650 * MS, leader=1, epoch=2, isr=[1, 2, 3], reason="election"),
+                 {"node": "broker-1", "time_ns": T0 + 2450 * MS, "kind": "became-follower", "topic": "orders",
+                  "partition": 0, "leader": -1, "leader_epoch": 1},
+                 {"node": "broker-1", "time_ns": T0 + 2550 * MS, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 2, "partition_epoch": 2, "isr": [1, 2, 3]}]
+    cut = {"groups": [["controller-1"], ["broker-1", "broker-2", "broker-3"]], "isolated": ["controller-1"]}
+    r.fault(T0 + 1200 * MS, "partition", "controllers", ["controller-1"], {"shape": "isolate"}, cut)
+    r.fault(T0 + 1600 * MS, "heal", None, [], origin="faults[1]")
+    r.fault(T0 + 1800 * MS, "partition", "controllers", ["controller-1"], {"shape": "isolate"}, cut,
+            origin="faults[2]")
+    r.fault(T0 + 2400 * MS, "heal", None, [], origin="faults[3]")
+    r.send("v9", None, at=T0 + 3 * S, outcome="fail")  # the workload goes on past the election
+    r.replicas = {node: {**rep, "leader_epoch": 2} for node, rep in r.replicas.items()}
+    r.write()
+
+
 def _follower_down(root: Path) -> None:
     """Follower broker 3 is killed at 1.2 s and leaves the ISR at 1.5 s (R17); follower
     broker 2 is paused from 1.7 to 1.9 s and never leaves it (no active controller): every
@@ -835,7 +859,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -863,6 +887,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "layers": ZERO,
     "controller-cut-off": ZERO,
     "killed-out-of-reach": ZERO,
+    "heard-late": ZERO,
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},
@@ -1093,6 +1118,9 @@ def test_a_leader_fenced_out_of_the_controllers_reach_serves_until_the_partition
     killed = judged["killed-out-of-reach"].results  # a killed leader serves nobody: from its kill
     assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in killed["figures"]["availability"]) == [
         ("no-acks-all", 1.7, 2.4), ("no-leader", 1.7, 2.4)]
+    late = judged["heard-late"].results  # a change takes effect when its broker acts on it
+    assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in late["figures"]["availability"]) == [
+        ("no-acks-all", 2.45, 2.55), ("no-leader", 2.45, 2.55)]
 
 
 def test_a_change_a_failover_recorded_twice_is_taken_once(judged: dict[str, RunVerdict]) -> None:
