@@ -444,6 +444,16 @@ def _layers(root: Path) -> None:
     r.write()
 
 
+def _controller_cut_off_between(r: RunBuilder, start_ms: int, end_ms: int, first: int = 0) -> None:
+    """The controller cut off from every broker (`partition`, target `controllers`, shape
+    isolate, as the runner records it with its groups) from `start_ms` until a heal at `end_ms`;
+    origins `faults[first]` and `faults[first + 1]`."""
+    r.fault(T0 + start_ms * MS, "partition", "controllers", ["controller-1"], {"shape": "isolate"},
+            {"groups": [["controller-1"], ["broker-1", "broker-2", "broker-3"]], "isolated": ["controller-1"]},
+            origin=f"faults[{first}]")
+    r.fault(T0 + end_ms * MS, "heal", None, [], origin=f"faults[{first + 1}]")
+
+
 def _controller_cut_off(root: Path) -> None:
     """The controller is cut off from every broker from 1.2 s until 2.0 s; at 1.5 s it fences
     them all and orders/0 has no leader in its view. Broker 1, out of its reach, goes on
@@ -462,9 +472,7 @@ def _controller_cut_off(root: Path) -> None:
                   "partition_epoch": 3},
                  {**RunBuilder.change(T0 + 2300 * MS, leader=1, epoch=3, isr=[1, 2, 3], reason="election"),
                   "partition_epoch": 4}]
-    r.fault(T0 + 1200 * MS, "partition", "controllers", ["controller-1"], {"shape": "isolate"},
-            {"groups": [["controller-1"], ["broker-1", "broker-2", "broker-3"]], "isolated": ["controller-1"]})
-    r.fault(T0 + 2000 * MS, "heal", None, [], origin="faults[1]")
+    _controller_cut_off_between(r, 1200, 2000)
     r.fault(T0 + 2500 * MS, "partition", None, [], {"groups": [["clients"]]},
             {"groups": [["clients"], ["controller-1", "broker-1", "broker-2", "broker-3"]], "isolated": []},
             origin="faults[2]")
@@ -481,10 +489,8 @@ def _killed_out_of_reach(root: Path) -> None:
     r = RunBuilder(root, "killed-out-of-reach")
     r.events += [{**RunBuilder.change(T0 + 1500 * MS, leader=-1, epoch=1, isr=[1], reason="fence"), "elr": [2, 3]},
                  RunBuilder.change(T0 + 2400 * MS, leader=1, epoch=2, isr=[1, 2, 3], reason="election")]
-    r.fault(T0 + 1200 * MS, "partition", "controllers", ["controller-1"], {"shape": "isolate"},
-            {"groups": [["controller-1"], ["broker-1", "broker-2", "broker-3"]], "isolated": ["controller-1"]})
-    r.fault(T0 + 1700 * MS, "kill", "broker:1", ["broker-1"], effect={"killed": {"broker-1": 7}}, origin="faults[1]")
-    r.fault(T0 + 2000 * MS, "heal", None, [], origin="faults[2]")
+    _controller_cut_off_between(r, 1200, 2000)
+    r.fault(T0 + 1700 * MS, "kill", "broker:1", ["broker-1"], effect={"killed": {"broker-1": 7}}, origin="faults[2]")
     r.fault(T0 + 2200 * MS, "restart", "broker:1", ["broker-1"], effect={"restarted": {"broker-1": 8}},
             origin="faults[3]")
     r.send("v9", None, at=T0 + 3 * S, outcome="fail")  # the workload goes on past the election
@@ -505,12 +511,8 @@ def _heard_late(root: Path) -> None:
                   "partition": 0, "leader": -1, "leader_epoch": 1},
                  {"node": "broker-1", "time_ns": T0 + 2550 * MS, "kind": "became-leader", "topic": "orders",
                   "partition": 0, "leader_epoch": 2, "partition_epoch": 2, "isr": [1, 2, 3]}]
-    cut = {"groups": [["controller-1"], ["broker-1", "broker-2", "broker-3"]], "isolated": ["controller-1"]}
-    r.fault(T0 + 1200 * MS, "partition", "controllers", ["controller-1"], {"shape": "isolate"}, cut)
-    r.fault(T0 + 1600 * MS, "heal", None, [], origin="faults[1]")
-    r.fault(T0 + 1800 * MS, "partition", "controllers", ["controller-1"], {"shape": "isolate"}, cut,
-            origin="faults[2]")
-    r.fault(T0 + 2400 * MS, "heal", None, [], origin="faults[3]")
+    _controller_cut_off_between(r, 1200, 1600)
+    _controller_cut_off_between(r, 1800, 2400, first=2)
     r.send("v9", None, at=T0 + 3 * S, outcome="fail")  # the workload goes on past the election
     r.replicas = {node: {**rep, "leader_epoch": 2} for node, rep in r.replicas.items()}
     r.write()
