@@ -307,7 +307,7 @@ class BrokerState:
                 return Outputs()
             resp = msg if isinstance(msg, AlterPartitionResponse) else None
             self._partitions_due = None
-            return self._complete_parked(now, p.on_alter_partition_response(resp, now))
+            return self._complete_parked(now, p.on_alter_partition_response(resp, now, correlation[3]))
         return Outputs()
 
     def _on_registration(self, msg: Any, now: float) -> Outputs:

@@ -286,8 +286,7 @@ class Partition:
                 self._become_leader(now, out)
             elif newer:
                 self._apply_record(rec)
-                self._proposed_isr = None  # the controller's word replaces our proposal
-                self._awaiting_metadata = False
+                self._drop_proposal()  # the controller's word replaces our proposal
                 self._sync_follower_states(now)
                 self._maybe_advance_hwm(now, out)
         elif new_term or self.role != FOLLOWER:
@@ -327,8 +326,7 @@ class Partition:
             state = self._followers.get(b) or FollowerState(b)
             followers[b] = state.start_term(b in self._isr, self.log_end_offset, now)
         self._followers = followers
-        self._proposed_isr = None
-        self._awaiting_metadata = False
+        self._drop_proposal()
         self._last_hwm_event = None
         out.event("became-leader", topic=self.topic, partition=self.partition,
                   leader_epoch=self.leader_epoch, partition_epoch=self._partition_epoch,
@@ -364,9 +362,22 @@ class Partition:
                 _NOT_LEADER_OR_FOLLOWER, appended=True)))
         self._pending_produces = []
         self._followers = {}
-        self._proposed_isr = None
-        self._awaiting_metadata = False
+        self._drop_proposal()
         self._leso = -1
+
+    def _drop_proposal(self) -> None:
+        """R16: a metadata record newer than the proposal's base (or a new term) ends it.
+
+        The controller applies an AlterPartition only against the partition epoch it was
+        made on, so once a newer record is known the one in flight can no longer change
+        anything: its answer, when it comes, is ignored (`on_alter_partition_response`
+        matches it by its base epoch), and the next proposal need not wait for it. Waiting
+        held the ISR of a new term as its election left it (below MinISR, say) until the
+        old term's request timed out, with a caught-up follower outside it."""
+        self._proposed_isr = None
+        self._alter_in_flight = False
+        self._alter_retry_at = 0.0
+        self._awaiting_metadata = False
 
     def _sync_follower_states(self, now: float) -> None:
         """Replica set changed within a term: drop removed replicas, add new ones."""
@@ -605,7 +616,8 @@ class Partition:
             topic=self.topic, partition=self.partition, leader_epoch=self.leader_epoch,
             partition_epoch=self._partition_epoch, new_isr=members)
         out.messages.append(Send("controller", request,
-                                 correlation=("alter-partition", self.topic, self.partition),
+                                 correlation=("alter-partition", self.topic, self.partition,
+                                              self._alter_base_epoch),
                                  timeout_ms=self.config.alter_partition_timeout_ms))
 
     def _member_epoch(self, broker_id: int) -> int:
@@ -623,10 +635,11 @@ class Partition:
         return not self._alter_in_flight and now >= self._alter_retry_at and not self._awaiting_metadata
 
     def on_alter_partition_response(self, resp: AlterPartitionResponse | None,
-                                    now: float) -> Outputs:
+                                    now: float, base_epoch: int) -> Outputs:
         """R16: commit on success (only if its partition epoch is newer); roll the maximal ISR
         back only when the answer proves the controller did not apply the proposal. Then
-        re-evaluate the HWM (R15).
+        re-evaluate the HWM (R15). `base_epoch` is the partition epoch the answered proposal
+        was made on: the answer to one a newer record ended (`_drop_proposal`) changes nothing.
 
         A timeout (`resp` None) proves nothing: the controller may have committed the change
         and lost only its answer, so the maximal ISR stays as proposed and the same proposal
@@ -638,15 +651,11 @@ class Partition:
         lose an acknowledged write when the controller elects from its own."""
         self.next_tick_due = None
         out = Outputs()
-        if not self._alter_in_flight:
+        if not self._alter_in_flight or base_epoch != self._alter_base_epoch:
+            # (an ended proposal's answer says nothing the record that ended it did not;
+            # Kafka ignores such an answer likewise)
             return out
         self._alter_in_flight = False
-        if self._partition_epoch > self._alter_base_epoch:
-            # A record newer than the proposal's base came first and replaced the proposal: the
-            # controller can no longer apply it, and its answer says nothing the record did not
-            # (waiting on metadata for it stopped every ISR change of the partition for good).
-            # Kafka ignores such an answer likewise.
-            return out
         if resp is None:
             self._alter_retry_at = now + self.config.alter_partition_backoff
             return out

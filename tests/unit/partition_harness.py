@@ -15,7 +15,8 @@ from broker.common.record_batch import (
     stamp_batch,
 )
 from broker.protocol.epochs import EpochHistory
-from broker.protocol.messages import FetchPartition, FetchPartitionResult, ProduceRequest
+from broker.protocol.messages import (AlterPartitionRequest, AlterPartitionResponse, FetchPartition,
+                                      FetchPartitionResult, ProduceRequest)
 from broker.protocol.outputs import (
     AppendBatches,
     AppendRecords,
@@ -129,6 +130,12 @@ class Replica:
         self.events.extend(out.events)
         self.check()
         return out
+
+    def answer(self, resp: AlterPartitionResponse | None, now: float) -> Outputs:
+        """The controller's answer (None: a timeout) to the last AlterPartition this replica
+        sent, matched by the partition epoch it was made on, as the broker matches it."""
+        proposal = next(s for s in reversed(self.sent) if isinstance(s.message, AlterPartitionRequest))
+        return self.run(self.p.on_alter_partition_response(resp, now, proposal.correlation[3]))
 
     def check(self) -> None:
         """The model and the disk agree (the contract of partition.py's docstring)."""

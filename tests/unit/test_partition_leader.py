@@ -232,8 +232,7 @@ def test_R16_at_most_one_proposal_in_flight():
 
 def test_R16_error_rolls_back_maximal_isr():
     leader, *_ = _expansion_in_flight()
-    leader.p.on_alter_partition_response(
-        AlterPartitionResponse(TOPIC, 0, Errors.INELIGIBLE_REPLICA), 2.0)
+    leader.answer(AlterPartitionResponse(TOPIC, 0, Errors.INELIGIBLE_REPLICA), 2.0)
     assert leader.p.maximal_isr == [1, 2] and leader.p.isr == [1, 2]
 
 
@@ -241,7 +240,7 @@ def test_R16_timeout_keeps_the_maximal_isr_and_sends_the_proposal_again():
     """A lost answer proves nothing: the controller may have committed the expansion, so the
     HWM must keep counting broker 3 until an answer or the metadata says otherwise."""
     leader, *_ = _expansion_in_flight()
-    leader.p.on_alter_partition_response(None, 2.0)
+    leader.answer(None, 2.0)
     assert leader.p.maximal_isr == [1, 2, 3] and leader.p.isr == [1, 2]
     out = leader.p.tick(3.0)
     assert [s.message.new_isr for s in sends(out)] == [[IsrMember(1, 101), IsrMember(2, 102),
@@ -252,9 +251,9 @@ def test_R16_a_stale_view_keeps_the_maximal_isr_until_the_metadata_says():
     """INVALID_UPDATE_VERSION after a lost answer: the controller moved on, perhaps by our own
     proposal; nothing is proposed and the maximal ISR stays until the metadata record arrives."""
     leader, *_ = _expansion_in_flight()
-    leader.p.on_alter_partition_response(None, 2.0)
+    leader.answer(None, 2.0)
     leader.p.tick(3.0)
-    leader.p.on_alter_partition_response(AlterPartitionResponse(TOPIC, 0, Errors.INVALID_UPDATE_VERSION), 3.1)
+    leader.answer(AlterPartitionResponse(TOPIC, 0, Errors.INVALID_UPDATE_VERSION), 3.1)
     assert leader.p.maximal_isr == [1, 2, 3]
     assert not sends(leader.p.tick(10.0))
 
@@ -267,7 +266,7 @@ def test_R16_the_answer_to_a_proposal_a_newer_record_replaced_is_ignored():
     leader never changed the ISR again and a reassignment hung)."""
     leader, f2, f3, _sent = _expansion_in_flight()
     apply_record([leader], record(1, 1, 2, [1, 2]))  # pe 2 from elsewhere; the expansion not in it
-    leader.p.on_alter_partition_response(AlterPartitionResponse(TOPIC, 0, Errors.INVALID_UPDATE_VERSION), 2.1)
+    leader.answer(AlterPartitionResponse(TOPIC, 0, Errors.INVALID_UPDATE_VERSION), 2.1)
     assert leader.p.maximal_isr == [1, 2]
     before = len(leader.sent)
     fetch_round(leader, f3, now=3.0)  # R18: the caught-up follower's fetch proposes it again
@@ -277,16 +276,14 @@ def test_R16_the_answer_to_a_proposal_a_newer_record_replaced_is_ignored():
 
 def test_R16_success_commits_isr_and_partition_epoch():
     leader, *_ = _expansion_in_flight()
-    leader.p.on_alter_partition_response(
-        AlterPartitionResponse(TOPIC, 0, Errors.NONE, 1, 1, 2, [1, 2, 3]), 2.0)
+    leader.answer(AlterPartitionResponse(TOPIC, 0, Errors.NONE, 1, 1, 2, [1, 2, 3]), 2.0)
     assert leader.p.isr == [1, 2, 3] and leader.p.partition_epoch == 2
 
 
 def test_R16_stale_partition_epoch_is_ignored():
     leader, *_ = _expansion_in_flight()
     apply_record([leader], record(1, 1, 3, [1, 2, 3]))  # metadata came first
-    leader.p.on_alter_partition_response(
-        AlterPartitionResponse(TOPIC, 0, Errors.NONE, 1, 1, 2, [1, 2, 3]), 2.0)
+    leader.answer(AlterPartitionResponse(TOPIC, 0, Errors.NONE, 1, 1, 2, [1, 2, 3]), 2.0)
     assert leader.p.partition_epoch == 3
     apply_record([leader], record(1, 1, 2, [1, 2]))  # an older record
     assert leader.p.isr == [1, 2, 3] and leader.p.partition_epoch == 3
@@ -318,9 +315,9 @@ def test_R17_R18_a_follower_that_stopped_fetching_is_not_taken_back_on_its_last_
     for f in (f2, f3, f2, f3):
         fetch_round(leader, f, now=1.0)
     produce(leader, ["b"], acks=1, now=2.0)  # nobody fetches "b": the HWM stays at 1
-    [shrink] = sends(leader.p.tick(12.5))
+    [shrink] = sends(leader.run(leader.p.tick(12.5)))
     assert shrink.message.new_isr == [IsrMember(1, 101)]
-    leader.p.on_alter_partition_response(AlterPartitionResponse(
+    leader.answer(AlterPartitionResponse(
         TOPIC, 0, Errors.NONE, 1, leader.p.leader_epoch, leader.p.partition_epoch + 1, [1]), 12.6)
     assert leader.p.isr == [1]
     assert not sends(leader.p.tick(12.7)) and not sends(leader.p.tick(30.0))
@@ -329,6 +326,34 @@ def test_R17_R18_a_follower_that_stopped_fetching_is_not_taken_back_on_its_last_
     fetch_round(leader, f2, now=31.0)
     [expand] = leader.sent[before:]  # R18 on the fetch that caught broker 2 up
     assert expand.message.new_isr == [IsrMember(1, 101), IsrMember(2, 102)]
+
+
+def test_R16_R18_a_new_term_does_not_wait_for_the_old_terms_proposal():
+    """A leader cut off from the controller proposes a shrink that nobody answers. The
+    controller then elects it again in a new term with the ISR its fences left (the leader
+    alone), and a follower catches up at once. The old term's AlterPartition can no longer be
+    applied (its epochs are stale), so the expansion leaves on that follower's fetch, not
+    when the old request times out; the old request's late answer changes nothing (seen in
+    a sim run: the partition stayed below MinISR for 3 s, refusing every acks=all write)."""
+    leader, f2, f3 = cluster()
+    produce(leader, ["a"], acks=1, now=0.0)
+    for f in (f2, f3, f2, f3):
+        fetch_round(leader, f, now=1.0)
+    produce(leader, ["b"], acks=1, now=2.0)  # nobody fetches "b"
+    [shrink] = sends(leader.run(leader.p.tick(12.5)))
+    assert shrink.message.new_isr == [IsrMember(1, 101)]
+    apply_record([leader, f2, f3], record(1, 2, 4, [1], elr=[2, 3]), now=13.0)
+    before = len(leader.sent)
+    fetch_round(leader, f2, now=13.1)  # "b"
+    fetch_round(leader, f2, now=13.1)  # caught up in the new term
+    [expand] = leader.sent[before:]
+    assert expand.message.leader_epoch == 2 and expand.message.partition_epoch == 4
+    assert expand.message.new_isr == [IsrMember(1, 101), IsrMember(2, 102)]
+    leader.run(leader.p.on_alter_partition_response(None, 17.5, shrink.correlation[3]))  # the old one times out
+    assert leader.p.maximal_isr == [1, 2]
+    assert not sends(leader.run(leader.p.tick(17.6)))  # the expansion is still the one in flight
+    leader.answer(AlterPartitionResponse(TOPIC, 0, Errors.NONE, 1, 2, 5, [1, 2]), 17.7)
+    assert leader.p.isr == [1, 2] and leader.p.partition_epoch == 5
 
 
 def test_R17_follower_at_leader_leo_is_never_shrunk():
@@ -354,7 +379,7 @@ def test_R18_R19_expansion_when_all_conditions_hold():
     _r, _read, out = fetch(leader, 3, 2, last_epoch=1)
     [send] = sends(out)
     assert send.destination == "controller"
-    assert send.correlation == ("alter-partition", TOPIC, 0)
+    assert send.correlation == ("alter-partition", TOPIC, 0, leader.p.partition_epoch)
     assert send.timeout_ms == 5000
     assert send.message == AlterPartitionRequest(
         broker_id=1, broker_epoch=101, topic=TOPIC, partition=0, leader_epoch=1,
@@ -452,9 +477,8 @@ def test_R20_min_isr_capped_by_replication_factor():
 def test_R20_not_enough_replicas_after_append():
     leader, f2, _f3 = cluster(isr=(1, 2), cfg=config(elr=False))
     produce(leader, ["a"], acks=-1, timeout_ms=60000)
-    leader.p.tick(11.0)  # 2 never fetched: shrink proposed
-    leader.run(leader.p.on_alter_partition_response(
-        AlterPartitionResponse(TOPIC, 0, Errors.NONE, 1, 1, 2, [1]), 11.0))
+    leader.run(leader.p.tick(11.0))  # 2 never fetched: shrink proposed
+    leader.answer(AlterPartitionResponse(TOPIC, 0, Errors.NONE, 1, 1, 2, [1]), 11.0)
     [resp] = answers(leader)
     assert resp.error == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND and resp.appended is True
 

@@ -63,10 +63,10 @@ def _walk(seed: int, steps: int) -> int:
             proposals = [s for s in leader.sent if isinstance(s.message, AlterPartitionRequest)]
             if not proposals or leader.p.role != LEADER:
                 continue
-            leader.sent.clear()
             answer = rng.choice((None, AlterPartitionResponse(TOPIC, 0, Errors.INELIGIBLE_REPLICA),
                                  AlterPartitionResponse(TOPIC, 0, Errors.INVALID_UPDATE_VERSION)))
-            leader.run(leader.p.on_alter_partition_response(answer, now))
+            leader.answer(answer, now)
+            leader.sent.clear()
             reached = [leader]
         elif action < 0.9:  # a broker fenced, or unfenced (R18: who may join the ISR)
             eligible = {b for b in (1, 2, 3) if rng.random() < 0.8}

@@ -265,7 +265,8 @@ def test_broker_survives_any_request_sequence(msgs: list) -> None:
 
 
 CORRELATIONS = st.sampled_from([("register",), ("heartbeat",), ("metadata",), ("fetch", 2), ("fetch", 9),
-                                ("alter-partition", "orders", 0), ("alter-partition", "nope", 7), ("bogus",)])
+                                ("alter-partition", "orders", 0, 0), ("alter-partition", "orders", 0, 5),
+                                ("alter-partition", "nope", 7, 0), ("bogus",)])
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
