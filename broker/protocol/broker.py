@@ -367,6 +367,7 @@ class BrokerState:
             return out
         changed: list[tuple[str, int]] = []
         brokers_changed = False
+        heard_from = self.image.offset + 1
         if msg.snapshot is not None and self._snapshot_end(msg.snapshot) - 1 > self.image.offset:
             if not self._load_snapshot(msg.snapshot):
                 return out
@@ -383,7 +384,7 @@ class BrokerState:
             fresh.append((offset, raw))
             rec = self._apply_record(offset, raw)
             self._metadata_digest = chain_digest(self._metadata_digest, raw)
-            if (offset + 1) % DIGEST_INTERVAL == 0:
+            if (offset + 1) % DIGEST_INTERVAL == 0 and offset != msg.base_offset + len(msg.records) - 1:
                 out.event("metadata-applied", offset=offset, digest=self._metadata_digest)
             if isinstance(rec, PartitionRecord):
                 changed.append((rec.topic, rec.partition))
@@ -397,6 +398,13 @@ class BrokerState:
         # the logs of deleted replicas are gone before the records that deleted them are kept
         if fresh:
             out.disk.append(PersistMetadata(fresh))
+        heard_to = fresh[-1][0] if fresh else self.image.offset
+        if heard_to >= heard_from:
+            # when this broker heard of every record it applied (`from` marks such an event: the
+            # others, every DIGEST_INTERVAL records within a batch, are for I8 alone), which is
+            # when a change the controller committed out of its reach took effect (availability)
+            out.event("metadata-applied", offset=heard_to, digest=self._metadata_digest,
+                      **{"from": heard_from})
         # R3: act on the materialised result once per batch, not on each delta.
         targets = set(changed)
         if brokers_changed:

@@ -42,6 +42,7 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
                .select(*PART, "time_ns", "partition_epoch", "t0", "t_end", "leader", "leader_epoch", "isr", "node",
+                       "metadata_offset",
                        (F.col("leader").isNull() | (F.col("leader") < 0)).alias("no_leader"),
                        # R20: acks=all is refused below min(MinISR, the partition's replica count)
                        (F.col("leader").isNull() | (F.col("leader") < 0)
@@ -112,13 +113,15 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
 def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: DataFrame) -> DataFrame:
     """The controller's changes on the timeline of the brokers that act on them: each from
     `time_ns` (re-timed) `until` the next takes effect. A change takes effect when the broker
-    that must act on it hears of it: its new leader (its `became-leader` at the change's
-    leader epoch), or for a change that leaves no leader, the leader before it (its
-    `became-follower`). For a change no such event times (an ISR change, an older run):
-    while a partition keeps that broker from the controller that committed it, the broker
-    goes on as it was (a leader out of the controller's reach serves its clients with the
-    ISR it had) until the partition heals. A change that a later one, taking effect sooner,
-    replaces never takes effect."""
+    that must act on it hears of it: its new leader, or for a change that leaves no leader,
+    the leader before it (a leader out of the controller's reach serves its clients with the
+    ISR it had). It hears at its `became-leader` at the change's leader epoch (or its
+    `became-follower`, for a change that leaves no leader), else at the first metadata batch
+    it applied that holds the change's record (a `metadata-applied` event with `from`: a
+    partition's heal does not mean the broker heard, its metadata fetch may be lost with the
+    cut). A run without these (an older one) has the change take effect at the end of a
+    partition that keeps that broker from the controller at its commit, else at its commit.
+    A change that a later one, taking effect sooner, replaces never takes effect."""
     before = F.lag("leader").over(order)
     learner = F.when(F.col("leader") >= 0, F.col("leader")).otherwise(before)
     told = (F.when((F.col("leader") >= 0) & ~F.coalesce(F.col("leader") == before, F.lit(False)), F.lit("became-leader"))
@@ -135,18 +138,26 @@ def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: Data
                              & F.when(F.col("told") == "became-leader", F.col("acted_epoch") == F.col("leader_epoch"))
                              .otherwise(F.col("acted_epoch") >= F.col("leader_epoch")))
                       .groupBy(*key).agg(F.min("acted_ns").alias("acted_ns")))
+    applied = (events.where((F.col("kind") == "metadata-applied") & F.col("from").isNotNull())
+               .select("run_id", F.col("node").alias("learner"), F.col("offset").alias("applied_to"),
+                       F.col("time_ns").alias("applied_ns")))
+    heard_by_metadata = (rows.select(*key, "learner", "metadata_offset").join(applied, ["run_id", "learner"])
+                         .where((F.col("applied_to") >= F.col("metadata_offset"))
+                                & (F.col("applied_ns") >= F.col("time_ns")))
+                         .groupBy(*key).agg(F.min("applied_ns").alias("applied_ns")))
     heard_after_cut = (rows.select(*key, F.col("learner").alias("member"), F.col("node").alias("peer"))
                        .join(apart, ["run_id", "member", "peer"])
                        .where((F.col("down_ns") <= F.col("time_ns")) & (F.col("time_ns") < F.col("up_ns")))
                        .groupBy(*key).agg(F.max("up_ns").alias("heard_ns")))
     later = (Window.partitionBy(*PART).orderBy("committed_ns", "partition_epoch")
              .rowsBetween(1, Window.unboundedFollowing))
-    return (rows.join(heard_by_event, key, "left").join(heard_after_cut, key, "left")
+    return (rows.join(heard_by_event, key, "left").join(heard_by_metadata, key, "left")
+            .join(heard_after_cut, key, "left")
             .withColumnRenamed("time_ns", "committed_ns")
-            .withColumn("time_ns", F.coalesce("acted_ns", "heard_ns", "committed_ns"))
+            .withColumn("time_ns", F.coalesce("acted_ns", "applied_ns", "heard_ns", "committed_ns"))
             .withColumn("until", F.least(F.coalesce(F.min("time_ns").over(later), F.col("t_end")), F.col("t_end")))
             .where(F.col("time_ns") < F.col("until"))
-            .drop("learner", "told", "acted_ns", "heard_ns", "committed_ns"))
+            .drop("learner", "told", "acted_ns", "applied_ns", "heard_ns", "committed_ns", "metadata_offset"))
 
 
 def _kept_apart(spans: DataFrame) -> DataFrame:

@@ -518,6 +518,25 @@ def _heard_late(root: Path) -> None:
     r.write()
 
 
+def _isr_heard_late(root: Path) -> None:
+    """The controller is cut off from every broker from 1.2 to 1.6 s and shrinks orders/0's
+    ISR to broker 1 at 1.4 s (below MinISR 2; no broker event for an ISR change); healed, it
+    is cut off again from 1.8 to 2.4 s before the brokers' next metadata fetch, and broker 1
+    applies the shrink only at 2.45 s (a `metadata-applied` event with `from`); it expands
+    the ISR again at 2.6 s, applied at once. Without acks=all service from 2.45 to 2.6 s."""
+    r = RunBuilder(root, "isr-heard-late")
+    r.events += [{**RunBuilder.change(T0 + 1400 * MS, leader=1, epoch=0, isr=[1], reason="fence"),
+                  "elr": [2, 3], "partition_epoch": 1, "metadata_offset": 20},
+                 {**RunBuilder.change(T0 + 2600 * MS, leader=1, epoch=0, isr=[1, 2, 3], reason="isr-expand"),
+                  "partition_epoch": 2, "metadata_offset": 21},
+                 *({"node": "broker-1", "time_ns": T0 + at * MS, "kind": "metadata-applied", "from": offset,
+                    "offset": offset, "digest": offset} for at, offset in ((2450, 20), (2600, 21)))]
+    _controller_cut_off_between(r, 1200, 1600)
+    _controller_cut_off_between(r, 1800, 2400, first=2)
+    r.send("v9", None, at=T0 + 3 * S, outcome="fail")  # the workload goes on past the expansion
+    r.write()
+
+
 def _follower_down(root: Path) -> None:
     """Follower broker 3 is killed at 1.2 s and leaves the ISR at 1.5 s (R17); follower
     broker 2 is paused from 1.7 to 1.9 s and never leaves it (no active controller): every
@@ -861,7 +880,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -890,6 +909,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "controller-cut-off": ZERO,
     "killed-out-of-reach": ZERO,
     "heard-late": ZERO,
+    "isr-heard-late": ZERO,
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},
@@ -1123,6 +1143,9 @@ def test_a_leader_fenced_out_of_the_controllers_reach_serves_until_the_partition
     late = judged["heard-late"].results  # a change takes effect when its broker acts on it
     assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in late["figures"]["availability"]) == [
         ("no-acks-all", 2.45, 2.55), ("no-leader", 2.45, 2.55)]
+    isr = judged["isr-heard-late"].results  # an ISR change too, when its leader applied it
+    assert [(w["kind"], w["start_s"], w["end_s"]) for w in isr["figures"]["availability"]] == [
+        ("no-acks-all", 2.45, 2.6)]
 
 
 def test_a_change_a_failover_recorded_twice_is_taken_once(judged: dict[str, RunVerdict]) -> None:

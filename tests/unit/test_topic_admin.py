@@ -39,6 +39,7 @@ from broker.protocol.outputs import (
 )
 from broker.protocol.placement import place_topic
 from broker.protocol.records import (
+    DIGEST_INTERVAL,
     BrokerRegistrationChangeRecord,
     PartitionCountRecord,
     PartitionRecord,
@@ -487,3 +488,33 @@ def test_r11_r12_a_parked_follower_fetch_waits_for_data_and_a_consumer_s_for_the
     out = replies(produce(b, "p1", 1.4, acks=1))  # LEO 1 -> 2: both followers have data to copy
     assert {"f2", "f3"} <= set(out)
     assert [r.high_watermark for r in out["f3"].response.partitions] == [1]
+
+
+def test_r22_a_broker_records_when_it_applied_each_metadata_batch():
+    """DESIGN 8: a change committed out of a broker's reach takes effect when that broker
+    applies it, so every applied batch (or snapshot) is a `metadata-applied` event with its
+    first (`from`) and last offset. Offsets every DIGEST_INTERVAL records inside a batch keep
+    their own event (I8's digests), once: the batch's own when it ends there; a batch with
+    nothing new records nothing."""
+    h = two_partitions()
+    log = metadata_log(h)
+    assert len(log) > DIGEST_INTERVAL
+    b = BrokerState(BrokerConfig(1, None, "inc-1"), {}, -1)
+    b.tick(0.0)
+    b.on_response(("register",), BrokerRegistrationResponse(Errors.NONE, h.epoch(1)), 0.0)
+
+    def applied(out: Outputs) -> list[dict]:
+        return [e.fields for e in out.events if e.kind == "metadata-applied"]
+
+    end = DIGEST_INTERVAL - 1  # a batch that ends on a digest's offset
+    first = applied(b.on_response(("metadata",), MetadataFetchResponse(Errors.NONE, log[:end + 1], 0, len(log), 100), 0.1))
+    assert first == [{"offset": end, "digest": first[0]["digest"], "from": 0}]
+    rest = applied(b.on_response(("metadata",), MetadataFetchResponse(Errors.NONE, log, 0, len(log), 100), 0.2))
+    assert [(e.get("from"), e["offset"]) for e in rest] == (
+        [(None, o) for o in range(2 * DIGEST_INTERVAL - 1, len(log) - 1, DIGEST_INTERVAL)] + [(end + 1, len(log) - 1)])
+    assert applied(b.on_response(("metadata",), MetadataFetchResponse(Errors.NONE, log, 0, len(log), 100), 0.3)) == []
+    h.call(DeleteTopicsRequest(["t"]))
+    snap_end = h.controller.log_end_offset
+    snapshot = {"end": snap_end, "image": h.controller.image.to_state(), "digest": 7}
+    out = b.on_response(("metadata",), MetadataFetchResponse(Errors.NONE, [], snap_end, snap_end, 100, snapshot), 0.4)
+    assert applied(out) == [{"offset": snap_end - 1, "digest": 7, "from": len(log)}]
