@@ -55,7 +55,7 @@ def rehearse(spark_master: str | None = None) -> None:
         _rehearsed = True
         _rehearsal = spark = new_session()
     try:
-        with owned_dirs.scratch("isrlab-rehearsal-") as tmp:
+        with owned_dirs.scratch(owned_dirs.REHEARSAL_PREFIX) as tmp:
             run = write_synthetic_run(tmp, REHEARSAL_RECORDS)
             _judge(spark, {run.name: load_run_info(run)}, warehouse_for([run], None), input_bytes([run]))
     finally:

@@ -18,6 +18,11 @@ from pathlib import Path
 
 from testbed.common.pids import exited
 
+#: a run's rehearsal of the pipeline: a synthetic run in the system's temporary directory
+REHEARSAL_PREFIX = "isrlab-rehearsal-"
+#: the directory of `<runs>/.live/` holding a JVM's log until its run has a directory
+EARLY_LOG_PREFIX = "jvm-log-"
+
 
 def make(prefix: str, parent: Path | None = None) -> Path:
     """A new directory `<parent>/<prefix><pid>-<random>` (parent: the system's temporary
@@ -58,3 +63,11 @@ def _owned(prefix: str, parent: Path | None) -> Iterator[tuple[Path, int]]:
         owner = owned.match(d.name)
         if owner is not None and d.is_dir():
             yield d, int(owner.group(1))
+
+
+def reap_supervisor_scratch(live: Path) -> None:
+    """Remove the scratch directories of a run's supervisors that are gone: their rehearsals'
+    (in the temporary directory) and their JVMs' early logs (in `live`, `<runs>/.live`)."""
+    reap(REHEARSAL_PREFIX)
+    reap(EARLY_LOG_PREFIX, live)
+

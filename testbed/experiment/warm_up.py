@@ -18,8 +18,6 @@ from testbed.analysis.places import jvm_log_for, warehouse_for
 from testbed.analysis.session import warm_up
 from testbed.common import owned_dirs
 
-#: the prefix of the owned directories that hold a JVM's log until its run has a directory
-EARLY_LOG_PREFIX = "jvm-log-"
 _warmed: Path | None = None  # the run the last warm-up was begun for
 _early: Path | None = None  # the owned directory holding its JVM's log until `settle_log`
 
@@ -39,7 +37,7 @@ def warm_up_for(run_dir: Path, spark_master: str | None) -> None:
     _warmed = run_dir
     live = early_log_dir(run_dir)
     live.mkdir(parents=True, exist_ok=True)
-    _early = owned_dirs.make(EARLY_LOG_PREFIX, live)
+    _early = owned_dirs.make(owned_dirs.EARLY_LOG_PREFIX, live)
     warm_up(lambda: _rehearse(spark_master), spark_master, log=_early / "spark.log")
 
 

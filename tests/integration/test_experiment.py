@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,6 @@ import run
 from broker.common.jsonl import read_jsonl
 from testbed.common import owned_dirs
 from testbed.experiment.runner import run_experiment
-from testbed.experiment.warm_up import EARLY_LOG_PREFIX
 from testbed.topology import parse_topology
 from tests.integration.conftest import TIME_SCALE, committed_duplicates, topology_dict
 
@@ -50,7 +50,7 @@ def test_healthy_run_writes_the_run_directory(tmp_path: Path) -> None:
     scaled = (d / "topology.yaml").read_text().startswith(f"# run with --time-scale {TIME_SCALE:g}:")
     assert scaled == (TIME_SCALE != 1)  # what a scaled run's times mean, said where its topology is
     assert not (d / "data").exists()  # removed without --keep-data
-    assert not list((tmp_path / "runs" / ".live").glob(f"{EARLY_LOG_PREFIX}*")), "the JVM's early log was not settled"
+    assert not list((tmp_path / "runs" / ".live").glob(f"{owned_dirs.EARLY_LOG_PREFIX}*")), "the JVM's early log was not settled"
 
 
 def test_cli_validate_and_dry_run(tmp_path: Path) -> None:
@@ -133,6 +133,9 @@ def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
         registry_text = reg.read_text()
         pids = [p["pid"] for p in json.loads(registry_text)["processes"]]
         assert len(pids) >= 4
+        scratch = [*runs.glob(f".live/{owned_dirs.EARLY_LOG_PREFIX}{sup.pid}-*"),
+                   *Path(tempfile.gettempdir()).glob(f"{owned_dirs.REHEARSAL_PREFIX}{sup.pid}-*")]
+        assert scratch, "the run's JVM has no early log directory"
         os.kill(sup.pid, signal.SIGKILL)
         sup.wait()
         deadline = time.monotonic() + 2.0
@@ -155,6 +158,11 @@ def test_nodes_die_with_a_killed_supervisor(tmp_path: Path) -> None:
         table = f.read()
     assert not [m for m in mounts if f" {m} " in table], "a tmpfs mount outlived the run"
     assert not list(Path(registered["sock_dir"]).glob("*.sock")), "socket files outlived the run"
+    # and the supervisor's scratch (its JVM's early log, its rehearsal's run), once its JVM stopped
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and any(d.exists() for d in scratch):
+        time.sleep(0.05)  # polling the directories against a deadline
+    assert not [d for d in scratch if d.exists()], "the supervisor's scratch outlived it"
     assert run.main(["status", "--runs-dir", str(runs)]) == 1  # no run in progress, nothing left to reap
 
 
@@ -169,9 +177,9 @@ def test_a_supervisor_killed_before_its_cluster_starts_leaves_no_run_directory(t
     sup = _start_run(topo, runs, subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30 * TIME_SCALE
-        while time.monotonic() < deadline and not list(runs.glob(f".live/{EARLY_LOG_PREFIX}*/spark.log")):
+        while time.monotonic() < deadline and not list(runs.glob(f".live/{owned_dirs.EARLY_LOG_PREFIX}*/spark.log")):
             time.sleep(0.01)  # the JVM's start: polled against a deadline
-        early = list(runs.glob(f".live/{EARLY_LOG_PREFIX}*"))
+        early = list(runs.glob(f".live/{owned_dirs.EARLY_LOG_PREFIX}*"))
         assert early, "the run never started its JVM"
         os.kill(sup.pid, signal.SIGKILL)
         sup.wait()
@@ -181,7 +189,7 @@ def test_a_supervisor_killed_before_its_cluster_starts_leaves_no_run_directory(t
     # a directory of the run, if its cluster began in the meantime, is the cluster's, never a log alone
     assert all((d / "topology.yaml").exists() for d in runs.iterdir() if not d.name.startswith(".")), \
         [sorted(p.name for p in d.rglob("*")) for d in runs.iterdir()]
-    owned_dirs.make(EARLY_LOG_PREFIX, runs / ".live")  # what the next run's warm-up does first
+    owned_dirs.make(owned_dirs.EARLY_LOG_PREFIX, runs / ".live")  # what the next run's warm-up does first
     assert not any(d.exists() for d in early)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 import testbed.experiment.warm_up as warm_up
+from testbed.common import owned_dirs
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def test_the_log_moves_into_the_run_directory_when_the_run_ends_and_the_jvm_writ
     warm_up.warm_up_for(run_dir, None)
     warm_up.warm_up_for(run_dir, None)  # the runner's call after the command's: one warm-up
     [log] = started
-    assert log.parent.parent == runs / ".live" and log.parent.name.startswith(warm_up.EARLY_LOG_PREFIX)
+    assert log.parent.parent == runs / ".live" and log.parent.name.startswith(owned_dirs.EARLY_LOG_PREFIX)
     assert [p.name for p in runs.iterdir()] == [".live"], "a run directory before the run made one"
     with open(log, "a") as jvm:  # the JVM's handle stays open across the move
         run_dir.mkdir()
@@ -54,7 +55,7 @@ def test_a_run_that_made_no_directory_leaves_none_and_no_log(tmp_path: Path, sta
 
 def test_the_next_warm_up_removes_the_log_a_killed_supervisor_left(tmp_path: Path, started: list[Path]) -> None:
     live = tmp_path / "runs" / ".live"
-    (dead := live / f"{warm_up.EARLY_LOG_PREFIX}999999999-x").mkdir(parents=True)  # no such pid
+    (dead := live / f"{owned_dirs.EARLY_LOG_PREFIX}999999999-x").mkdir(parents=True)  # no such pid
     (dead / "spark.log").write_text("a killed supervisor's JVM\n")
     warm_up.warm_up_for(tmp_path / "runs" / "next", None)
     assert not dead.exists() and len(started) == 1 and started[0].exists()
