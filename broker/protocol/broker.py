@@ -145,6 +145,9 @@ class BrokerState:
         self._registration_in_flight = False
         self._heartbeat_in_flight = False
         self._metadata_fetch_in_flight = False
+        #: the number of the metadata fetch sent last (its correlation's): only its answer ends
+        #: the fetch in flight, not that of one abandoned with its controller
+        self._metadata_fetch_sent = 0
         self._next_heartbeat = 0.0
         self._next_registration = 0.0
         self.malformed_metadata = 0
@@ -181,15 +184,34 @@ class BrokerState:
                 m.correlation = (*m.correlation, self.controller_id)
         return out
 
-    def _controller_failed(self, correlation: tuple, msg: Any) -> None:
+    def _controller_failed(self, correlation: tuple, msg: Any) -> bool:
         """A controller request timed out or was refused by a controller that is not active:
-        try the leader it named, else the next voter."""
+        try the leader it named, else the next voter; whether the belief moved."""
         if correlation[-1] != self.controller_id:
-            return  # an answer from a controller we no longer believe in
+            return False  # an answer from a controller we no longer believe in
         hint = msg.leader_id if isinstance(msg, ErrorResponse) else -1
         ids = self.config.controller_ids
+        before = self._controller_index
         self._controller_index = ids.index(hint) if hint in ids and hint != self.controller_id \
             else (self._controller_index + 1) % len(ids)
+        return self._controller_index != before
+
+    def _abandon_controller_requests(self, now: float) -> Outputs:
+        """The broker turned to another controller: the metadata fetch and the AlterPartitions
+        in flight went to the one it turned from, which will not answer them, or only as a
+        controller that is not active (one killed or cut off loses them, one that resigned
+        drops its parked fetches), so each goes again to the controller now believed active
+        at once, not when its own timeout ends (0.7 s for the fetch, 5 s for a proposal, during
+        which the leader's ISR could not change). Kafka's broker does likewise: its Raft client
+        forgets the fetch in flight to an old leader, and its broker-to-controller channel
+        sends a request again to the new controller."""
+        self._metadata_fetch_in_flight = False
+        out = Outputs()
+        for p in self.partitions.values():
+            out.extend(p.controller_lost(now))
+        if out:
+            self._partitions_due = None
+        return out
 
     # ------------------------------------------------------------------ time
     def tick(self, now: float) -> Outputs:
@@ -217,11 +239,12 @@ class BrokerState:
                 ("heartbeat",), self._heartbeat_timeout_ms))
         if not self._metadata_fetch_in_flight:
             self._metadata_fetch_in_flight = True
+            self._metadata_fetch_sent += 1
             # (by position: the wait; the Send's correlation and timeout: a keyword call of a
             # dataclass is the slow path on Python 3.11)
             out.messages.append(Send(CONTROLLER, MetadataFetchRequest(
                 self.broker_id, self.image.offset + 1, self._metadata_wait_ms),
-                ("metadata",), self._metadata_timeout_ms))
+                ("metadata", self._metadata_fetch_sent), self._metadata_timeout_ms))
         # only what is due: a partition, the fetchers or a parked fetch ticked before its
         # `next_tick_at` has nothing to do (and what changes a parked fetch's answer is an
         # input, which completes it at once)
@@ -281,10 +304,14 @@ class BrokerState:
     # ------------------------------------------------------------------ responses to our requests
     def on_response(self, correlation: tuple, msg: Any, now: float) -> Outputs:
         """`msg` is None when the request timed out or could not be sent."""
+        turned = False
         if correlation[0] in _CONTROLLER_REQUESTS and (
                 msg is None or isinstance(msg, ErrorResponse) and msg.error == Errors.NOT_CONTROLLER):
-            self._controller_failed(correlation, msg)
-        return self._route(self._on_response(correlation, msg, now))
+            turned = self._controller_failed(correlation, msg)
+        out = self._on_response(correlation, msg, now)
+        if turned:
+            out.extend(self._abandon_controller_requests(now))
+        return self._route(out)
 
     def _on_response(self, correlation: tuple, msg: Any, now: float) -> Outputs:
         kind = correlation[0]
@@ -293,6 +320,10 @@ class BrokerState:
         if kind == "heartbeat":
             return self._on_heartbeat(msg, now)
         if kind == "metadata":
+            if correlation[1:2] == (self._metadata_fetch_sent,):
+                self._metadata_fetch_in_flight = False
+            # an answer to a fetch abandoned with its controller holds committed records all
+            # the same, and is applied; it does not end the fetch in flight
             return self._on_metadata(msg, now)
         if kind == "fetch":
             self._partitions_due = None  # (its partitions take their results)
@@ -361,7 +392,6 @@ class BrokerState:
         return out
 
     def _on_metadata(self, msg: Any, now: float) -> Outputs:
-        self._metadata_fetch_in_flight = False
         out = Outputs()
         if not isinstance(msg, MetadataFetchResponse) or msg.error != _NONE:
             return out
@@ -511,12 +541,14 @@ class BrokerState:
         t = self.image.topics.get(topic)
         cfg = PartitionConfig.from_settings(t.min_insync_replicas if t else 1,
                                             self.config.timeouts, self.config.protocol)
+        topic_id = self.image.topic_ids.get(topic)
         p = Partition(topic, index, self.broker_id, cfg, local.log_end_offset,
-                      local.high_watermark, local.epochs, local.log_start_offset)
+                      local.high_watermark, local.epochs, local.log_start_offset,
+                      -1 if topic_id is None else topic_id)
         if self.broker_epoch >= 0:
             p.set_local_broker_epoch(self.broker_epoch)
         self.partitions[key] = p
-        self._replica_topic_ids[key] = self.image.topic_ids.get(topic)
+        self._replica_topic_ids[key] = topic_id
         return p
 
     def _broker_epochs(self) -> dict[int, int]:

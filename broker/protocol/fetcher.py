@@ -67,8 +67,16 @@ class FetcherManager:
         self._sessions = self.next_tick_due = None
 
     def remove(self, topic: str, partition: int) -> None:
-        """Stop fetching (the replica became leader or left the replica set, 002 2.2.3)."""
+        """Stop fetching (the replica became leader or left the replica set, 002 2.2.3).
+
+        A fetch in flight no longer speaks for the replica: its answer is ignored, also once a
+        replica made again under the key (a topic deleted and created again, a replica moved
+        away and back) is fetched for in the same leader epoch, which the answer's check alone
+        cannot tell from the one it was sent for (Kafka matches an answer to the fetch state it
+        was sent for: the topic id and the fetch offset)."""
         key = (topic, partition)
+        for sent in self._in_flight.values():
+            sent.pop(key, None)
         if self._partitions.pop(key, None) is not None:
             self._order.remove(key)
         self._partition_backoff_until.pop(key, None)

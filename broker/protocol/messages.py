@@ -25,6 +25,9 @@ class FetchPartition:
     last_fetched_epoch: int = -1
     current_leader_epoch: int = -1  # -1: the fetcher does not check epochs (consumers)
     max_bytes: int = 1 << 20
+    #: the id of the topic the follower's replica was made for (KIP-516): a fetch sent for a
+    #: topic since deleted and made again under its name is refused (-1: not checked)
+    topic_id: int = -1
 
 
 @dataclass(slots=True)

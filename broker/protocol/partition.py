@@ -55,6 +55,9 @@ _NONE = Errors.NONE
 _NOT_LEADER_OR_FOLLOWER = Errors.NOT_LEADER_OR_FOLLOWER
 _OFFSET_OUT_OF_RANGE = Errors.OFFSET_OUT_OF_RANGE
 #: AlterPartition answers saying the leader's view is stale: the controller moved on (R16)
+_INCONSISTENT_TOPIC_ID = Errors.INCONSISTENT_TOPIC_ID
+#: what a follower asks for at most in one fetch of a partition (FetchPartition's default)
+_MAX_FETCH_BYTES = 1 << 20
 _STALE_VIEW = frozenset({Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH, Errors.INVALID_UPDATE_VERSION})
 #: builds a `ReadSpec` from its values as the class's call does, without the call's Python frame
 _tuple_new = tuple.__new__
@@ -131,9 +134,12 @@ class Partition:
 
     def __init__(self, topic: str, partition: int, local_broker_id: int, config: PartitionConfig,
                  log_end_offset: int, high_watermark: int, epochs: EpochHistory,
-                 log_start_offset: int = 0) -> None:
+                 log_start_offset: int = 0, topic_id: int = -1) -> None:
         self.topic = topic
         self.partition = partition
+        #: the id of the topic this replica was made for (KIP-516; -1 unknown): a follower's
+        #: fetches carry it, and a leader refuses a fetch made for another (`follower_fetch`)
+        self.topic_id = topic_id
         self.local_broker_id = local_broker_id
         self.config = config
         self.log_end_offset = log_end_offset
@@ -160,7 +166,9 @@ class Partition:
         self._pending_produces: list[PendingProduce] = []
         self._proposed_isr: list[int] | None = None  # R16: widens the maximal ISR
         self._alter_in_flight = False  # R16: at most one AlterPartition in flight
-        self._alter_base_epoch = -1  # the partition epoch the AlterPartition in flight was made against
+        #: the number of the AlterPartition sent last: its answer is matched by it, so that of
+        #: one a newer record ended, or one lost with a controller turned from, changes nothing
+        self._alter_sent = 0
         self._alter_retry_at = 0.0
         #: R16: the controller's answer says its state moved past what we know (maybe by our
         #: own proposal, whose answer was lost): keep the maximal ISR, propose nothing, and
@@ -479,6 +487,11 @@ class Partition:
         state = self._followers.get(replica_id)
         if error is _NONE and state is None:
             error = _NOT_LEADER_OR_FOLLOWER  # not a replica of this partition
+        if error is _NONE and fp.topic_id != self.topic_id and fp.topic_id >= 0 and self.topic_id >= 0:
+            # made for a topic since deleted and made again under this name (R40): its offsets
+            # and epochs are another log's, and must not count as this follower's (Kafka's
+            # INCONSISTENT_TOPIC_ID)
+            error = _INCONSISTENT_TOPIC_ID
         if error is _NONE and 0 <= broker_epoch < state.broker_epoch:
             # A fetch of an older incarnation of that broker must not overwrite the newer
             # one's state (Kafka rejects such a "stale fetch state update").
@@ -609,7 +622,7 @@ class Partition:
         """R16 + R19: maximal ISR := ISR ∪ proposed; one AlterPartition to the controller."""
         self._proposed_isr = list(new_isr)
         self._alter_in_flight = True
-        self._alter_base_epoch = self._partition_epoch
+        self._alter_sent += 1
         members = [IsrMember(b, self._member_epoch(b)) for b in new_isr]
         request = AlterPartitionRequest(
             broker_id=self.local_broker_id, broker_epoch=self._local_broker_epoch,
@@ -617,8 +630,19 @@ class Partition:
             partition_epoch=self._partition_epoch, new_isr=members)
         out.messages.append(Send("controller", request,
                                  correlation=("alter-partition", self.topic, self.partition,
-                                              self._alter_base_epoch),
+                                              self._alter_sent),
                                  timeout_ms=self.config.alter_partition_timeout_ms))
+
+    def controller_lost(self, now: float) -> Outputs:
+        """The broker turned from the controller its AlterPartition in flight went to (that
+        one timed out or said it is not active): the request will not be answered, or only
+        by a controller that can no longer apply it, so it counts as timed out now (R16: the
+        maximal ISR stays, and the proposal goes again, to the controller now believed
+        active), not when its own timeout ends. Kafka's broker-to-controller channel sends
+        such a request again to the new controller at once."""
+        if not self._alter_in_flight:
+            return Outputs()
+        return self.on_alter_partition_response(None, now, self._alter_sent)
 
     def _member_epoch(self, broker_id: int) -> int:
         """R19: the broker epoch of an ISR member: ours, else the one its fetches carried,
@@ -635,11 +659,12 @@ class Partition:
         return not self._alter_in_flight and now >= self._alter_retry_at and not self._awaiting_metadata
 
     def on_alter_partition_response(self, resp: AlterPartitionResponse | None,
-                                    now: float, base_epoch: int) -> Outputs:
+                                    now: float, sent: int) -> Outputs:
         """R16: commit on success (only if its partition epoch is newer); roll the maximal ISR
         back only when the answer proves the controller did not apply the proposal. Then
-        re-evaluate the HWM (R15). `base_epoch` is the partition epoch the answered proposal
-        was made on: the answer to one a newer record ended (`_drop_proposal`) changes nothing.
+        re-evaluate the HWM (R15). `sent` is the number of the answered request (its
+        correlation's): the answer to one a newer record ended (`_drop_proposal`), or one
+        abandoned with its controller (`controller_lost`), changes nothing.
 
         A timeout (`resp` None) proves nothing: the controller may have committed the change
         and lost only its answer, so the maximal ISR stays as proposed and the same proposal
@@ -651,7 +676,7 @@ class Partition:
         lose an acknowledged write when the controller elects from its own."""
         self.next_tick_due = None
         out = Outputs()
-        if not self._alter_in_flight or base_epoch != self._alter_base_epoch:
+        if not self._alter_in_flight or sent != self._alter_sent:
             # (an ended proposal's answer says nothing the record that ended it did not;
             # Kafka ignores such an answer likewise)
             return out
@@ -791,8 +816,9 @@ class Partition:
         else:  # (`EpochHistory.latest_epoch`, without its call: once a partition a fetch request)
             entries = self._epochs.entries
             last_epoch = entries[-1][0] if entries else UNDEFINED_EPOCH
-        # (positional: fetch offset, last fetched epoch, current leader epoch)
-        return FetchPartition(self.topic, self.partition, self.log_end_offset, last_epoch, self.leader_epoch)
+        # (positional: fetch offset, last fetched epoch, current leader epoch, max bytes, topic id)
+        return FetchPartition(self.topic, self.partition, self.log_end_offset, last_epoch, self.leader_epoch,
+                              _MAX_FETCH_BYTES, self.topic_id)
 
     def on_fetch_result(self, result: FetchPartitionResult, now: float, out: Outputs | None = None) -> Outputs:
         """The leader's answer for this partition: truncate (R10), or append and take the

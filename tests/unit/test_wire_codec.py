@@ -132,9 +132,9 @@ def decode_header(header, *rest):
 @pytest.mark.parametrize("mutate, reason", [
     (lambda h: h.__setitem__(4, "1"), "FetchRequest.replica_id: expected int, got str"),
     (lambda h: h.__setitem__(4, True), "FetchRequest.replica_id: expected int, got bool"),
-    (lambda h: h.__setitem__(8, [["t", 0, "41", -1, -1, 1]]),
+    (lambda h: h.__setitem__(8, [["t", 0, "41", -1, -1, 1, -1]]),
      "FetchRequest.partitions[0].fetch_offset: expected int, got str"),
-    (lambda h: h.__setitem__(8, [["t", 0, 41]]), "FetchRequest.partitions[0]: expected 6 fields, got 3"),
+    (lambda h: h.__setitem__(8, [["t", 0, 41]]), "FetchRequest.partitions[0]: expected 7 fields, got 3"),
     (lambda h: h.pop(), "FetchRequest: expected 5 fields, got 4"),
     (lambda h: h.append(1), "FetchRequest: expected 5 fields, got 6"),
     (lambda h: h.__setitem__(1, 99), "unknown message type 99"),
