@@ -57,6 +57,15 @@ def broker_1_of_quorum(h: Harness) -> tuple[BrokerState, float]:
     return b, 0.05
 
 
+def controller_1_dies(b: BrokerState, heartbeat: Send) -> float:
+    """Controller 1 dies with the broker's heartbeat sent at 0.2 s: the heartbeat times out,
+    and the broker turns to controller 2; the time then."""
+    now = 0.2 + heartbeat.timeout_ms / 1000
+    b.on_response(heartbeat.correlation, None, now)
+    assert b.controller_id == 2
+    return now
+
+
 def follower_fetch(b: BrokerState, h: Harness, replica: int, now: float) -> Outputs:
     p = b.partitions[("t", 0)]
     req = FetchRequest(replica, h.epoch(replica), 0, 1, [FetchPartition("t", 0, p.log_end_offset, -1, p.leader_epoch)])
@@ -91,10 +100,7 @@ def test_r16_r19_an_alter_partition_lost_with_the_old_controller_does_not_hold_t
     assert alter.destination == "controller-1"
     assert isinstance(alter.message, AlterPartitionRequest) and [m.broker_id for m in alter.message.new_isr] == [1, 3, 2]
 
-    # controller 1 dies: the heartbeat times out, and the broker turns to controller 2
-    now = 0.2 + heartbeat.timeout_ms / 1000
-    b.on_response(heartbeat.correlation, None, now)
-    assert b.controller_id == 2
+    now = controller_1_dies(b, heartbeat)
 
     # follower 2 keeps fetching at the LEO; well within the old request's 5 s timeout, the
     # proposal goes to the controller the broker now believes active
@@ -126,10 +132,7 @@ def test_r22_the_metadata_fetch_follows_the_broker_to_the_new_active_controller(
     assert heartbeat.destination == parked.destination == "controller-1"
     assert parked.timeout_ms > 3 * heartbeat.timeout_ms
 
-    # controller 1 dies: the heartbeat times out; the broker turns to controller 2
-    now = 0.2 + heartbeat.timeout_ms / 1000
-    b.on_response(heartbeat.correlation, None, now)
-    assert b.controller_id == 2
+    now = controller_1_dies(b, heartbeat)
     fetches = []
     t = now
     while t < now + 0.3:
