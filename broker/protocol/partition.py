@@ -379,7 +379,7 @@ class Partition:
         The controller applies an AlterPartition only against the partition epoch it was
         made on, so once a newer record is known the one in flight can no longer change
         anything: its answer, when it comes, is ignored (`on_alter_partition_response`
-        matches it by its base epoch), and the next proposal need not wait for it. Waiting
+        matches it by its number), and the next proposal need not wait for it. Waiting
         held the ISR of a new term as its election left it (below MinISR, say) until the
         old term's request timed out, with a caught-up follower outside it."""
         self._proposed_isr = None
