@@ -235,16 +235,21 @@ def convergence(t: Tables, config: ConfigTables) -> DataFrame:
     holed = (held.where(F.col("held") != F.col("last") - F.col("first") + 1)
              .groupBy("run_id").agg(F.count("*").alias("holed_logs")))
     lines = t.history.groupBy("run_id").agg(F.count("*").alias("history_lines"))
-    return (partitions(t, config).join(topics, ["run_id", "topic"], "left")
-            .where(~F.coalesce("gone", F.lit(False)))  # a topic deleted for good has no final state (R40)
-            # a partition of an earlier making of a topic made again with fewer is gone with it
-            .where(F.col("n_partitions").isNull() | (F.col("partition") < F.col("n_partitions")))
-            .join(reps, PART, "left").join(replicas_now, PART, "left")
-            .groupBy("run_id").agg(F.min(F.coalesce(ok, F.lit(False)).cast("int")).alias("converged"),
-                                   F.transform(F.sort_array(F.collect_list(failed)),
-                                               lambda p: F.format_string("%s/%d: %s", p["topic"], p["partition"],
-                                                                         p["why"])).alias("unconverged"))
-            .join(short, "run_id", "left").join(holed, "run_id", "left").join(lines, "run_id", "left"))
+    states = (partitions(t, config).join(topics, ["run_id", "topic"], "left")
+              .where(~F.coalesce("gone", F.lit(False)))  # a topic deleted for good has no final state (R40)
+              # a partition of an earlier making of a topic made again with fewer is gone with it
+              .where(F.col("n_partitions").isNull() | (F.col("partition") < F.col("n_partitions")))
+              .join(reps, PART, "left").join(replicas_now, PART, "left")
+              .groupBy("run_id").agg(F.min(F.coalesce(ok, F.lit(False)).cast("int")).alias("converged"),
+                                     F.transform(F.sort_array(F.collect_list(failed)),
+                                                 lambda p: F.format_string("%s/%d: %s", p["topic"], p["partition"],
+                                                                           p["why"])).alias("unconverged")))
+    # a run whose every topic was deleted for good has no partition left: converged, with nothing
+    # to replicate (without its row, it read as unconverged, with an empty history)
+    return (lines.join(states, "run_id", "left")
+            .select("run_id", "history_lines", F.coalesce("converged", F.lit(1)).alias("converged"),
+                    F.coalesce("unconverged", F.array().cast("array<string>")).alias("unconverged"))
+            .join(short, "run_id", "left").join(holed, "run_id", "left"))
 
 
 def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = False,

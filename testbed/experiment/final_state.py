@@ -26,10 +26,12 @@ _AS_IS = bytes(range(0x20, 0x7f)).replace(b'"', b"").replace(b"\\", b"")
 
 
 def partitions_now(status: ClusterStatus, topology: Topology) -> list[tuple[str, int]]:
-    """The partitions the final read reads: those the controller has now (admin faults may
-    have created, grown or deleted topics, R40), else the topology's."""
-    return sorted((p.topic, p.partition) for p in status.partitions()) or [
-        (tp.name, p) for tp in topology.topics for p in range(tp.partitions)]
+    """The partitions the final read reads: those the active controller has now (admin faults
+    may have created, grown or deleted topics, R40: every one deleted leaves none to read),
+    else, when none answered as active, the topology's."""
+    if status.controller:
+        return sorted((p.topic, p.partition) for p in status.partitions())
+    return [(tp.name, p) for tp in topology.topics for p in range(tp.partitions)]
 
 
 def record_final_state(cluster: ClusterAdmin) -> None:

@@ -523,14 +523,16 @@ def _isr_heard_late(root: Path) -> None:
     ISR to broker 1 at 1.4 s (below MinISR 2; no broker event for an ISR change); healed, it
     is cut off again from 1.8 to 2.4 s before the brokers' next metadata fetch, and broker 1
     applies the shrink only at 2.45 s (a `metadata-applied` event with `from`); it expands
-    the ISR again at 2.6 s, applied at once. Without acks=all service from 2.45 to 2.6 s."""
+    the ISR again at 2.6 s, applied 1 ms before the controller's event of it (on processes
+    the controller records a change after it sends it). Without acks=all service from 2.45
+    to 2.599 s."""
     r = RunBuilder(root, "isr-heard-late")
     r.events += [{**RunBuilder.change(T0 + 1400 * MS, leader=1, epoch=0, isr=[1], reason="fence"),
                   "elr": [2, 3], "partition_epoch": 1, "metadata_offset": 20},
                  {**RunBuilder.change(T0 + 2600 * MS, leader=1, epoch=0, isr=[1, 2, 3], reason="isr-expand"),
                   "partition_epoch": 2, "metadata_offset": 21},
                  *({"node": "broker-1", "time_ns": T0 + at * MS, "kind": "metadata-applied", "from": offset,
-                    "offset": offset, "digest": offset} for at, offset in ((2450, 20), (2600, 21)))]
+                    "offset": offset, "digest": offset} for at, offset in ((2450, 20), (2599, 21)))]
     _controller_cut_off_between(r, 1200, 1600)
     _controller_cut_off_between(r, 1800, 2400, first=2)
     r.send("v9", None, at=T0 + 3 * S, outcome="fail")  # the workload goes on past the expansion
@@ -971,6 +973,15 @@ def test_exact_counts(judged: dict[str, RunVerdict], run: str) -> None:
         assert len(c["examples"]) == min(c["count"], 20)
 
 
+def test_a_run_whose_every_topic_was_deleted_converged_with_its_whole_history(judged: dict[str, RunVerdict]) -> None:
+    """R40: nothing is left to replicate, so the run converged; and its history is counted
+    (a tester's run that deleted its only topic was unjudged as not converged, and said that
+    its history, which had every line, was changed after the run)."""
+    results = judged["deleted-topic"].results
+    assert results["converged"] is True
+    assert not [p for p in results["problems"] if "history" in p or "converge" in p], results["problems"]
+
+
 def test_a_replication_factor_changed_by_reassignment_is_convergence(judged: dict[str, RunVerdict]) -> None:
     """Four level replicas of an RF-3 topic after a reassignment to four (R35): judged, not
     'did not converge'."""
@@ -1145,7 +1156,7 @@ def test_a_leader_fenced_out_of_the_controllers_reach_serves_until_the_partition
         ("no-acks-all", 2.45, 2.55), ("no-leader", 2.45, 2.55)]
     isr = judged["isr-heard-late"].results  # an ISR change too, when its leader applied it
     assert [(w["kind"], w["start_s"], w["end_s"]) for w in isr["figures"]["availability"]] == [
-        ("no-acks-all", 2.45, 2.6)]
+        ("no-acks-all", 2.45, 2.599)]
 
 
 def test_a_change_a_failover_recorded_twice_is_taken_once(judged: dict[str, RunVerdict]) -> None:
@@ -1237,10 +1248,10 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     # the `lost`, `recovered`, `manual-elect`, `remade-while-delete-waits`, `batch-ties`, `same-time` and `far` runs
     assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (7, 11, 1)
     # `mismatch`, `garbage-tail`, `cut-after`, `history-cut`, `logs-holed`, `summary-garbage`,
-    # `replicas-removed`, `deleted-topic` (its one topic gone: no convergence), `leaderless`,
-    # `follower-behind` (not converged) and `faults-file-gone`; `topology-garbage` has no
-    # topology to be summarized under
-    assert row["unjudged"] == 11
+    # `replicas-removed`, `leaderless`, `follower-behind` (not converged) and `faults-file-gone`
+    # (`deleted-topic`, its one topic gone, converged with nothing to replicate);
+    # `topology-garbage` has no topology to be summarized under
+    assert row["unjudged"] == 10
     # two-values, two-leaders, unseen, aborted, sends-backwards (default expectations hold the rest)
     assert alone["failed"] + row["failed"] == sum(v.ok is False for v in judged.values())
     html = (root / "summary" / "summary.html").read_text()

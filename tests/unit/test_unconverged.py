@@ -3,7 +3,13 @@ converging, and why (a new user's `unclean_recovery: manual` run without an `ele
 of its partitions waited out the convergence with no word of which)."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from testbed.config.loader import load_topology
+from testbed.experiment.final_state import partitions_now
 from testbed.supervisor.cluster_status import ClusterStatus
+
+QUICKSTART = Path(__file__).resolve().parents[2] / "topologies" / "quickstart.yaml"
 
 
 def _partition(p: int, leader: int, isr: list[int], epoch: int = 3) -> dict:
@@ -43,4 +49,17 @@ def test_each_partition_that_keeps_the_cluster_from_converging_is_named_with_why
 
 
 def test_a_status_without_an_active_controller_says_so() -> None:
-    assert ClusterStatus(None, {1: None}).unconverged() == ["no partition is known to an active controller"]
+    assert ClusterStatus(None, {1: None}).unconverged() == ["no controller answered as active"]
+    # every topic deleted (R40): nothing left to replicate
+    assert ClusterStatus({"active": True, "partitions": []}, {1: {"partitions": []}}).unconverged() == []
+
+
+def test_the_final_read_reads_no_topic_when_every_one_was_deleted() -> None:
+    """R40: the active controller's partitions, none when every topic was deleted (the read
+    of the topology's deleted topic waited out its 20 s); the topology's only when no
+    controller answered as active."""
+    topology = load_topology(QUICKSTART)
+    assert partitions_now(ClusterStatus({"active": True, "partitions": []}, {}), topology) == []
+    assert partitions_now(ClusterStatus(None, {}), topology) == [
+        (t.name, p) for t in topology.topics for p in range(t.partitions)]
+
