@@ -26,6 +26,8 @@ from faults.storage import disk_loss, lossy_crash_files
 from faults.targets import ClusterView, TargetError, broker_id, resolve
 
 #: actions that take nodes down, counted against a nemesis's max_down
+#: the faults that create, delete or grow a topic (R40)
+_TOPIC_ADMIN = frozenset({"create-topic", "delete-topic", "add-partitions"})
 _DOWN_ACTIONS = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-loss", "partition"})
 #: DESIGN section 6: `restart` without a target means `stopped`, `resume` means `paused`
 DEFAULT_TARGET = {"restart": "stopped", "resume": "paused"}
@@ -101,6 +103,7 @@ class FaultInjector:
         self._outer_at: float | None = None  # when the outermost of them began, on the schedule's clock
         self._meanwhile: list[dict] = []  # end records of the faults fired while another waited
         self._shutting_down: set[str] = set()  # nodes whose controlled shutdown is under way
+        self._topics_in_admin: set[str] = set()  # topics a create, delete or add-partitions is under way on
         cluster.while_waiting = self.while_waiting
 
     # ------------------------------------------------------------------ schedule
@@ -149,7 +152,8 @@ class FaultInjector:
         rng = self.rng
         now = self.elapsed()
         try:
-            self._meanwhile.extend(self._fire_while(lambda f: f.at <= now and not self._restarts_shutting_down(f)))
+            self._meanwhile.extend(self._fire_while(lambda f: f.at <= now and not self._restarts_shutting_down(f)
+                                                    and not self._same_topic_under_way(f)))
         finally:
             self.rng = rng
 
@@ -173,6 +177,14 @@ class FaultInjector:
             return True
         # a throwaway rng: the waiting fault's own draws stay its own
         return bool(self._shutting_down.intersection(resolve(f.target, self.cluster.view(), random.Random(0))))
+
+    def _same_topic_under_way(self, f: ScheduledFault) -> bool:
+        """`f` is a topic fault on a topic another one is still under way on (a delete waiting
+        for an active controller, or for its replicas to go): it waits (with the faults after
+        it) for that one to end. Fired inside the wait, a `create-topic` after a `delete-topic`
+        of its name found the name still taken (TOPIC_ALREADY_EXISTS), and the delete then took
+        the topic for the rest of the run: the schedule's order reversed."""
+        return f.do in _TOPIC_ADMIN and _topic_name(f) in self._topics_in_admin
 
     # ------------------------------------------------------------------ one fault
     def _resolve(self, target: str | None, view: ClusterView) -> list[str]:
@@ -306,7 +318,7 @@ class FaultInjector:
             return _refusal_as_error(c.elect_preferred(f.params.get("partition")))
         if do in ("add-broker", "remove-broker"):
             return self._membership(f)
-        if do in ("create-topic", "delete-topic", "add-partitions"):
+        if do in _TOPIC_ADMIN:
             return self._topic_admin(f)
         if do == "elect":
             brokers = [n for n in nodes if n.startswith("broker-")]
@@ -348,6 +360,8 @@ class FaultInjector:
         """R40: a topic created, deleted or grown while the workload runs; a refusal, or a
         change the brokers do not carry out in time, is the fault's error."""
         c, p = self.cluster, f.params
+        name = _topic_name(f)
+        self._topics_in_admin.add(name)
         try:
             if f.do == "create-topic":
                 return c.create_topic(p["topic"])
@@ -356,6 +370,8 @@ class FaultInjector:
             return c.add_partitions(p["topic"], p["count"])
         except RuntimeError as e:  # a wait that timed out (ClusterError)
             return {"error": f"{f.do}: {e}"}
+        finally:
+            self._topics_in_admin.discard(name)
 
     def _network(self, f: ScheduledFault, nodes: list[str], view: ClusterView) -> dict[str, Any]:
         """Partition and slow add a layer; heal removes the layer it undoes, or all of them.
@@ -458,3 +474,10 @@ def _refusal_as_error(effect: dict) -> dict:
     if not effect.get("elected", True) and effect.get("refused"):
         return {**effect, "error": "; ".join(f"{k}: {v}" for k, v in effect["refused"].items())}
     return effect
+
+
+def _topic_name(f: ScheduledFault) -> str:
+    """The topic a topic fault names (a `create-topic` gives the whole topic)."""
+    topic = f.params["topic"]
+    return topic["name"] if isinstance(topic, dict) else topic
+

@@ -1,0 +1,59 @@
+"""R40: a topic fault that falls due while another on the same topic is under way (its wait
+lets due faults fire, `FaultInjector.while_waiting`) waits for it: found by a tester, whose
+`create-topic` due 50 ms after a `delete-topic` of its name fired inside the delete's wait for
+an active controller, found the name still taken (TOPIC_ALREADY_EXISTS), and the delete then
+took the topic for the rest of the run."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from broker.common.jsonl import read_jsonl
+from faults.injector import FaultInjector
+from faults.schedule import ScheduledFault
+from faults.targets import ClusterView
+
+
+class _SlowTopics:
+    """The part of a cluster the injector drives here: a topic deletion waits 0.5 s of the
+    schedule's clock (no controller active yet), letting due faults fire meanwhile, as
+    processes do; a creation of a name that exists is refused."""
+
+    def __init__(self) -> None:
+        self.clock = 0.0
+        self.topics = {"scratch", "other"}
+        self.while_waiting = lambda: None
+
+    def view(self) -> ClusterView:
+        return ClusterView({"broker-1": None}, {"controller-1": None}, "controller-1",
+                           frozenset(), frozenset(), {}, {}, {})
+
+    def delete_topic(self, name: str, timeout: float | None = None) -> dict:
+        for _ in range(5):
+            self.clock += 0.1
+            self.while_waiting()
+        self.topics.discard(name)
+        return {"deleted": name}
+
+    def create_topic(self, topic: dict, timeout: float | None = None) -> dict:
+        if topic["name"] in self.topics:
+            return {"error": "create-topic: TOPIC_ALREADY_EXISTS"}
+        self.topics.add(topic["name"])
+        return {"created": topic["name"]}
+
+
+def test_a_topic_fault_due_while_another_on_its_topic_waits_comes_after_it(tmp_path: Path) -> None:
+    cluster = _SlowTopics()
+    schedule = [ScheduledFault(1.0, "delete-topic", None, {"topic": "scratch"}, "faults[0]"),
+                ScheduledFault(1.05, "create-topic", None, {"topic": {"name": "scratch"}}, "faults[1]"),
+                ScheduledFault(2.0, "delete-topic", None, {"topic": "other"}, "faults[2]"),
+                ScheduledFault(2.1, "create-topic", None, {"topic": {"name": "third"}}, "faults[3]")]
+    injector = FaultInjector(cluster, schedule, seed=1, record=tmp_path / "faults.jsonl")
+    injector.elapsed = lambda: cluster.clock
+    while injector.pending:  # the runner's loop: what is due now, then the clock moves on
+        injector.fire_due(cluster.clock)
+        cluster.clock += 0.05
+    ends = [(r["origin"], r["effect"]) for r in read_jsonl(tmp_path / "faults.jsonl") if r["phase"] == "end"]
+    # another topic's fault fires inside the wait, as any fault due then does
+    assert ends == [("faults[0]", {"deleted": "scratch"}), ("faults[1]", {"created": "scratch"}),
+                    ("faults[3]", {"created": "third"}), ("faults[2]", {"deleted": "other"})]
+    assert cluster.topics == {"scratch", "third"}
