@@ -58,6 +58,7 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     # fence and the election after it, in the other line order, made a leaderless window)
     order = Window.partitionBy(*PART).orderBy("time_ns", "partition_epoch")
     apart = _kept_apart(spans)
+    deposed = _deposed(changes, order, t.events)
     changes = _in_effect(changes, order, apart, t.events)
     windows = []
     for flag, kind in (("no_leader", "no-leader"), ("no_acks_all", "no-acks-all")):
@@ -103,6 +104,19 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                     F.least("until", "up_ns").alias("end_ns"))
             .where(F.col("start_ns") < F.col("end_ns")))
     windows.append(held.withColumn("kind", F.lit("no-acks-all")))
+    # a leader replaced out of the controller's reach, up and unaware, takes its clients'
+    # writes, but its ISR followers, told, fetch from another: its HWM stalls (R15) until it
+    # hears; down meanwhile, it serves nobody (above)
+    start, downed = F.col("start_ns"), F.col("down_ns")
+    unaware = (deposed.join(down.select("run_id", F.col("leader").alias("old"), "down_ns", "up_ns"),
+                            ["run_id", "old"], "left")
+               .groupBy(*PART, "t0", "start_ns", "heard_ns")
+               .agg(F.max(((downed <= start) & (F.col("up_ns") > start)).cast("int")).alias("was_down"),
+                    F.min(F.when(downed > start, downed)).alias("down_ns"))
+               .where(F.coalesce("was_down", F.lit(0)) == 0)
+               .select(*PART, "t0", "start_ns", F.least("heard_ns", "down_ns").alias("end_ns"))
+               .where(F.col("start_ns") < F.col("end_ns")))
+    windows.append(unaware.withColumn("kind", F.lit("no-acks-all")))
     # a leader its clients cannot reach (a partition naming `clients`) serves none of them
     unreached = (changes.where(~F.col("no_leader"))
                  .select(*PART, "time_ns", "t0", "until",
@@ -163,6 +177,32 @@ def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: Data
             .withColumn("until", F.least(F.coalesce(F.min("time_ns").over(later), F.col("t_end")), F.col("t_end")))
             .where(F.col("time_ns") < F.col("until"))
             .drop("learner", "told", "acted_ns", "applied_ns", "heard_ns", "committed_ns", "metadata_offset"))
+
+
+def _deposed(changes: DataFrame, order: Window, events: DataFrame) -> DataFrame:
+    """(partition, t0, old, start_ns, heard_ns) for each leader a change replaced (`old`)
+    whose ISR followers applied the change (the first of them at `start_ns`) before the old
+    leader did (`heard_ns`): they fetch from the new leader then, and it, still leading in
+    its own view, can acknowledge no acks=all write (a leader cut from the controller alone
+    had none from its followers' hearing until its own, 1.7 s, and no window). From the
+    brokers' `metadata-applied` events with `from` (none in an older run: no window)."""
+    applied = (events.where((F.col("kind") == "metadata-applied") & F.col("from").isNotNull())
+               .select("run_id", "node", F.col("from").alias("applied_from"), F.col("offset").alias("applied_to"),
+                       F.col("time_ns").alias("applied_ns")))
+    key = [*PART, "metadata_offset"]
+    replaced = (changes.select(*PART, "t0", "metadata_offset", "leader", F.lag("leader").over(order).alias("old"),
+                               F.lag("isr").over(order).alias("old_isr"))
+                .where((F.col("old") >= 0) & (F.col("leader") != F.col("old")) & F.col("metadata_offset").isNotNull()))
+
+    def heard(rows: DataFrame, broker: str, name: str) -> DataFrame:
+        return (rows.join(applied, (rows["run_id"] == applied["run_id"])
+                          & (applied["node"] == F.concat(F.lit("broker-"), rows[broker].cast("string")))
+                          & rows["metadata_offset"].between(applied["applied_from"], applied["applied_to"]))
+                .groupBy(*[rows[c] for c in key]).agg(F.min("applied_ns").alias(name)))
+
+    followers = replaced.select(*key, F.explode("old_isr").alias("member"), "old").where(F.col("member") != F.col("old"))
+    return (replaced.join(heard(followers, "member", "start_ns"), key).join(heard(replaced, "old", "heard_ns"), key)
+            .select(*PART, "t0", "old", "start_ns", "heard_ns").where(F.col("start_ns") < F.col("heard_ns")))
 
 
 def _kept_apart(spans: DataFrame) -> DataFrame:

@@ -539,6 +539,29 @@ def _isr_heard_late(root: Path) -> None:
     r.write()
 
 
+def _deposed_unaware(root: Path) -> None:
+    """A one-way cut drops what broker 1 (the leader) sends the controller from 1.2 to 1.8 s:
+    its heartbeats and metadata fetches are lost. The controller fences it at 1.5 s and makes
+    broker 2 leader with ISR [2, 3]; brokers 2 and 3 apply that at once and fetch from broker
+    2, while broker 1, unaware, takes its clients' writes and can commit none of them (its
+    followers are gone, R15) until it applies the change at 2.3 s, after the heal. Without
+    acks=all service from 1.501 to 2.3 s, for the clients at the old leader."""
+    r = RunBuilder(root, "deposed-unaware")
+    r.events += [{**RunBuilder.change(T0 + 1500 * MS, leader=2, epoch=1, isr=[2, 3], reason="fence"),
+                  "metadata_offset": 20},
+                 {"node": "broker-2", "time_ns": T0 + 1501 * MS, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 3], "elr": [],
+                  "last_known_elr": [], "leo": 5, "hwm": 5},
+                 *({"node": node, "time_ns": T0 + at * MS, "kind": "metadata-applied", "from": 20, "offset": 20,
+                    "digest": 20} for node, at in (("broker-2", 1501), ("broker-3", 1502), ("broker-1", 2300)))]
+    r.fault(T0 + 1200 * MS, "partition", None, [], {"shape": "one-way", "from": "broker:1", "to": "controllers"},
+            {"groups": [["broker-1"], ["controller-1"]], "isolated": []}, origin="faults[0]")
+    r.fault(T0 + 1800 * MS, "heal", None, [], origin="faults[1]")
+    r.send("v9", None, at=T0 + 3 * S, outcome="fail")  # the workload goes on past the heal
+    r.replicas = {node: {**rep, "leader_epoch": 1, "is_leader": node == "broker-2"} for node, rep in r.replicas.items()}
+    r.write()
+
+
 def _follower_down(root: Path) -> None:
     """Follower broker 3 is killed at 1.2 s and leaves the ISR at 1.5 s (R17); follower
     broker 2 is paused from 1.7 to 1.9 s and never leaves it (no active controller): every
@@ -882,7 +905,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -912,6 +935,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "killed-out-of-reach": ZERO,
     "heard-late": ZERO,
     "isr-heard-late": ZERO,
+    "deposed-unaware": ZERO,
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},
@@ -1157,6 +1181,9 @@ def test_a_leader_fenced_out_of_the_controllers_reach_serves_until_the_partition
     isr = judged["isr-heard-late"].results  # an ISR change too, when its leader applied it
     assert [(w["kind"], w["start_s"], w["end_s"]) for w in isr["figures"]["availability"]] == [
         ("no-acks-all", 2.45, 2.599)]
+    deposed = judged["deposed-unaware"].results  # a replaced leader, unaware, whose followers left
+    assert [(w["kind"], w["start_s"], w["end_s"]) for w in deposed["figures"]["availability"]] == [
+        ("no-acks-all", 1.501, 2.3)]
 
 
 def test_a_change_a_failover_recorded_twice_is_taken_once(judged: dict[str, RunVerdict]) -> None:
