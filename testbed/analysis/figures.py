@@ -190,7 +190,8 @@ def _deposed(changes: DataFrame, order: Window, events: DataFrame) -> DataFrame:
                .select("run_id", "node", F.col("from").alias("applied_from"), F.col("offset").alias("applied_to"),
                        F.col("time_ns").alias("applied_ns")))
     key = [*PART, "metadata_offset"]
-    replaced = (changes.select(*PART, "t0", "metadata_offset", "leader", F.lag("leader").over(order).alias("old"),
+    replaced = (changes.select(*PART, "t0", "t_end", "metadata_offset", "leader",
+                               F.lag("leader").over(order).alias("old"),
                                F.lag("isr").over(order).alias("old_isr"))
                 .where((F.col("old") >= 0) & (F.col("leader") != F.col("old")) & F.col("metadata_offset").isNotNull()))
 
@@ -201,8 +202,13 @@ def _deposed(changes: DataFrame, order: Window, events: DataFrame) -> DataFrame:
                 .groupBy(*[rows[c] for c in key]).agg(F.min("applied_ns").alias(name)))
 
     followers = replaced.select(*key, F.explode("old_isr").alias("member"), "old").where(F.col("member") != F.col("old"))
-    return (replaced.join(heard(followers, "member", "start_ns"), key).join(heard(replaced, "old", "heard_ns"), key)
-            .select(*PART, "t0", "old", "start_ns", "heard_ns").where(F.col("start_ns") < F.col("heard_ns")))
+    return (replaced.join(heard(followers, "member", "start_ns"), key)
+            .join(heard(replaced, "old", "heard_ns"), key, "left")
+            # (unaware to the end, or till the workload's end: the controlled shutdowns after it
+            # move leaders too)
+            .select(*PART, "t0", "old", "start_ns",
+                    F.least(F.coalesce("heard_ns", "t_end"), "t_end").alias("heard_ns"))
+            .where(F.col("start_ns") < F.col("heard_ns")))
 
 
 def _kept_apart(spans: DataFrame) -> DataFrame:
