@@ -5,6 +5,7 @@ nothing, and left it down for the rest of the run (exit 0, the whole cluster dow
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from broker.common.jsonl import read_jsonl
 from faults.injector import FaultInjector
@@ -41,18 +42,25 @@ class _SlowShutdowns:
         return 2
 
 
+def run_schedule(cluster: Any, schedule: list[ScheduledFault], record: Path) -> list[tuple[str, dict]]:
+    """Fire `schedule` as the runner does (what is due now, then `cluster.clock` moves on by
+    50 ms) against a stand-in cluster whose waits move its clock; (origin, effect) of each
+    fault's end, in the order they ended."""
+    injector = FaultInjector(cluster, schedule, seed=1, record=record)
+    injector.elapsed = lambda: cluster.clock
+    while injector.pending:
+        injector.fire_due(cluster.clock)
+        cluster.clock += 0.05
+    return [(r["origin"], r["effect"]) for r in read_jsonl(record) if r["phase"] == "end"]
+
+
 def test_a_restart_due_during_its_nodes_shutdown_restarts_it_once_the_shutdown_ends(tmp_path: Path) -> None:
     cluster = _SlowShutdowns()
     schedule = [ScheduledFault(1.0, "shutdown", "broker:1", {}, "faults[0]"),
                 ScheduledFault(1.1, "restart", None, {}, "faults[1]"),
                 ScheduledFault(2.0, "shutdown", "broker:2", {}, "faults[2]"),
                 ScheduledFault(2.1, "restart", "broker:2", {}, "faults[3]")]
-    injector = FaultInjector(cluster, schedule, seed=1, record=tmp_path / "faults.jsonl")
-    injector.elapsed = lambda: cluster.clock
-    while injector.pending:  # the runner's loop: what is due now, then the clock moves on
-        injector.fire_due(cluster.clock)
-        cluster.clock += 0.05
-    ends = [(r["origin"], r["effect"]) for r in read_jsonl(tmp_path / "faults.jsonl") if r["phase"] == "end"]
+    ends = run_schedule(cluster, schedule, tmp_path / "faults.jsonl")
     assert ends == [("faults[0]", {"clean": {"broker-1": True}}), ("faults[1]", {"restarted": {"broker-1": 2}}),
                     ("faults[2]", {"clean": {"broker-2": True}}), ("faults[3]", {"restarted": {"broker-2": 2}})]
     assert cluster.stopped == set() and cluster.restarted == ["broker-1", "broker-2"]

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.common.jsonl import read_jsonl
-from faults.injector import FaultInjector
 from faults.schedule import ScheduledFault
 from faults.targets import ClusterView
+from tests.unit.test_fault_shutdown_restart import run_schedule
 
 
 class _SlowTopics:
@@ -47,12 +46,7 @@ def test_a_topic_fault_due_while_another_on_its_topic_waits_comes_after_it(tmp_p
                 ScheduledFault(1.05, "create-topic", None, {"topic": {"name": "scratch"}}, "faults[1]"),
                 ScheduledFault(2.0, "delete-topic", None, {"topic": "other"}, "faults[2]"),
                 ScheduledFault(2.1, "create-topic", None, {"topic": {"name": "third"}}, "faults[3]")]
-    injector = FaultInjector(cluster, schedule, seed=1, record=tmp_path / "faults.jsonl")
-    injector.elapsed = lambda: cluster.clock
-    while injector.pending:  # the runner's loop: what is due now, then the clock moves on
-        injector.fire_due(cluster.clock)
-        cluster.clock += 0.05
-    ends = [(r["origin"], r["effect"]) for r in read_jsonl(tmp_path / "faults.jsonl") if r["phase"] == "end"]
+    ends = run_schedule(cluster, schedule, tmp_path / "faults.jsonl")
     # another topic's fault fires inside the wait, as any fault due then does
     assert ends == [("faults[0]", {"deleted": "scratch"}), ("faults[1]", {"created": "scratch"}),
                     ("faults[3]", {"created": "third"}), ("faults[2]", {"deleted": "other"})]
