@@ -58,8 +58,9 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     # fence and the election after it, in the other line order, made a leaderless window)
     order = Window.partitionBy(*PART).orderBy("time_ns", "partition_epoch")
     apart = _kept_apart(spans)
-    deposed = _deposed(changes, order, t.events)
-    changes = _in_effect(changes, order, apart, t.events)
+    batches = _metadata_batches(t.events)
+    deposed = _deposed(changes, order, batches)
+    changes = _in_effect(changes, order, apart, t.events, batches)
     windows = []
     for flag, kind in (("no_leader", "no-leader"), ("no_acks_all", "no-acks-all")):
         edge = (F.col(flag) != F.coalesce(F.lag(flag).over(order), F.lit(False))).cast("int")
@@ -130,7 +131,8 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
             .select(*PART, "kind", seconds("start_ns").alias("start_s"), seconds("end_ns").alias("end_s")))
 
 
-def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: DataFrame) -> DataFrame:
+def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: DataFrame,
+               batches: DataFrame) -> DataFrame:
     """The controller's changes on the timeline of the brokers that act on them: each from
     `time_ns` (re-timed) `until` the next takes effect. A change takes effect when the broker
     that must act on it hears of it: its new leader, or for a change that leaves no leader,
@@ -158,12 +160,7 @@ def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: Data
                              & F.when(F.col("told") == "became-leader", F.col("acted_epoch") == F.col("leader_epoch"))
                              .otherwise(F.col("acted_epoch") >= F.col("leader_epoch")))
                       .groupBy(*key).agg(F.min("acted_ns").alias("acted_ns")))
-    applied = (events.where((F.col("kind") == "metadata-applied") & F.col("from").isNotNull())
-               .select("run_id", F.col("node").alias("learner"), F.col("from").alias("applied_from"),
-                       F.col("offset").alias("applied_to"), F.col("time_ns").alias("applied_ns")))
-    heard_by_metadata = (rows.select(*key, "learner", "metadata_offset").join(applied, ["run_id", "learner"])
-                         .where(F.col("metadata_offset").between(F.col("applied_from"), F.col("applied_to")))
-                         .groupBy(*key).agg(F.min("applied_ns").alias("applied_ns")))
+    heard_by_metadata = _first_applied(rows, F.col("learner"), key, batches, "applied_ns")
     heard_after_cut = (rows.select(*key, F.col("learner").alias("member"), F.col("node").alias("peer"))
                        .join(apart, ["run_id", "member", "peer"])
                        .where((F.col("down_ns") <= F.col("time_ns")) & (F.col("time_ns") < F.col("up_ns")))
@@ -179,31 +176,43 @@ def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: Data
             .drop("learner", "told", "acted_ns", "applied_ns", "heard_ns", "committed_ns", "metadata_offset"))
 
 
-def _deposed(changes: DataFrame, order: Window, events: DataFrame) -> DataFrame:
+def _metadata_batches(events: DataFrame) -> DataFrame:
+    """(run_id, node, applied_from, applied_to, applied_ns): each metadata batch a broker
+    applied (its `metadata-applied` event with `from`; none in an older run)."""
+    return (events.where((F.col("kind") == "metadata-applied") & F.col("from").isNotNull())
+            .select("run_id", "node", F.col("from").alias("applied_from"), F.col("offset").alias("applied_to"),
+                    F.col("time_ns").alias("applied_ns")))
+
+
+def _first_applied(rows: DataFrame, node: Column, key: list[str], batches: DataFrame, name: str) -> DataFrame:
+    """(`key`, `name`): for each `key` of `rows` (with its `metadata_offset`), when the broker
+    `node` names first applied the batch holding the record at that offset (of several rows
+    of one key, the first of their brokers)."""
+    offset = [] if "metadata_offset" in key else ["metadata_offset"]
+    return (rows.select(*key, *offset, node.alias("node")).join(batches, ["run_id", "node"])
+            .where(F.col("metadata_offset").between(F.col("applied_from"), F.col("applied_to")))
+            .groupBy(*key).agg(F.min("applied_ns").alias(name)))
+
+
+def _deposed(changes: DataFrame, order: Window, batches: DataFrame) -> DataFrame:
     """(partition, t0, old, start_ns, heard_ns) for each leader a change replaced (`old`)
     whose ISR followers applied the change (the first of them at `start_ns`) before the old
     leader did (`heard_ns`): they fetch from the new leader then, and it, still leading in
     its own view, can acknowledge no acks=all write (a leader cut from the controller alone
     had none from its followers' hearing until its own, 1.7 s, and no window). From the
     brokers' `metadata-applied` events with `from` (none in an older run: no window)."""
-    applied = (events.where((F.col("kind") == "metadata-applied") & F.col("from").isNotNull())
-               .select("run_id", "node", F.col("from").alias("applied_from"), F.col("offset").alias("applied_to"),
-                       F.col("time_ns").alias("applied_ns")))
     key = [*PART, "metadata_offset"]
     replaced = (changes.select(*PART, "t0", "t_end", "metadata_offset", "leader",
                                F.lag("leader").over(order).alias("old"),
                                F.lag("isr").over(order).alias("old_isr"))
                 .where((F.col("old") >= 0) & (F.col("leader") != F.col("old")) & F.col("metadata_offset").isNotNull()))
 
-    def heard(rows: DataFrame, broker: str, name: str) -> DataFrame:
-        return (rows.join(applied, (rows["run_id"] == applied["run_id"])
-                          & (applied["node"] == F.concat(F.lit("broker-"), rows[broker].cast("string")))
-                          & rows["metadata_offset"].between(applied["applied_from"], applied["applied_to"]))
-                .groupBy(*[rows[c] for c in key]).agg(F.min("applied_ns").alias(name)))
+    def broker(column: str) -> Column:
+        return F.concat(F.lit("broker-"), F.col(column).cast("string"))
 
     followers = replaced.select(*key, F.explode("old_isr").alias("member"), "old").where(F.col("member") != F.col("old"))
-    return (replaced.join(heard(followers, "member", "start_ns"), key)
-            .join(heard(replaced, "old", "heard_ns"), key, "left")
+    return (replaced.join(_first_applied(followers, broker("member"), key, batches, "start_ns"), key)
+            .join(_first_applied(replaced, broker("old"), key, batches, "heard_ns"), key, "left")
             # (unaware to the end, or till the workload's end: the controlled shutdowns after it
             # move leaders too)
             .select(*PART, "t0", "old", "start_ns",
