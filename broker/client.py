@@ -1,8 +1,8 @@
 """The producer and consumer library that workloads, the final reader and tests use.
 
 A client's requests are written once, as steps (`StepClient`): generators that yield what
-they wait for (`Call`: a request and its answer; `Start` and `Collect`: requests kept in
-flight; `Sleep`) and are resumed with the outcome. `ClusterClient` carries the steps out
+they wait for (`Call`: a request and its answer; `CallEach`: requests to several brokers at
+once; `Start` and `Collect`: requests kept in flight; `Sleep`) and are resumed with the outcome. `ClusterClient` carries the steps out
 over ZeroMQ on the host's clock and offers them as plain calls (`produce`, `fetch`): one
 request in flight, so every history record has a clear invoke and completion. The
 deterministic simulation (`testbed/sim/`) carries the same steps out on virtual time.
@@ -63,6 +63,16 @@ class Call(NamedTuple):
     timeout: float
 
 
+class CallEach(NamedTuple):
+    """Send each (endpoint, message) of `calls` at once; resumed with their answers in that
+    order (None where none came) when all have come, at `timeout`, or `settle` s after the
+    first answer: a broker that cannot answer (paused, cut off) holds the others' answers
+    only that long, not its whole timeout."""
+    calls: tuple[tuple[str, Any], ...]
+    timeout: float
+    settle: float
+
+
 class Start(NamedTuple):
     """Send without waiting (a pipelined produce, or acks=0); its answer goes to a `Collect`,
     none for the tag None (an acks=0 send is never answered)."""
@@ -82,7 +92,7 @@ class Sleep(NamedTuple):
     seconds: float
 
 
-Command = Call | Start | Collect | Sleep
+Command = Call | CallEach | Start | Collect | Sleep
 #: builds a step from its values as its class's call does (a named tuple's generated `__new__`
 #: is a Python function that calls this), at a fifth of the cost, for the steps made most
 _tuple_new = tuple.__new__
@@ -92,6 +102,9 @@ Steps = Generator[Command, Any, Any]
 #: how many metadata refreshes a broker that left a request unanswered is left out of: 1, 2, 4 ... up
 #: to this many while it stays silent (see `StepClient.refresh_metadata`)
 MAX_SILENT_SKIPS = 8
+#: how long a metadata refresh waits for the other brokers' answers after the first, as a
+#: share of the request timeout (50 ms at the default 2 s)
+METADATA_SETTLE = 0.025
 
 
 class StepClient:
@@ -120,16 +133,24 @@ class StepClient:
             return None
         # (Call(...) by tuple.__new__ itself, without the class call's Python frame: every request)
         answer = yield _tuple_new(Call, (endpoint, msg, self.request_timeout if timeout is None else timeout))
+        self._heard(broker_id, answer)
+        return answer
+
+    def _heard(self, broker_id: int, answer: Any) -> None:
+        """Count a request `broker_id` left unanswered (None), or forget its silence."""
         if answer is None:
             silent = self._silent[broker_id] = self._silent.get(broker_id, 0) + 1
             self._skips[broker_id] = min(2 ** (silent - 1), MAX_SILENT_SKIPS)
         else:
             self._silent.pop(broker_id, None)
             self._skips.pop(broker_id, None)
-        return answer
 
     def refresh_metadata(self, topics: list[str] | None = None) -> Steps:
-        """Ask brokers in turn; keep the answer with the newest metadata.
+        """Ask brokers at once; keep the answer with the newest metadata.
+
+        The brokers are asked together (`CallEach`), and the answers that came within
+        `METADATA_SETTLE` of the first one count: a paused broker used to hold every refresh,
+        and so the producer's sends behind it, for its 1 s timeout, one broker after another.
 
         A broker that left a request unanswered (dead, paused, cut off) would cost every
         refresh its whole timeout, and a producer refreshes every second: it is left out of
@@ -142,9 +163,12 @@ class StepClient:
         for broker_id in self.brokers:
             if broker_id not in asked:
                 self._skips[broker_id] -= 1
+        # (a request each: a message sent is no longer its sender's, as on the wire)
+        answers = yield CallEach(tuple((self.brokers[b], MetadataRequest(topics)) for b in asked),
+                                 min(1.0, self.request_timeout), self.request_timeout * METADATA_SETTLE)
         best: MetadataResponse | None = None
-        for broker_id in asked:
-            resp = yield from self.request(broker_id, MetadataRequest(topics), min(1.0, self.request_timeout))
+        for broker_id, resp in zip(asked, answers):
+            self._heard(broker_id, resp)
             if isinstance(resp, MetadataResponse) and resp.error == Errors.NONE:
                 if best is None or resp.metadata_offset > best.metadata_offset:
                     best = resp
@@ -289,6 +313,8 @@ class ClusterClient:
     def perform(self, command: Command) -> Any:
         if isinstance(command, Call):
             return self._call(command.endpoint, command.msg, command.timeout)
+        if isinstance(command, CallEach):
+            return self._call_each(command.calls, command.timeout, command.settle)
         if isinstance(command, Start):
             rid = self.transport.request(command.endpoint, command.msg, command.timeout, time.monotonic())
             if command.tag is not None:
@@ -317,6 +343,27 @@ class ClusterClient:
                     self._stash.append(item)  # a started request's outcome: a Collect owns it
             if answer is not None:  # after the whole batch: an outcome behind it must not be lost
                 return answer.msg if isinstance(answer, Response) else None
+
+    def _call_each(self, calls: tuple[tuple[str, Any], ...], timeout: float, settle: float) -> list[Any]:
+        now = time.monotonic()
+        waiting = {self.transport.request(endpoint, msg, timeout, now): i for i, (endpoint, msg) in enumerate(calls)}
+        answers: list[Any] = [None] * len(calls)
+        deadline = now + timeout + 0.05
+        while waiting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            for item in self.transport.poll(left, time.monotonic):
+                if not isinstance(item, Response | Expired):
+                    continue
+                i = waiting.pop(item.request_id, None)
+                if i is not None:
+                    if isinstance(item, Response):
+                        answers[i] = item.msg
+                        deadline = min(deadline, time.monotonic() + settle)
+                elif item.request_id in self._started:
+                    self._stash.append(item)  # a started request's outcome: a Collect owns it
+        return answers
 
     def _collect(self, wait: float) -> list[tuple[Any, Any]]:
         items, self._stash = self._stash, []

@@ -1,5 +1,5 @@
 """The workload's clients on virtual time: `ClientTask` carries out a client loop's steps
-(`broker.client`: Call, Start, Collect, Sleep) on the loop and the simulated network, as
+(`broker.client`: Call, CallEach, Start, Collect, Sleep) on the loop and the simulated network, as
 `ClusterClient.run` carries them out over ZeroMQ. The loops themselves, the requests they
 build and the answers they read are the process clients' own (`testbed/clients/loops.py`).
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.client import Call, Collect, Sleep, Start, Steps
+from broker.client import Call, CallEach, Collect, Sleep, Start, Steps
 from testbed.sim.loop import Loop
 from testbed.sim.network import ReplyHandle, SimNetwork
 
@@ -29,6 +29,13 @@ class ClientTask:
         self._started: list[tuple[Any, Any]] = []  # answers of `Start`ed requests, not yet collected
         self._collecting = 0  # > 0: the generator waits in a Collect (its id)
         self._waits = 0
+        #: the `CallEach` under way: its number (answers of an earlier one are ignored), its
+        #: answers so far, how many are still to come, its settle time, whether that is running
+        self._each = 0
+        self._answers: list[Any] = []
+        self._unanswered = 0
+        self._settle = 0.0
+        self._settling = False
         net.attach(self)
 
     @property
@@ -62,6 +69,14 @@ class ClientTask:
             return
         if isinstance(cmd, Call):
             self.net.request(self.name, cmd.endpoint, cmd.msg, cmd.timeout, self._resume, fail_fast=True)
+        elif isinstance(cmd, CallEach):
+            self._each += 1
+            self._answers, self._unanswered = [None] * len(cmd.calls), len(cmd.calls)
+            self._settle, self._settling = cmd.settle, False
+            if not cmd.calls:
+                self.loop.after(0.0, self._each_done, self._each)
+            for i, (endpoint, msg) in enumerate(cmd.calls):
+                self.net.request(self.name, endpoint, msg, cmd.timeout, self._answered, self._each, i, fail_fast=True)
         elif isinstance(cmd, Sleep):
             self.loop.after(cmd.seconds, self._resume, None)
         elif isinstance(cmd, Start):
@@ -76,6 +91,24 @@ class ClientTask:
                 self.loop.after(cmd.wait, self._collect, self._waits)
         else:
             raise TypeError(f"{self.name}: a client yielded {cmd!r}")
+
+    def _answered(self, each: int, i: int, msg: Any) -> None:
+        """One answer (None: none in time) of `CallEach` number `each`."""
+        if not self.up or each != self._each:
+            return
+        self._answers[i] = msg
+        self._unanswered -= 1
+        if not self._unanswered:
+            self._each_done(each)
+        elif msg is not None and not self._settling:
+            self._settling = True
+            self.loop.after(self._settle, self._each_done, each)
+
+    def _each_done(self, each: int) -> None:
+        if each != self._each:
+            return  # every answer came before the settle time ended, or it is an older CallEach
+        self._each += 1  # what still comes of it is ignored
+        self._resume(self._answers)
 
     def _completed(self, tag: Any, msg: Any) -> None:
         if not self.up or tag is None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from broker.client import Call, Collect, Sleep, Start, StepClient, Steps
+from broker.client import Call, CallEach, Collect, Sleep, Start, StepClient, Steps
 from broker.common.errors import Errors
 from broker.common.jsonl import read_jsonl
 from broker.protocol.messages import (
@@ -84,6 +84,9 @@ class _FakeCluster:
             if isinstance(command, Call):
                 self.now += RTT
                 value = self.answer(command.msg)
+            elif isinstance(command, CallEach):
+                self.now += RTT
+                value = [self.answer(msg) for _, msg in command.calls]
             elif isinstance(command, Start):
                 started.append((command.tag, self.answer(command.msg)))
             elif isinstance(command, Collect):
@@ -175,12 +178,11 @@ def test_a_lagging_brokers_older_answer_does_not_take_back_the_partitions_of_a_n
             PartitionMetadata("t", p, 1, 1, 1, [1, 2, 3], [1, 2, 3]) for p in partitions])
 
     def refresh(*answers: MetadataResponse | None) -> None:
+        """One refresh, brokers 1, 2, 3 answering `answers` to its one CallEach."""
         steps = client.refresh_metadata(["t"])
-        value, given = None, iter(answers)
+        next(steps)
         try:
-            while True:
-                steps.send(value)
-                value = next(given)
+            steps.send(list(answers))
         except StopIteration:
             pass
 
