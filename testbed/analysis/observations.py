@@ -23,10 +23,11 @@ def partition_changes(t: Tables) -> DataFrame:
     return t.events.where(F.col("kind") == "partition-changed")
 
 
-def acknowledged(t: Tables) -> DataFrame:
-    """Sends acknowledged with an offset (acks=0 acknowledges nothing)."""
+def acknowledged(t: Tables, served: bool = False) -> DataFrame:
+    """Sends acknowledged with an offset (acks=0 acknowledges nothing); with `served`, with
+    the broker that acknowledged each (`node`: what `without_deleted` reads)."""
     return (t.history.where((F.col("f") == "send") & (F.col("type") == "ok") & F.col("offset").isNotNull())
-            .select(*PART, "process", "value", "acks", "offset", "time_ns"))
+            .select(*PART, "process", "value", "acks", "offset", "time_ns", *(["node"] if served else [])))
 
 
 def _deleted(t: Tables) -> DataFrame:
@@ -61,11 +62,49 @@ def _deleted(t: Tables) -> DataFrame:
     return remade.select("run_id", "topic", F.least("end_ns", F.col("made_ns") - 1).alias("time_ns"))
 
 
+def _served_deleted(t: Tables) -> DataFrame:
+    """(run_id, topic, key "node/partition", served_ns): for each broker that deleted its
+    replica of a deleted topic (R40), the last time its answers may have come from a making
+    of the topic that is gone: until it made a replica of the topic again after its last
+    such deletion (its first `became-leader`/`became-follower` since), for ever if it never
+    did. A broker answers from the replica it holds, and it holds one making at a time, so
+    an acknowledgement or a read it served until then went with a deleted topic, even
+    after the name was made again elsewhere (a leader cut off from the controller serves
+    its deleted topic until it hears)."""
+    key = ["run_id", "node", "topic", "partition"]
+    gone = (t.events.where((F.col("kind") == "replica-deleted") & (F.col("reason") == "topic-deleted"))
+            .groupBy(*key).agg(F.max("time_ns").alias("gone_ns")))
+    made = (t.events.where(F.col("kind").isin("became-leader", "became-follower"))
+            .select(*key, F.col("time_ns").alias("made_ns")))
+    return (gone.join(made, key, "left").groupBy(*key, "gone_ns")
+            .agg(F.min(F.when(F.col("made_ns") > F.col("gone_ns"), F.col("made_ns"))).alias("served_ns"))
+            .select("run_id", "topic", F.concat_ws("/", "node", F.col("partition").cast("string")).alias("key"),
+                    F.coalesce(F.col("served_ns") - 1, F.lit(_FOREVER)).alias("served_ns")))
+
+
+_FOREVER = (1 << 63) - 1
+
+
 def deletions(t: Tables) -> DataFrame:
-    """(run_id, topic, deleted_ns): the last time whose records a `delete-topic` fault deleted,
-    for each topic a run deleted (R40, `_deleted`); everything of that topic recorded until
-    then is gone with it."""
-    return _deleted(t).groupBy("run_id", "topic").agg(F.max("time_ns").alias("deleted_ns"))
+    """(run_id, topic, deleted_ns, served_ns) for each topic a run deleted: `deleted_ns`, the
+    last time whose records a `delete-topic` fault deleted (R40, `_deleted`), everything of
+    that topic recorded until then being gone with it; `served_ns`, a map from "node/
+    partition" to the last time that broker's answers for the partition were of a deleted
+    making (`_served_deleted`), for the records that name the broker that served them."""
+    served = (_served_deleted(t).groupBy("run_id", "topic")
+              .agg(F.map_from_entries(F.collect_list(F.struct("key", "served_ns"))).alias("served_ns")))
+    return (_deleted(t).groupBy("run_id", "topic").agg(F.max("time_ns").alias("deleted_ns"))
+            .join(served, ["run_id", "topic"], "left"))
+
+
+def gone() -> Column:
+    """Whether a record (joined with `deletions` on run_id and topic) went with a
+    deleted topic: recorded by its deletion, or served by a broker from a making since
+    deleted (the `node` that history records name; a record without one, or a run recorded
+    before they did, has the time alone)."""
+    served = F.col("served_ns")[F.concat_ws("/", F.col("node"), F.col("partition").cast("string"))]
+    return (F.coalesce(F.col("time_ns") <= F.col("deleted_ns"), F.lit(False))
+            | F.coalesce(F.col("time_ns") <= served, F.lit(False)))
 
 
 def making(rows: DataFrame, t: Tables) -> DataFrame:
@@ -80,22 +119,24 @@ def making(rows: DataFrame, t: Tables) -> DataFrame:
 
 
 def without_deleted(rows: DataFrame, t: Tables) -> DataFrame:
-    """`rows` (acknowledgements, polled records: PART and time_ns) less those of a topic that
-    a `delete-topic` fault deleted after them (R40, `_deleted`: never those of the topic made
-    again under the name): deleting a topic deletes its data, so those values are not owed at
+    """`rows` (acknowledgements, polled records, each `served`: PART, time_ns and node) less those of a topic
+    that a `delete-topic` fault deleted after them (R40, `_deleted`: never those of the topic
+    made again under the name), or that a broker served from a deleted making (`gone`): deleting a topic deletes its data, so those values are not owed at
     the end, and a topic made again under that name starts its offsets over (what was read of
     the old one says nothing about the new one)."""
     d = deletions(t)
-    return (rows.join(F.broadcast(d), ["run_id", "topic"], "left")
-            .where(F.col("deleted_ns").isNull() | (F.col("time_ns") > F.col("deleted_ns"))).drop("deleted_ns"))
+    joined = rows.join(F.broadcast(d), ["run_id", "topic"], "left")
+    return joined.where(~gone()).drop("deleted_ns", "served_ns", "node")
 
 
-def poll_records(t: Tables) -> DataFrame:
-    """One row per record a poll returned, in the order the process saw them."""
+def poll_records(t: Tables, served: bool = False) -> DataFrame:
+    """One row per record a poll returned, in the order the process saw them; with `served`,
+    with the broker that answered the poll (`node`, as `acknowledged`)."""
+    node = ["node"] if served else []
     return (t.history.where((F.col("f") == "poll") & (F.col("type") == "ok"))
-            .select(*PART, "process", "time_ns", "seq", F.posexplode("records").alias("pos", "rec"))
+            .select(*PART, "process", "time_ns", "seq", *node, F.posexplode("records").alias("pos", "rec"))
             .select(*PART, "process", "time_ns", "seq", "pos",
-                    F.col("rec")[0].cast("long").alias("offset"), F.col("rec")[1].alias("value")))
+                    F.col("rec")[0].cast("long").alias("offset"), F.col("rec")[1].alias("value"), *node))
 
 
 def replica_logs(t: Tables) -> DataFrame:

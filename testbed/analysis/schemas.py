@@ -37,6 +37,7 @@ HISTORY = _struct(
     ("process", StringType()), ("type", StringType()), ("f", StringType()), ("topic", StringType()),
     ("partition", IntegerType()), ("value", StringType()), ("acks", StringType()), ("offset", LongType()),
     ("error", StringType()), ("records", ArrayType(ArrayType(StringType()))), ("time_ns", LongType()),
+    ("node", StringType()),  # the broker that acknowledged or answered (runs recorded before: none)
 )
 
 EVENTS = _struct(

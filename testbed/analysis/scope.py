@@ -64,10 +64,11 @@ class Scope:
 
 def observe(t: Tables, config: ConfigTables) -> Observed:
     """The whole observations; a topic deleted (R40) takes its acknowledgements and reads along."""
-    acked, polls = acknowledged(t), poll_records(t)
     deleted = deletions(t) if config.deletes_topics else None
     if deleted is not None:
-        acked, polls = without_deleted(acked, t), without_deleted(polls, t)
+        acked, polls = without_deleted(acknowledged(t, True), t), without_deleted(poll_records(t, True), t)
+    else:
+        acked, polls = acknowledged(t), poll_records(t)
     logs = replica_logs(t)
     return Observed(acked, polls, logs, committed_log(t, polls, logs), deleted)
 

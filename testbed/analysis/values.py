@@ -18,7 +18,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from testbed.analysis.observations import PART
+from testbed.analysis.observations import PART, gone
 
 VALUE = ["run_id", "value"]
 #: how a send ended, as a number (a string would not aggregate in a hash table)
@@ -55,14 +55,13 @@ def by_value(history: DataFrame, deleted: DataFrame | None = None) -> DataFrame:
       when equal), `pp`: the partition of its (first) acknowledgement.
     """
     s = history.where(F.col("f") == "send")
+    went = F.lit(False)
     if deleted is not None:
         s = s.join(F.broadcast(deleted), ["run_id", "topic"], "left")
-        gone = F.coalesce(F.col("time_ns") <= F.col("deleted_ns"), F.lit(False))
-    else:
-        gone = F.lit(False)
+        went = gone()
     invoke, done = F.col("type") == "invoke", F.col("type") != "invoke"
     ok = (F.col("type") == "ok") & F.col("offset").isNotNull()
-    rows = s.select(*VALUE, invoke.alias("inv"), done.alias("done"), ok.alias("ok"), gone.alias("gone"),
+    rows = s.select(*VALUE, invoke.alias("inv"), done.alias("done"), ok.alias("ok"), went.alias("gone"),
                     _code(F.col("type"), _TYPE_CODE).alias("type_code"),
                     _code(F.col("acks"), _ACKS_CODE).alias("acks_code"), "seq", "time_ns", "offset",
                     producer_key("run_id", "process", "topic", "partition").alias("pk"),
@@ -117,8 +116,8 @@ def acknowledgements(v: DataFrame, history: DataFrame, deleted: DataFrame | None
     if raw is None:
         return regular
     if deleted is not None:
-        raw = raw.join(F.broadcast(deleted), ["run_id", "topic"], "left").where(
-            F.col("deleted_ns").isNull() | (F.col("time_ns") > F.col("deleted_ns")) | (F.col("type") != "ok"))
+        raw = raw.join(F.broadcast(deleted), ["run_id", "topic"], "left")
+        raw = raw.where(~gone() | (F.col("type") != "ok"))
     key = ["run_id", "process", "topic", "partition", "value"]
     first_sent = Window.partitionBy(*key)
     irregular = (raw.withColumn("first_ns", F.min(F.when(F.col("type") == "invoke", F.col("time_ns"))).over(first_sent))

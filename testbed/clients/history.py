@@ -86,33 +86,42 @@ class History:
         return t
 
     def send_complete(self, topic: str, partition: int, values: list[str], acks: str,
-                      error: Errors, base_offset: int, appended: bool) -> str:
+                      error: Errors, base_offset: int, appended: bool, node: int = -1) -> str:
+        """`node`: the broker that acknowledged, written on an `ok` record as its events name
+        it: which making of a topic deleted and made again took the write (R40) follows from
+        that broker's own deletions, not from the time."""
         t = self.clock_ns()
         kind = completion_type(error, appended)
         acks_json = orjson.dumps(acks)
+        served = b',"node":"broker-%d"' % node if node >= 0 else b""
         if kind == "ok" and base_offset >= 0:
             self._sends(kind, topic, partition, values, acks,
-                        _literal(b',"acks":%s,"offset":' % acks_json) + b'%d' + b',"time_ns":%d}\n' % t,
-                        base_offset)
+                        _literal(b',"acks":%s,"offset":' % acks_json) + b'%d'
+                        + _literal(served + b',"time_ns":%d}\n' % t), base_offset)
         elif kind != "ok":
             self._sends(kind, topic, partition, values, acks, _literal(
                 b',"acks":%s,"error":%s,"time_ns":%d}\n'
                 % (acks_json, orjson.dumps(HISTORY_ERROR.get(error, error.value)), t)))
         else:
             self._sends(kind, topic, partition, values, acks,
-                        _literal(b',"acks":%s,"time_ns":%d}\n' % (acks_json, t)))
+                        _literal(b',"acks":%s%s,"time_ns":%d}\n' % (acks_json, served, t)))
         return kind
 
     def poll(self, topic: str, partition: int, offset: int, invoked_ns: int,
-             records: list[tuple[int, str]]) -> None:
+             records: list[tuple[int, str]], node: int = -1) -> None:
         """The poll's records go as they are: orjson writes a tuple as the array a list makes,
-        without a list made per record (the quickstart's consumer reads 12,000 a seed)."""
+        without a list made per record (the quickstart's consumer reads 12,000 a seed).
+        `node`: the broker that answered, as on an acknowledged send."""
         t = self.clock_ns()
+        done: dict = {"process": self.process, "type": "ok", "f": "poll", "topic": topic,
+                      "partition": partition, "records": records}
+        if node >= 0:
+            done["node"] = f"broker-{node}"
+        done["time_ns"] = t
         self.out.write_many([
             {"process": self.process, "type": "invoke", "f": "poll", "topic": topic,
              "partition": partition, "offset": offset, "time_ns": invoked_ns},
-            {"process": self.process, "type": "ok", "f": "poll", "topic": topic,
-             "partition": partition, "records": records, "time_ns": t},
+            done,
         ])
         if self.observe is not None:
             self.observe("poll", "invoke", 1, None)

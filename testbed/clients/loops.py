@@ -101,7 +101,7 @@ def _values(process: str, seq: int, p: ProducerSettings) -> list[str]:
 
 def _complete(history: History, stats: Counts, topic: str, partition: int, values: list[str], acks: str,
               r: ProduceResult) -> None:
-    kind = history.send_complete(topic, partition, values, acks, r.error, r.base_offset, r.appended)
+    kind = history.send_complete(topic, partition, values, acks, r.error, r.base_offset, r.appended, r.leader)
     stats.counts["acked" if kind == "ok" else "failed" if kind == "fail" else "info"] += len(values)
     stats.maybe_push()
 
@@ -248,7 +248,7 @@ def consumer(cfg: ClientConfig, c: ConsumerSettings, client: StepClient, history
             invoked = clock.ns()
             r = yield from client.fetch(topic, p, offsets[p], max_wait=c.max_wait)
             if r.error == Errors.NONE and r.records:
-                history.poll(topic, p, offsets[p], invoked, r.records)
+                history.poll(topic, p, offsets[p], invoked, r.records, r.leader)
                 offsets[p] = r.records[-1][0] + 1
                 stats.counts["polled"] += len(r.records)
             elif r.error == Errors.OFFSET_OUT_OF_RANGE:
@@ -288,7 +288,7 @@ def final_read(client: StepClient, history: History, partitions: list[tuple[str,
                 yield from client.refresh_metadata([topic])
                 continue
             if r.records or r.high_watermark == 0:  # an empty partition is read too: an empty poll
-                history.poll(topic, p, offset, invoked, r.records)
+                history.poll(topic, p, offset, invoked, r.records, r.leader)
             if r.records:
                 offset = r.records[-1][0] + 1
             if offset >= r.high_watermark:

@@ -345,7 +345,8 @@ class Cluster(ClusterAdmin):
         c = self.client()
         self._api_history.send_invoke(topic, partition, values, acks)
         r = c.produce(topic, partition, values, acks)
-        self._api_history.send_complete(topic, partition, values, acks, r.error, r.base_offset, r.appended)
+        self._api_history.send_complete(topic, partition, values, acks, r.error, r.base_offset, r.appended,
+                                          r.leader)
         return r
 
     def start_clients(self, stats_endpoint: str | None, value_bytes: int = 0) -> list[str]:

@@ -104,28 +104,47 @@ class ClusterStatus:
     def unconverged(self) -> list[str]:
         """What keeps the cluster from being fully replicated, a line per partition ("pay/1: no
         leader"), in topic and partition order (none: it is): what a user reads when a run did
-        not converge."""
-        parts = self.partitions()
-        if not parts:
-            # every topic deleted (R40): nothing is left to replicate; else none answered as active
-            return [] if self.controller else ["no controller answered as active"]
+        not converge. A broker still holding a replica the controller no longer assigns to it
+        (of a topic deleted, maybe made again elsewhere, R40; or moved away, R35) has not heard
+        yet: its final log would be read as a second leader's or a lost replica's."""
+        if not self.controller:
+            return ["no controller answered as active"]
+        parts = self.partitions()  # none: every topic deleted (R40), nothing left to replicate
         out = []
-        for p in sorted(parts, key=lambda p: (p.topic, p.partition)):
+        for p in parts:
             name = f"{p.topic}/{p.partition}"
             lead = self.replica(p.leader, p.topic, p.partition) if p.leader >= 0 else None
             if p.leader < 0:
-                out.append(f"{name}: no leader (ISR {sorted(p.isr)})")
+                out.append((p.topic, p.partition, f"{name}: no leader (ISR {sorted(p.isr)})"))
             elif lead is None or lead.role != "leader" or lead.leader_epoch != p.leader_epoch:
-                out.append(f"{name}: broker {p.leader} does not lead it at leader epoch {p.leader_epoch} yet")
+                out.append((p.topic, p.partition,
+                            f"{name}: broker {p.leader} does not lead it at leader epoch {p.leader_epoch} yet"))
             elif sorted(p.isr) != sorted(p.replicas):
-                out.append(f"{name}: ISR {sorted(p.isr)} of replicas {sorted(p.replicas)}")
+                out.append((p.topic, p.partition, f"{name}: ISR {sorted(p.isr)} of replicas {sorted(p.replicas)}"))
             elif lead.hwm != lead.leo:
-                out.append(f"{name}: the leader's HWM {lead.hwm} below its LEO {lead.leo}")
+                out.append((p.topic, p.partition, f"{name}: the leader's HWM {lead.hwm} below its LEO {lead.leo}"))
             else:
                 behind = [f"broker {b} at LEO {r.leo if r is not None else '?'}" for b in p.replicas
                           if (r := self.replica(b, p.topic, p.partition)) is None or r.leo != lead.leo]
                 if behind:
-                    out.append(f"{name}: {', '.join(behind)}, the leader's {lead.leo}")
+                    out.append((p.topic, p.partition, f"{name}: {', '.join(behind)}, the leader's {lead.leo}"))
+        out += self._strays({(p.topic, p.partition): p for p in parts})
+        return [line for *_, line in sorted(out)]
+
+    def _strays(self, assigned: dict[tuple[str, int], PartitionMetadata]) -> list[tuple[str, int, str]]:
+        """(topic, partition, line) of each replica a broker holds that the controller does not
+        assign to it."""
+        ids = (self.controller or {}).get("topic_ids", {})
+        out = []
+        for r in self.replicas():
+            p = assigned.get((r.topic, r.partition))
+            if p is None or (r.topic_id is not None and ids.get(r.topic, r.topic_id) != r.topic_id):
+                what = "a replica of a deleted topic"
+            elif r.broker not in p.replicas:
+                what = "a replica the controller moved away"
+            else:
+                continue
+            out.append((r.topic, r.partition, f"{r.topic}/{r.partition}: broker {r.broker} still holds {what}"))
         return out
 
     def view(self, brokers: Mapping[str, str | None], controllers: Mapping[str, str | None],

@@ -75,12 +75,16 @@ class RunBuilder:
                 "elr": elr or [], "last_known_elr": [], "replicas": replicas or [1, 2, 3], "reason": reason}
 
     def send(self, value: str, offset: int | None, at: int, acks: str = "all", outcome: str = "ok",
-             process: str = "producer-0") -> None:
+             process: str = "producer-0", node: str | None = None) -> None:
+        """`node`: the broker that acknowledged, on the `ok` record (runs recorded before
+        clients wrote it have none)."""
         base = {"process": process, "f": "send", "topic": "orders", "partition": 0, "value": value, "acks": acks}
         self.history.append({**base, "type": "invoke", "time_ns": at})
         done = {**base, "type": outcome, "time_ns": at + 500}
         if outcome == "ok":
             done["offset"] = offset
+            if node is not None:
+                done["node"] = node
         else:
             done["error"] = "TIMEOUT"
         self.history.append(done)
@@ -92,10 +96,13 @@ class RunBuilder:
         self.faults += [{"time_ns": at, **base, "phase": "start"},
                         {"time_ns": at + 1_000_000, **base, "phase": "end", "effect": effect or {}}]
 
-    def poll(self, process: str, records: list[tuple[int, str]], at: int) -> None:
+    def poll(self, process: str, records: list[tuple[int, str]], at: int, node: str | None = None) -> None:
         base = {"process": process, "f": "poll", "topic": "orders", "partition": 0}
         self.history.append({**base, "type": "invoke", "offset": records[0][0], "time_ns": at})
-        self.history.append({**base, "type": "ok", "records": [list(r) for r in records], "time_ns": at + 100})
+        done = {**base, "type": "ok", "records": [list(r) for r in records], "time_ns": at + 100}
+        if node is not None:
+            done["node"] = node
+        self.history.append(done)
 
     def write(self) -> Path:
         self.dir.mkdir(parents=True)

@@ -668,6 +668,44 @@ def _made_again(root: Path) -> None:
     r.write()
 
 
+def _served_deleted(root: Path) -> None:
+    """R40: brokers 1 and 2 are cut off from the controller and broker 3 from 2 s to 4 s.
+    `orders` is deleted at 2.5 s and made again at 3 s on broker 3 alone. Broker 1, which
+    has not heard, keeps leading the old topic: it acknowledges z0, z1 at offsets 5, 6 at
+    3.5 s and answers consumer-0's poll of them, then deletes its replica at the heal.
+    Those went with the deleted topic: not lost, not read from the new one. w0..w2,
+    acknowledged by broker 3 on the new topic, are owed: w2 is not in its final log, so it
+    is lost. Found by a tester: timed against the re-creation alone, z0 and z1 were lost
+    writes, and their read a regression and an offset the new topic never held."""
+    r = RunBuilder(root, "served-deleted")
+    create = {"name": "orders", "partitions": 1, "replication_factor": 1, "min_insync_replicas": 1}
+    r.topology["faults"] = [{"at": "2.5s", "do": "delete-topic", "topic": "orders"},
+                            {"at": "3s", "do": "create-topic", "topic": create}]
+    r.fault(T0 + 5 * S // 2, "delete-topic", None, [], {"topic": "orders"}, {"deleted": "orders", "partitions": 1})
+    r.fault(T0 + 3 * S, "create-topic", None, [], {"topic": create}, {"created": "orders", "partitions": 1},
+            origin="faults[1]")
+    r.events += [{"node": "controller-1", "time_ns": T0 + 5 * S // 2 + 10, "kind": "topic-deleted",
+                  "topic": "orders", "partitions": 1},
+                 {"node": "broker-3", "time_ns": T0 + 5 * S // 2 + 20, "kind": "replica-deleted",
+                  "topic": "orders", "partition": 0, "reason": "topic-deleted"},
+                 {**RunBuilder.change(T0 + 3 * S + 10, leader=3, epoch=0, isr=[3], reason="create", replicas=[3])},
+                 {"node": "broker-3", "time_ns": T0 + 3 * S + 20, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 0, "partition_epoch": 0, "isr": [3], "elr": [],
+                  "last_known_elr": [], "leo": 0, "hwm": 0},
+                 *({"node": f"broker-{b}", "time_ns": T0 + 4 * S + 10, "kind": "replica-deleted",
+                    "topic": "orders", "partition": 0, "reason": "topic-deleted"} for b in (1, 2))]
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    for i, v in enumerate(("w0", "w1", "w2")):
+        r.send(v, i, at=T0 + 3 * S + (1 + i) * 1000 * 1000, node="broker-3")
+    r.send("z0", 5, at=T0 + 7 * S // 2, node="broker-1")
+    r.send("z1", 6, at=T0 + 7 * S // 2 + 1000, node="broker-1")
+    r.poll("consumer-0", [(5, "z0"), (6, "z1")], at=T0 + 7 * S // 2 + 5000, node="broker-1")
+    r.logs = {"broker-3": [(0, "w0"), (1, "w1")]}
+    r.replicas = {"broker-3": {"leo": 2, "hwm": 2, "is_leader": True, "leader_epoch": 0}}
+    r.poll("final-reader", [(0, "w0"), (1, "w1")], at=T0 + 5 * S, node="broker-3")
+    r.write()
+
+
 def _remade_while_delete_waits(root: Path) -> None:
     """R40: the controller deletes `orders` at 2.5 s, but the delete waits for a broker that
     still holds a replica until its timeout at 4.5 s; `orders` is made again at 3 s, and w0,
@@ -905,7 +943,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -957,6 +995,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "grown": ZERO,
     "shrunk": ZERO,
     "remade-while-delete-waits": {**ZERO, "lost_writes": 1},
+    "served-deleted": {**ZERO, "lost_writes": 1},
     "unclean-never-excluded": {**ZERO, "unclean_exclusion": 1},
     "unclean-same-batch-kept": {**ZERO, "unclean_exclusion": 1},
     "unclean-fenced-in-batch": ZERO,
@@ -1272,8 +1311,9 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
                                                           ("handmade", len(BUILDERS) - 2)]
     alone, row = (r for r in rows if r["topology"] == "handmade")
     assert "elr=false" in alone["protocol"] and (alone["runs_with_loss"], alone["lost_writes"]) == (1, 5)
-    # the `lost`, `recovered`, `manual-elect`, `remade-while-delete-waits`, `batch-ties`, `same-time` and `far` runs
-    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (7, 11, 1)
+    # the `lost`, `recovered`, `manual-elect`, `remade-while-delete-waits`, `served-deleted`, `batch-ties`,
+    # `same-time` and `far` runs
+    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (8, 12, 1)
     # `mismatch`, `garbage-tail`, `cut-after`, `history-cut`, `logs-holed`, `summary-garbage`,
     # `replicas-removed`, `leaderless`, `follower-behind` (not converged) and `faults-file-gone`
     # (`deleted-topic`, its one topic gone, converged with nothing to replicate);

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from broker.common.jsonl import read_jsonl
 from testbed.config.loader import load_topology
 from testbed.experiment.final_state import partitions_now
+from testbed.sim.run import run_seed
 from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.topology import parse_topology
 
 QUICKSTART = Path(__file__).resolve().parents[2] / "topologies" / "quickstart.yaml"
 
@@ -63,3 +66,57 @@ def test_the_final_read_reads_no_topic_when_every_one_was_deleted() -> None:
     assert partitions_now(ClusterStatus(None, {}), topology) == [
         (t.name, p) for t in topology.topics for p in range(t.partitions)]
 
+
+
+def test_a_broker_still_holding_a_replica_the_controller_no_longer_assigns_it_has_not_converged() -> None:
+    """R40, R35: brokers 1 and 2, cut off from the controller while `pay` was deleted and made
+    again on broker 3 alone, still lead the old topic's partitions after the heal until they
+    hear. The controller's own partitions were converged, so the wait ended there, and the
+    final files held two leaders of `pay/0`: the run was unjudged, or the old replicas'
+    records read as lost writes. A replica of a partition the controller no longer lists,
+    of a topic id it no longer has, or moved away from its broker keeps the run waiting."""
+    def mine(p: int, role: str, topic_id: int) -> dict:
+        return {**_replica(p, role, 9, 9), "topic_id": topic_id}
+    status = ClusterStatus(
+        controller={"node": "controller-1", "topic_ids": {"pay": 8}, "partitions": [
+            {**_partition(0, 3, [3]), "replicas": [3]}, {**_partition(1, 3, [3], epoch=0), "replicas": [3]}]},
+        brokers={1: {"partitions": [mine(0, "leader", 5), mine(2, "leader", 5)]},
+                 2: {"partitions": [mine(1, "follower", 8)]},
+                 3: {"partitions": [mine(0, "leader", 8), {**mine(1, "leader", 8), "leader_epoch": 0}]}},
+    )
+    assert status.unconverged() == [
+        "pay/0: broker 1 still holds a replica of a deleted topic",
+        "pay/1: broker 2 still holds a replica the controller moved away",
+        "pay/2: broker 1 still holds a replica of a deleted topic",
+    ]
+    # every topic deleted: a broker that has not heard yet holds the last replicas
+    assert ClusterStatus({"active": True, "partitions": []}, {1: {"partitions": [mine(0, "leader", 5)]}}
+                         ).unconverged() == ["pay/0: broker 1 still holds a replica of a deleted topic"]
+
+
+REMADE_ELSEWHERE = {
+    "name": "remade-elsewhere", "seed": 0, "duration": "5s",
+    "cluster": {"controllers": 1, "brokers": [{"id": 1, "rack": "a"}, {"id": 2, "rack": "b"}, {"id": 3, "rack": "c"}]},
+    "topics": [{"name": "orders", "partitions": 2, "replication_factor": 2, "min_insync_replicas": 1,
+                "placement": "explicit", "assignment": {0: [1, 2], 1: [2, 1]}}],
+    "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "100/s", "batch": 5}]},
+    "faults": [{"at": "1s", "do": "partition", "groups": [["broker:1", "broker:2"], ["controller:1", "broker:3"]]},
+               {"at": "1.3s", "do": "delete-topic", "topic": "orders"},
+               {"at": "2s", "do": "create-topic", "topic": {
+                   "name": "orders", "partitions": 2, "replication_factor": 1, "min_insync_replicas": 1,
+                   "placement": "explicit", "assignment": {0: [3], 1: [3]}}}],
+}
+
+
+def test_the_final_state_waits_for_the_brokers_that_held_the_deleted_topic(tmp_path: Path) -> None:
+    """The scenario above on virtual time: the delete waits out the workload (brokers 1 and 2
+    cannot hear), the end of the run heals, and the final replicas are broker 3's alone,
+    each broker that held the old topic having deleted its replicas first."""
+    run = tmp_path / "run"
+    outcome = run_seed(parse_topology(REMADE_ELSEWHERE, "remade-elsewhere"), run)
+    assert outcome.error is None and outcome.converged
+    assert {(r["node"], r["partition"]) for r in read_jsonl(run / "final" / "replicas.jsonl")} == {
+        ("broker-3", 0), ("broker-3", 1)}
+    deleted = {e["node"] for e in read_jsonl(run / "events.jsonl")
+               if e["kind"] == "replica-deleted" and e.get("reason") == "topic-deleted"}
+    assert deleted == {"broker-1", "broker-2"}
