@@ -2,10 +2,11 @@
 
 A client's requests are written once, as steps (`StepClient`): generators that yield what
 they wait for (`Call`: a request and its answer; `CallEach`: requests to several brokers at
-once; `Start` and `Collect`: requests kept in flight; `Sleep`) and are resumed with the outcome. `ClusterClient` carries the steps out
-over ZeroMQ on the host's clock and offers them as plain calls (`produce`, `fetch`): one
-request in flight, so every history record has a clear invoke and completion. The
-deterministic simulation (`testbed/sim/`) carries the same steps out on virtual time.
+once; `Start` and `Collect`: requests kept in flight; `Sleep`) and are resumed with the
+outcome. `ClusterClient` carries the steps out over ZeroMQ on the host's clock and offers
+them as plain calls (`produce`, `fetch`): one request in flight, so every history record has
+a clear invoke and completion. The deterministic simulation (`testbed/sim/`) carries the
+same steps out on virtual time.
 
 A producer that pipelines (`in_flight` > 1, Kafka's `max.in.flight.requests.per.connection`)
 starts requests with `Start` and collects their outcomes with `Collect`; every outcome

@@ -42,13 +42,14 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     shape keeps from its leader (a leader cut off from its followers still has its clients:
     its partition has a leader, without acks=all service), and so does a leader its clients
     cannot reach (a partition naming `clients`). A change takes effect when the broker that
-    must act on it hears of it (`_in_effect`). Windows that overlap or are less than
-    `MERGE_GAP_NS` apart are merged."""
+    must act on it hears of it (`_in_effect`); a partition just created has no leader until
+    its first leader heard (a paused one: until it resumes), and a deleted one (R40) no state
+    after its deletion. Windows that overlap or are less than `MERGE_GAP_NS` apart are merged."""
     changes = (partition_changes(t)
                .join(config.topics.select("run_id", "topic", "min_isr"), ["run_id", "topic"])
                .join(bounds, "run_id")
                .select(*PART, "time_ns", "partition_epoch", "t0", "t_end", "leader", "leader_epoch", "isr", "node",
-                       "metadata_offset",
+                       "metadata_offset", "reason",
                        (F.col("leader").isNull() | (F.col("leader") < 0)).alias("no_leader"),
                        # R20: acks=all is refused below min(MinISR, the partition's replica count)
                        (F.col("leader").isNull() | (F.col("leader") < 0)
@@ -60,8 +61,10 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     apart = _kept_apart(spans)
     batches = _metadata_batches(t.events)
     deposed = _deposed(changes, order, batches)
-    changes = _in_effect(changes, order, apart, t.events, batches)
-    windows = []
+    changes, unled = _in_effect(changes, order, apart, t.events, batches)
+    if config.deletes_topics:
+        changes = _ended_by_deletion(changes, t.events)
+    windows = [unled.withColumn("kind", F.lit(kind)) for kind in ("no-leader", "no-acks-all")]
     for flag, kind in (("no_leader", "no-leader"), ("no_acks_all", "no-acks-all")):
         edge = (F.col(flag) != F.coalesce(F.lag(flag).over(order), F.lit(False))).cast("int")
         windows.append(changes.withColumn("edge", edge)
@@ -132,7 +135,7 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
 
 
 def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: DataFrame,
-               batches: DataFrame) -> DataFrame:
+               batches: DataFrame) -> tuple[DataFrame, DataFrame]:
     """The controller's changes on the timeline of the brokers that act on them: each from
     `time_ns` (re-timed) `until` the next takes effect. A change takes effect when the broker
     that must act on it hears of it: its new leader, or for a change that leaves no leader,
@@ -143,7 +146,12 @@ def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: Data
     partition's heal does not mean the broker heard, its metadata fetch may be lost with the
     cut). A run without these (an older one) has the change take effect at the end of a
     partition that keeps that broker from the controller at its commit, else at its commit.
-    A change that a later one, taking effect sooner, replaces never takes effect."""
+    A change that a later one, taking effect sooner, replaces never takes effect.
+
+    Also the windows (PART, t0, start_ns, end_ns) of partitions created (R40, or at the run's
+    start) and not yet led: from the creation's commit until it or a change after it took
+    effect. Before, such a partition had no window (a topic made again kept its deleted
+    making's last state meanwhile)."""
     before = F.lag("leader").over(order)
     learner = F.when(F.col("leader") >= 0, F.col("leader")).otherwise(before)
     told = (F.when((F.col("leader") >= 0) & ~F.coalesce(F.col("leader") == before, F.lit(False)), F.lit("became-leader"))
@@ -167,13 +175,31 @@ def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: Data
                        .groupBy(*key).agg(F.max("up_ns").alias("heard_ns")))
     later = (Window.partitionBy(*PART).orderBy("committed_ns", "partition_epoch")
              .rowsBetween(1, Window.unboundedFollowing))
-    return (rows.join(heard_by_event, key, "left").join(heard_by_metadata, key, "left")
-            .join(heard_after_cut, key, "left")
-            .withColumnRenamed("time_ns", "committed_ns")
-            .withColumn("time_ns", F.coalesce("acted_ns", "applied_ns", "heard_ns", "committed_ns"))
-            .withColumn("until", F.least(F.coalesce(F.min("time_ns").over(later), F.col("t_end")), F.col("t_end")))
-            .where(F.col("time_ns") < F.col("until"))
-            .drop("learner", "told", "acted_ns", "applied_ns", "heard_ns", "committed_ns", "metadata_offset"))
+    timed = (rows.join(heard_by_event, key, "left").join(heard_by_metadata, key, "left")
+             .join(heard_after_cut, key, "left")
+             .withColumnRenamed("time_ns", "committed_ns")
+             .withColumn("time_ns", F.coalesce("acted_ns", "applied_ns", "heard_ns", "committed_ns"))
+             .withColumn("until", F.least(F.coalesce(F.min("time_ns").over(later), F.col("t_end")), F.col("t_end"))))
+    unled = (timed.where(F.col("reason") == "create")
+             .select(*PART, "t0", F.greatest("committed_ns", "t0").alias("start_ns"),
+                     F.least("time_ns", "until").alias("end_ns"))
+             .where(F.col("start_ns") < F.col("end_ns")))
+    return (timed.where(F.col("time_ns") < F.col("until"))
+            .drop("learner", "told", "acted_ns", "applied_ns", "heard_ns", "committed_ns", "metadata_offset", "reason"),
+            unled)
+
+
+def _ended_by_deletion(changes: DataFrame, events: DataFrame) -> DataFrame:
+    """`changes` with each state ended at its topic's deletion (the controller's `topic-deleted`
+    event, R40), if that comes first: a deleted partition is neither led nor leaderless, and
+    its last state used to last until the name was made again, or to the run's end."""
+    key = [*PART, "time_ns", "partition_epoch"]
+    gone = events.where(F.col("kind") == "topic-deleted").select("run_id", "topic", F.col("time_ns").alias("gone_ns"))
+    first = (changes.select(*key).join(gone, ["run_id", "topic"]).where(F.col("gone_ns") > F.col("time_ns"))
+             .groupBy(*key).agg(F.min("gone_ns").alias("gone_ns")))
+    return (changes.join(first, key, "left")
+            .withColumn("until", F.least("until", F.coalesce("gone_ns", "until")))
+            .where(F.col("time_ns") < F.col("until")).drop("gone_ns"))
 
 
 def _metadata_batches(events: DataFrame) -> DataFrame:
@@ -202,10 +228,12 @@ def _deposed(changes: DataFrame, order: Window, batches: DataFrame) -> DataFrame
     had none from its followers' hearing until its own, 1.7 s, and no window). From the
     brokers' `metadata-applied` events with `from` (none in an older run: no window)."""
     key = [*PART, "metadata_offset"]
-    replaced = (changes.select(*PART, "t0", "t_end", "metadata_offset", "leader",
+    # (a topic made again replaced no leader: its `create` is not a change of leader, R40)
+    replaced = (changes.select(*PART, "t0", "t_end", "metadata_offset", "leader", "reason",
                                F.lag("leader").over(order).alias("old"),
                                F.lag("isr").over(order).alias("old_isr"))
-                .where((F.col("old") >= 0) & (F.col("leader") != F.col("old")) & F.col("metadata_offset").isNotNull()))
+                .where((F.col("old") >= 0) & (F.col("leader") != F.col("old")) & F.col("metadata_offset").isNotNull()
+                       & ~F.coalesce(F.col("reason") == "create", F.lit(False))))
 
     def broker(column: str) -> Column:
         return F.concat(F.lit("broker-"), F.col(column).cast("string"))

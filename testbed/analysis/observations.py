@@ -119,10 +119,11 @@ def making(rows: DataFrame, t: Tables) -> DataFrame:
 
 
 def without_deleted(rows: DataFrame, t: Tables) -> DataFrame:
-    """`rows` (acknowledgements, polled records, each `served`: PART, time_ns and node) less those of a topic
-    that a `delete-topic` fault deleted after them (R40, `_deleted`: never those of the topic
-    made again under the name), or that a broker served from a deleted making (`gone`): deleting a topic deletes its data, so those values are not owed at
-    the end, and a topic made again under that name starts its offsets over (what was read of
+    """`rows` (acknowledgements, polled records, each `served`: PART, time_ns and node) less
+    those of a topic that a `delete-topic` fault deleted after them (R40, `_deleted`: never
+    those of the topic made again under the name), or that a broker served from a deleted
+    making (`gone`): deleting a topic deletes its data, so those values are not owed at the
+    end, and a topic made again under that name starts its offsets over (what was read of
     the old one says nothing about the new one)."""
     d = deletions(t)
     joined = rows.join(F.broadcast(d), ["run_id", "topic"], "left")

@@ -45,7 +45,8 @@ class RunBuilder:
             *({"node": "controller-1", "time_ns": T0 + i, "kind": "registered", "broker_id": i, "broker_epoch": i,
                "clean": True, "incarnation_id": f"inc{i}"} for i in (1, 2, 3)),
             self.change(T0 + 10, leader=1, epoch=0, isr=[1, 2, 3], reason="create"),
-            {"node": "broker-1", "time_ns": T0 + 20, "kind": "became-leader", "topic": "orders", "partition": 0,
+            # (led as it is made: a partition not led yet has no leader, `figures._in_effect`)
+            {"node": "broker-1", "time_ns": T0 + 10, "kind": "became-leader", "topic": "orders", "partition": 0,
              "leader_epoch": 0, "partition_epoch": 0, "isr": [1, 2, 3], "elr": [], "last_known_elr": [],
              "leo": 0, "hwm": 0},
         ]

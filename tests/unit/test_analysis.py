@@ -668,6 +668,39 @@ def _made_again(root: Path) -> None:
     r.write()
 
 
+def _created_paused(root: Path) -> None:
+    """R40: `orders` is deleted at 2 s and made again at 3 s led by broker 2, paused from 2.8
+    to 4 s: the new partition has no leader until broker 2 leads it at 4.01 s. Before, it had
+    no window at all: the deleted topic's last state (led by broker 1) stood in until then,
+    and gave a no-acks-all window from the pause instead."""
+    r = RunBuilder(root, "created-paused")
+    create = {"name": "orders", "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2}
+    r.topology["faults"] = [{"at": "2s", "do": "delete-topic", "topic": "orders"},
+                            {"at": "2.8s", "do": "pause", "target": "broker:2"},
+                            {"at": "3s", "do": "create-topic", "topic": create},
+                            {"at": "4s", "do": "resume", "target": "broker:2"}]
+    r.fault(T0 + 2 * S, "delete-topic", None, [], {"topic": "orders"}, {"deleted": "orders", "partitions": 1})
+    r.fault(T0 + 2800 * MS, "pause", "broker:2", ["broker-2"], effect={"paused": ["broker-2"]}, origin="faults[1]")
+    r.fault(T0 + 3 * S, "create-topic", None, [], {"topic": create}, {"created": "orders", "partitions": 1},
+            origin="faults[2]")
+    r.fault(T0 + 4 * S, "resume", "broker:2", ["broker-2"], effect={"resumed": ["broker-2"]}, origin="faults[3]")
+    r.events += [{"node": "controller-1", "time_ns": T0 + 2 * S + 10, "kind": "topic-deleted", "topic": "orders",
+                  "partitions": 1},
+                 *({"node": f"broker-{b}", "time_ns": T0 + 2 * S + 20, "kind": "replica-deleted", "topic": "orders",
+                    "partition": 0, "reason": "topic-deleted"} for b in (1, 2, 3)),
+                 RunBuilder.change(T0 + 3 * S + 10, leader=2, epoch=0, isr=[2, 3, 1], reason="create",
+                                   replicas=[2, 3, 1]),
+                 {"node": "broker-2", "time_ns": T0 + 4010 * MS, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 0, "partition_epoch": 0, "isr": [2, 3, 1], "elr": [],
+                  "last_known_elr": [], "leo": 0, "hwm": 0}]
+    r.history = [h for h in r.history if h["process"] not in ("final-reader", "consumer-0")]
+    r.send("w0", 0, at=T0 + 4100 * MS, node="broker-2")
+    r.logs = {node: [(0, "w0")] for node in ("broker-1", "broker-2", "broker-3")}
+    r.replicas = {node: {"leo": 1, "hwm": 1, "is_leader": node == "broker-2", "leader_epoch": 0} for node in r.logs}
+    r.poll("final-reader", [(0, "w0")], at=T0 + 5 * S, node="broker-2")
+    r.write()
+
+
 def _served_deleted(root: Path) -> None:
     """R40: brokers 1 and 2 are cut off from the controller and broker 3 from 2 s to 4 s.
     `orders` is deleted at 2.5 s and made again at 3 s on broker 3 alone. Broker 1, which
@@ -943,7 +976,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -996,6 +1029,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "shrunk": ZERO,
     "remade-while-delete-waits": {**ZERO, "lost_writes": 1},
     "served-deleted": {**ZERO, "lost_writes": 1},
+    "created-paused": ZERO,
     "unclean-never-excluded": {**ZERO, "unclean_exclusion": 1},
     "unclean-same-batch-kept": {**ZERO, "unclean_exclusion": 1},
     "unclean-fenced-in-batch": ZERO,
@@ -1223,6 +1257,9 @@ def test_a_leader_fenced_out_of_the_controllers_reach_serves_until_the_partition
     deposed = judged["deposed-unaware"].results  # a replaced leader, unaware, whose followers left
     assert [(w["kind"], w["start_s"], w["end_s"]) for w in deposed["figures"]["availability"]] == [
         ("no-acks-all", 1.501, 2.3)]
+    created = judged["created-paused"].results  # made again, led by a paused broker: led when it resumes
+    assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in created["figures"]["availability"]) == [
+        ("no-acks-all", 3.0, 4.01), ("no-leader", 3.0, 4.01)]
 
 
 def test_a_change_a_failover_recorded_twice_is_taken_once(judged: dict[str, RunVerdict]) -> None:
