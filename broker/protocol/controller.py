@@ -237,8 +237,8 @@ class Controller:
     def on_response(self, correlation: tuple, msg: object, now: float) -> Outputs:
         """The answer to a request of the controller's own (`msg` None: it timed out)."""
         if correlation[0] == "log-info":
-            _, topic, partition, broker = correlation
-            self.recovery.on_log_info(topic, partition, broker,
+            _, topic, partition, broker, number = correlation
+            self.recovery.on_log_info(topic, partition, broker, number,
                                       msg if isinstance(msg, GetReplicaLogInfoResponse) else None)
         return Outputs()
 

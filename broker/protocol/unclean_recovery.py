@@ -15,7 +15,9 @@ answers. The modes:
   records once that it waits);
 - `none` waits for a clean candidate.
 An answer counts only for the registration it came from: a broker that restarts after
-answering may have lost its log, so it is asked again. Every decision carries the answers
+answering may have lost its log, so it is asked again; and only for the search that asked
+(its number is in the request's correlation): an answer delayed past the search's decision
+describes a log that has followed the elected leader since. Every decision carries the answers
 it was made from, so the run's records show each unclean recovery as a potential data loss
 with the log infos behind it.
 """
@@ -57,6 +59,7 @@ class Decision:
 
 @dataclass
 class _Search:
+    number: int  # which search of the controller's this is (answers name it)
     candidates: tuple[int, ...]
     deadline: float  # proactive: decide with what came by then; balanced: re-ask the silent by then
     answers: dict[int, LogInfo] = field(default_factory=dict)
@@ -88,6 +91,7 @@ class UncleanRecovery:
         self.mode = mode
         self.timeout = timeout
         self._searches: dict[PartitionKey, _Search] = {}
+        self._searches_begun = 0
 
     def searching(self) -> list[PartitionKey]:
         return sorted(self._searches)
@@ -121,10 +125,13 @@ class UncleanRecovery:
                 del self._searches[key]
         for key, (part, who) in wanted.items():
             search = self._searches.get(key)
-            if search is None or search.candidates != who:
-                kept = {b: a for b, a in (search.answers.items() if search else ()) if b in who}
-                search = self._searches[key] = _Search(who, now + self.timeout, kept,
-                                                       set(search.asked) & set(who) if search else set())
+            if search is None:
+                self._searches_begun += 1
+                search = self._searches[key] = _Search(self._searches_begun, who, now + self.timeout)
+            elif search.candidates != who:  # the same search, among other candidates
+                search = self._searches[key] = _Search(
+                    search.number, who, now + self.timeout, {b: a for b, a in search.answers.items() if b in who},
+                    search.asked & set(who))
             # an answer from an earlier registration of its broker no longer describes its log
             search.answers = {b: a for b, a in search.answers.items() if a.broker_epoch == image.broker_epoch(b)}
             decision = self._decide(part, search, brokers, now)
@@ -140,7 +147,7 @@ class UncleanRecovery:
                 if b not in search.answers and b not in search.asked:
                     search.asked.add(b)
                     sends.append(Send(b, GetReplicaLogInfoRequest(part.topic, part.partition),
-                                      correlation=("log-info", part.topic, part.partition, b),
+                                      correlation=("log-info", part.topic, part.partition, b, search.number),
                                       timeout_ms=max(1, int(self.timeout * 1000))))
         return sends, decisions
 
@@ -159,10 +166,11 @@ class UncleanRecovery:
             chosen = best(eligible, part.replicas)
         return Decision(part, chosen.broker_id, self.mode, tuple(answers))
 
-    def on_log_info(self, topic: str, partition: int, broker: int, resp: GetReplicaLogInfoResponse | None) -> None:
-        """An answer (or None: a timeout) to a request `tick` asked for."""
+    def on_log_info(self, topic: str, partition: int, broker: int, number: int,
+                    resp: GetReplicaLogInfoResponse | None) -> None:
+        """An answer (or None: a timeout) to a request `tick` asked for in search `number`."""
         search = self._searches.get((topic, partition))
-        if search is None:
+        if search is None or search.number != number:
             return
         search.asked.discard(broker)
         if (resp is not None and resp.error == Errors.NONE and resp.broker_id == broker

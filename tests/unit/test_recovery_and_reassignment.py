@@ -43,10 +43,16 @@ def log_info_requests(out) -> list[Send]:
     return [m for m in out.messages if isinstance(m, Send) and isinstance(m.message, GetReplicaLogInfoRequest)]
 
 
-def answer(h: Harness, broker: int, epoch: int, leo: int) -> None:
+def asked_last(h: Harness, broker: int) -> tuple:
+    """The correlation of the last GetReplicaLogInfo the controller sent `broker`."""
+    return [s for out in h.outputs for s in log_info_requests(out) if s.destination == broker][-1].correlation
+
+
+def answer(h: Harness, broker: int, epoch: int, leo: int, correlation: tuple | None = None) -> None:
+    """`broker`'s answer to the last request it was sent (or to `correlation`'s)."""
     resp = GetReplicaLogInfoResponse("t", 0, Errors.NONE, broker_id=broker, broker_epoch=h.epoch(broker),
                                      last_written_epoch=epoch, log_end_offset=leo)
-    h.controller.on_response(("log-info", "t", 0, broker), resp, h.now)
+    h.controller.on_response(correlation or asked_last(h, broker), resp, h.now)
 
 
 def unfence_all(h: Harness) -> None:
@@ -82,7 +88,7 @@ def test_r32_balanced_asks_again_after_a_restart_and_after_a_timeout():
     h.tick(101.0)
     unfence_all(h)
     answer(h, 2, 0, 12)
-    h.controller.on_response(("log-info", "t", 0, 3), None, h.now)  # 3 did not answer in time
+    h.controller.on_response(asked_last(h, 3), None, h.now)  # 3 did not answer in time
     assert [s.destination for s in log_info_requests(h.tick(101.1))] == [3]
     h.tick(105.0)  # every session lapses; broker 2 restarts: its answer no longer counts
     h.register(2, "2-again")
@@ -240,3 +246,42 @@ def test_r36_preferred_election_moves_leadership_to_the_first_replica_in_the_isr
     p = h.part()
     assert (p.leader, p.leader_epoch, p.reason) == (1, before.leader_epoch + 1, "preferred-election")
     assert h.call(ElectLeadersRequest("preferred")).errors == {"t/0": "ELECTION_NOT_NEEDED"}
+
+
+def test_r32_an_answer_delayed_past_its_search_does_not_count_in_the_next():
+    """An answer counts only for the search that asked (its number is in the correlation).
+    Proactive recovery elects broker 1 while broker 3's answer to that search is still on
+    its way; broker 1 is then fenced, and a second search asks every replica. Broker 3's
+    late answer (LEO 100, of its log before it followed broker 1) arrives then: counted,
+    it would elect broker 3 at the timeout from a log that is no longer there. It is
+    ignored; broker 3's own answer to the second search decides."""
+    h = cluster(unclean_recovery="proactive", unclean_recovery_timeout=2.0)
+    fence_one_by_one(h)
+    h.tick(100.0)
+    first = asked_last(h, 3)
+    h.register(1, "1-again")
+    h.now = 100.5
+    h.heartbeat(1)
+    answer(h, 1, 0, 7)
+    h.now = 102.1
+    h.heartbeat(1)
+    h.tick(102.1)
+    assert h.part().leader == 1
+    h.now = 110.0
+    h.heartbeat(3)
+    h.heartbeat(1, want_fence=True)
+    p = h.part()
+    assert (p.leader, p.isr, p.elr) == (NO_LEADER, [], [1])  # its clean candidate fenced
+    assert {s.destination for s in log_info_requests(h.tick(110.0))} == {1, 2, 3}
+    answer(h, 3, 0, 100, correlation=first)  # the first search's, late
+    for now in (111.0, 112.1):
+        h.now = now
+        h.heartbeat(3)
+        h.tick(now)
+        assert h.part().leader == NO_LEADER, "a late answer of the first search counted in the second"
+    answer(h, 3, 0, 5)  # its answer to this search, in the round begun at the timeout
+    h.now = 114.2
+    h.heartbeat(3)
+    h.tick(114.2)
+    assert h.part().leader == 3
+    assert {i["broker"]: i["leo"] for i in h.events("unclean-recovery")[-1]["log_infos"]} == {3: 5}

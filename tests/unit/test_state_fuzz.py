@@ -322,9 +322,9 @@ LIFECYCLE_OP = st.one_of(
               st.sampled_from(["leader", "leader", "stale", "other"])),
     st.tuples(st.just("create"), st.sampled_from(["t1", "t2"]), st.integers(1, 3), st.integers(1, 4),
               st.integers(1, 3), st.sampled_from(["rack-aware", "round-robin"])),
-    # R32: a replica's answer to unclean recovery's GetReplicaLogInfo, or its timeout
+    # R32: a replica's answer to unclean recovery's GetReplicaLogInfo of one search, or its timeout
     st.tuples(st.just("log-info"), st.integers(0, 7), BROKER, st.integers(-1, 3), st.integers(0, 20),
-              st.booleans()),
+              st.booleans(), st.integers(1, 4)),
     st.tuples(st.just("elect"), st.integers(0, 7), st.integers(0, 4)),  # R32 manual: the operator's choice
     st.tuples(st.just("preferred"), st.booleans()),  # R36
     st.tuples(st.just("reassign"), st.integers(0, 7), st.lists(BROKER, min_size=1, max_size=3, unique=True)),  # R35
@@ -386,13 +386,13 @@ class ControllerDriver:
             _, name, partitions, rf, min_isr, placement = op
             self.request(CreateTopicsRequest([NewTopic(name, partitions, rf, min_isr, placement)]))
         elif kind == "log-info":
-            _, index, broker, epoch, leo, answered = op
+            _, index, broker, epoch, leo, answered, search = op
             parts = [p for _, p in sorted(c.image.partitions.items())]
             part = parts[index % len(parts)]
             resp = GetReplicaLogInfoResponse(part.topic, part.partition, Errors.NONE, broker_id=broker,
                                              broker_epoch=c.image.broker_epoch(broker), last_written_epoch=epoch,
                                              log_end_offset=leo) if answered else None
-            self.inv.check(c.on_response(("log-info", part.topic, part.partition, broker), resp, self.now))
+            self.inv.check(c.on_response(("log-info", part.topic, part.partition, broker, search), resp, self.now))
         elif kind in ("elect", "reassign"):
             parts = [p for _, p in sorted(c.image.partitions.items())]
             part = parts[op[1] % len(parts)]
