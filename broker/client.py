@@ -103,6 +103,9 @@ Steps = Generator[Command, Any, Any]
 #: how many metadata refreshes a broker that left a request unanswered is left out of: 1, 2, 4 ... up
 #: to this many while it stays silent (see `StepClient.refresh_metadata`)
 MAX_SILENT_SKIPS = 8
+#: the metadata answers a refresh takes: those that know every topic asked about, and those
+#: that know some of them not to exist (deleted, or not made yet: R40)
+_METADATA_ANSWERS = (Errors.NONE, Errors.UNKNOWN_TOPIC_OR_PARTITION)
 #: how long a metadata refresh waits for the other brokers' answers after the first, as a
 #: share of the request timeout (50 ms at the default 2 s)
 METADATA_SETTLE = 0.025
@@ -122,6 +125,11 @@ class StepClient:
         #: partitions (a send to one the answer no longer lists goes to its old leader and is
         #: answered UNKNOWN_TOPIC_OR_PARTITION); this is what a partitioner chooses among.
         self._topic_partitions: dict[str, tuple[int, tuple[int, ...]]] = {}
+        #: the newest metadata offset an answer was taken from: an older answer (a broker whose
+        #: metadata lags, cut off from the controller) is never taken after it
+        self._metadata_offset = -1
+        #: topics the newest answer that was asked about them did not know (deleted, R40)
+        self._absent: set[str] = set()
         self._silent: dict[int, int] = {}  # broker -> requests it left unanswered in a row
         self._skips: dict[int, int] = {}  # broker -> refreshes it is still left out of
 
@@ -159,7 +167,14 @@ class StepClient:
         client sends no metadata request to a node in its reconnect backoff (all are asked
         when all are silent).
         A broker the newest metadata no longer lists (removed, R39) is forgotten; one that
-        joined (R38) is learnt."""
+        joined (R38) is learnt.
+
+        An answer older than one taken before is not taken (as a Kafka client refuses a
+        partition's metadata of an older leader epoch, KIP-320), and an answer that the topic
+        is unknown counts as metadata: a topic deleted (R40) has no leader left to send to.
+        Before, only answers that knew every topic asked about counted, so once a topic was
+        deleted the one broker whose metadata lagged (cut off from the controller) won every
+        refresh, and the producers went back to its deposed leader for the whole cut."""
         asked = [b for b in self.brokers if not self._skips.get(b)] or list(self.brokers)
         for broker_id in self.brokers:
             if broker_id not in asked:
@@ -170,14 +185,22 @@ class StepClient:
         best: MetadataResponse | None = None
         for broker_id, resp in zip(asked, answers):
             self._heard(broker_id, resp)
-            if isinstance(resp, MetadataResponse) and resp.error == Errors.NONE:
+            if isinstance(resp, MetadataResponse) and resp.error in _METADATA_ANSWERS:
                 if best is None or resp.metadata_offset > best.metadata_offset:
                     best = resp
+        if best is not None and best.metadata_offset < self._metadata_offset:
+            best = None
         if best is not None:
+            self._metadata_offset = best.metadata_offset
             listed: dict[str, list[int]] = {}
             for pm in best.partitions:
                 self.leaders[(pm.topic, pm.partition)] = pm
                 listed.setdefault(pm.topic, []).append(pm.partition)
+            self._absent -= set(listed)
+            for topic in set(topics or ()) - set(listed):  # unknown at this offset: deleted
+                self._absent.add(topic)
+                for key in [k for k in self.leaders if k[0] == topic]:
+                    del self.leaders[key]
             for topic, partitions in listed.items():
                 # never from an answer older than the one it was taken from: a broker whose
                 # metadata lags may still describe a topic as it was before an `add-partitions`
@@ -190,7 +213,11 @@ class StepClient:
                 del self.brokers[broker_id]
                 self._silent.pop(broker_id, None)
                 self._skips.pop(broker_id, None)
-        return best
+        return best if best is not None and best.error == Errors.NONE else None
+
+    def no_leader_error(self, topic: str) -> Errors:
+        """Why a request to `topic` has nowhere to go: its topic is gone, or no leader is known."""
+        return Errors.UNKNOWN_TOPIC_OR_PARTITION if topic in self._absent else Errors.NOT_LEADER_OR_FOLLOWER
 
     def partitions_of(self, topic: str) -> tuple[int, ...]:
         """The topic's partitions as the newest metadata answer that described it lists them
@@ -212,7 +239,7 @@ class StepClient:
         """One produce attempt to the current leader (R20); the caller decides on retries."""
         leader = yield from self.leader_of(topic, partition)
         if leader < 0:
-            return ProduceResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
+            return ProduceResult(self.no_leader_error(topic), leader=leader)
         timeout = self.request_timeout if timeout is None else timeout
         req = self.produce_request(topic, partition, values, acks, timeout)
         if not req.expects_response:
@@ -225,7 +252,7 @@ class StepClient:
         """Read committed records from the leader (R21): only below its HWM."""
         leader = yield from self.leader_of(topic, partition)
         if leader < 0:
-            return FetchResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader)
+            return FetchResult(self.no_leader_error(topic), leader=leader)
         # (by position: a consumer's replica_id -1, no broker epoch, min_bytes 1; the partition's
         # last fetched and current leader epoch -1: a keyword call of a dataclass is the slow
         # path of a call on Python 3.11, and a consumer fetches in a loop)

@@ -181,7 +181,7 @@ def pipelined_producer(cfg: ClientConfig, p: ProducerSettings, client: StepClien
         stats.counts["sent"] += len(values)
         leader = yield from client.leader_of(topic, partition)
         if leader < 0:
-            yield from finish(partition, values, attempt, ProduceResult(Errors.NOT_LEADER_OR_FOLLOWER, leader=leader))
+            yield from finish(partition, values, attempt, ProduceResult(client.no_leader_error(topic), leader=leader))
             return
         req = client.produce_request(topic, partition, values, acks, cfg.request_timeout)
         if not req.expects_response:
@@ -226,7 +226,11 @@ def consumer(cfg: ClientConfig, c: ConsumerSettings, client: StepClient, history
     of a topic whose partitions change during the run (`follow_partitions`) takes its share
     of the topic's partitions as the newest metadata lists them, looked at every
     `METADATA_MAX_AGE`, as a subscribed Kafka consumer is assigned partitions an
-    `add-partitions` adds (R40); each new one is read from `from_` like the first ones."""
+    `add-partitions` adds (R40); each new one is read from `from_` like the first ones.
+    A round whose every fetch failed (no leader known, the topic deleted) is followed by a
+    wait of one long poll, as a fetch that found nothing would have waited: a Kafka consumer
+    backs off its metadata requests so (`retry.backoff.ms`), and this one asked every broker
+    for metadata hundreds of times a second while a deleted topic's partitions had no leader."""
     yield from wait_for_topic(client, cfg.topic, stop)
     topic = cfg.topic
     offsets: dict[int, int] = {}
@@ -244,9 +248,11 @@ def consumer(cfg: ClientConfig, c: ConsumerSettings, client: StepClient, history
         if not mine:
             yield Sleep(METADATA_MAX_AGE)
             continue
+        answered = False
         for p in mine:
             invoked = clock.ns()
             r = yield from client.fetch(topic, p, offsets[p], max_wait=c.max_wait)
+            answered = answered or r.error == Errors.NONE
             if r.error == Errors.NONE and r.records:
                 history.poll(topic, p, offsets[p], invoked, r.records, r.leader)
                 offsets[p] = r.records[-1][0] + 1
@@ -257,6 +263,8 @@ def consumer(cfg: ClientConfig, c: ConsumerSettings, client: StepClient, history
             stats.maybe_push()
             if stop:
                 break
+        if not answered and not stop:
+            yield Sleep(c.max_wait)
 
 
 def _start_positions(client: StepClient, c: ConsumerSettings, topic: str, partitions: Iterable[int],

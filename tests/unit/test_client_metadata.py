@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.client import MAX_SILENT_SKIPS, Call, CallEach, StepClient, Steps
+from broker.common.errors import Errors
 from broker.common.jsonl import read_jsonl
 from broker.protocol.messages import MetadataResponse, PartitionMetadata
 from testbed.sim.run import run_seed
@@ -125,3 +126,43 @@ def test_a_paused_broker_that_holds_no_replica_does_not_stall_the_producers(tmp_
     for process, times in acks.items():
         longest = max(b - a for a, b in zip(times, times[1:]))
         assert longest < 0.2e9, f"{process}: {longest / 1e9:.3f} s without an ack"
+
+
+def test_an_answer_older_than_one_taken_is_not_taken() -> None:
+    """KIP-320's rule, by metadata offset: broker 1, cut off from the controller, still names
+    itself leader at offset 5 after broker 2 was elected at offset 9. Once the client took 9,
+    an answer of 5 alone (the others silent, or left out of this refresh) changes nothing."""
+    client = StepClient(BROKERS, "producer-0", 2.0)
+    _refresh(client, lambda endpoint: _metadata(9, BROKERS, leader=2))
+    assert client.leaders[("orders", 0)].leader == 2
+    _, best = _refresh(client, lambda endpoint: _metadata(5, BROKERS, leader=1) if endpoint == "ipc://b1" else None)
+    assert best is None and client.leaders[("orders", 0)].leader == 2
+
+
+def test_a_topic_the_newest_metadata_does_not_know_has_no_leader_left() -> None:
+    """R40: `orders` deleted at offset 9. Brokers 2 and 3 answer UNKNOWN_TOPIC_OR_PARTITION;
+    broker 1, cut off from the controller, still describes it at offset 5 with itself as
+    leader. Only answers that knew the topic counted, so broker 1's won every refresh and
+    the producers wrote to its deposed leader for the whole cut (a tester's runs: acks from
+    it 9 s after the deletion). The newest answer wins: the topic has no leader, and a send
+    fails at once with UNKNOWN_TOPIC_OR_PARTITION, as Kafka's producer has no partition of a
+    topic its metadata does not hold."""
+    client = StepClient(BROKERS, "producer-0", 2.0)
+    _refresh(client, lambda endpoint: _metadata(3, BROKERS, leader=1))
+    gone = MetadataResponse(Errors.UNKNOWN_TOPIC_OR_PARTITION, metadata_offset=9, endpoints=BROKERS)
+    for _ in range(3):
+        _, best = _refresh(client, lambda endpoint: _metadata(5, BROKERS, leader=1) if endpoint == "ipc://b1" else gone)
+        assert best is None and ("orders", 0) not in client.leaders
+    assert client.partitions_of("orders") == (0,)  # its last partitions: sends to them fail, recorded
+    send = client.produce("orders", 0, ["v"], "all")
+    command = next(send)
+    assert isinstance(command, CallEach)  # it looks again before it gives up
+    try:
+        send.send([_metadata(5, BROKERS, leader=1) if e == "ipc://b1" else gone for e, _ in command.calls])
+    except StopIteration as done:
+        assert done.value.error == Errors.UNKNOWN_TOPIC_OR_PARTITION and not done.value.appended
+    else:
+        raise AssertionError("a send to a deleted topic's deposed leader")
+    # made again: the newest answer describes it, with its new leader
+    _refresh(client, lambda endpoint: _metadata(12, BROKERS, leader=3))
+    assert client.leaders[("orders", 0)].leader == 3
