@@ -28,6 +28,9 @@ RECORDED_LATE_NS = 100_000_000
 #: faults that leave a node up in name only: the controller still names it leader until its
 #: session expires, but it serves nobody (a controlled `shutdown` moves its leaderships first)
 _DOWN = ("kill", "lossy-crash", "disk-loss", "pause")
+#: those of them whose node comes back as a new process: it leads again only once it acts as
+#: leader, not at its restart (its metadata may name another leader that has not heard yet)
+_RESTARTS = ("kill", "lossy-crash", "disk-loss")
 
 
 def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spans: DataFrame) -> DataFrame:
@@ -63,7 +66,7 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     deposed = _deposed(changes, order, batches)
     changes, unled = _in_effect(changes, order, apart, t.events, batches)
     if config.deletes_topics:
-        changes = _ended_by_deletion(changes, t.events)
+        changes = _ended_by_deletion(changes, t.events, "time_ns", "until")
     windows = [unled.withColumn("kind", F.lit(kind)) for kind in ("no-leader", "no-acks-all")]
     for flag, kind in (("no_leader", "no-leader"), ("no_acks_all", "no-acks-all")):
         edge = (F.col(flag) != F.coalesce(F.lag(flag).over(order), F.lit(False))).cast("int")
@@ -81,12 +84,24 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
     ungrouped = cut & (F.col("shape") == "isolate") & F.col("groups").isNull()
     down = (spans.where(F.col("do").isin(*_DOWN) | ungrouped)
             .select("run_id", F.explode("resolved").alias("node"), F.col("start_ns").alias("down_ns"),
-                    F.col("end_ns").alias("up_ns"), (~cut).alias("leads_nothing"))
-            .select("run_id", broker_id(F.col("node")).alias("leader"), "down_ns", "up_ns", "leads_nothing")
+                    F.col("end_ns").alias("up_ns"), (~cut).alias("leads_nothing"),
+                    F.col("do").isin(*_RESTARTS).alias("restarts"))
+            .select("run_id", broker_id(F.col("node")).alias("leader"), "down_ns", "up_ns", "leads_nothing", "restarts")
             .where(F.col("leader").isNotNull()))
+    # a paused leader leads again as it resumes; a killed one's new process leads again only
+    # when it acts as leader (a change elected another meanwhile, or the controller reelects it)
+    led_again = (t.events.where(F.col("kind") == "became-leader")
+                 .select("run_id", "topic", "partition", broker_id(F.col("node")).alias("leader"),
+                         F.col("time_ns").alias("led_ns")))
+    key = [*PART, "leader", "down_ns", "up_ns"]
     led_while_down = (changes.join(down, ["run_id", "leader"])
+                      .where(F.col("time_ns") < F.col("up_ns"))  # (led before it was back)
+                      .join(led_again, ["run_id", "topic", "partition", "leader"], "left")
+                      .groupBy(*key, "t0", "time_ns", "until", "leads_nothing", "restarts")
+                      .agg(F.min(F.when(F.col("led_ns") >= F.col("up_ns"), F.col("led_ns"))).alias("led_ns"))
                       .select(*PART, "t0", "leads_nothing", F.greatest("time_ns", "down_ns").alias("start_ns"),
-                              F.least("until", "up_ns").alias("end_ns"))
+                              F.least("until", F.when(F.col("restarts"), F.coalesce("led_ns", "until"))
+                                      .otherwise(F.col("up_ns"))).alias("end_ns"))
                       .where(F.col("start_ns") < F.col("end_ns")))
     leaderless = led_while_down.where(F.col("leads_nothing")).drop("leads_nothing")
     windows += [leaderless.withColumn("kind", F.lit("no-leader")),
@@ -130,7 +145,10 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                          F.least("until", "up_ns").alias("end_ns"))
                  .where(F.col("start_ns") < F.col("end_ns")))
     windows.append(unreached.withColumn("kind", F.lit("no-acks-all")))
-    return (_merge_close(reduce(DataFrame.unionByName, windows))
+    windows = reduce(DataFrame.unionByName, windows)
+    if config.deletes_topics:
+        windows = _ended_by_deletion(windows, t.events, "start_ns", "end_ns")
+    return (_merge_close(windows)
             .select(*PART, "kind", seconds("start_ns").alias("start_s"), seconds("end_ns").alias("end_s")))
 
 
@@ -189,17 +207,19 @@ def _in_effect(changes: DataFrame, order: Window, apart: DataFrame, events: Data
             unled)
 
 
-def _ended_by_deletion(changes: DataFrame, events: DataFrame) -> DataFrame:
-    """`changes` with each state ended at its topic's deletion (the controller's `topic-deleted`
-    event, R40), if that comes first: a deleted partition is neither led nor leaderless, and
-    its last state used to last until the name was made again, or to the run's end."""
-    key = [*PART, "time_ns", "partition_epoch"]
-    gone = events.where(F.col("kind") == "topic-deleted").select("run_id", "topic", F.col("time_ns").alias("gone_ns"))
-    first = (changes.select(*key).join(gone, ["run_id", "topic"]).where(F.col("gone_ns") > F.col("time_ns"))
-             .groupBy(*key).agg(F.min("gone_ns").alias("gone_ns")))
-    return (changes.join(first, key, "left")
-            .withColumn("until", F.least("until", F.coalesce("gone_ns", "until")))
-            .where(F.col("time_ns") < F.col("until")).drop("gone_ns"))
+def _ended_by_deletion(frame: DataFrame, events: DataFrame, start: str, end: str) -> DataFrame:
+    """`frame` (states, or windows, of partitions: `start` to `end`) each ended at its topic's
+    first deletion after its start (the controller's `topic-deleted` event, R40): a deleted
+    partition is neither led nor leaderless. Its last state lasted until the name was made
+    again or the run's end (a pause after the deletion held its old ISR's acks=all), and a
+    deposed leader out of the controller's reach made a window through the 9 s the topic
+    did not exist."""
+    gone = (events.where(F.col("kind") == "topic-deleted").groupBy("run_id", "topic")
+            .agg(F.collect_list("time_ns").alias("_gone")))
+    first = F.array_min(F.filter("_gone", lambda g: g > F.col(start)))
+    return (frame.join(F.broadcast(gone), ["run_id", "topic"], "left")
+            .withColumn(end, F.least(end, F.coalesce(first, F.col(end))))
+            .where(F.col(start) < F.col(end)).drop("_gone"))
 
 
 def _metadata_batches(events: DataFrame) -> DataFrame:

@@ -347,9 +347,12 @@ def _flapping(root: Path) -> None:
 def _dead_leader(root: Path, name: str = "dead-leader") -> RunBuilder:
     """Leader broker 1 is killed twice inside an ISR shrink (100-800 ms after 1 s): restarted
     100 ms later the first time, replaced by an election 200 ms later the second time. The
-    controller names it leader throughout both outages (its session had not expired)."""
+    controller names it leader throughout both outages (its session had not expired), and
+    its new process leads again as it starts."""
     r = RunBuilder(root, name)
     r.events += [RunBuilder.change(T0 + S + 100 * MS, leader=1, epoch=0, isr=[1], reason="isr-shrink"),
+                 {"node": "broker-1", "time_ns": T0 + S + 300 * MS, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 0, "partition_epoch": 1, "isr": [1]},
                  RunBuilder.change(T0 + S + 700 * MS, leader=2, epoch=1, isr=[2], reason="election"),
                  RunBuilder.change(T0 + S + 800 * MS, leader=2, epoch=1, isr=[2, 3], reason="isr-expand")]
     r.fault(T0 + S + 200 * MS, "kill", "broker:1", ["broker-1"], origin="faults[0]")
@@ -546,7 +549,27 @@ def _deposed_unaware(root: Path) -> None:
     2, while broker 1, unaware, takes its clients' writes and can commit none of them (its
     followers are gone, R15) until it applies the change at 2.3 s, after the heal. Without
     acks=all service from 1.501 to 2.3 s, for the clients at the old leader."""
-    r = RunBuilder(root, "deposed-unaware")
+    _deposed_unaware_run(root, "deposed-unaware").write()
+
+
+def _deposed_deleted(root: Path) -> None:
+    """As `deposed-unaware`, with `orders` deleted at 2 s (R40): the window ends there, as
+    the topic does (a tester's ran 9 s past the deletion, to the old leader's hearing)."""
+    r = _deposed_unaware_run(root, "deposed-deleted")
+    r.topology["faults"] = [{"at": "2s", "do": "delete-topic", "topic": "orders"}]
+    r.fault(T0 + 2 * S, "delete-topic", None, [], {"topic": "orders"}, {"deleted": "orders", "partitions": 1},
+            origin="faults[2]")
+    r.events += [{"node": "controller-1", "time_ns": T0 + 2 * S + 10, "kind": "topic-deleted", "topic": "orders",
+                  "partitions": 1},
+                 *({"node": f"broker-{b}", "time_ns": T0 + at * MS, "kind": "replica-deleted", "topic": "orders",
+                    "partition": 0, "reason": "topic-deleted"} for b, at in ((2, 2010), (3, 2010), (1, 2300)))]
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.logs, r.replicas = {}, {}
+    r.write()
+
+
+def _deposed_unaware_run(root: Path, name: str) -> RunBuilder:
+    r = RunBuilder(root, name)
     r.events += [{**RunBuilder.change(T0 + 1500 * MS, leader=2, epoch=1, isr=[2, 3], reason="fence"),
                   "metadata_offset": 20},
                  {"node": "broker-2", "time_ns": T0 + 1501 * MS, "kind": "became-leader", "topic": "orders",
@@ -559,7 +582,7 @@ def _deposed_unaware(root: Path) -> None:
     r.fault(T0 + 1800 * MS, "heal", None, [], origin="faults[1]")
     r.send("v9", None, at=T0 + 3 * S, outcome="fail")  # the workload goes on past the heal
     r.replicas = {node: {**rep, "leader_epoch": 1, "is_leader": node == "broker-2"} for node, rep in r.replicas.items()}
-    r.write()
+    return r
 
 
 def _follower_down(root: Path) -> None:
@@ -665,6 +688,27 @@ def _made_again(root: Path) -> None:
     r.logs = {node: [(0, "w0"), (1, "w1")] for node in ("broker-1", "broker-2", "broker-3")}
     r.replicas = {node: {"leo": 2, "hwm": 2, "is_leader": node == "broker-2", "leader_epoch": 0} for node in r.logs}
     r.poll("final-reader", [(0, "w0"), (1, "w1")], at=T0 + 4 * S)
+    r.write()
+
+
+def _restarted_not_leading(root: Path) -> None:
+    """Broker 1, the leader, is killed at 1.5 s and restarted at 2 s; the controller elects
+    broker 3 at 2.1 s, but broker 3 (cut off from the controller) acts on it only at 3 s.
+    Broker 1's new process follows broker 3 from 2.2 s: nobody leads from 1.5 to 3 s. The
+    window ended at the restart (a tester's kill and restart: 1.5 s of downtime missing)."""
+    r = RunBuilder(root, "restarted-not-leading")
+    r.topology["faults"] = [{"at": "1.5s", "do": "kill", "target": "broker:1"},
+                            {"at": "2s", "do": "restart", "target": "broker:1"}]
+    r.fault(T0 + 1500 * MS, "kill", "broker:1", ["broker-1"], effect={"killed": {"broker-1": 7}})
+    r.fault(T0 + 2 * S, "restart", "broker:1", ["broker-1"], effect={"restarted": {"broker-1": 8}},
+            origin="faults[1]")
+    r.events += [RunBuilder.change(T0 + 2100 * MS, leader=3, epoch=1, isr=[3, 2], reason="election"),
+                 {"node": "broker-1", "time_ns": T0 + 2200 * MS, "kind": "became-follower", "topic": "orders",
+                  "partition": 0, "leader": 3, "leader_epoch": 1},
+                 {"node": "broker-3", "time_ns": T0 + 3 * S, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [3, 2]}]
+    r.send("v9", None, at=T0 + 3500 * MS, outcome="fail")  # the workload goes on past the election
+    r.replicas = {node: {**rep, "leader_epoch": 1, "is_leader": node == "broker-3"} for node, rep in r.replicas.items()}
     r.write()
 
 
@@ -976,7 +1020,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1030,6 +1074,8 @@ EXPECTED: dict[str, dict[str, int]] = {
     "remade-while-delete-waits": {**ZERO, "lost_writes": 1},
     "served-deleted": {**ZERO, "lost_writes": 1},
     "created-paused": ZERO,
+    "restarted-not-leading": ZERO,
+    "deposed-deleted": ZERO,
     "unclean-never-excluded": {**ZERO, "unclean_exclusion": 1},
     "unclean-same-batch-kept": {**ZERO, "unclean_exclusion": 1},
     "unclean-fenced-in-batch": ZERO,
@@ -1248,6 +1294,9 @@ def test_a_leader_fenced_out_of_the_controllers_reach_serves_until_the_partition
     killed = judged["killed-out-of-reach"].results  # a killed leader serves nobody: from its kill
     assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in killed["figures"]["availability"]) == [
         ("no-acks-all", 1.7, 2.4), ("no-leader", 1.7, 2.4)]
+    restarted = judged["restarted-not-leading"].results  # its new process leads nothing: until 3 leads
+    assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in restarted["figures"]["availability"]) == [
+        ("no-acks-all", 1.5, 3.0), ("no-leader", 1.5, 3.0)]
     late = judged["heard-late"].results  # a change takes effect when its broker acts on it
     assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in late["figures"]["availability"]) == [
         ("no-acks-all", 2.45, 2.55), ("no-leader", 2.45, 2.55)]
@@ -1257,6 +1306,9 @@ def test_a_leader_fenced_out_of_the_controllers_reach_serves_until_the_partition
     deposed = judged["deposed-unaware"].results  # a replaced leader, unaware, whose followers left
     assert [(w["kind"], w["start_s"], w["end_s"]) for w in deposed["figures"]["availability"]] == [
         ("no-acks-all", 1.501, 2.3)]
+    gone = judged["deposed-deleted"].results  # and it ends with its topic
+    assert [(w["kind"], w["start_s"], w["end_s"]) for w in gone["figures"]["availability"]] == [
+        ("no-acks-all", 1.501, 2.0)]
     created = judged["created-paused"].results  # made again, led by a paused broker: led when it resumes
     assert sorted((w["kind"], w["start_s"], w["end_s"]) for w in created["figures"]["availability"]) == [
         ("no-acks-all", 3.0, 4.01), ("no-leader", 3.0, 4.01)]
