@@ -38,13 +38,19 @@ def _deleted(t: Tables) -> DataFrame:
     owed (a delete that timed out after 15 s excused 820 acknowledgements of the new topic).
     The re-creation is the controller's first `create` change of the topic after the deletion
     committed (its `topic-deleted` event, or a broker's deletion of its replica if the
-    controller's record is missing), else after the fault's start."""
+    controller's record is missing), else after the fault's start. A delete whose end says
+    it failed (the controller's answer lost, no `deleted` in its effect) deleted its topic
+    if the events show it deleted after the fault began (as `runinfo.topic_faults_done`
+    takes it): its records were owed before, and a run whose delete "did not answer" while
+    the controller committed it counted the deleted topic's writes as lost."""
     lines = t.faults.where(F.col("do") == "delete-topic")
     started = Window.partitionBy("run_id", "origin").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
+    claimed = F.get_json_object("effect", "$.deleted")
     faults = (lines.withColumn("start_ns", F.last(F.when(F.col("phase") == "start", F.col("time_ns")), True)
                                .over(started))
               .where(F.col("phase") == "end")
-              .select("run_id", F.get_json_object("effect", "$.deleted").alias("topic"),
+              .select("run_id", F.coalesce(claimed, F.get_json_object("params", "$.topic")).alias("topic"),
+                      claimed.isNotNull().alias("claimed"),
                       F.coalesce("start_ns", "time_ns").alias("start_ns"), F.col("time_ns").alias("end_ns"))
               .where(F.col("topic").isNotNull()))
     commits = (t.events.where((F.col("kind") == "topic-deleted")
@@ -53,9 +59,11 @@ def _deleted(t: Tables) -> DataFrame:
     creates = (partition_changes(t).where(F.col("reason") == "create")
                .select("run_id", "topic", F.col("time_ns").alias("made_ns")))
     key = ["run_id", "topic", "start_ns", "end_ns"]
-    committed = (faults.join(commits, ["run_id", "topic"], "left").groupBy(*key)
+    committed = (faults.join(commits, ["run_id", "topic"], "left").groupBy(*key, "claimed")
                  .agg(F.min(F.when(F.col("gone_ns") >= F.col("start_ns"), F.col("gone_ns"))).alias("gone_ns"))
-                 .withColumn("gone_ns", F.coalesce("gone_ns", "start_ns")))
+                 # a delete whose end says it failed (its answer lost) deleted if the events say so
+                 .where(F.col("claimed") | F.col("gone_ns").isNotNull())
+                 .withColumn("gone_ns", F.coalesce("gone_ns", "start_ns")).drop("claimed"))
     remade = (committed.join(creates, ["run_id", "topic"], "left").groupBy(*key)
               .agg(F.min(F.when(F.col("made_ns") > F.col("gone_ns"), F.col("made_ns"))).alias("made_ns")))
     # a record at the re-creation's own time is of the new topic: the bound stops 1 ns before it

@@ -552,6 +552,25 @@ def _deposed_unaware(root: Path) -> None:
     _deposed_unaware_run(root, "deposed-unaware").write()
 
 
+def _delete_unanswered(root: Path) -> None:
+    """R40: a delete-topic whose answer was lost ("the controller did not answer", no
+    `deleted` in its effect) while the controller committed the deletion at 3 s: v0..v4 went
+    with the topic. The run's configuration took the topic for deleted by the events, but
+    its acknowledgements were owed by the fault's effect alone: 5 writes counted lost (a
+    trial's watch-out)."""
+    r = RunBuilder(root, "delete-unanswered")
+    r.topology["faults"] = [{"at": "3s", "do": "delete-topic", "topic": "orders"}]
+    r.fault(T0 + 3 * S, "delete-topic", None, [], {"topic": "orders"},
+            {"error": "the controller did not answer DeleteTopics"})
+    r.events += [{"node": "controller-1", "time_ns": T0 + 3 * S + 10, "kind": "topic-deleted", "topic": "orders",
+                  "partitions": 1},
+                 *({"node": f"broker-{b}", "time_ns": T0 + 3 * S + 20, "kind": "replica-deleted", "topic": "orders",
+                    "partition": 0, "reason": "topic-deleted"} for b in (1, 2, 3))]
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.logs, r.replicas = {}, {}
+    r.write()
+
+
 def _deposed_deleted(root: Path) -> None:
     """As `deposed-unaware`, with `orders` deleted at 2 s (R40): the window ends there, as
     the topic does (a tester's ran 9 s past the deletion, to the old leader's hearing)."""
@@ -1020,7 +1039,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1076,6 +1095,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "created-paused": ZERO,
     "restarted-not-leading": ZERO,
     "deposed-deleted": ZERO,
+    "delete-unanswered": ZERO,
     "unclean-never-excluded": {**ZERO, "unclean_exclusion": 1},
     "unclean-same-batch-kept": {**ZERO, "unclean_exclusion": 1},
     "unclean-fenced-in-batch": ZERO,
