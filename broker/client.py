@@ -357,22 +357,13 @@ class ClusterClient:
         raise TypeError(f"not a client step: {command!r}")
 
     def _call(self, endpoint: str, msg: Any, timeout: float) -> Any:
-        rid = self.transport.request(endpoint, msg, timeout, time.monotonic())
-        deadline = time.monotonic() + timeout + 0.05
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            answer: Response | Expired | None = None
-            for item in self.transport.poll(left, time.monotonic):
-                if isinstance(item, Response | Expired) and item.request_id == rid:
-                    answer = item
-                elif isinstance(item, Response | Expired) and item.request_id in self._started:
-                    self._stash.append(item)  # a started request's outcome: a Collect owns it
-            if answer is not None:  # after the whole batch: an outcome behind it must not be lost
-                return answer.msg if isinstance(answer, Response) else None
+        return self._call_each(((endpoint, msg),), timeout, timeout)[0]
 
     def _call_each(self, calls: tuple[tuple[str, Any], ...], timeout: float, settle: float) -> list[Any]:
+        """The answers to `calls` (None where none came), read until all came, `timeout`
+        passed, or `settle` after the first answer; the outcomes of started requests read
+        meanwhile are kept for their `Collect`, a batch read whole (an outcome behind an
+        answer must not be lost)."""
         now = time.monotonic()
         waiting = {self.transport.request(endpoint, msg, timeout, now): i for i, (endpoint, msg) in enumerate(calls)}
         answers: list[Any] = [None] * len(calls)

@@ -86,11 +86,16 @@ def _served_deleted(t: Tables) -> DataFrame:
             .select(*key, F.col("time_ns").alias("made_ns")))
     return (gone.join(made, key, "left").groupBy(*key, "gone_ns")
             .agg(F.min(F.when(F.col("made_ns") > F.col("gone_ns"), F.col("made_ns"))).alias("served_ns"))
-            .select("run_id", "topic", F.concat_ws("/", "node", F.col("partition").cast("string")).alias("key"),
+            .select("run_id", "topic", _served_key().alias("key"),
                     F.coalesce(F.col("served_ns") - 1, F.lit(_FOREVER)).alias("served_ns")))
 
 
 _FOREVER = (1 << 63) - 1
+
+
+def _served_key() -> Column:
+    """A broker's replica of a partition as `deletions`' map names it: "broker-2/0"."""
+    return F.concat_ws("/", F.col("node"), F.col("partition").cast("string"))
 
 
 def deletions(t: Tables) -> DataFrame:
@@ -110,7 +115,7 @@ def gone() -> Column:
     deleted topic: recorded by its deletion, or served by a broker from a making since
     deleted (the `node` that history records name; a record without one, or a run recorded
     before they did, has the time alone)."""
-    served = F.col("served_ns")[F.concat_ws("/", F.col("node"), F.col("partition").cast("string"))]
+    served = F.col("served_ns")[_served_key()]
     return (F.coalesce(F.col("time_ns") <= F.col("deleted_ns"), F.lit(False))
             | F.coalesce(F.col("time_ns") <= served, F.lit(False)))
 
