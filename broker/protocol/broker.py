@@ -163,6 +163,7 @@ class BrokerState:
                 continue
             self._apply_record(offset, rec)
             self._metadata_digest = chain_digest(self._metadata_digest, rec)
+        self.fetchers.update_brokers(self._broker_epochs())
         #: the topic id each held log was made for (`MetadataImage.topic_ids`): a log on disk
         #: belongs to the topic its broker's stored image names (a replica is made from the
         #: image, and a deletion deletes the logs before its record is stored); None unknown
@@ -327,7 +328,7 @@ class BrokerState:
             return self._on_metadata(msg, now)
         if kind == "fetch":
             self._partitions_due = None  # (its partitions take their results)
-            out = self.fetchers.on_response(correlation[1], msg if isinstance(msg, FetchResponse) else None, now)
+            out = self.fetchers.on_response(correlation, msg if isinstance(msg, FetchResponse) else None, now)
             # the next fetch leaves now, as Kafka's fetcher thread loops, not on the next tick: an
             # acks=all write waits for the follower fetch that follows the one that carried it
             out.messages.extend(self.fetchers.build_requests(now, self._fetch_max_wait_ms))
@@ -443,6 +444,7 @@ class BrokerState:
             self._partitions_due = None
             for p in self.partitions.values():
                 p.update_brokers(epochs, eligible)
+            self.fetchers.update_brokers(epochs)
         if not self.caught_up:
             if self.image.offset + 1 < msg.high_watermark:
                 return out

@@ -5,6 +5,15 @@ Like Kafka's `ReplicaFetcherManager` with one `ReplicaFetcherThread` per source 
 leader's broker, one FetchRequest carrying all partitions led there, and at most one request
 in flight per leader broker. Pure: the runtime sends what `build_requests` returns and hands
 back each response, or None on a timeout or transport error.
+
+A fetch in flight whose answer could no longer change anything is abandoned, and the next one
+to that broker leaves at once: when none of its partitions is still fetched from that broker
+in the leader epoch it was sent in, or when that broker registered again (a new process,
+which never got the request). Kafka gets the same from a fetcher thread shut down once idle
+and from the connection that breaks when its broker dies; a ZeroMQ request to a dead process
+only times out, two seconds later, and meanwhile the replicas that follow the restarted broker
+fetched nothing (a new leader's first acks=all write waited for it: 0.65-0.8 s of a failover).
+Each fetch's correlation carries its number, so a late answer to an abandoned one is ignored.
 """
 from __future__ import annotations
 
@@ -37,8 +46,12 @@ class FetcherManager:
         self.request_timeout_ms = request_timeout_ms
         self._broker_epoch = -1
         self._partitions: dict[PartitionKey, Partition] = {}
-        #: leader broker -> {partition: the leader epoch its fetch was sent in}
-        self._in_flight: dict[int, dict[PartitionKey, int]] = {}
+        #: leader broker -> (the fetch's correlation, that broker's broker epoch when it was sent,
+        #: {partition: the leader epoch its fetch was sent in})
+        self._in_flight: dict[int, tuple[tuple, int, dict[PartitionKey, int]]] = {}
+        self._fetches_sent = 0
+        #: every registered broker's broker epoch, from the metadata (`update_brokers`)
+        self._leader_broker_epochs: dict[int, int] = {}
         self._leader_backoff_until: dict[int, float] = {}
         self._partition_backoff_until: dict[PartitionKey, float] = {}
         #: the keys of `_partitions` in order, for sessions that list their partitions sorted
@@ -75,7 +88,7 @@ class FetcherManager:
         cannot tell from the one it was sent for (Kafka matches an answer to the fetch state it
         was sent for: the topic id and the fetch offset)."""
         key = (topic, partition)
-        for sent in self._in_flight.values():
+        for _, _, sent in self._in_flight.values():
             sent.pop(key, None)
         if self._partitions.pop(key, None) is not None:
             self._order.remove(key)
@@ -96,7 +109,29 @@ class FetcherManager:
                 p = self._partitions[key]
                 if p.fetching:
                     sessions.setdefault(p.leader_id, []).append(key)
+            self._abandon_answerless()
         return sessions
+
+    def _abandon_answerless(self) -> None:
+        """Forget each fetch in flight none of whose partitions is still fetched from the broker
+        it went to, in the leader epoch it was sent in: its answer would be ignored in full."""
+        partitions = self._partitions
+        for leader_id, (_, _, sent) in list(self._in_flight.items()):
+            for key, leader_epoch in sent.items():
+                p = partitions.get(key)
+                if p is not None and p.fetching and p.leader_id == leader_id and p.leader_epoch == leader_epoch:
+                    break
+            else:
+                del self._in_flight[leader_id]
+
+    def update_brokers(self, broker_epochs: dict[int, int]) -> None:
+        """A newer image of the brokers: a fetch in flight to a broker that registered again
+        since (a new broker epoch: a new process) is forgotten, and the next leaves at once."""
+        self._leader_broker_epochs = dict(broker_epochs)
+        for leader_id, (_, sent_to_epoch, _) in list(self._in_flight.items()):
+            if broker_epochs.get(leader_id, -1) != sent_to_epoch:
+                del self._in_flight[leader_id]
+                self.next_tick_due = None
 
     def build_requests(self, now: float, max_wait_ms: int) -> list[Send]:
         """One FetchRequest per leader broker with nothing in flight and no backoff."""
@@ -118,13 +153,15 @@ class FetcherManager:
                     sent[key] = partition.leader_epoch
             if not fetches:
                 continue
-            self._in_flight[leader_id] = sent
+            self._fetches_sent += 1
+            correlation = ("fetch", leader_id, self._fetches_sent)
+            self._in_flight[leader_id] = (correlation, self._leader_broker_epochs.get(leader_id, -1), sent)
             self.next_tick_due = None
             # (by position: replica_id, broker_epoch, max_wait_ms, min_bytes, partitions; and the
             # Send's correlation and timeout_ms: a keyword call of a dataclass is the slow path
             # of a call on Python 3.11, and a follower fetches after every answer)
             request = FetchRequest(self.local_broker_id, self._broker_epoch, max_wait_ms, 1, fetches)
-            sends.append(Send(leader_id, request, ("fetch", leader_id), max_wait_ms + self.request_timeout_ms))
+            sends.append(Send(leader_id, request, correlation, max_wait_ms + self.request_timeout_ms))
         return sends
 
     def next_tick_at(self) -> float:
@@ -142,6 +179,7 @@ class FetcherManager:
         due = math.inf
         if self._broker_epoch < 0:
             return due
+        self._kept_sessions()  # (which abandons what a change since left without an answer to wait for)
         in_flight = self._in_flight
         for key, partition in self._partitions.items():
             leader_id = partition.leader_id  # (first: a fetch in flight settles it, as it mostly is)
@@ -155,16 +193,20 @@ class FetcherManager:
     def in_flight(self, leader_id: int) -> bool:
         return leader_id in self._in_flight
 
-    def on_response(self, leader_id: int, resp: FetchResponse | None, now: float) -> Outputs:
-        """Dispatch each partition's result; None (timeout, transport error) or a
-        request-level error backs off the whole leader broker.
+    def on_response(self, correlation: tuple, resp: FetchResponse | None, now: float) -> Outputs:
+        """Dispatch each partition's result of the fetch `correlation` names (the one its Send
+        carried); None (timeout, transport error) or a request-level error backs off the whole
+        leader broker. The answer to a fetch abandoned since is ignored.
 
         A result for a partition that moved to another leader, or to another leader epoch,
         since the request left is stale and ignored."""
         out = Outputs()
-        sent = self._in_flight.pop(leader_id, None)
-        if sent is None:
+        leader_id = correlation[1] if len(correlation) == 3 else None
+        flight = self._in_flight.get(leader_id)
+        if flight is None or flight[0] != correlation:
             return out
+        del self._in_flight[leader_id]
+        sent = flight[2]
         self.next_tick_due = None
         if resp is None or resp.error != _NONE:
             self._leader_backoff_until[leader_id] = now + self.backoff

@@ -264,7 +264,10 @@ def test_broker_survives_any_request_sequence(msgs: list) -> None:
     assert inv.inspected >= (2 * len(msgs) + 1) * len(b.partitions)
 
 
-CORRELATIONS = st.sampled_from([("register",), ("heartbeat",), ("metadata",), ("fetch", 2), ("fetch", 9),
+#: a fetch's correlation names its leader and its number: broker 1's first tick sends its fetches
+#: to brokers 2 and 3 as numbers 1 and 2, in leader order
+CORRELATIONS = st.sampled_from([("register",), ("heartbeat",), ("metadata",), ("fetch", 2, 1), ("fetch", 3, 2),
+                                ("fetch", 2, 2), ("fetch", 9, 1), ("fetch", 2),
                                 ("alter-partition", "orders", 0, 0), ("alter-partition", "orders", 0, 5),
                                 ("alter-partition", "nope", 7, 0), ("bogus",)])
 
@@ -275,6 +278,8 @@ def test_broker_survives_any_response_sequence(responses: list) -> None:
     """Late, duplicated or mismatched responses (and timeouts, None) are absorbed; R12/R15/R16/R19
     hold after each."""
     b = broker_with_metadata()
+    assert sorted(s.correlation for s in b.tick(1.0).messages if s.correlation[0] == "fetch") == [
+        ("fetch", 2, 1), ("fetch", 3, 2)]
     inv = BrokerInvariants(b)
     inv.check()
     assert inv.leaders_inspected >= 1

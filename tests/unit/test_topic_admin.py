@@ -335,7 +335,7 @@ def test_r35_r40_a_removed_topic_closes_every_local_replica_and_deletes_its_log(
     assert isinstance(answered["parked"], FetchResponse)  # nothing to read: the response as it is
     assert [r.error for r in answered["parked"].partitions] == [Errors.UNKNOWN_TOPIC_OR_PARTITION]
     late = FetchResponse(partitions=[FetchPartitionResult("t", 1, high_watermark=0, log_end_offset=0)])
-    assert not b.on_response(("fetch", 2), late, 2.1).disk  # the fetch in flight is ignored
+    assert not b.on_response(sent[0].correlation, late, 2.1).disk  # the fetch in flight is ignored
     assert not [m for m in b.tick(2.2).messages if isinstance(m, Send) and m.correlation[0] == "fetch"]
     assert replies(produce(b, "after", 2.3))["after"].error == Errors.UNKNOWN_TOPIC_OR_PARTITION
 
