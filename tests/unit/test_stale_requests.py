@@ -1,11 +1,16 @@
 """Requests whose in-flight state outlives what they were made for, on the pure pieces: a
 request lost with a controller the broker has since turned away from must not hold back the
 next one until its own timeout, and an answer made for an older state (a replica deleted and
-made again) must not be applied to the newer one. Each test failed on the code before its
-fix; their docstrings say what Kafka does."""
+made again) must not be applied to the newer one; a follower's fetch to a broker that died
+must not hold back its fetches once that broker, restarted, leads again (the last test runs
+the whole on virtual time). Each test failed on the code before its fix; their docstrings
+say what Kafka does."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from broker.common.errors import Errors
+from broker.common.jsonl import read_jsonl
 from broker.common.record_batch import build_batch, encode_record_set
 from broker.protocol.broker import BrokerConfig, BrokerState
 from broker.protocol.messages import (
@@ -23,6 +28,8 @@ from broker.protocol.messages import (
     ProduceRequest,
 )
 from broker.protocol.outputs import AppendBatches, Outputs, Send
+from testbed.sim.run import run_seed
+from testbed.topology import parse_topology
 from tests.unit.test_controller import Harness, cluster
 from tests.unit.test_topic_admin import metadata_log, produce, replies, two_partitions
 
@@ -249,3 +256,39 @@ def test_r11_r15_r40_a_fetch_sent_for_a_deleted_topic_does_not_count_for_the_top
         "a fetch sent for the deleted topic moved the new topic's HWM and acknowledged its write"
     [result] = replies(out)["stale"].partitions
     assert result.error == Errors.INCONSISTENT_TOPIC_ID
+
+
+# ============================================================================ a leader restarted
+RESTARTED_LEADER = {
+    "name": "restarted-leader", "seed": 0, "duration": "4s",
+    "cluster": {"controllers": 1, "brokers": 3},
+    "topics": [{"name": "orders", "partitions": 2, "replication_factor": 3, "min_insync_replicas": 2,
+                "placement": "explicit", "assignment": {0: [1, 2, 3], 1: [3, 1, 2]}}],
+    "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "200/s", "batch": 10,
+                                "partitions": [1]}]},
+    "faults": [{"at": "1s", "do": "kill", "target": "broker:1"}, {"at": "1.65s", "do": "restart", "target": "broker:1"},
+               {"at": "2.2s", "do": "kill", "target": "broker:3"}],
+}
+
+
+def test_r7_a_leader_killed_and_restarted_gets_its_followers_fetches_at_once_when_it_leads_again(
+        tmp_path: Path) -> None:
+    """R7, on virtual time. Broker 2 follows orders/0 from broker 1 and has a fetch parked there
+    when broker 1 is killed; broker 1 restarts, rejoins orders/1's ISR, and is elected its
+    leader when broker 3, the leader, is killed. Broker 2's fetch to broker 1 went to the dead
+    process and was waited for until its timeout (2 s past the long poll), so the new leader
+    got no follower fetch and its HWM stood still: 0.425 s after it became leader (the SIGKILL
+    failover bench: 1.2-1.3 s instead of 0.55 whenever the new leader had been restarted). Kafka
+    sees the connection break and shuts an idle fetcher thread down. Now the fetch is abandoned
+    once it speaks for no partition (orders/0 moved to broker 2) or broker 1 registered again."""
+    run = tmp_path / "run"
+    outcome = run_seed(parse_topology(RESTARTED_LEADER, "restarted-leader"), run)
+    assert outcome.error is None and outcome.converged
+    events = read_jsonl(run / "events.jsonl")
+    led = [e["time_ns"] for e in events
+           if e["kind"] == "became-leader" and e["node"] == "broker-1" and e.get("partition") == 1]
+    assert len(led) == 1, "the schedule elects the restarted broker 1 leader of orders/1 once"
+    advanced = [e["time_ns"] for e in events if e["kind"] == "hwm-advanced" and e["node"] == "broker-1"
+                and e.get("partition") == 1 and e["time_ns"] >= led[0]]
+    assert advanced and advanced[0] - led[0] < 0.1e9, \
+        f"the new leader's HWM stood still for {(advanced[0] - led[0]) / 1e9 if advanced else None} s"
