@@ -53,6 +53,23 @@ class ClusterStatus:
             return []
         return [PartitionMetadata(**p) for p in self.controller.get("partitions", [])]
 
+    def partitions_brokers_hold(self) -> list[PartitionMetadata]:
+        """Each partition as the answering brokers describe it, from the one that applied its
+        newest state (the highest leader epoch, then partition epoch): what the metadata the
+        brokers hold says, the clients' view when no controller answers."""
+        newest: dict[tuple[str, int], dict] = {}
+        for body in self.brokers.values():
+            for p in (body or {}).get("partitions", []):
+                key = (p["topic"], p["partition"])
+                held = newest.get(key)
+                if held is None or (p["leader_epoch"], p["partition_epoch"]) > (held["leader_epoch"],
+                                                                                 held["partition_epoch"]):
+                    newest[key] = p
+        return [PartitionMetadata(p["topic"], p["partition"], p["leader"], p["leader_epoch"], p["partition_epoch"],
+                                  list(p["replicas"]), list(p["isr"]), list(p.get("elr", [])),
+                                  list(p.get("last_known_elr", [])))
+                for _, p in sorted(newest.items())]
+
     def topic_id(self, topic: str) -> int | None:
         """The active controller's id of `topic`; None when it has no such topic."""
         return (self.controller or {}).get("topic_ids", {}).get(topic)
@@ -154,9 +171,12 @@ class ClusterStatus:
 
         The active controller is the one whose status answered (the single controller until
         the quorum lands); a stopped or paused controller does not answer, so it is never
-        the active one.
+        the active one. While none is active, each partition is as the answering brokers
+        last applied it (`partitions_brokers_hold`): its leader still leads, and
+        `leader-of T/P` must name it (it named nobody, and a kill of the leader with the
+        quorum down did nothing).
         """
-        parts = self.partitions()
+        parts = self.partitions() if self.controller else self.partitions_brokers_hold()
         return ClusterView(
             brokers=dict(brokers),
             controllers=dict(controllers),

@@ -1,13 +1,18 @@
-"""Target resolution against hand-built cluster views: every target form of DESIGN section 6."""
+"""Target resolution against hand-built cluster views: every target form of DESIGN section 6;
+and one run on virtual time, a leader killed while no controller is active."""
 from __future__ import annotations
 
 import dataclasses
 import random
+from pathlib import Path
 
 import pytest
 
+from broker.common.jsonl import read_jsonl
 from faults.targets import ClusterView, TargetError, resolve
+from testbed.sim.run import run_seed
 from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.topology import parse_topology
 
 BROKERS = {"broker-1": "a", "broker-2": "b", "broker-3": "a", "broker-4": "c"}
 CONTROLLERS = dict.fromkeys(("controller-1", "controller-2", "controller-3"))
@@ -159,3 +164,54 @@ def test_a_snapshot_without_a_controller_knows_no_partitions():
     v = ClusterStatus(None, {1: None}).view({"broker-1": None}, {"controller-1": None}, {"controller-1"}, ())
     assert v.active_controller is None and v.leaders == {} and v.isr == {} and v.replicas == {}
     assert resolve("leader-of orders/0", v, rng()) == []
+
+
+def _replica(topic: str, partition: int, role: str, leader: int, leader_epoch: int, partition_epoch: int,
+             isr: list[int]) -> dict:
+    return {"topic": topic, "partition": partition, "role": role, "leader": leader, "leader_epoch": leader_epoch,
+            "partition_epoch": partition_epoch, "replicas": [1, 2, 3], "isr": isr, "leo": 5, "hwm": 5}
+
+
+def test_without_an_active_controller_a_partition_is_as_the_brokers_last_applied_it():
+    """DESIGN 6: `leader-of T/P` is whoever leads it when the fault fires. With every controller
+    down the partitions keep their leaders, but the view knew no partition and the target named
+    nobody: a tester's kill of a leader, a pause and a shutdown, each with the quorum down, did
+    nothing and the run passed. Now each partition is as the answering brokers describe it, from
+    the newest state one applied: broker 3, cut off, still leads orders/0 at leader epoch 1 in
+    its own view, but brokers 1 and 2 applied leader epoch 2 (broker 1 the leader)."""
+    status = ClusterStatus(None, {
+        1: {"partitions": [_replica("orders", 0, "leader", 1, 2, 4, [1, 2]),
+                           _replica("orders", 1, "follower", 2, 0, 0, [2, 1, 3])]},
+        2: {"partitions": [_replica("orders", 0, "follower", 1, 2, 4, [1, 2]),
+                           _replica("orders", 1, "leader", 2, 0, 0, [2, 1, 3])]},
+        3: {"partitions": [_replica("orders", 0, "leader", 3, 1, 2, [3, 1, 2])]},
+    })
+    v = status.view({"broker-1": None, "broker-2": None, "broker-3": None}, {"controller-1": None},
+                    {"controller-1"}, ())
+    assert v.active_controller is None
+    assert v.leaders == {("orders", 0): "broker-1", ("orders", 1): "broker-2"}
+    assert resolve("leader-of orders/0", v, rng()) == ["broker-1"]
+    assert resolve("isr-of orders/1", v, rng()) == ["broker-2", "broker-1", "broker-3"]
+
+
+LEADER_KILLED_WITH_THE_QUORUM_DOWN = {
+    "name": "leader-without-controller", "seed": 0, "duration": "4s",
+    "cluster": {"controllers": 1, "brokers": 3},
+    "topics": [{"name": "orders", "partitions": 1, "replication_factor": 3, "min_insync_replicas": 2,
+                "placement": "explicit", "assignment": {0: [2, 3, 1]}}],
+    "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "100/s", "batch": 5}]},
+    "faults": [{"at": "1s", "do": "kill", "target": "controller:1"},
+               {"at": "1.5s", "do": "kill", "target": "leader-of orders/0"},
+               {"at": "2.5s", "do": "restart", "target": "stopped"}],
+}
+
+
+def test_a_leader_killed_while_no_controller_is_active_is_killed(tmp_path: Path) -> None:
+    """The whole on virtual time: the only controller is down when `leader-of orders/0` fires;
+    broker 2 leads it, as every broker's metadata says, and is the one killed."""
+    run = tmp_path / "run"
+    outcome = run_seed(parse_topology(LEADER_KILLED_WITH_THE_QUORUM_DOWN, "leader-without-controller"), run)
+    assert outcome.error is None
+    kill = [f for f in read_jsonl(run / "faults.jsonl")
+            if f["origin"] == "faults[1]" and f["phase"] == "end"]
+    assert [(f["resolved"], sorted(f["effect"].get("killed", {}))) for f in kill] == [(["broker-2"], ["broker-2"])]
