@@ -9,13 +9,20 @@ answers. The modes:
   recovery quorum of section 5.3.2 holds a complete log if any member kept one;
 - `proactive` also triggers when candidates exist but are all fenced (not merely shutting down
   under control, whose logs are whole and who come back as candidates), asks every
-  replica, and elects the best answer that came within `unclean_recovery_timeout` (or at once
-  when all answered), for availability above all;
+  replica, and elects the best answer that came within `unclean_recovery_timeout`, for
+  availability above all: at once when every replica answered and the best answer's broker
+  can lead, else at the timeout the best answer of a broker that can lead then (the best log
+  answered 0.35 s into a 2 s timeout, its broker still fenced, and an empty one was elected
+  at once: 785 writes lost). The timeout runs from a round's first answer: replicas that are
+  all down answer nothing, and a round timed from the search's start elected the first
+  broker back the moment it answered, its log empty, the complete one half a second away;
 - `manual` elects nothing: the partition waits for an operator's `elect` (the controller
   records once that it waits);
 - `none` waits for a clean candidate.
 An answer counts only for the registration it came from: a broker that restarts after
-answering may have lost its log, so it is asked again; and only for the search that asked
+answering may have lost its log, so it is asked again, as is one that registered again after
+it was asked (the request went to a process that is gone, and waiting for its timeout let
+the search end without it); and only for the search that asked
 (its number is in the request's correlation): an answer delayed past the search's decision
 describes a log that has followed the elected leader since. Every decision carries the answers
 it was made from, so the run's records show each unclean recovery as a potential data loss
@@ -61,9 +68,12 @@ class Decision:
 class _Search:
     number: int  # which search of the controller's this is (answers name it)
     candidates: tuple[int, ...]
-    deadline: float  # proactive: decide with what came by then; balanced: re-ask the silent by then
+    #: proactive: decide with what came by then (it runs from the round's first answer);
+    #: balanced: re-ask the silent by then
+    deadline: float
     answers: dict[int, LogInfo] = field(default_factory=dict)
-    asked: set[int] = field(default_factory=set)  # requests in flight
+    #: requests in flight: broker -> its broker epoch when asked
+    asked: dict[int, int] = field(default_factory=dict)
 
 
 def candidates(part: PartitionRecord, mode: str, brokers: BrokerStates) -> tuple[int, ...] | None:
@@ -131,9 +141,13 @@ class UncleanRecovery:
             elif search.candidates != who:  # the same search, among other candidates
                 search = self._searches[key] = _Search(
                     search.number, who, now + self.timeout, {b: a for b, a in search.answers.items() if b in who},
-                    search.asked & set(who))
-            # an answer from an earlier registration of its broker no longer describes its log
+                    {b: e for b, e in search.asked.items() if b in who})
+            # an answer from an earlier registration of its broker no longer describes its log,
+            # and a request to one is not waited for
             search.answers = {b: a for b, a in search.answers.items() if a.broker_epoch == image.broker_epoch(b)}
+            search.asked = {b: e for b, e in search.asked.items() if e == image.broker_epoch(b)}
+            if self.mode == "proactive" and not search.answers:
+                search.deadline = now + self.timeout  # a round begins with its first answer
             decision = self._decide(part, search, brokers, now)
             if decision is not None:
                 decisions.append(decision)
@@ -145,7 +159,7 @@ class UncleanRecovery:
                     search.answers.clear()  # a new round: the best answer within the next timeout
             for b in who:
                 if b not in search.answers and b not in search.asked:
-                    search.asked.add(b)
+                    search.asked[b] = image.broker_epoch(b)
                     sends.append(Send(b, GetReplicaLogInfoRequest(part.topic, part.partition),
                                       correlation=("log-info", part.topic, part.partition, b, search.number),
                                       timeout_ms=max(1, int(self.timeout * 1000))))
@@ -160,10 +174,14 @@ class UncleanRecovery:
             if not brokers.can_lead(chosen.broker_id):
                 return None  # the best log must lead: wait until its broker is unfenced
         else:
-            eligible = [a for a in answers if brokers.can_lead(a.broker_id)]
-            if not eligible or (len(answers) < len(search.candidates) and now < search.deadline):
-                return None
-            chosen = best(eligible, part.replicas)
+            chosen = best(answers, part.replicas) if answers else None
+            if chosen is None or len(answers) < len(search.candidates) or not brokers.can_lead(chosen.broker_id):
+                if now < search.deadline:
+                    return None  # every replica, and the best log's broker able to lead, or the timeout
+                eligible = [a for a in answers if brokers.can_lead(a.broker_id)]
+                if not eligible:
+                    return None
+                chosen = best(eligible, part.replicas)
         return Decision(part, chosen.broker_id, self.mode, tuple(answers))
 
     def on_log_info(self, topic: str, partition: int, broker: int, number: int,
@@ -172,7 +190,7 @@ class UncleanRecovery:
         search = self._searches.get((topic, partition))
         if search is None or search.number != number:
             return
-        search.asked.discard(broker)
+        search.asked.pop(broker, None)
         if (resp is not None and resp.error == Errors.NONE and resp.broker_id == broker
                 and resp.topic == topic and resp.partition == partition and broker in search.candidates):
             search.answers[broker] = LogInfo(broker, resp.broker_epoch, resp.last_written_epoch, resp.log_end_offset)

@@ -139,6 +139,113 @@ def test_r32_proactive_asks_every_replica_when_the_candidates_are_fenced_and_ele
     assert h.events("unclean-recovery")[-1]["mode"] == "proactive"
 
 
+def test_r32_proactive_elects_the_best_answer_once_its_broker_can_lead_not_an_empty_log_that_can_now():
+    """A tester's whole-cluster outage under proactive (2 s timeout): brokers 1 and 3 restart
+    empty, broker 2 (the complete log) half a second later. All three answered 0.35 s into the
+    timeout, broker 2 still fenced, and broker 1 (LEO 0) was elected at once: 785 acknowledged
+    writes lost. The best answer is broker 2's; it is elected once its broker is unfenced."""
+    h = cluster(unclean_recovery="proactive", unclean_recovery_timeout=2.0)
+    fence_one_by_one(h)
+    h.tick(100.0)
+    for b in (1, 2, 3):
+        h.register(b, f"{b}-after-outage")
+    h.now = 100.3
+    for b in (1, 3):
+        h.heartbeat(b)
+    h.tick(100.3)
+    answer(h, 1, -1, 0)
+    answer(h, 3, -1, 0)
+    answer(h, 2, 0, 395)
+    h.tick(100.35)
+    assert h.part().leader == NO_LEADER  # broker 2, the best log, is still fenced
+    h.now = 100.5
+    h.heartbeat(2)
+    h.tick(100.5)
+    p = h.part()
+    assert (p.leader, p.reason) == (2, "unclean-recovery")
+    assert {i["broker"]: i["leo"] for i in h.events("unclean-recovery")[-1]["log_infos"]} == {1: 0, 2: 395, 3: 0}
+
+
+def test_r32_proactive_at_its_timeout_elects_the_best_answer_of_a_broker_that_can_lead():
+    """If the best log's broker stays fenced for the whole timeout, proactive elects the best of
+    those that can lead when the timeout ends: availability above all."""
+    h = cluster(unclean_recovery="proactive", unclean_recovery_timeout=2.0)
+    fence_one_by_one(h)
+    h.tick(100.0)
+    for b in (1, 2, 3):
+        h.register(b, f"{b}-after-outage")
+    h.now = 100.3
+    for b in (1, 3):
+        h.heartbeat(b)
+    h.tick(100.3)
+    answer(h, 1, -1, 0)
+    answer(h, 3, 0, 10)
+    answer(h, 2, 0, 395)
+    for now in (100.4, 102.2):  # (the round runs from 100.3, the last look before its first answer)
+        h.now = now
+        for b in (1, 3):
+            h.heartbeat(b)
+        h.tick(now)
+        assert h.part().leader == NO_LEADER
+    h.now = 102.4
+    for b in (1, 3):
+        h.heartbeat(b)
+    h.tick(102.4)
+    assert (h.part().leader, h.part().reason) == (3, "unclean-recovery")
+
+
+def test_r32_proactive_times_its_round_from_the_first_answer_not_from_an_outage_no_replica_answered():
+    """Every replica down: the search asks at 100, nobody answers. Broker 1 is back first at 104
+    with an empty log; broker 2, the complete log, a second later. Timed from the search's start
+    (a round of 2 s, and a new one at 102.5), the round ended at 104.5 with broker 1's answer
+    alone and elected it (a tester's sim seeds: 800 writes lost in 5 of 6). Timed from the first
+    answer, the round runs to 106, broker 2's answer comes within it and is elected."""
+    h = cluster(unclean_recovery="proactive", unclean_recovery_timeout=2.0)
+    fence_one_by_one(h)
+    for now in (100.0, 101.0, 102.5):
+        h.tick(now)
+        assert h.part().leader == NO_LEADER
+    h.now = 104.0
+    h.register(1, "1-again")
+    h.heartbeat(1)
+    h.tick(104.0)
+    answer(h, 1, -1, 0)
+    for now in (104.1, 104.6):
+        h.now = now
+        h.heartbeat(1)
+        h.tick(now)
+        assert h.part().leader == NO_LEADER, "broker 1, an empty log, elected at the end of a round it began late in"
+    h.now = 105.0
+    h.register(2, "2-again")
+    h.heartbeat(1)
+    h.tick(105.0)
+    answer(h, 2, 0, 395)
+    h.now = 105.1
+    h.heartbeat(1)
+    h.heartbeat(2)
+    h.tick(105.1)
+    assert h.part().leader == NO_LEADER  # broker 3 has not answered: the round runs until 106
+    h.now = 106.1
+    h.heartbeat(1)
+    h.heartbeat(2)
+    h.tick(106.1)
+    p = h.part()
+    assert (p.leader, p.reason) == (2, "unclean-recovery")
+
+
+def test_r32_a_broker_asked_while_down_is_asked_again_once_it_registers():
+    """The search asked every replica while all were down: the requests went to processes that
+    are gone and were waited for until their timeout, so the brokers that restarted meanwhile
+    went unasked and a sim seed's proactive recovery decided on one answer of three. A request
+    to a broker that registered again since is forgotten: it is asked again at once."""
+    h = cluster(unclean_recovery="balanced")
+    outage(h)
+    assert sorted(s.destination for s in log_info_requests(h.tick(101.0))) == [2, 3]
+    h.register(3, "3-again")  # it restarted again before it answered
+    assert [s.destination for s in log_info_requests(h.tick(101.1))] == [3]
+    assert not log_info_requests(h.tick(101.2))  # and is not asked a third time
+
+
 def test_r32_proactive_waits_while_its_clean_candidate_shuts_down_under_control() -> None:
     """R32: proactive triggers when the clean candidates are all *fenced*. Found by a tester:
     the last ISR member's controlled shutdown (R37) moved it to the ELR, and proactive recovery
