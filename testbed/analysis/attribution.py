@@ -10,6 +10,9 @@ observed (causes of one time in epoch order):
   truncation of a replica that then led);
 - a lossy crash or disk loss (`faults.jsonl`) of a broker holding the partition, if it
   was applied (`faultspans.applied`: a skipped or failed fault did nothing).
+A clean election of a broker that registered unclean after the write, in a run with
+ZooKeeper-era fencing, is R13a's (the ABA problem: the restart kept its ISR membership), not
+R25's, and says so.
 """
 from __future__ import annotations
 
@@ -52,6 +55,15 @@ def _election_rule(reason: Column, elr: Column) -> Column:
 def _last_replica_standing(reason: Column, elr: Column) -> Column:
     """A clean election of a leaderless partition in a run without the ELR: R30's."""
     return (reason == "election") & ~F.coalesce(elr, F.lit(True))
+
+
+_CLEAN_ELECTIONS = ("election", "fence", "controlled-shutdown")
+
+
+def _kept_across_restart(reason: Column, restarted_ns: Column, kraft: Column) -> Column:
+    """A clean election of a broker whose unclean restart since the write kept its ISR
+    membership: ZooKeeper-era fencing (R13a) let it back without a fence."""
+    return reason.isin(*_CLEAN_ELECTIONS) & restarted_ns.isNotNull() & ~F.coalesce(kraft, F.lit(True))
 
 
 def _reason_text(col: Column, elr: Column) -> Column:
@@ -139,13 +151,26 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
                        F.col("start_ns").alias("c_ns"), F.explode("resolved").alias("node"))
                .join(hosts, ["run_id", "node"]).withColumnRenamed("node", "c_node"))
     crash = _crash(rows, crashes, election, key)
+    # the elected broker's last unclean registration between the write and its election
+    unclean = (t.events.where((F.col("kind") == "registered") & ~F.coalesce(F.col("clean"), F.lit(True)))
+               .select("run_id", F.col("broker_id").alias("e_leader"), F.col("time_ns").alias("u_ns")))
+    restarted = (rows.select(*key, "time_ns").join(election.select(*key, "e_leader", "elected_ns"), key)
+                 .join(unclean, ["run_id", "e_leader"])
+                 .where((F.col("u_ns") >= F.col("time_ns")) & (F.col("u_ns") < F.col("elected_ns")))
+                 .groupBy(*key).agg(F.max("u_ns").alias("u_ns")))
     out = (rows.join(election, key, "left").join(truncation, key, "left").join(crash, key, "left")
-           .join(starts, "run_id", "left").join(runs.select("run_id", F.col("elr").alias("run_elr")), "run_id", "left"))
+           .join(restarted, key, "left").join(starts, "run_id", "left")
+           .join(runs.select("run_id", F.col("elr").alias("run_elr"), F.col("kraft").alias("run_kraft")),
+                 "run_id", "left"))
+    aba = _kept_across_restart(F.col("e_reason"), F.col("u_ns"), F.col("run_kraft"))
+    reason = F.when(aba, F.format_string(
+        "%s, its ISR membership kept across its unclean restart at %.3f s (fencing: zookeeper)",
+        _reason_text(F.col("e_reason"), F.col("run_elr")), seconds("u_ns"))).otherwise(
+        _reason_text(F.col("e_reason"), F.col("run_elr")))
     election_text = F.when(F.col("e_leader").isNotNull(), F.format_string(
         "when broker %d (its LEO %d) was elected at leader epoch %d by %s%s (at %.3f s%s)",
-        "e_leader", "e_leo", "e_epoch", _reason_text(F.col("e_reason"), F.col("run_elr")),
-        F.coalesce("e_recovery", F.lit("")),
-        seconds("elected_ns"), _election_rule(F.col("e_reason"), F.col("run_elr"))))
+        "e_leader", "e_leo", "e_epoch", reason, F.coalesce("e_recovery", F.lit("")), seconds("elected_ns"),
+        F.when(aba, F.lit(", R13a")).otherwise(_election_rule(F.col("e_reason"), F.col("run_elr")))))
     truncation_text = F.when(F.col("t_node").isNotNull(), F.format_string(
         "after %s truncated its log from %d to %d (%s, at %.3f s%s)", "t_node", "t_from", "t_to", "t_reason",
         seconds("t_ns"), _rule(F.col("t_reason"))))
@@ -160,4 +185,4 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
                         .otherwise(F.lit("with no recorded election, truncation or lossy crash that explains it")))
             .withColumn("cause", F.concat(head, F.col("why")))
             .drop("e_leader", "e_epoch", "e_reason", "e_leo", "elected_ns", "e_recovery", "t_node", "t_from", "t_to",
-                  "t_reason", "t_ns", "c_node", "c_do", "c_loss", "c_ns", "t0", "run_elr"))
+                  "t_reason", "t_ns", "c_node", "c_do", "c_loss", "c_ns", "t0", "run_elr", "run_kraft", "u_ns"))

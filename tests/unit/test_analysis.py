@@ -1625,3 +1625,34 @@ def test_a_summary_counts_the_loss_and_unavailability_of_judged_runs_only(tmp_pa
     assert (row["no_leader_s"], row["no_acks_all_s"]) == (0.5, 1.5)
     [only_unjudged] = write_summary(spark, infos, verdicts[1:], tmp_path / "summary2")
     assert (only_unjudged["no_leader_s"], only_unjudged["no_acks_all_s"]) == (0.0, 0.0)
+
+
+def test_R13a_a_loss_by_an_unclean_restart_that_kept_its_isr_membership_cites_R13a(
+        tmp_path: Path, spark) -> None:  # noqa: F811
+    """A tester's `fencing: zookeeper` run: broker 2 loses power (its unsynced records with it)
+    and registers again unclean, never fenced: it keeps its ISR membership (the ABA problem).
+    When leader 1's session expires, broker 2 is elected with its emptied log. The controller
+    calls it a clean election after a fence, and the cause read R25; the rule that lost the
+    writes is R13a's, and the cause now says so (under `kraft` fencing the restart would have
+    fenced broker 2, R23)."""
+    r = RunBuilder(tmp_path, "zookeeper-aba", expect={"lost_writes": ">0"})
+    r.topology["protocol"] = {"fencing": "zookeeper"}
+    r.fault(T0 + 2 * S, "lossy-crash", "broker:2", ["broker-2"], {"loss": "unsynced"},
+            {"killed": {"broker-2": 12}, "files": {}})
+    r.events += [{"node": "controller-1", "time_ns": T0 + 23 * S // 10, "kind": "registered", "broker_id": 2,
+                  "broker_epoch": 2, "clean": False, "incarnation_id": "inc2-again"},
+                 RunBuilder.change(T0 + 3 * S, leader=2, epoch=1, isr=[2, 3], reason="fence"),
+                 {"node": "broker-2", "time_ns": T0 + 3 * S + 200, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 3], "elr": [],
+                  "last_known_elr": [], "leo": 0, "hwm": 0}]
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.logs = {node: [] for node in r.logs}
+    r.replicas = {node: {"leo": 0, "hwm": 0, "is_leader": node == "broker-2", "leader_epoch": 1} for node in r.logs}
+    r.write()
+    [verdict] = analyze_runs([r.dir])
+    lost = verdict.results["checks"]["lost_writes"]
+    assert lost["unattributed"] == 0
+    assert lost["examples"][0]["cause"] == (
+        "offset 0 of orders/0 lost when broker 2 (its LEO 0) was elected at leader epoch 1 by a clean election "
+        "after its predecessor was fenced, its ISR membership kept across its unclean restart at 2.300 s "
+        "(fencing: zookeeper) (at 3.000 s, R13a); after lossy-crash of broker-2 (loss unsynced) at 2.000 s")
