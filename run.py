@@ -94,8 +94,8 @@ def cmd_run(argv: list[str]) -> int:
 def cmd_validate(argv: list[str]) -> int:
     from testbed.supervisor.netns import refusal
     from testbed.topology import TopologyError, load_topology, never_firing
-    from testbed.matrix.cells import expand
-    from testbed.matrix.spec import MatrixError, is_matrix_file, load_matrix
+    from testbed.matrix.cells import expand_file
+    from testbed.matrix.spec import MatrixError, is_matrix_file
     ap = argparse.ArgumentParser(prog="python run.py validate",
                                  description="Check topologies against schema v1, and matrix files with every cell.")
     ap.add_argument("files", nargs="+", type=path_arg)
@@ -104,7 +104,7 @@ def cmd_validate(argv: list[str]) -> int:
     for f in args.files:
         if f.is_file() and is_matrix_file(f):
             try:
-                cells = expand(load_matrix(f))
+                cells = expand_file(f)
             except MatrixError as e:
                 print(e, file=sys.stderr)
                 code = 1

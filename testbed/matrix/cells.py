@@ -19,7 +19,16 @@ from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.topology_spec import Topology
 from testbed.config.walker import describe, is_digits
 from testbed.matrix.cell_errors import Failed, Settings, explain, same, shown
-from testbed.matrix.spec import SCHEDULE_KEY, SEED_KEY, TOPOLOGY_KEY, MatrixError, MatrixSpec, hashable, short_names
+from testbed.matrix.spec import (
+    SCHEDULE_KEY,
+    SEED_KEY,
+    TOPOLOGY_KEY,
+    MatrixError,
+    MatrixSpec,
+    hashable,
+    read_matrix,
+    short_names,
+)
 
 #: `DEFAULT_EXPECT` as a topology's `expect:` block says it
 _DEFAULTS = {name: e.value if e.op == "==" else str(e) for name, e in DEFAULT_EXPECT.items()}
@@ -47,6 +56,22 @@ def _selectors(settings: tuple[tuple[str, Any], ...], schedule: str | None, seed
 def repeated_ids(cells: list[Cell]) -> list[str]:
     """Cell ids that two cells share (two bases of one name, two matrix files alike)."""
     return sorted(i for i, n in Counter(c.id for c in cells).items() if n > 1)
+
+
+def expand_file(path: Path, seeds: int | None = None) -> list[Cell]:
+    """The cells of the matrix file `path` (`seeds` as `--seeds`); raises MatrixError with the
+    file's every problem at once, its `expect:` rules' and its cells' together (a tester fixed
+    a file in three rounds: two rule errors, then the cells' five)."""
+    spec, errors = read_matrix(path)
+    if spec is None:
+        raise MatrixError(errors or [f"{path}: invalid matrix"])
+    try:
+        cells = expand(spec.with_seed_count(seeds) if seeds else spec)
+    except MatrixError as exc:
+        errors += [e for e in exc.errors if e not in errors]
+    if errors:
+        raise MatrixError(errors)
+    return cells
 
 
 def expand(spec: MatrixSpec) -> list[Cell]:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from testbed.matrix.cells import Cell, expand, parse_shard, select
-from testbed.matrix.spec import MAX_SEEDS, MatrixError, is_matrix_file, load_matrix
+from testbed.matrix.cells import Cell, expand_file, parse_shard, select
+from testbed.matrix.spec import MAX_SEEDS, MatrixError, is_matrix_file
 from testbed.config.cli_values import float_arg, int_arg, path_arg, spark_master_problem, time_scale_problem, unusable_dir
 
 
@@ -106,8 +106,7 @@ def load_cells(path: Path, seeds: int | None = None) -> list[Cell]:
     shared: dict[tuple[str, str], list[str]] = {}  # two files -> the ids both give
     for file in files:
         try:
-            spec = load_matrix(file)
-            found = expand(spec.with_seed_count(seeds) if seeds else spec)
+            found = expand_file(file, seeds)
         except MatrixError as exc:
             errors.extend(exc.errors)
             continue

@@ -60,18 +60,26 @@ class MatrixSpec:
 
 def load_matrix(path: str | Path) -> MatrixSpec:
     """Read and check a matrix file; raises MatrixError with every problem found."""
+    spec, errors = read_matrix(path)
+    if errors or spec is None:
+        raise MatrixError(errors or [f"{path}: invalid matrix"])
+    return spec
+
+
+def read_matrix(path: str | Path) -> tuple[MatrixSpec | None, list[str]]:
+    """A matrix file and its problems. The spec comes with problems of its `expect:` rules
+    alone, so that the cells it makes are checked too and a file's every error is told at
+    once, not in rounds (`cells.expand_file`); None when the rest has problems."""
     try:
         data = read_yaml(path)
     except TopologyError as exc:
-        raise MatrixError(exc.errors) from None
+        return None, list(exc.errors)
     if isinstance(data, dict) and "base" not in data and {"cluster", "topics", "workload"} & set(data):
-        raise MatrixError([f"{path}: a topology, not a matrix file (a matrix names its topologies in base:): "
-                           f"run it with `python run.py {path}`, or make it a matrix's base"])
+        return None, [f"{path}: a topology, not a matrix file (a matrix names its topologies in base:): "
+                      f"run it with `python run.py {path}`, or make it a matrix's base"]
     w = Walker(str(path))
     spec = _parse(w, data, Path(path).parent)
-    if w.errors or spec is None:
-        raise MatrixError(w.errors or [f"{path}: invalid matrix"])
-    return spec
+    return spec, list(w.errors)
 
 
 def is_matrix_file(file: Path) -> bool:
@@ -98,8 +106,9 @@ def _parse(w: Walker, data: object, here: Path) -> MatrixSpec | None:
     seeds = _seeds(w, m["seeds"]) if "seeds" in m else None
     selectable = {key: values for key, values in vary} | {
         SCHEDULE_KEY: tuple(name for name, _ in schedules), SEED_KEY: seeds, TOPOLOGY_KEY: None}
+    cells_known = not w.errors  # (what the cells are made of has no problem)
     rules = _rules(w, m.get("expect", []), selectable)
-    if w.errors:
+    if not cells_known:
         return None
     return MatrixSpec(w.source, bases, vary, schedules, seeds, rules, files)
 

@@ -13,7 +13,7 @@ import yaml
 from testbed.analysis.verdict import RunVerdict
 from testbed.config.specs import Expectation
 from testbed.config.specs import DEFAULT_EXPECT
-from testbed.matrix.cells import MAX_ID_BYTES, expand, parse_shard, select
+from testbed.matrix.cells import MAX_ID_BYTES, expand, expand_file, parse_shard, select
 from testbed.matrix.cli import load_cells
 from testbed.matrix.results import CellResult, matrix_exit_code
 from testbed.matrix.spec import MatrixError, load_matrix
@@ -38,9 +38,25 @@ def write(tmp_path: Path, matrix: object, base: dict | None = None, name: str = 
 
 
 def errors_of(path: Path) -> str:
+    """What `validate` and `matrix` say of the file (`expand_file`)."""
     with pytest.raises(MatrixError) as exc:
-        expand(load_matrix(path))
+        expand_file(path)
     return str(exc.value)
+
+
+def test_a_files_rule_errors_and_cell_errors_are_told_at_once(tmp_path: Path) -> None:
+    """A tester's file with two errors in its `expect:` rule and five in its cells got the two
+    first, and the five only once those were fixed (and one of the rule's, a base's name, in a
+    third round): every error now comes in one pass."""
+    path = write(tmp_path, {"base": "base.yaml",
+                            "vary": {"protocol.elr": [True, "maybe"], "workload.producers.0.rate": ["50/s", "1/parsec"]},
+                            "faults": {"late": [{"at": "9s", "do": "kill", "target": "broker:3"}]},
+                            "expect": [{"when": {"elr": "perhaps", "topology": "nope"}, "expect": {"lost_writes": ">0"}}]})
+    text = errors_of(path)
+    for where in ("expect[0].when.elr: perhaps is none of the matrix's values",
+                  "protocol.elr: expected true or false, got 'maybe'", "'1/parsec' is not a rate",
+                  "faults[0].at: 9s is after the end of the run", "expect[0].when.topology: 'nope' is the name of no base"):
+        assert where in text, f"{where!r} missing from:\n{text}"
 
 
 def test_cells_are_the_product_in_file_order_with_ids_naming_what_varies(tmp_path: Path) -> None:
