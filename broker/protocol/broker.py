@@ -583,10 +583,14 @@ class BrokerState:
         return out
 
     def _log_info(self, req: GetReplicaLogInfoRequest) -> GetReplicaLogInfoResponse:
-        """R32: this replica's last written epoch and LEO, from the live replica or, before the
-        metadata made one, from what recovery found on disk (nothing: an empty log)."""
+        """R32: this replica's last written epoch and LEO, from the live replica or, when the
+        metadata made none, from what recovery found on disk (nothing: an empty log). Not
+        before the metadata caught up, as a KRaft broker serves no request until then: the log
+        may still change as it applies the metadata (a tester's sim seed: a restarted broker
+        answered LEO 805, then truncated to its HWM 5 as a follower, `truncation:
+        high-watermark`, and was elected on the 805)."""
         key = (req.topic, req.partition)
-        if self.broker_epoch < 0:
+        if self.broker_epoch < 0 or not self.caught_up:
             return GetReplicaLogInfoResponse(req.topic, req.partition, Errors.BROKER_NOT_AVAILABLE,
                                              broker_id=self.broker_id)
         p = self.partitions.get(key)

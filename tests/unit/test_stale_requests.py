@@ -1,7 +1,8 @@
 """Requests whose in-flight state outlives what they were made for, on the pure pieces: a
 request lost with a controller the broker has since turned away from must not hold back the
 next one until its own timeout, and an answer made for an older state (a replica deleted and
-made again) must not be applied to the newer one; a follower's fetch to a broker that died
+made again) must not be applied to the newer one, nor a log info answered before the
+metadata caught up stand for the log after it; a follower's fetch to a broker that died
 must not hold back its fetches once that broker, restarted, leads again (the last test runs
 the whole on virtual time). Each test failed on the code before its fix; their docstrings
 say what Kafka does."""
@@ -12,7 +13,8 @@ from pathlib import Path
 from broker.common.errors import Errors
 from broker.common.jsonl import read_jsonl
 from broker.common.record_batch import build_batch, encode_record_set
-from broker.protocol.broker import BrokerConfig, BrokerState
+from broker.protocol.broker import BrokerConfig, BrokerState, LocalReplica
+from broker.protocol.epochs import EpochHistory
 from broker.protocol.messages import (
     AlterPartitionRequest,
     BrokerHeartbeatResponse,
@@ -23,15 +25,25 @@ from broker.protocol.messages import (
     FetchPartitionResult,
     FetchRequest,
     FetchResponse,
+    GetReplicaLogInfoRequest,
+    GetReplicaLogInfoResponse,
     MetadataFetchRequest,
     MetadataFetchResponse,
     ProduceRequest,
 )
-from broker.protocol.outputs import AppendBatches, Outputs, Send
+from broker.protocol.outputs import AppendBatches, Outputs, Reply, Send
+from broker.protocol.settings import ProtocolSettings
 from testbed.sim.run import run_seed
 from testbed.topology import parse_topology
 from tests.unit.test_controller import Harness, cluster
-from tests.unit.test_topic_admin import metadata_log, produce, replies, two_partitions
+from tests.unit.test_recovery_and_reassignment import outage
+from tests.unit.test_topic_admin import (
+    feed,
+    metadata_log,
+    produce,
+    replies,
+    two_partitions,
+)
 
 QUORUM = (1, 2, 3)
 ACKS_ALL = -1
@@ -292,3 +304,29 @@ def test_r7_a_leader_killed_and_restarted_gets_its_followers_fetches_at_once_whe
                 and e.get("partition") == 1 and e["time_ns"] >= led[0]]
     assert advanced and advanced[0] - led[0] < 0.1e9, \
         f"the new leader's HWM stood still for {(advanced[0] - led[0]) / 1e9 if advanced else None} s"
+
+
+def test_r32_a_broker_answers_for_its_log_only_once_its_metadata_caught_up():
+    """A tester's sim seed with `truncation: high-watermark`: broker 1 restarted with 805
+    records and an HWM checkpoint of 5, answered GetReplicaLogInfo with LEO 805 as soon as it
+    registered, then applied the metadata, became a follower of the leaderless partition and
+    truncated to 5 (R13), and was elected on its 805. A KRaft broker serves no request before
+    its metadata caught up; nor does this one now: its log info is the log it will lead with."""
+    h = cluster(unclean_recovery="balanced")
+    outage(h)
+    local = {("t", 0): LocalReplica(805, 5, EpochHistory([(0, 0)]))}
+    b = BrokerState(BrokerConfig(2, None, "2-after-outage", protocol=ProtocolSettings(truncation="high-watermark")),
+                    local, -1)
+    b.tick(h.now)
+    b.on_response(("register",), BrokerRegistrationResponse(Errors.NONE, h.epoch(2)), h.now)
+
+    def log_info() -> GetReplicaLogInfoResponse:
+        [reply] = [m.message for m in b.on_request("ask", GetReplicaLogInfoRequest("t", 0), h.now).messages
+                   if isinstance(m, Reply)]
+        return reply
+
+    assert log_info().error == Errors.BROKER_NOT_AVAILABLE  # registered, its metadata not caught up
+    feed(b, h, h.now)
+    assert b.caught_up and b.partitions[("t", 0)].log_end_offset == 5  # R13: cut to its HWM
+    answered = log_info()
+    assert (answered.error, answered.log_end_offset, answered.broker_epoch) == (Errors.NONE, 5, h.epoch(2))
