@@ -139,11 +139,9 @@ def test_r32_proactive_asks_every_replica_when_the_candidates_are_fenced_and_ele
     assert h.events("unclean-recovery")[-1]["mode"] == "proactive"
 
 
-def test_r32_proactive_elects_the_best_answer_once_its_broker_can_lead_not_an_empty_log_that_can_now():
-    """A tester's whole-cluster outage under proactive (2 s timeout): brokers 1 and 3 restart
-    empty, broker 2 (the complete log) half a second later. All three answered 0.35 s into the
-    timeout, broker 2 still fenced, and broker 1 (LEO 0) was elected at once: 785 acknowledged
-    writes lost. The best answer is broker 2's; it is elected once its broker is unfenced."""
+def back_from_an_outage_broker_2_fenced() -> Harness:
+    """Proactive (2 s timeout), every replica fenced and asked at 100; all three register again,
+    brokers 1 and 3 are unfenced at 100.3, broker 2 not yet."""
     h = cluster(unclean_recovery="proactive", unclean_recovery_timeout=2.0)
     fence_one_by_one(h)
     h.tick(100.0)
@@ -153,6 +151,15 @@ def test_r32_proactive_elects_the_best_answer_once_its_broker_can_lead_not_an_em
     for b in (1, 3):
         h.heartbeat(b)
     h.tick(100.3)
+    return h
+
+
+def test_r32_proactive_elects_the_best_answer_once_its_broker_can_lead_not_an_empty_log_that_can_now():
+    """A tester's whole-cluster outage under proactive (2 s timeout): brokers 1 and 3 restart
+    empty, broker 2 (the complete log) half a second later. All three answered 0.35 s into the
+    timeout, broker 2 still fenced, and broker 1 (LEO 0) was elected at once: 785 acknowledged
+    writes lost. The best answer is broker 2's; it is elected once its broker is unfenced."""
+    h = back_from_an_outage_broker_2_fenced()
     answer(h, 1, -1, 0)
     answer(h, 3, -1, 0)
     answer(h, 2, 0, 395)
@@ -169,15 +176,7 @@ def test_r32_proactive_elects_the_best_answer_once_its_broker_can_lead_not_an_em
 def test_r32_proactive_at_its_timeout_elects_the_best_answer_of_a_broker_that_can_lead():
     """If the best log's broker stays fenced for the whole timeout, proactive elects the best of
     those that can lead when the timeout ends: availability above all."""
-    h = cluster(unclean_recovery="proactive", unclean_recovery_timeout=2.0)
-    fence_one_by_one(h)
-    h.tick(100.0)
-    for b in (1, 2, 3):
-        h.register(b, f"{b}-after-outage")
-    h.now = 100.3
-    for b in (1, 3):
-        h.heartbeat(b)
-    h.tick(100.3)
+    h = back_from_an_outage_broker_2_fenced()
     answer(h, 1, -1, 0)
     answer(h, 3, 0, 10)
     answer(h, 2, 0, 395)
