@@ -25,7 +25,13 @@ from pathlib import Path
 import psutil
 
 from testbed.analysis import jvm_scratch
-from testbed.analysis.spark_settings import JVM_OPTIONS, SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR
+from testbed.analysis.spark_settings import (
+    JVM_OPTIONS,
+    SERVER_DRIVER_MEMORY,
+    SETTINGS,
+    SPARK_CONF_DIR,
+    USER_CONF_DIR,
+)
 from testbed.analysis.whole_files import write_whole
 from testbed.common.pids import exited
 from testbed.config.cli_values import http2_answers
@@ -109,8 +115,9 @@ def up(master: str = "local[*]") -> tuple[ServerInfo, bool]:
         import pyspark
         submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
         scratch = jvm_scratch.make()
-        confs = [*SETTINGS, *jvm_scratch.settings(scratch), ("spark.connect.grpc.binding.address", "127.0.0.1"),
-                 ("spark.connect.grpc.binding.port", str(port))]
+        confs = [*((k, v) for k, v in SETTINGS if k != "spark.driver.memory"),
+                 ("spark.driver.memory", SERVER_DRIVER_MEMORY), *jvm_scratch.settings(scratch),
+                 ("spark.connect.grpc.binding.address", "127.0.0.1"), ("spark.connect.grpc.binding.port", str(port))]
         cmd = ["bash", str(submit), "--class", SERVER_CLASS, "--name", "isrlab Spark Connect server",
                "--master", master, "--driver-java-options",
                f"{JVM_OPTIONS} {jvm_scratch.java_options(scratch)}",

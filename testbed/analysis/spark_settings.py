@@ -39,6 +39,15 @@ SETTINGS: tuple[tuple[str, str], ...] = (
     ("spark.sql.constraintPropagation.enabled", "false"),
 )
 
+#: The driver memory of a `run.py spark up` server, which judges whatever runs it is handed,
+#: run after run, in one JVM (local mode: its executors and caches share that heap): a sim
+#: sweep of 150 seeds of three controllers (2.2 M history records, 243 MB) failed on a 4 GiB
+#: server in 3 of 7 judgments (Java heap space while serializing a task, or a broadcast it
+#: could not build: every seed unjudged) and passed in an embedded JVM of 4 GiB started for
+#: it; with 8 GiB it passed 2 of 2, its heap grown to all 8 (5.8 in use). G1 commits the heap
+#: as it is used: a server that judged only small runs holds 2-3 GiB.
+SERVER_DRIVER_MEMORY = "8g"
+
 #: The JIT of a JVM started to judge a small input (see `session.get_spark`). Such a judgment
 #: is dozens of small queries, each new code to the JVM, over a few thousand rows: the
 #: optimising compiler (C2) spent half the JVM's CPU compiling code that then ran for
