@@ -167,21 +167,17 @@ class UncleanRecovery:
 
     def _decide(self, part: PartitionRecord, search: _Search, brokers: BrokerStates, now: float) -> Decision | None:
         answers = [search.answers[b] for b in search.candidates if b in search.answers]
-        if self.mode == "balanced":
-            if len(answers) < len(search.candidates):
-                return None  # balanced waits for every LastKnownELR member (section 5.3.2)
-            chosen = best(answers, part.replicas)
-            if not brokers.can_lead(chosen.broker_id):
-                return None  # the best log must lead: wait until its broker is unfenced
-        else:
-            chosen = best(answers, part.replicas) if answers else None
-            if chosen is None or len(answers) < len(search.candidates) or not brokers.can_lead(chosen.broker_id):
-                if now < search.deadline:
-                    return None  # every replica, and the best log's broker able to lead, or the timeout
-                eligible = [a for a in answers if brokers.can_lead(a.broker_id)]
-                if not eligible:
-                    return None
-                chosen = best(eligible, part.replicas)
+        chosen = best(answers, part.replicas) if answers and len(answers) == len(search.candidates) else None
+        if chosen is None or not brokers.can_lead(chosen.broker_id):
+            # both wait for every candidate's answer and for the best log's broker to be unfenced:
+            # balanced for as long as it takes (section 5.3.2), proactive until its timeout, when
+            # it takes the best answer of a broker that can lead then
+            if self.mode == "balanced" or now < search.deadline:
+                return None
+            eligible = [a for a in answers if brokers.can_lead(a.broker_id)]
+            if not eligible:
+                return None
+            chosen = best(eligible, part.replicas)
         return Decision(part, chosen.broker_id, self.mode, tuple(answers))
 
     def on_log_info(self, topic: str, partition: int, broker: int, number: int,

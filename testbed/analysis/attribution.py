@@ -163,10 +163,10 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
            .join(runs.select("run_id", F.col("elr").alias("run_elr"), F.col("kraft").alias("run_kraft")),
                  "run_id", "left"))
     aba = _kept_across_restart(F.col("e_reason"), F.col("u_ns"), F.col("run_kraft"))
+    kind = _reason_text(F.col("e_reason"), F.col("run_elr"))
     reason = F.when(aba, F.format_string(
         "%s, its ISR membership kept across its unclean restart at %.3f s (fencing: zookeeper)",
-        _reason_text(F.col("e_reason"), F.col("run_elr")), seconds("u_ns"))).otherwise(
-        _reason_text(F.col("e_reason"), F.col("run_elr")))
+        kind, seconds("u_ns"))).otherwise(kind)
     election_text = F.when(F.col("e_leader").isNotNull(), F.format_string(
         "when broker %d (its LEO %d) was elected at leader epoch %d by %s%s (at %.3f s%s)",
         "e_leader", "e_leo", "e_epoch", reason, F.coalesce("e_recovery", F.lit("")), seconds("elected_ns"),
