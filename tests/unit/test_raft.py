@@ -191,6 +191,26 @@ def test_a_restarted_node_keeps_its_term_vote_and_log():
     assert again.commit_end == 0  # learned again from the leader
 
 
+def test_an_append_lost_with_a_dead_voter_delays_its_restart_by_one_heartbeat_at_most():
+    """R22: voter 3 dies with an AppendEntries in flight (never answered), restarts, and voter 2
+    dies next, so every commit now needs voter 3. The append's request timeout (1 s here) is
+    not waited out: the next heartbeat goes whatever is in flight, as etcd's does, and the
+    restarted voter catches up and commits the entries proposed while it was gone."""
+    nodes = {i: node(i) for i in VOTERS}
+    elect(nodes, 1)
+    leader = nodes[1]
+    _, lost = leader.propose([{"type": "x"}], 1.1)  # voter 3 dies: its copy is never answered
+    deliver(leader, lost, {1: leader, 2: nodes[2]}, 1.1)
+    assert leader.commit_end == 2
+    n3 = nodes[3]
+    restarted = node(3, term=n3.term, voted_for=n3.voted_for, log=list(n3.log))
+    _, out = leader.propose([{"type": "y"}], 1.12)  # voter 2 is gone now: only 3 can commit it
+    assert [m.destination for m in out.messages] == ["controller-2"]  # 3's append is still in flight
+    heartbeat = 1.0 + 0.05 * 3  # the leader's heartbeats: every 0.05 s from its election at 1.0
+    deliver(leader, leader.tick(heartbeat), {1: leader, 3: restarted}, heartbeat)
+    assert leader.commit_end == 3 and restarted.log_end == 3
+
+
 @pytest.mark.parametrize("n, seed", [(3, s) for s in range(6)] + [(5, s) for s in range(4)])
 def test_simulation_keeps_raft_safe_under_loss_partitions_and_restarts(n: int, seed: int) -> None:
     sim = Sim(n, seed)
