@@ -39,10 +39,14 @@ def lossy_crash_files(data_dir: Path, mode: str, rng: random.Random) -> dict:
     Returns what the loss changed, per file (relative to `data_dir`):
     {"before", "after", "action": "cut" | "torn" | "deleted"}; files it left whole are not
     listed, so a record stays short with hundreds of fully flushed files.
+
+    A broker without a journal never opened its storage: it died while its process was
+    starting (restarted after a disk loss, or added and not started yet). Its storage writes
+    nothing before the journal exists, so the loss has nothing to cut.
     """
     journal = journal_path(Path(data_dir))
     if not journal.exists():
-        raise FileNotFoundError(f"{data_dir}: no durability journal at {journal} (was this broker ever started?)")
+        return {}
     effects = apply_power_loss(Path(data_dir), journal, mode, rng)
     return {path: e for path, e in effects.items() if e["action"] != "kept"}
 

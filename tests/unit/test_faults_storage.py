@@ -107,10 +107,17 @@ def test_lossy_crash_is_reproducible_from_the_rng(tmp_path):
     assert effects[0] == effects[1]
 
 
-def test_lossy_crash_without_a_journal_says_so(tmp_path):
-    (tmp_path / "broker-9").mkdir()
-    with pytest.raises(FileNotFoundError, match="no durability journal"):
-        lossy_crash_files(tmp_path / "broker-9", "unsynced", random.Random(0))
+@pytest.mark.parametrize("mode", ["unsynced", "partial", "torn"])
+def test_lossy_crash_of_a_broker_that_never_opened_its_storage_cuts_nothing(tmp_path, mode):
+    """A broker killed while its process starts (after a disk loss, its directory is empty and
+    it has no journal yet) is a valid target: the power loss finds nothing to cut, and the
+    storage it opens next is empty and whole."""
+    data_dir = crashed_broker(tmp_path, flushed=1, unflushed=1)
+    disk_loss(data_dir)
+    assert lossy_crash_files(data_dir, mode, random.Random(0)) == {}
+    assert lossy_crash_files(tmp_path / "broker-9", mode, random.Random(0)) == {}  # never started
+    log, report = recovered(data_dir)
+    assert (log.log_end_offset, report.dropped_bytes) == (0, 0)
 
 
 def test_disk_loss_empties_the_directory_and_removes_the_journal(tmp_path):

@@ -343,6 +343,24 @@ def test_producers_pipeline_and_every_acks_setting_records_in_the_sim(tmp_path: 
     assert most == 5 * 10
 
 
+def test_a_lossy_crash_of_a_broker_still_starting_after_a_disk_loss_cuts_nothing(tmp_path: Path) -> None:
+    """A valid schedule: broker 3 loses its disk, is restarted, and loses power 10 ms later,
+    while its process still starts (`BOOT`), before its storage made a journal. The crash
+    kills it and cuts nothing (it stopped the run as an internal error before), and the
+    run goes on to converge with it back."""
+    data = {**FAULT_TOUR, "duration": "4s", "faults": [
+        {"at": "1s", "do": "disk-loss", "target": "broker:3"},
+        {"at": "2s", "do": "restart", "target": "broker:3"},
+        {"at": "2.01s", "do": "lossy-crash", "target": "broker:3", "loss": "unsynced"},
+        {"at": "3s", "do": "restart"}]}
+    run_dir = tmp_path / "run"
+    outcome = run_seed(parse_topology(data, "crash-while-starting"), run_dir)
+    assert outcome.error is None and outcome.converged
+    crash = next(f for f in _ends(run_dir) if f["do"] == "lossy-crash")
+    assert crash["resolved"] == ["broker-3"] and crash["effect"]["files"] == {"broker-3": {}}
+    assert list(crash["effect"]["killed"]) == ["broker-3"]
+
+
 def test_a_run_without_producers_records_its_final_read_of_empty_partitions(tmp_path: Path) -> None:
     """Consumers only: nothing is written, yet the final read reads every partition, and says
     so (a run without producers had an empty history, and no seed of it was ever judged)."""
