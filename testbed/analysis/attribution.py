@@ -9,7 +9,8 @@ observed (causes of one time in epoch order):
 - a truncation that cut the offset from a replica (divergence repair, or `high-watermark`
   truncation of a replica that then led);
 - a lossy crash or disk loss (`faults.jsonl`) of a broker holding the partition, if it
-  was applied (`faultspans.applied`: a skipped or failed fault did nothing).
+  was applied (`faultspans.applied`: a skipped or failed fault did nothing), and not after
+  the election that made the loss final.
 A clean election of a broker that registered unclean after the write, in a run with
 ZooKeeper-era fencing, is R13a's (the ABA problem: the restart kept its ISR membership), not
 R25's, and says so.
@@ -117,9 +118,11 @@ def _first_after(rows: DataFrame, causes: DataFrame, key: list[str], when: str, 
 def _crash(rows: DataFrame, crashes: DataFrame, election: DataFrame, key: list[str]) -> DataFrame:
     """For each row, the lossy crash that explains it: the crash of the broker the election
     (if any) then made leader, before that election (its own files lost what it led with),
-    else the first crash after the write of a broker holding the partition."""
+    else the first crash after the write of a broker holding the partition. An election that
+    explains the row made the loss final: a crash after it explains nothing."""
     joined = (rows.select(*key, "time_ns").distinct().join(crashes, PART).where(F.col("c_ns") >= F.col("time_ns"))
-              .join(election.select(*key, "e_leader", "elected_ns"), key, "left"))
+              .join(election.select(*key, "e_leader", "elected_ns"), key, "left")
+              .where(F.col("elected_ns").isNull() | (F.col("c_ns") <= F.col("elected_ns"))))
     own = F.coalesce((F.col("c_node") == F.concat(F.lit("broker-"), F.col("e_leader").cast("string")))
                      & (F.col("c_ns") < F.col("elected_ns")), F.lit(False))
     order = Window.partitionBy(*key).orderBy(F.when(own, 0).otherwise(1), "c_ns")
