@@ -7,7 +7,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
@@ -104,15 +104,15 @@ Reports = Literal["all", "not-ok"]
 
 
 def analyze_runs(paths: list[Path], spark_master: str | None = None, summary_dir: Path | None = None,
-                 reports: Reports = "all") -> list[RunVerdict]:
+                 reports: Reports = "all", cut_short: Mapping[Path, str] | None = None) -> list[RunVerdict]:
     """Judge every run under `paths` in one Spark job (see `_analyze`)."""
     end_rehearsal()
     with _judging:
-        return _analyze(paths, spark_master, summary_dir, reports)
+        return _analyze(paths, spark_master, summary_dir, reports, cut_short or {})
 
 
 def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | None,
-             reports: Reports = "all") -> list[RunVerdict]:
+             reports: Reports = "all", cut_short: Mapping[Path, str] | None = None) -> list[RunVerdict]:
     """Judge every run under `paths` in one Spark job; write `results.json` into each run
     directory, `report.html` into each (`reports` "all") or only into those that did not
     pass ("not-ok": a sweep of a thousand seeds reads those), and for more than one run a
@@ -123,19 +123,27 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
 
     A Spark failure (a job that fails, a JVM that dies) leaves every run unjudged with the
     reason in its results.json, never a partial verdict. When the JVM itself is gone the
-    session is dropped, so the next call starts a new one."""
+    session is dropped, so the next call starts a new one.
+
+    `cut_short`: runs that stopped before their end, with why (a sim seed that an internal
+    error ended): their records are not read, and each is unjudged with that reason, in its
+    results.json and in the summary's count, like any run that could not be judged."""
     runs = find_runs([Path(p) for p in paths])
     if (refused := refusal(runs)) is not None:
         raise refused
     infos = {rid: load_run_info(run, rid) for run, rid in run_ids(runs).items()}
+    short = {Path(p).resolve(): why for p, why in (cut_short or {}).items()}
+    stopped = {rid: short[info.run_dir] for rid, info in infos.items() if info.run_dir in short}
+    read = {rid: info for rid, info in infos.items() if rid not in stopped}
     failed = None
     try:
         warehouse = warehouse_for(runs, summary_dir)
-        size = input_bytes(runs)
-        ahead = parse_ahead([info.run_dir for info in infos.values()]) if size < HANDED_OVER_BYTES else {}
+        size = input_bytes([info.run_dir for info in read.values()])
+        ahead = parse_ahead([info.run_dir for info in read.values()]) if size < HANDED_OVER_BYTES else {}
         spark = get_spark(spark_master, log=jvm_log_for(warehouse), small_input=size < C1_INPUT_BYTES)
         with _sole_judgment(warehouse):
-            data, rejected = _judge(spark, infos, warehouse, size, ahead)
+            data, rejected = _judge(spark, read, warehouse, size, ahead) if read else ({}, {})
+        rejected |= stopped
     except (PySparkException, Py4JError, ConnectionError) as exc:  # the last: a JVM killed as it started
         failed = f"the Spark job failed, so the run was not judged: {spark_failure(exc)}"
         data, rejected = {}, dict.fromkeys(infos, failed)

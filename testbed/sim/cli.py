@@ -18,6 +18,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections import Counter
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,12 +179,16 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     console.print(f"{len(outcomes)} seeds in {wall:.1f}s ({60 * len(outcomes) / wall:.0f} seeds/min with {jobs} "
                   f"job(s)); {speed}; run directories: {escape(str(sim_dir))}", highlight=False, soft_wrap=True,
                   emoji=False)
+    ran = [o for o in outcomes if o["error"] is None]
+    # A seed an internal error ended is judged too, as unjudged with that error (its results.json,
+    # the summary's count); one whose worker died before it began has no directory to judge.
+    cut_short = {Path(o["run_dir"]): o["error"] for o in outcomes
+                 if o["error"] is not None and judge and (Path(o["run_dir"]) / "topology.yaml").is_file()}
     for o in outcomes:
-        if o["error"] is not None:
+        if o["error"] is not None and Path(o["run_dir"]) not in cut_short:
             console.print(f"[yellow]unjudged:[/] {escape(o['topology'])} seed {o['seed']}: {escape(o['error'])}  "
                           f"replay: {escape(replay_command(sources[o['topology']], o['seed'], sim_dir.parent))}",
                           highlight=False, soft_wrap=True, emoji=False)
-    ran = [o for o in outcomes if o["error"] is None]
     if not judge:
         return EXIT_UNJUDGED if len(ran) < len(outcomes) else EXIT_OK
     from testbed.analysis.pipeline import SummaryError, analyze_runs
@@ -190,14 +196,15 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     from testbed.analysis.terminal import print_verdict
     verdicts: list[RunVerdict] = []
     no_summary: str | None = None
-    if ran:
-        console.print(f"judging {len(ran)} seeds in one Spark job ...")
+    judged = [Path(o["run_dir"]) for o in ran] + list(cut_short)
+    if judged:
+        console.print(f"judging {len(judged)} seeds in one Spark job ...")
         try:
             # A sweep's reader opens the reports of the seeds it names (failed, unjudged):
             # a thousand reports of passing seeds cost minutes of plotting for nobody.
-            verdicts = analyze_runs([Path(o["run_dir"]) for o in ran], spark_master,
-                                    summary_dir=sim_dir / "summary" if len(ran) > 1 else None,
-                                    reports="all" if len(ran) == 1 else "not-ok")
+            verdicts = analyze_runs(judged, spark_master,
+                                    summary_dir=sim_dir / "summary" if len(judged) > 1 else None,
+                                    reports="all" if len(judged) == 1 else "not-ok", cut_short=cut_short)
         except SummaryError as exc:  # every seed was judged: each is still named below
             verdicts, no_summary = exc.verdicts, str(exc)
         finally:
@@ -207,7 +214,8 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
         console.print(f"run directory: {escape(str(verdicts[0].run_dir))}", highlight=False, soft_wrap=True,
                       emoji=False)
     else:
-        print_summary(console, verdicts, sources)
+        print_summary(console, verdicts, sources, [o["topology"] for o in outcomes
+                                                   if o["error"] is not None and Path(o["run_dir"]) not in cut_short])
         if verdicts:
             reports = ("report.html in those named above (python run.py analyze <seed directory> writes any "
                        "other's)" if any(v.ok is not True for v in verdicts) else
@@ -266,24 +274,31 @@ def _run_workers(runs: list[tuple[Path, str, int]], sim_dir: Path, jobs: int, ke
     return sorted(outcomes, key=lambda o: (o["topology"], o["seed"]))
 
 
-def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[str, Path]) -> None:
-    """The matrix's summary, a row per topology: seeds, passed, seeds with acks=all loss, lost
-    writes, the median partition-seconds without a leader, the expectations that failed; then
-    every seed that failed or was not judged, with the command that replays it."""
-    if not verdicts:
-        return
+def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[str, Path],
+                  unbegun: Iterable[str] = ()) -> None:
+    """The matrix's summary, a row per topology: seeds, passed, unjudged (`unbegun`: the
+    topology of each seed whose worker died before it began, counted there), seeds with
+    acks=all loss, lost writes, the median partition-seconds without a leader of the judged
+    seeds, the expectations that failed; then every seed that failed or was not judged, with
+    the command that replays it."""
     groups: dict[str, list[RunVerdict]] = {}
     for v in verdicts:
         groups.setdefault(v.run_dir.name.rsplit("-seed=", 1)[0], []).append(v)
-    table = Table(title=f"sim: {len(verdicts)} seeds")
+    dead = Counter(unbegun)
+    for name in dead:
+        groups.setdefault(name, [])
+    if not groups:
+        return
+    table = Table(title=f"sim: {len(verdicts) + sum(dead.values())} seeds")
     add_summary_columns(table, ("topology",), ("seeds", "passed", "unjudged", "with loss", "lost writes"))
     for name, vs in groups.items():
         lost = [judged_loss(v) for v in vs]
-        no_leader = [v.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for v in vs]
+        no_leader = [v.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for v in vs
+                     if v.ok is not None]
         failed = sorted({k for v in vs for k, e in v.results.get("expect", {}).items() if e["held"] is False})
-        table.add_row(Text(name), str(len(vs)), str(sum(1 for v in vs if v.ok)), str(sum(1 for v in vs if v.ok is None)),
-                      str(sum(1 for n in lost if n)),
-                      str(sum(lost)), f"{statistics.median(no_leader):.2f}", ", ".join(failed))
+        table.add_row(Text(name), str(len(vs) + dead[name]), str(sum(1 for v in vs if v.ok)),
+                      str(sum(1 for v in vs if v.ok is None) + dead[name]), str(sum(1 for n in lost if n)),
+                      str(sum(lost)), f"{statistics.median(no_leader):.2f}" if no_leader else "-", ", ".join(failed))
     fit_labels(console, table, 1)
     console.print(table)
     for v in verdicts:

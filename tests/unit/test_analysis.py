@@ -1629,6 +1629,20 @@ def test_a_rehearsal_left_alone_judges_its_run_to_the_end(spark, monkeypatch: py
     assert spark.range(3).count() == 3  # the process's own session is untouched
 
 
+def test_a_run_cut_short_is_unjudged_with_its_reason_and_its_records_are_not_read(
+        tmp_path: Path, spark, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """Found by a tester: a sim seed that an internal error ended got no results.json and
+    vanished from the sweep's summary. Judged as cut short, it is unjudged with the error as
+    its problem, in its results.json, and nothing of it is ingested."""
+    run = RunBuilder(tmp_path, "stopped").write()
+    why = "an internal error of the simulation ended the seed: FileNotFoundError: no journal"
+    monkeypatch.setattr(pipeline, "_judge", lambda *a, **k: pytest.fail("a cut-short run's records were read"))
+    [verdict] = analyze_runs([run], cut_short={run: why})
+    assert verdict.ok is None and verdict.results["problems"] == [why]
+    written = json.loads((run / "results.json").read_text())
+    assert written["ok"] is None and written["problems"] == [why] and written["checks"] == {}
+
+
 def test_a_summary_counts_the_loss_and_unavailability_of_judged_runs_only(tmp_path: Path,
                                                                          spark) -> None:  # noqa: F811
     """An unjudged run's missing values may be unavailability (a cluster that did not

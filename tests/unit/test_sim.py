@@ -443,6 +443,21 @@ def test_the_summary_names_every_failed_and_unjudged_seed_with_its_replay_comman
     assert f"--seed 2 --keep --runs-dir {tmp_path.parent} report:" in out
 
 
+def test_the_summary_counts_a_seed_whose_worker_died_before_it_began_as_unjudged(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A seed with no directory to judge (its worker died first) is still one of the sweep's
+    seeds, and unjudged: the table counts it, in a row of its own topology if need be."""
+    from rich.console import Console
+
+    from testbed.analysis.verdict import RunVerdict
+    from testbed.sim.cli import print_summary
+    verdicts = [RunVerdict(Path("/r/x-seed=0"), True, {"checks": {"lost_writes": {"count": 0}}, "expect": {}})]
+    print_summary(Console(width=200), verdicts, {"x": Path("x.yaml"), "y": Path("y.yaml")}, ["x", "y", "y"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "sim: 4 seeds" in out
+    assert "x │ 2 │ 1 │ 1 │ 0 │ 0 │" in out and "y │ 2 │ 0 │ 2 │ 0 │ 0 │ - │" in out
+
+
 def test_a_killed_sim_leaves_no_worker_running(tmp_path: Path) -> None:
     import signal
 
