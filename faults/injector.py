@@ -309,18 +309,22 @@ class FaultInjector:
             return {"restarted": {n: c.restart(n) for n in nodes if n in c.stopped}}
         if do == "shutdown":
             return self._shutdowns(up)
+        # A power loss or a lost disk happens to the machine (DESIGN section 4): a node already
+        # down loses what its page cache or its disk held all the same, with no process to kill.
         if do == "lossy-crash":
             effect: dict[str, Any] = {"killed": {}, "files": {}}
-            for n in up:
-                effect["killed"][n] = c.kill(n)
+            for n in nodes:
+                if n in up:
+                    effect["killed"][n] = c.kill(n)
                 if n.startswith("broker-"):
                     effect["files"][n] = lossy_crash_files(c.data_dir(n), f.params["loss"], self.rng)
             return effect
         if do == "disk-loss":
             effect = {"killed": {}, "removed": {}}
             voters = [n for n in c.node_names() if n.startswith("controller-")]
-            for n in up:
-                effect["killed"][n] = c.kill(n)
+            for n in nodes:
+                if n in up:
+                    effect["killed"][n] = c.kill(n)
                 if n.startswith("broker-") or len(voters) > 1:
                     # a voter of a quorum loses its Raft log and vote too, and rejoins empty
                     effect["removed"][n] = disk_loss(c.data_dir(n))

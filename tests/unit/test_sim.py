@@ -361,6 +361,27 @@ def test_a_lossy_crash_of_a_broker_still_starting_after_a_disk_loss_cuts_nothing
     assert list(crash["effect"]["killed"]) == ["broker-3"]
 
 
+def test_a_power_loss_or_disk_loss_of_a_broker_already_down_still_takes_its_files(tmp_path: Path) -> None:
+    """Found by a tester: a lossy crash or disk loss of a killed broker did nothing, and it
+    came back with its whole unsynced log. A power loss and a lost disk happen to the machine
+    (DESIGN section 4): the dead broker's page cache goes, then its disk, with no process to
+    kill."""
+    data = {**FAULT_TOUR, "duration": "4s", "faults": [
+        {"at": "1s", "do": "kill", "target": "broker:3"},
+        {"at": "1.1s", "do": "lossy-crash", "target": "broker:3", "loss": "unsynced"},
+        {"at": "1.5s", "do": "disk-loss", "target": "broker:3"},
+        {"at": "2s", "do": "restart"}]}
+    run_dir = tmp_path / "run"
+    outcome = run_seed(parse_topology(data, "down-then-crashed"), run_dir)
+    assert outcome.error is None and outcome.converged
+    ends = {f["do"]: f["effect"] for f in _ends(run_dir)}
+    assert ends["lossy-crash"]["killed"] == {} and ends["disk-loss"]["killed"] == {}
+    cut = ends["lossy-crash"]["files"]["broker-3"]
+    assert cut and {e["action"] for e in cut.values()} <= {"cut", "deleted"}, cut
+    assert ends["disk-loss"]["removed"]["broker-3"]["files"] > 0
+    assert ends["restart"]["restarted"] == {"broker-3": 2}
+
+
 def test_a_run_without_producers_records_its_final_read_of_empty_partitions(tmp_path: Path) -> None:
     """Consumers only: nothing is written, yet the final read reads every partition, and says
     so (a run without producers had an empty history, and no seed of it was ever judged)."""
