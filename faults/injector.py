@@ -32,6 +32,8 @@ _TOPIC_ADMIN = frozenset({"create-topic", "delete-topic", "add-partitions"})
 #: another's end (a heal may be what that one waits for)
 _LINKS = frozenset({"partition", "slow", "heal"})
 _DOWN_ACTIONS = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-loss", "partition"})
+#: the actions that stop a node's process (or its running, for a pause)
+_HALTING = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-loss"})
 #: DESIGN section 6: `restart` without a target means `stopped`, `resume` means `paused`
 DEFAULT_TARGET = {"restart": "stopped", "resume": "paused"}
 
@@ -86,9 +88,15 @@ class ClusterControl(Protocol):
 
 class FaultInjector:
     def __init__(self, cluster: ClusterControl, schedule: list[ScheduledFault], seed: int, record: Path,
-                 clock_ns: Callable[[], int] = time.monotonic_ns) -> None:
+                 clock_ns: Callable[[], int] = time.monotonic_ns, writeback: float | None = None) -> None:
         self.cluster = cluster
         self.clock_ns = clock_ns  # the host's one clock; the simulation's virtual one
+        #: the OS writeback of the brokers' disks (`storage.writeback`, in seconds of `clock_ns`):
+        #: a broker halted at least this long before a power loss had every byte written back
+        self.writeback = writeback
+        #: when each node halted by a fault (killed, paused, shut down) stopped running, in
+        #: `clock_ns`; gone once a fault restarts or resumes it
+        self._halted_ns: dict[str, int] = {}
         self.seed = seed
         self.out = JsonlAppender(record)
         self.layers = NetworkLayers()
@@ -299,6 +307,15 @@ class FaultInjector:
         # that struck it before its removal restarted it, and it registered anew)
         nodes = [n for n in nodes if n not in c.removed]
         up = [n for n in nodes if n not in c.stopped]
+        # when each node stopped running (None: it runs now), before this fault halts it
+        halted = {n: self._halted_ns.get(n) if n in c.stopped or n in c.paused else None for n in nodes}
+        if do in _HALTING:
+            now = self.clock_ns()
+            for n in up:
+                self._halted_ns[n] = halted[n] or now  # a paused node stopped at its pause
+        elif do in ("restart", "resume"):
+            for n in nodes:
+                self._halted_ns.pop(n, None)
         if do == "kill":
             return {"killed": {n: c.kill(n) for n in up}}
         if do == "pause":
@@ -317,7 +334,10 @@ class FaultInjector:
                 if n in up:
                     effect["killed"][n] = c.kill(n)
                 if n.startswith("broker-"):
-                    effect["files"][n] = lossy_crash_files(c.data_dir(n), f.params["loss"], self.rng)
+                    written_back = self._written_back(halted[n])
+                    if written_back:  # said, or its empty `files` would read as nothing unflushed
+                        effect.setdefault("written_back", []).append(n)
+                    effect["files"][n] = lossy_crash_files(c.data_dir(n), f.params["loss"], self.rng, written_back)
             return effect
         if do == "disk-loss":
             effect = {"killed": {}, "removed": {}}
@@ -352,6 +372,14 @@ class FaultInjector:
                 return {"error": f"elect: target {f.target!r} resolved to {nodes}, expected one broker"}
             return _refusal_as_error(c.elect(f.params["partition"], int(brokers[0].split("-")[1])))
         raise ValueError(f"unknown fault action {do!r}")
+
+    def _written_back(self, halted_ns: int | None) -> bool:
+        """Whether a node halted at `halted_ns` (None: running until now) has had every byte
+        it wrote made durable by the kernel's writeback, which goes on while the process is
+        stopped or dead: its last write is at least `writeback` old."""
+        if halted_ns is None or self.writeback is None:
+            return False
+        return self.clock_ns() - halted_ns >= self.writeback * 1e9
 
     def _membership(self, f: ScheduledFault) -> dict[str, Any]:
         """R38/R39: a broker joins (and, unless `rebalance: false`, takes its share by a

@@ -24,7 +24,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.storage.durability import apply_power_loss
+from broker.storage.durability import apply_power_loss, make_all_durable
 from broker.storage.layout import journal_path
 
 log = logging.getLogger("isrlab.faults")
@@ -33,8 +33,10 @@ MOUNT_SOURCE = "isrlab"
 _OCTAL_ESCAPE = re.compile(r"\\([0-7]{3})")
 
 
-def lossy_crash_files(data_dir: Path, mode: str, rng: random.Random) -> dict:
-    """Apply a power loss (`unsynced`, `partial` or `torn`) to a dead broker's data directory.
+def lossy_crash_files(data_dir: Path, mode: str, rng: random.Random, written_back: bool = False) -> dict:
+    """Apply a power loss (`unsynced`, `partial` or `torn`) to a dead broker's data directory;
+    `written_back`: the broker had been stopped or paused for the OS writeback's delay or
+    longer, so the kernel wrote back every byte it had written, and nothing is lost.
 
     Returns what the loss changed, per file (relative to `data_dir`):
     {"before", "after", "action": "cut" | "torn" | "deleted"}; files it left whole are not
@@ -46,6 +48,9 @@ def lossy_crash_files(data_dir: Path, mode: str, rng: random.Random) -> dict:
     """
     journal = journal_path(Path(data_dir))
     if not journal.exists():
+        return {}
+    if written_back:
+        make_all_durable(Path(data_dir), journal)
         return {}
     effects = apply_power_loss(Path(data_dir), journal, mode, rng)
     return {path: e for path, e in effects.items() if e["action"] != "kept"}

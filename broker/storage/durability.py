@@ -395,6 +395,23 @@ def apply_power_loss(root: Path, journal_path: Path, mode: str,
     return effects
 
 
+def make_all_durable(root: Path, journal_path: Path) -> None:
+    """Record every file the journal knows under `root` as durable at its length: what the
+    kernel's writeback did for a node that stopped writing long enough ago, though the node,
+    stopped or paused, could not record it itself."""
+    lines = []
+    for rel, entry in sorted(read_journal(journal_path).items()):
+        try:
+            size = (Path(root) / rel).stat().st_size
+        except FileNotFoundError:
+            continue
+        if entry.durable_length != size:
+            lines.append(_line("written-back", rel, size, size))
+    if lines:
+        with open(journal_path, "ab") as journal:
+            journal.write(b"".join(lines))
+
+
 def _tear_tail(path: Path, durable: int, rng: random.Random) -> bool:
     """Flip one CRC-covered byte of a batch that reaches past `durable`; False if none does."""
     data = bytearray(path.read_bytes())

@@ -100,7 +100,8 @@ class SimCluster(ClusterAdmin):
         self._history_out, self._events_out = JsonlBuffer(self.dir.history), JsonlBuffer(self.dir.events)
         (self.dir.root / "topology.yaml").write_text(yaml.dump(self.topology.to_dict(), Dumper=FAST_SAFE_DUMPER,
                                                                 sort_keys=False))
-        self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults, clock_ns=self.loop.clock_ns)
+        self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults, clock_ns=self.loop.clock_ns,
+                                      writeback=self.topology.storage.writeback)
         for spec in self.nodes():
             self._add_node(spec)
         n = len(self.brokers)

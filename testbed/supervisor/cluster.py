@@ -136,7 +136,8 @@ class Cluster(ClusterAdmin):
         self.registry.data["run_dir"] = str(self.dir.root.resolve())
         self.registry.start_watchman()
         self.control = ControlClient(self.token)
-        self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults)
+        self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults,
+                                      writeback=self.topology.storage.writeback * self.time_scale)
         if self.topology.network.backend == "netns":
             self._make_namespaces()
         self._write_configs()

@@ -101,6 +101,17 @@ def test_torn_keeps_the_length_and_recovery_drops_the_torn_batch_by_crc(tmp_path
     assert [o for o, _, _ in read_partition_dir(data_dir / "orders-0")] == list(range(torn.base_offset))
 
 
+def test_a_power_loss_after_the_writeback_delay_keeps_every_byte_and_so_does_the_next(tmp_path):
+    """A broker stopped (or paused) the OS writeback's delay or longer before the power loss:
+    the kernel wrote back what it could not record itself, so nothing is cut, and the journal
+    says so, so that a second power loss before any new write cuts nothing either."""
+    data_dir = crashed_broker(tmp_path, flushed=1, unflushed=3)
+    assert lossy_crash_files(data_dir, "unsynced", random.Random(0), written_back=True) == {}
+    assert lossy_crash_files(data_dir, "unsynced", random.Random(0)) == {}
+    log, report = recovered(data_dir)
+    assert (log.log_end_offset, report.dropped_bytes) == (12, 0)
+
+
 def test_lossy_crash_is_reproducible_from_the_rng(tmp_path):
     effects = [lossy_crash_files(crashed_broker(tmp_path / str(i), 1, 4), "partial", random.Random(9))
                for i in range(2)]
