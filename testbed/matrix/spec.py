@@ -165,7 +165,8 @@ def _vary(w: Walker, value: object) -> tuple[tuple[str, tuple[Any, ...]], ...]:
             w.error(path, f"expected a non-empty list of values, got {describe(values)}")
             continue
         if any(isinstance(v, dict | list) for v in values):
-            w.error(path, "expected scalar values (a number, a string, true/false)")
+            w.error(path, "expected scalar values (a number, a string, true/false); a mapping is varied by its "
+                          "own keys, e.g. topics.0.flush.messages: [1, 100]")
             continue
         if len(set(map(hashable, values))) != len(values):
             seen: set[object] = set()

@@ -59,6 +59,16 @@ def test_a_files_rule_errors_and_cell_errors_are_told_at_once(tmp_path: Path) ->
         assert where in text, f"{where!r} missing from:\n{text}"
 
 
+def test_a_mapping_is_varied_by_its_own_keys_and_the_error_says_how(tmp_path: Path) -> None:
+    """A tester varied a flush policy as whole mappings and was told only "expected scalar
+    values": the error names the way that works, and that way makes the mapping's cells."""
+    bad = write(tmp_path, {"base": "base.yaml", "vary": {"topics.0.flush": ["always", {"messages": 100}]}})
+    assert (f"{bad}: vary.topics.0.flush: expected scalar values (a number, a string, true/false); a mapping is "
+            f"varied by its own keys, e.g. topics.0.flush.messages: [1, 100]") in errors_of(bad)
+    good = write(tmp_path, {"base": "base.yaml", "vary": {"topics.0.flush.messages": [1, 100]}}, name="good.yaml")
+    assert [c.topology.topics[0].flush.messages for c in expand(load_matrix(good))] == [1, 100]
+
+
 def test_cells_are_the_product_in_file_order_with_ids_naming_what_varies(tmp_path: Path) -> None:
     path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False],
                                                           "protocol.unclean_recovery": ["none", "balanced"]},
