@@ -312,7 +312,7 @@ class FaultInjector:
         if do in _HALTING:
             now = self.clock_ns()
             for n in up:
-                self._halted_ns[n] = halted[n] or now  # a paused node stopped at its pause
+                self._halted_ns[n] = now if halted[n] is None else halted[n]  # a paused node: at its pause
         elif do in ("restart", "resume"):
             for n in nodes:
                 self._halted_ns.pop(n, None)
