@@ -343,20 +343,27 @@ def test_producers_pipeline_and_every_acks_setting_records_in_the_sim(tmp_path: 
     assert most == 5 * 10
 
 
+def _converged_ends(tmp_path: Path, duration: str, faults: list[dict], **sections: object) -> list[dict]:
+    """The fault tour's cluster run with `faults` (and other topology `sections`): the end
+    lines of its faults, once it converged."""
+    run_dir = tmp_path / "run"
+    outcome = run_seed(parse_topology({**FAULT_TOUR, "duration": duration, "faults": faults, **sections}, "faults"),
+                       run_dir)
+    assert outcome.error is None and outcome.converged
+    return _ends(run_dir)
+
+
 def test_a_lossy_crash_of_a_broker_still_starting_after_a_disk_loss_cuts_nothing(tmp_path: Path) -> None:
     """A valid schedule: broker 3 loses its disk, is restarted, and loses power 10 ms later,
     while its process still starts (`BOOT`), before its storage made a journal. The crash
     kills it and cuts nothing (it stopped the run as an internal error before), and the
     run goes on to converge with it back."""
-    data = {**FAULT_TOUR, "duration": "4s", "faults": [
+    ends = _converged_ends(tmp_path, "4s", [
         {"at": "1s", "do": "disk-loss", "target": "broker:3"},
         {"at": "2s", "do": "restart", "target": "broker:3"},
         {"at": "2.01s", "do": "lossy-crash", "target": "broker:3", "loss": "unsynced"},
-        {"at": "3s", "do": "restart"}]}
-    run_dir = tmp_path / "run"
-    outcome = run_seed(parse_topology(data, "crash-while-starting"), run_dir)
-    assert outcome.error is None and outcome.converged
-    crash = next(f for f in _ends(run_dir) if f["do"] == "lossy-crash")
+        {"at": "3s", "do": "restart"}])
+    crash = next(f for f in ends if f["do"] == "lossy-crash")
     assert crash["resolved"] == ["broker-3"] and crash["effect"]["files"] == {"broker-3": {}}
     assert list(crash["effect"]["killed"]) == ["broker-3"]
 
@@ -367,19 +374,16 @@ def test_a_power_loss_or_disk_loss_of_a_broker_already_down_still_takes_its_file
     (DESIGN section 4): the dead broker's page cache goes, then its disk, with no process to
     kill. The kernel's writeback goes on while a broker is dead or paused, though: one halted
     `writeback` or longer before the power loss has had every byte written back."""
-    data = {**FAULT_TOUR, "duration": "5s", "storage": {"writeback": "500ms"}, "faults": [
+    ends = _converged_ends(tmp_path, "5s", [
         {"at": "1s", "do": "kill", "target": "broker:3"},
         {"at": "1.1s", "do": "lossy-crash", "target": "broker:3", "loss": "unsynced"},
         {"at": "1.5s", "do": "disk-loss", "target": "broker:3"},
         {"at": "2s", "do": "restart"},
         {"at": "2.5s", "do": "pause", "target": "broker:2"},
         {"at": "3.5s", "do": "lossy-crash", "target": "broker:2", "loss": "unsynced"},
-        {"at": "4s", "do": "restart"}]}
-    run_dir = tmp_path / "run"
-    outcome = run_seed(parse_topology(data, "down-then-crashed"), run_dir)
-    assert outcome.error is None and outcome.converged
-    dead, paused = (f["effect"] for f in _ends(run_dir) if f["do"] == "lossy-crash")
-    lost_disk = next(f["effect"] for f in _ends(run_dir) if f["do"] == "disk-loss")
+        {"at": "4s", "do": "restart"}], storage={"writeback": "500ms"})
+    dead, paused = (f["effect"] for f in ends if f["do"] == "lossy-crash")
+    lost_disk = next(f["effect"] for f in ends if f["do"] == "disk-loss")
     assert dead["killed"] == {} and lost_disk["killed"] == {} and "written_back" not in dead
     cut = dead["files"]["broker-3"]  # 0.1 s after its kill: its last 0.5 s of writes were dirty
     assert cut and {e["action"] for e in cut.values()} <= {"cut", "deleted"}, cut
