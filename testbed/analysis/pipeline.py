@@ -146,7 +146,7 @@ def _analyze(paths: list[Path], spark_master: str | None, summary_dir: Path | No
         rejected |= stopped
     except (PySparkException, Py4JError, ConnectionError) as exc:  # the last: a JVM killed as it started
         failed = f"the Spark job failed, so the run was not judged: {spark_failure(exc)}"
-        data, rejected = {}, dict.fromkeys(infos, failed)
+        data, rejected = {}, dict.fromkeys(infos, failed) | stopped
         if not jvm_alive() or not isinstance(exc, PySparkException | Py4JJavaError):  # the JVM is gone
             stop_spark()
     verdicts = []
