@@ -9,8 +9,9 @@ observed (causes of one time in epoch order):
 - a truncation that cut the offset from a replica (divergence repair, or `high-watermark`
   truncation of a replica that then led);
 - a lossy crash or disk loss (`faults.jsonl`) of a broker holding the partition, if it
-  was applied (`faultspans.applied`: a skipped or failed fault did nothing), and not after
-  the election that made the loss final.
+  was applied (`faultspans.applied`: a skipped or failed fault did nothing) and cut its
+  files (not a broker the OS had written back), and not after the election that made the
+  loss final.
 A clean election of a broker that registered unclean after the write, in a run with
 ZooKeeper-era fencing, is R13a's (the ABA problem: the restart kept its ISR membership), not
 R25's, and says so.
@@ -151,8 +152,9 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
     hosts = t.final_replicas.select(*PART, "node").distinct()
     crashes = (spans.where(F.col("do").isin(*_LOSSY))
                .select("run_id", F.col("do").alias("c_do"), F.col("loss").alias("c_loss"),
-                       F.col("start_ns").alias("c_ns"), F.explode("resolved").alias("node"))
-               .join(hosts, ["run_id", "node"]).withColumnRenamed("node", "c_node"))
+                       F.col("start_ns").alias("c_ns"), F.explode("resolved").alias("node"), "written_back")
+               .where(~F.coalesce(F.array_contains("written_back", F.col("node")), F.lit(False)))
+               .drop("written_back").join(hosts, ["run_id", "node"]).withColumnRenamed("node", "c_node"))
     crash = _crash(rows, crashes, election, key)
     # the elected broker's last unclean registration between the write and its election
     unclean = (t.events.where((F.col("kind") == "registered") & ~F.coalesce(F.col("clean"), F.lit(True)))

@@ -32,7 +32,10 @@ def applied(t: Tables) -> DataFrame:
                             F.get_json_object("params", "$.loss").alias("loss"),
                             F.get_json_object("params", "$.shape").alias("shape"),
                             F.from_json(F.get_json_object("effect", "$.groups"), "array<array<string>>")
-                            .alias("groups"))
+                            .alias("groups"),
+                            # a power loss's brokers whose every byte the OS had written back: it cut nothing
+                            F.from_json(F.get_json_object("effect", "$.written_back"), "array<string>")
+                            .alias("written_back"))
     started = Window.partitionBy("run_id", "origin", "do").orderBy("seq")
     did_nothing = (F.get_json_object("effect", "$.skipped").isNotNull()
                    | F.get_json_object("effect", "$.error").isNotNull())
@@ -40,12 +43,13 @@ def applied(t: Tables) -> DataFrame:
                              .over(started.rowsBetween(Window.unboundedPreceding, 0)))
             .where((F.col("phase") == "end") & ~F.coalesce(did_nothing, F.lit(False)))
             .select("run_id", "seq", F.coalesce("start_ns", "time_ns").alias("start_ns"), "do", "target",
-                    "resolved", "origin", "undo_of", "loss", "shape", "groups"))
+                    "resolved", "origin", "undo_of", "loss", "shape", "groups", "written_back"))
 
 
 def fault_spans(t: Tables, bounds: DataFrame) -> DataFrame:
-    """(run_id, do, target, resolved, loss, shape, groups, start_ns, end_ns, undone) per applied
-    fault (`groups`: a partition's, as applied);
+    """(run_id, do, target, resolved, loss, shape, groups, written_back, start_ns, end_ns, undone)
+    per applied fault (`groups`: a partition's, as applied; `written_back`: a lossy crash's
+    brokers that lost nothing);
     `bounds` gives each run's `t_last`, the end of a fault never undone."""
     acts = applied(t)
     undone_by = F.create_map(*[F.lit(x) for kv in UNDONE_BY.items() for x in kv])
@@ -64,6 +68,6 @@ def fault_spans(t: Tables, bounds: DataFrame) -> DataFrame:
     first_undo = (faults.join(undos, "run_id", "left").where(undoes)
                   .groupBy("run_id", "seq").agg(F.min("u_ns").alias("undo_ns")))
     return (faults.join(first_undo, ["run_id", "seq"], "left").join(bounds.select("run_id", "t_last"), "run_id")
-            .select("run_id", "do", "target", "resolved", "loss", "shape", "groups", "start_ns",
+            .select("run_id", "do", "target", "resolved", "loss", "shape", "groups", "written_back", "start_ns",
                     F.coalesce("undo_ns", F.greatest("t_last", "start_ns")).alias("end_ns"),
                     F.col("undo_ns").isNotNull().alias("undone")))

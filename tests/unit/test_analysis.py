@@ -63,6 +63,22 @@ def _crashed_after_the_loss(root: Path) -> None:
     r.write()
 
 
+def _crash_written_back(root: Path) -> None:
+    """`lost`'s schedule, but broker 1 had been paused longer than the OS writeback when it lost
+    power: the crash kept every byte (`written_back`), so it explains nothing of the loss."""
+    r = RunBuilder(root, "crash-written-back", expect={"lost_writes": ">0"})
+    r.send("v5", 5, at=T0 + 2 * S)
+    r.fault(T0 + 3 * S, "lossy-crash", "broker:1", ["broker-1"], {"loss": "unsynced"},
+            {"killed": {"broker-1": 41}, "files": {"broker-1": {}}, "written_back": ["broker-1"]})
+    r.events += [RunBuilder.change(T0 + 3 * S + 100, leader=2, epoch=1, isr=[2, 3], reason="fence"),
+                 {"node": "broker-2", "time_ns": T0 + 3 * S + 200, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 3], "elr": [],
+                  "last_known_elr": [], "leo": 5, "hwm": 5}]
+    r.replicas["broker-1"]["is_leader"] = False
+    r.replicas["broker-2"]["is_leader"] = True
+    r.write()
+
+
 def _duplicate(root: Path) -> None:
     """d retried after an indeterminate send that was in fact appended: at offsets 5 and 6."""
     r = RunBuilder(root, "duplicate")
@@ -1058,7 +1074,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _crashed_after_the_loss, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1071,6 +1087,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "torn-tail": ZERO,
     "lost": {**ZERO, "lost_writes": 1, "lost_writes_acks1": 1},
     "crashed-after-the-loss": {**ZERO, "lost_writes": 1},
+    "crash-written-back": {**ZERO, "lost_writes": 1},
     "duplicate": {**ZERO, "duplicates": 1},
     "two-values": {**ZERO, "inconsistent_offsets": 1, "committed_regressions": 1},
     "backwards": {**ZERO, "nonmonotonic_polls": 1},
@@ -1248,6 +1265,9 @@ def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict
         "offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader epoch 1 by a clean election after "
         "its predecessor was fenced (at 3.000 s, R25); after broker-1 truncated its log from 6 to 5 (diverging-epoch, "
         "at 3.000 s, R10)")  # and not "after lossy-crash of broker-3 ... at 5.000 s", made after the loss
+    kept = judged["crash-written-back"].results["checks"]["lost_writes"]["examples"][0]["cause"]
+    assert kept == ("offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader epoch 1 by a clean "
+                    "election after its predecessor was fenced (at 3.000 s, R25)")  # not "after lossy-crash ..."
     manual = judged["manual-elect"].results["checks"]["lost_writes"]
     assert manual["unattributed"] == 0
     assert manual["examples"][0]["cause"] == (
@@ -1446,9 +1466,9 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
                                                           ("handmade", len(BUILDERS) - 2)]
     alone, row = (r for r in rows if r["topology"] == "handmade")
     assert "elr=false" in alone["protocol"] and (alone["runs_with_loss"], alone["lost_writes"]) == (1, 5)
-    # the `lost`, `crashed-after-the-loss`, `recovered`, `manual-elect`, `remade-while-delete-waits`,
-    # `served-deleted`, `batch-ties`, `same-time` and `far` runs
-    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (9, 13, 1)
+    # the `lost`, `crashed-after-the-loss`, `crash-written-back`, `recovered`, `manual-elect`,
+    # `remade-while-delete-waits`, `served-deleted`, `batch-ties`, `same-time` and `far` runs
+    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (10, 14, 1)
     # `mismatch`, `garbage-tail`, `cut-after`, `history-cut`, `logs-holed`, `summary-garbage`,
     # `replicas-removed`, `leaderless`, `follower-behind` (not converged) and `faults-file-gone`
     # (`deleted-topic`, its one topic gone, converged with nothing to replicate);
