@@ -107,6 +107,9 @@ def _final_logs_missing(run_dir: Path) -> str | None:
     end was cut short between the two (the logs are the evidence of what survived)."""
     final = run_dir / "final"
     if (final / "replicas.jsonl").is_file() and not (final / "logs.jsonl").is_file():
+        if finished(run_dir):
+            return (f"{final / 'logs.jsonl'} is missing, though the run reached its end (its summary.json is "
+                    f"written after it): the file was removed after the run, so what survived cannot be told")
         return (f"{final / 'logs.jsonl'} is missing: the run stopped after recording its replicas and before "
                 f"their logs, so what survived cannot be told")
     return None
@@ -116,11 +119,20 @@ def _faults_missing(info: RunInfo) -> str | None:
     """Why a run whose topology schedules faults, but whose `faults.jsonl` is gone, cannot be
     judged: the run writes that file from its cluster's start, and without it the windows
     without service would lack the faults' share and a loss its cause, under a verdict that
-    looked whole (a tester's run without it was judged passed, its unavailability 0)."""
-    if info.topology is None or not info.topology.faults or (info.run_dir / "faults.jsonl").is_file():
+    looked whole (a tester's run without it was judged passed, its unavailability 0). So is
+    one whose file holds no line though the run reached its end: every fault it fires writes
+    its lines, so the file was emptied after the run (a tester's was judged passed)."""
+    if info.topology is None or not info.topology.faults:
         return None
-    return (f"{info.run_dir / 'faults.jsonl'} is missing, but the topology schedules {len(info.topology.faults)} "
-            f"fault(s): what they did cannot be told, so neither can what they caused")
+    path = info.run_dir / "faults.jsonl"
+    scheduled = f"the topology schedules {len(info.topology.faults)} fault(s)"
+    if not path.is_file():
+        return f"{path} is missing, but {scheduled}: what they did cannot be told, so neither can what they caused"
+    if finished(info.run_dir) and path.stat().st_size < 64 and not path.read_bytes().strip():
+        return (f"{path} holds no line, but {scheduled} and the run reached its end (its summary.json), which "
+                f"fires every one of them: the file was emptied after the run, so what they did cannot be told, "
+                f"nor what they caused")
+    return None
 
 
 def broken_expectations(verdict: RunVerdict) -> str:

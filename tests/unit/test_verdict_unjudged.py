@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from testbed.analysis.job import RunData
-from testbed.analysis.runinfo import RunInfo
+from testbed.analysis.runinfo import RunInfo, load_run_info
 from testbed.analysis.verdict import broken_expectations, judge
+from tests.unit.analysis_fixtures import T0, RunBuilder, S
 
 
 def _data(converged: bool) -> RunData:
@@ -78,3 +79,25 @@ def test_a_grpc_failure_keeps_its_status_and_details_as_the_reason() -> None:
     assert spark_failure(grpc) == ('SparkConnectGrpcException: <_MultiThreadedRendezvous of RPC that terminated '
                                    'with: status = StatusCode.UNAVAILABLE details = "Connection refused"')
     assert spark_failure(ValueError("a job failed\nat line 2")) == "ValueError: a job failed"
+
+
+def test_an_emptied_faults_file_or_final_logs_removed_after_the_run_leave_it_unjudged(tmp_path: Path) -> None:
+    """Found by a tester: a finished run whose topology schedules faults, its `faults.jsonl`
+    emptied, was judged passed with the availability of a run without faults. Every fault
+    a run fires writes its lines, so a finished run's empty file was emptied after it; and
+    final logs removed from a finished run were said to be a run stopped before them."""
+    r = RunBuilder(tmp_path, "emptied")
+    r.topology["faults"] = [{"at": "1s", "do": "kill", "target": "broker:2"}]
+    r.fault(T0 + S, "kill", "broker:2", ["broker-2"])
+    run = r.write()
+    (run / "summary.json").write_text(f'{{"workload_start_ns": {T0}}}')  # what a run writes at its end
+    assert judge(load_run_info(run), _data(True), None).results["problems"] == []
+    (run / "faults.jsonl").write_text("")
+    [problem] = judge(load_run_info(run), _data(True), None).results["problems"]
+    assert problem == (f"{run / 'faults.jsonl'} holds no line, but the topology schedules 1 fault(s) and the run "
+                       f"reached its end (its summary.json), which fires every one of them: the file was emptied "
+                       f"after the run, so what they did cannot be told, nor what they caused")
+    (run / "faults.jsonl").unlink()
+    (run / "final" / "logs.jsonl").unlink()
+    problems = judge(load_run_info(run), _data(True), None).results["problems"]
+    assert f"{run / 'final' / 'logs.jsonl'} is missing, though the run reached its end" in problems[0]
