@@ -284,8 +284,14 @@ def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str
         why = (_CUT_AFTER_THE_RUN if row.get(_CUT) else "is not valid JSON of the expected types" if row[CORRUPT]
                else f"lacks a field it needs ({spec.required})")
         out.setdefault(run_id, f"{runs[run_id] / spec.path}: line {line}: {why}, so the file does not match the "
-                               f"{spec.table} format of DESIGN section 7: {text[:300]}")
+                               f"{spec.table} format of DESIGN section 7: {printable(text[:300])}")
     return out
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters (a NUL, an escape sequence) written as `\\xNN`, so that a
+    damaged line quoted in a reason reaches a terminal and results.json as text."""
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 _CUT = "_cut"  # a bad row's mark: a torn last line in a run that finished

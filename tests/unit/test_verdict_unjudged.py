@@ -101,3 +101,10 @@ def test_an_emptied_faults_file_or_final_logs_removed_after_the_run_leave_it_unj
     (run / "final" / "logs.jsonl").unlink()
     problems = judge(load_run_info(run), _data(True), None).results["problems"]
     assert f"{run / 'final' / 'logs.jsonl'} is missing, though the run reached its end" in problems[0]
+
+
+def test_a_damaged_line_quoted_in_a_reason_reaches_the_terminal_as_text() -> None:
+    """Found by a tester: garbage in faults.jsonl was quoted byte for byte, a NUL and an escape
+    sequence with it, into the terminal (and `grep` called results.json binary)."""
+    from testbed.analysis.ingest import printable
+    assert printable('{"do": \x00 "kill"\x1b[31m\tx\ufffdé') == '{"do": \\x00 "kill"\\x1b[31m\\tx\ufffdé'
