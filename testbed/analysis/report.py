@@ -61,15 +61,20 @@ def _verdicts(r: dict) -> str:
     return _table(["check", "count", "expected", "verdict"], rows)
 
 
-def _attribution(r: dict) -> str:
+_UNJUDGED_NOTE = ("<p class='unjudged'>Not judged (the reasons at the top): what follows comes from records that "
+                  "could not be trusted or did not end, and proves nothing either way.</p>")
+
+
+def _attribution(r: dict, judged: bool = True) -> str:
     """One row per cause (an election, a truncation, a crash) and partition, with its count and
-    offsets; then the first values of each check with their full sentences."""
+    offsets; then the first values of each check with their full sentences. An unjudged run's
+    empty list is no "no loss": it says so."""
     groups = [[_e(name), _e(f"{g['topic']}/{g['partition']}"), _e(g["count"]), _e(ranges_text(g["offsets"], 50)),
                _e(g["cause"])] for name in ATTRIBUTED for g in r["checks"].get(name, {}).get("causes", [])]
     rows = [[_e(name), _e(x.get("value", ", ".join(x.get("values", [])))), _e(x["cause"])]
             for name in ATTRIBUTED for x in r["checks"].get(name, {}).get("examples", [])]
     if not rows:
-        return "<p>No lost or inconsistent write.</p>"
+        return "<p>No lost or inconsistent write.</p>" if judged else _UNJUDGED_NOTE
     counts = ", ".join(f"{n}: {r['checks'][n]['count']} ({r['checks'][n]['unattributed']} unattributed)"
                        for n in ATTRIBUTED)
     return (f"<p class='note'>{_e(counts)}.</p>"
@@ -105,7 +110,7 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
                  "final committed log counts as lost only when the final read reached the end of that partition's "
                  "committed log; otherwise it is <b>unseen</b>, not proven lost. Expectations come from the "
                  f"{_e(r.get('expect_source'))}.</p>")
-    parts.append("<h2>Loss attribution</h2>" + _attribution(r))
+    parts.append("<h2>Loss attribution</h2>" + _attribution(r, verdict.ok is not None))
     if data is not None:
         bands = fault_bands(data.timeline["faults"])
         end = max([e["t"] for e in data.timeline["events"]] + [b[1] for b in bands] + [0.0])
@@ -117,7 +122,7 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
                          "(R38-R40); a rebalance lists its moves as planned before the first one.</p>"
                          + _table(["at s", "action", "subject", "what it did", "brokers after"],
                                   [[_e(c) for c in row] for row in rows]))
-        parts.append("<h2>Availability</h2>" + _figures(r))
+        parts.append("<h2>Availability</h2>" + ("" if verdict.ok is not None else _UNJUDGED_NOTE) + _figures(r))
         parts.append("<h2>Throughput and latency</h2>" + (series_plot(r["figures"]["series"], bands)
                                                           if r["figures"]["series"] else "<p>No operation.</p>"))
         parts.append("<h2>Partitions</h2><p class='note'>Lanes: leader (dark), ISR (blue), ELR (orange); "

@@ -63,7 +63,7 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
     for problem in r.get("problems", []):
         console.print(f"[yellow]not judged:[/] {escape(problem)}", emoji=False, soft_wrap=True)
     unavailable = r.get("figures", {}).get("unavailable_s")
-    if unavailable:
+    if unavailable and verdict.ok is not None:  # an unjudged run's figures, like its counts, prove nothing
         console.print(f"partition-seconds without a leader: {unavailable['no-leader']}, "
                       f"without acks=all service: {unavailable['no-acks-all']}")
     # a path is never broken across lines (a log or a pipe is 80 columns): the terminal wraps it

@@ -76,3 +76,24 @@ def test_a_verdicts_report_path_and_problems_keep_whole_lines_in_a_narrow_log() 
     lines = console.export_text().splitlines()
     assert f"UNJUDGED  report: {run_dir}/report.html" in lines
     assert f"not judged: {problem}" in lines
+
+
+def test_an_unjudged_runs_figures_and_empty_loss_list_read_as_nothing_proven(tmp_path: Path) -> None:
+    """Found by a tester: an unjudged run printed its fault-less availability as a figure, and
+    its report said "No lost or inconsistent write.", which reads as a pass. Its counts already
+    prove nothing (no cause lines); its figures and its empty loss list now say the same."""
+    from testbed.analysis.report import render
+    from testbed.analysis.runinfo import load_run_info
+    from tests.unit.analysis_fixtures import RunBuilder
+    figures = {"unavailable_s": {"no-leader": 0.0, "no-acks-all": 17.639}}
+    unjudged = RunVerdict(tmp_path / "r", None, {"checks": {}, "expect": {}, "problems": ["why"], "figures": figures})
+    judged = RunVerdict(tmp_path / "r", True, {"checks": {}, "expect": {}, "problems": [], "figures": figures})
+    console = Console(record=True, width=200)
+    print_verdict(console, unjudged)
+    assert "partition-seconds" not in console.export_text()
+    print_verdict(console, judged)
+    assert "partition-seconds without a leader: 0.0, without acks=all service: 17.639" in console.export_text()
+    info = load_run_info(RunBuilder(tmp_path, "r").write())
+    assert "No lost or inconsistent write." not in render(info, unjudged, None)
+    assert "proves nothing either way" in render(info, unjudged, None)
+    assert "No lost or inconsistent write." in render(info, judged, None)
