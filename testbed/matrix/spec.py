@@ -58,14 +58,6 @@ class MatrixSpec:
         return dataclasses.replace(self, seeds=tuple(range(n)))
 
 
-def load_matrix(path: str | Path) -> MatrixSpec:
-    """Read and check a matrix file; raises MatrixError with every problem found."""
-    spec, errors = read_matrix(path)
-    if errors or spec is None:
-        raise MatrixError(errors or [f"{path}: invalid matrix"])
-    return spec
-
-
 def read_matrix(path: str | Path) -> tuple[MatrixSpec | None, list[str]]:
     """A matrix file and its problems. The spec comes with problems of its `expect:` rules
     alone, so that the cells it makes are checked too and a file's every error is told at

@@ -17,9 +17,8 @@ import pytest
 import yaml
 from rich.console import Console
 
-from testbed.matrix.cells import expand
+from testbed.matrix.cells import expand_file
 from testbed.matrix.runner import run_matrix
-from testbed.matrix.spec import load_matrix
 from tests.integration.conftest import TIME_SCALE, topology_dict
 from tests.unit.analysis_fixtures import spark, warm_master  # noqa: F401  (the fixtures)
 
@@ -34,7 +33,7 @@ def test_cells_run_in_parallel_are_judged_together_and_a_failing_cell_is_retried
     (tmp_path / "m.yaml").write_text(yaml.safe_dump({
         "base": "base.yaml", "vary": {"protocol.elr": [True, False]}, "seeds": [3, 4],
         "expect": [{"when": {"protocol.elr": False}, "expect": {"lost_writes": ">0"}}]}), encoding="utf-8")
-    cells = expand(load_matrix(tmp_path / "m.yaml"))
+    cells = expand_file(tmp_path / "m.yaml")
     console = Console(record=True, width=200)
     code = run_matrix(cells, tmp_path / "matrix", jobs=2, time_scale=TIME_SCALE, deflake=1, console=console)
     out = console.export_text()

@@ -13,10 +13,10 @@ import yaml
 from testbed.analysis.verdict import RunVerdict
 from testbed.config.specs import Expectation
 from testbed.config.specs import DEFAULT_EXPECT
-from testbed.matrix.cells import MAX_ID_BYTES, expand, expand_file, parse_shard, select
+from testbed.matrix.cells import MAX_ID_BYTES, expand_file, parse_shard, select
 from testbed.matrix.cli import load_cells
 from testbed.matrix.results import CellResult, matrix_exit_code
-from testbed.matrix.spec import MatrixError, load_matrix
+from testbed.matrix.spec import MatrixError
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = {
@@ -66,7 +66,7 @@ def test_a_mapping_is_varied_by_its_own_keys_and_the_error_says_how(tmp_path: Pa
     assert (f"{bad}: vary.topics.0.flush: expected scalar values (a number, a string, true/false); a mapping is "
             f"varied by its own keys, e.g. topics.0.flush.messages: [1, 100]") in errors_of(bad)
     good = write(tmp_path, {"base": "base.yaml", "vary": {"topics.0.flush.messages": [1, 100]}}, name="good.yaml")
-    assert [c.topology.topics[0].flush.messages for c in expand(load_matrix(good))] == [1, 100]
+    assert [c.topology.topics[0].flush.messages for c in expand_file(good)] == [1, 100]
 
 
 def test_cells_are_the_product_in_file_order_with_ids_naming_what_varies(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_cells_are_the_product_in_file_order_with_ids_naming_what_varies(tmp_pat
                             "faults": {"kill": [{"at": "1s", "do": "kill", "target": "leader-of orders/0"}],
                                        "pause": [{"at": "1s", "do": "pause", "target": "followers-of orders/0"}]},
                             "seeds": 2})
-    cells = expand(load_matrix(path))
+    cells = expand_file(path)
     assert len(cells) == 2 * 2 * 2 * 2
     assert cells[0].id == "tiny-elr=true-unclean_recovery=none-kill-seed=0"
     assert cells[-1].id == "tiny-elr=false-unclean_recovery=balanced-pause-seed=1"
@@ -87,8 +87,8 @@ def test_cells_are_the_product_in_file_order_with_ids_naming_what_varies(tmp_pat
 
 
 def test_without_schedules_or_seeds_a_cell_keeps_the_bases_faults_and_seed(tmp_path: Path) -> None:
-    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "vary": {"topics.0.placement":
-                                                                               ["rack-aware", "round-robin"]}})))
+    cells = expand_file(write(tmp_path, {"base": "base.yaml", "vary": {"topics.0.placement":
+                                                                               ["rack-aware", "round-robin"]}}))
     assert [c.id for c in cells] == ["tiny-placement=rack-aware-seed=5", "tiny-placement=round-robin-seed=5"]
     assert [f.do for f in cells[0].topology.faults] == ["kill"]
     assert cells[1].topology.topics[0].placement == "round-robin"
@@ -96,8 +96,8 @@ def test_without_schedules_or_seeds_a_cell_keeps_the_bases_faults_and_seed(tmp_p
 
 def test_keys_ending_alike_are_named_whole_in_ids(tmp_path: Path) -> None:
     base = {**BASE, "topics": BASE["topics"] + [{**BASE["topics"][0], "name": "audit"}]}
-    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "vary": {
-        "topics.0.placement": ["rack-aware"], "topics.1.placement": ["round-robin"]}}, base)))
+    cells = expand_file(write(tmp_path, {"base": "base.yaml", "vary": {
+        "topics.0.placement": ["rack-aware"], "topics.1.placement": ["round-robin"]}}, base))
     assert cells[0].id == "tiny-topics.0.placement=rack-aware-topics.1.placement=round-robin-seed=5"
 
 
@@ -108,7 +108,7 @@ def test_rules_replace_the_bases_expectations_for_the_checks_they_name(tmp_path:
                             "expect": [{"when": {"protocol.elr": False}, "expect": {"lost_writes": ">0"}},
                                        {"when": {"protocol.elr": False, "faults": "none"},
                                         "expect": {"lost_writes": 0}}]})
-    by_id = {c.id: c.topology.expect for c in expand(load_matrix(path))}
+    by_id = {c.id: c.topology.expect for c in expand_file(path)}
     assert by_id["tiny-elr=true-kill-seed=5"] == {"lost_writes": Expectation("==", 0),
                                                    "duplicates": Expectation("==", 0)}  # no rule: the base's
     assert by_id["tiny-elr=false-kill-seed=5"] == {"lost_writes": Expectation(">", 0),
@@ -122,7 +122,7 @@ def test_a_rule_names_a_varied_key_as_cell_ids_and_only_do(tmp_path: Path) -> No
     keys share (their ids name them whole), is an error."""
     path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
                             "expect": [{"when": {"elr": False}, "expect": {"lost_writes": ">0"}}]})
-    by_id = {c.id: c.topology.expect["lost_writes"] for c in expand(load_matrix(path))}
+    by_id = {c.id: c.topology.expect["lost_writes"] for c in expand_file(path)}
     assert by_id == {"tiny-elr=true-seed=5": Expectation("==", 0), "tiny-elr=false-seed=5": Expectation(">", 0)}
     twice = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
                              "expect": [{"when": {"protocol.elr": True, "elr": False}, "expect": {"lost_writes": 0}}]},
@@ -153,7 +153,7 @@ def test_a_rule_on_a_base_without_expectations_keeps_the_defaults_it_does_not_na
     base = {k: v for k, v in BASE.items() if k != "expect"}
     path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
                             "expect": [{"when": {"protocol.elr": False}, "expect": {"duplicates": 0}}]}, base)
-    by_id = {c.id: c.topology.expect for c in expand(load_matrix(path))}
+    by_id = {c.id: c.topology.expect for c in expand_file(path)}
     assert by_id["tiny-elr=true-seed=5"] == {}  # no rule: the run's defaults apply (`DEFAULT_EXPECT`)
     assert by_id["tiny-elr=false-seed=5"] == {**DEFAULT_EXPECT, "duplicates": Expectation("==", 0)}
 
@@ -163,7 +163,7 @@ def test_rules_and_only_select_a_base_by_its_topology_name(tmp_path: Path) -> No
     path = write(tmp_path, {"base": ["base.yaml", "other.yaml"], "vary": {"protocol.elr": [True, False]},
                             "expect": [{"when": {"topology": "other", "protocol.elr": False},
                                         "expect": {"lost_writes": ">0"}}]})
-    cells = expand(load_matrix(path))
+    cells = expand_file(path)
     wants_loss = [c.id for c in cells if c.topology.expect["lost_writes"] == Expectation(">", 0)]
     assert wants_loss == ["other-elr=false-seed=5"]
     assert [c.id for c in select(cells, "topology=other,elr=true")] == ["other-elr=true-seed=5"]
@@ -176,7 +176,7 @@ def test_schedules_from_files_relative_to_the_matrix(tmp_path: Path) -> None:
     (tmp_path / "schedules").mkdir()
     (tmp_path / "schedules" / "outage.yaml").write_text(yaml.safe_dump(
         {"faults": [{"at": "1s", "do": "pause", "target": "leader-of orders/1"}]}), encoding="utf-8")
-    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "faults": {"outage": "schedules/outage.yaml"}})))
+    cells = expand_file(write(tmp_path, {"base": "base.yaml", "faults": {"outage": "schedules/outage.yaml"}}))
     assert [(c.id, [f.target for f in c.topology.faults]) for c in cells] == [
         ("tiny-outage-seed=5", ["leader-of orders/1"])]
 
@@ -189,10 +189,10 @@ def test_a_base_path_is_looked_up_beside_the_matrix_then_from_the_working_direct
     (tmp_path / "topologies" / "tiny.yaml").write_text(yaml.safe_dump(BASE), encoding="utf-8")
     (matrix_dir / "ci.yaml").write_text(yaml.safe_dump({"base": "topologies/tiny.yaml", "seeds": 1}), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
-    assert [c.id for c in expand(load_matrix(matrix_dir / "ci.yaml"))] == ["tiny-seed=0"]
+    assert [c.id for c in expand_file(matrix_dir / "ci.yaml")] == ["tiny-seed=0"]
     monkeypatch.chdir(matrix_dir)
     with pytest.raises(MatrixError, match=r"base: topologies/tiny.yaml: no such file, beside the matrix file"):
-        load_matrix(matrix_dir / "ci.yaml")
+        expand_file(matrix_dir / "ci.yaml")
 
 
 @pytest.mark.parametrize(("matrix", "expected"), [
@@ -278,8 +278,8 @@ def test_a_varied_value_is_held_against_the_schedules_that_replace_the_bases_fau
     them. A value the cells' schedule does not fit is still named, with the cell."""
     base = {**BASE, "faults": [{"at": "2500ms", "do": "kill", "target": "broker:1"}]}
     early = {"early": [{"at": "1s", "do": "kill", "target": "broker:1"}, {"at": "1500ms", "do": "restart"}]}
-    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "vary": {"duration": ["2s"]}, "faults": early},
-                                     base)))
+    cells = expand_file(write(tmp_path, {"base": "base.yaml", "vary": {"duration": ["2s"]}, "faults": early},
+                                     base))
     assert [c.id for c in cells] == ["tiny-duration=2s-early-seed=5"]
     text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"duration": ["2s", "1200ms"]}, "faults": early},
                            base))
@@ -288,8 +288,8 @@ def test_a_varied_value_is_held_against_the_schedules_that_replace_the_bases_fau
 
 
 def test_only_selects_by_value_or_id_and_shards_split_the_cells_exactly(tmp_path: Path) -> None:
-    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
-                                                "seeds": 5})))
+    cells = expand_file(write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+                                                "seeds": 5}))
     assert [c.id for c in select(cells, "elr=false,seed=3")] == ["tiny-elr=false-seed=3"]
     assert [c.id for c in select(cells, "protocol.elr=true,seed=0")] == ["tiny-elr=true-seed=0"]
     assert len(select(cells, "elr=true")) == 5 and len(select(cells, "seed=4")) == 2
@@ -300,7 +300,7 @@ def test_only_selects_by_value_or_id_and_shards_split_the_cells_exactly(tmp_path
     shards = [select(cells, shard=(k, 3)) for k in (1, 2, 3)]
     assert sorted(c.id for s in shards for c in s) == sorted(c.id for c in cells)
     assert {len(s) for s in shards} == {3, 4}
-    again = expand(load_matrix(tmp_path / "m.yaml"))  # another host computes the same shares
+    again = expand_file(tmp_path / "m.yaml")  # another host computes the same shares
     assert [c.id for c in select(again, shard=(2, 3))] == [c.id for c in shards[1]]
     for bad in ("0/3", "4/3", "1", "a/b"):
         with pytest.raises(ValueError, match="expected K/N"):
@@ -310,8 +310,8 @@ def test_only_selects_by_value_or_id_and_shards_split_the_cells_exactly(tmp_path
 def test_a_value_with_a_slash_gives_an_id_that_is_one_directory_name(tmp_path: Path) -> None:
     """`rate: 100/s` is a valid value; a cell id is a directory's name (cells with a `/` in it
     shared one spec file and ran each other's topology)."""
-    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml",
-                                                "vary": {"workload.producers.0.rate": ["100/s", "300/s"]}})))
+    cells = expand_file(write(tmp_path, {"base": "base.yaml",
+                                                "vary": {"workload.producers.0.rate": ["100/s", "300/s"]}}))
     assert [c.id for c in cells] == ["tiny-rate=100_s-seed=5", "tiny-rate=300_s-seed=5"]
     assert cells[0].setting == "rate=100/s" and cells[0].topology.workload.producers[0].rate == 100
     assert [c.id for c in select(cells, "rate=100/s")] == [cells[0].id]
@@ -323,7 +323,7 @@ def test_a_cell_id_too_long_for_a_file_name_is_cut_and_made_unique(tmp_path: Pat
     """Long varied values made ids longer than a file's name may be (a traceback when the cell's
     spec file was written): an id is cut and ends in a digest of the whole."""
     long = ["x" * 300, "x" * 299 + "y"]
-    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "vary": {"description": long}})))
+    cells = expand_file(write(tmp_path, {"base": "base.yaml", "vary": {"description": long}}))
     ids = [c.id for c in cells]
     assert len(set(ids)) == 2 and all(len(i.encode()) <= MAX_ID_BYTES for i in ids)
     assert all(i.startswith("tiny-description=xxxx") for i in ids)
@@ -366,7 +366,7 @@ def verdict(ok: bool | None) -> RunVerdict:
 ])
 def test_a_cell_that_passed_on_a_retry_is_flaky_and_only_cells_failing_every_time_fail(
         tmp_path: Path, attempts: list, status: list, code: int) -> None:
-    [cell] = expand(load_matrix(write(tmp_path, {"base": "base.yaml"})))
+    [cell] = expand_file(write(tmp_path, {"base": "base.yaml"}))
     results = [CellResult(cell, [verdict(ok) for ok in oks]) for oks in attempts]
     assert [r.status for r in results] == status
     assert matrix_exit_code(results) == code
@@ -391,7 +391,7 @@ def test_the_summary_groups_cells_by_setting_and_schedule_and_the_page_links_eac
     from testbed.matrix.runner import print_summary
     path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]}, "seeds": [1, 2],
                             "faults": {"kill": [{"at": "1s", "do": "kill", "target": "leader-of orders/0"}]}})
-    cells = {c.id: c for c in expand(load_matrix(path))}
+    cells = {c.id: c for c in expand_file(path)}
     runs = tmp_path / "matrix"
     results = [
         CellResult(cells["tiny-elr=true-kill-seed=1"], [_judged(runs / "a", True, 0, 1.0)]),
@@ -431,7 +431,7 @@ def test_a_cell_that_cannot_run_is_unjudged_and_stops_the_matrix_unless_keep_goi
     from rich.console import Console
 
     from testbed.matrix import runner
-    cells = expand(load_matrix(write(tmp_path, {"base": "base.yaml", "seeds": [1, 2, 3]})))
+    cells = expand_file(write(tmp_path, {"base": "base.yaml", "seeds": [1, 2, 3]}))
     started: list[str] = []
 
     def supervisor(cell, run_dir: Path, spec_dir: Path, time_scale: float) -> int:  # noqa: ANN001
@@ -472,14 +472,14 @@ def test_dry_run_lists_every_cell_and_a_bad_matrix_exits_2(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("name", ["ci.yaml", "example.yaml"])
 def test_shipped_matrices_expand(name: str) -> None:
-    assert expand(load_matrix(ROOT / "topologies" / "matrix" / name))
+    assert expand_file(ROOT / "topologies" / "matrix" / name)
 
 
 def test_the_ci_matrix_covers_every_fault_action_and_protocol_setting() -> None:
     """Issue 11: at least 24 cells, every fault action, every value of every protocol
     setting, each unsafe setting in a cell that expects the loss it causes."""
     from faults.fault_spec import FAULT_ACTIONS
-    cells = expand(load_matrix(ROOT / "topologies" / "matrix" / "ci.yaml"))
+    cells = expand_file(ROOT / "topologies" / "matrix" / "ci.yaml")
     assert len(cells) >= 24
     actions = {f.do for c in cells for f in c.topology.faults}
     assert set(FAULT_ACTIONS) - actions == set()
@@ -535,7 +535,7 @@ def test_values_and_schedules_that_only_work_together_are_judged_in_their_cells(
         tmp_path: Path, matrix: dict, ids: list[str]) -> None:
     """Found by an audit: each varied value and each schedule was held against the base alone
     first, so a matrix whose every cell is valid was refused."""
-    assert [c.id for c in expand(load_matrix(write(tmp_path, {"base": "base.yaml", **matrix})))] == ids
+    assert [c.id for c in expand_file(write(tmp_path, {"base": "base.yaml", **matrix}))] == ids
 
 
 def test_a_cell_that_is_invalid_is_named_with_its_key_and_an_error_of_many_cells_is_said_once(
