@@ -288,8 +288,9 @@ class FaultInjector:
         if f.do not in _DOWN_ACTIONS or "undo_of" in f.params or limit is None:
             return False
         c = self.cluster
-        down = set(c.stopped) | set(c.paused) | self.layers.isolated()
-        return len(down | set(resolved)) > limit
+        # a removed broker is gone from the cluster (R39), not down: it stays stopped for good
+        down = (set(c.stopped) | set(c.paused) | self.layers.isolated() | set(resolved)) - c.removed
+        return len(down) > limit
 
     def _record(self, line: dict) -> dict:
         """Write `line` to faults.jsonl with the time; the line as written. A `start` line has

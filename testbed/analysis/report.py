@@ -79,7 +79,7 @@ def _attribution(r: dict, judged: bool = True) -> str:
                        for n in ATTRIBUTED)
     return (f"<p class='note'>{_e(counts)}.</p>"
             + _table(["check", "partition", "count", "offsets", "cause"], groups)
-            + "<h3>First values of each</h3>" + _table(["check", "value(s)", "cause"], rows))
+            + "<h3>The first values of each check, with their causes</h3>" + _table(["check", "value(s)", "cause"], rows))
 
 
 def _figures(r: dict) -> str:

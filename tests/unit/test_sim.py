@@ -614,3 +614,23 @@ def test_a_seed_that_meets_a_defect_is_unjudged_with_it_and_the_worker_runs_on(t
                               "KeyError: 'orders/0 is unknown to the controller'") and first["internal"]
     assert second["seed"] == 1 and second["error"] is None
     assert "KeyError" in done.stderr and "Traceback" in done.stderr
+
+
+def test_a_removed_broker_does_not_count_as_down_for_a_nemesis_max_down(tmp_path: Path) -> None:
+    """R39: a broker a `remove-broker` took out is gone from the cluster, not down. It stays
+    stopped for good, and a nemesis's `max_down: 1` counted it: every kill and pause after the
+    removal was skipped (`skipped: max_down`) with every other node up, and the run passed
+    untested (trial23 F1)."""
+    data = {"name": "rmnem", "seed": 1, "duration": "10s",
+            "cluster": {"controllers": 1, "brokers": {"count": 4, "racks": ["a", "b", "c", "d"]}},
+            "topics": [{"name": "orders", "partitions": 3, "replication_factor": 3, "min_insync_replicas": 2}],
+            "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "100/s", "batch": 5}]},
+            "faults": [{"at": "1s", "do": "remove-broker", "target": "broker:4"},
+                       {"nemesis": {"from": "3s", "until": "9s", "every": "1s..2s", "do": ["kill", "pause"],
+                                    "target": ["random-broker"], "max_down": 1}}]}
+    run_seed(parse_topology(data, "rmnem"), tmp_path / "run")
+    ends = [r for r in read_jsonl(tmp_path / "run" / "faults.jsonl")
+            if r["phase"] == "end" and r["do"] in ("kill", "pause") and "undo_of" not in r["params"]]
+    assert ends, "the nemesis fired nothing"
+    assert [e["effect"] for e in ends if e["effect"].get("skipped")] == []
+    assert all(e["resolved"] and e["resolved"] != ["broker-4"] for e in ends)
