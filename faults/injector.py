@@ -63,10 +63,10 @@ class ClusterControl(Protocol):
 
     def node_names(self) -> list[str]: ...
     def view(self) -> ClusterView: ...
-    def kill(self, name: str) -> int: ...
-    def restart(self, name: str) -> int: ...
-    def pause(self, name: str) -> int: ...
-    def resume(self, name: str) -> int: ...
+    def kill_node(self, name: str) -> int: ...
+    def restart_node(self, name: str) -> int: ...
+    def pause_node(self, name: str) -> int: ...
+    def resume_node(self, name: str) -> int: ...
     def shutdown_node(self, name: str) -> bool: ...
     def data_dir(self, name: str) -> Path: ...
     def next_link_seq(self) -> int: ...
@@ -318,13 +318,13 @@ class FaultInjector:
             for n in nodes:
                 self._halted_ns.pop(n, None)
         if do == "kill":
-            return {"killed": {n: c.kill(n) for n in up}}
+            return {"killed": {n: c.kill_node(n) for n in up}}
         if do == "pause":
-            return {"paused": {n: c.pause(n) for n in up if n not in c.paused}}
+            return {"paused": {n: c.pause_node(n) for n in up if n not in c.paused}}
         if do == "resume":
-            return {"resumed": {n: c.resume(n) for n in nodes if n in c.paused}}
+            return {"resumed": {n: c.resume_node(n) for n in nodes if n in c.paused}}
         if do == "restart":
-            return {"restarted": {n: c.restart(n) for n in nodes if n in c.stopped}}
+            return {"restarted": {n: c.restart_node(n) for n in nodes if n in c.stopped}}
         if do == "shutdown":
             return self._shutdowns(up)
         # A power loss or a lost disk happens to the machine (DESIGN section 4): a node already
@@ -333,7 +333,7 @@ class FaultInjector:
             effect: dict[str, Any] = {"killed": {}, "files": {}}
             for n in nodes:
                 if n in up:
-                    effect["killed"][n] = c.kill(n)
+                    effect["killed"][n] = c.kill_node(n)
                 if n.startswith("broker-"):
                     written_back = self._written_back(halted[n])
                     if written_back:  # said, or its empty `files` would read as nothing unflushed
@@ -345,7 +345,7 @@ class FaultInjector:
             voters = [n for n in c.node_names() if n.startswith("controller-")]
             for n in nodes:
                 if n in up:
-                    effect["killed"][n] = c.kill(n)
+                    effect["killed"][n] = c.kill_node(n)
                 if n.startswith("broker-") or len(voters) > 1:
                     # a voter of a quorum loses its Raft log and vote too, and rejoins empty
                     effect["removed"][n] = disk_loss(c.data_dir(n))

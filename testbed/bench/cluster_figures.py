@@ -62,11 +62,11 @@ def controller_failover(runs: Path, kills: int) -> list[float]:
                              what="an active controller and every voter up")
             old, end = s.controller["node"], s.controller["quorum"]["commit_end"]
             t0 = time.monotonic()
-            c.kill(old)
+            c.kill_node(old)
             c.wait_until(lambda s: s.controller is not None and s.controller["node"] != old
                          and s.controller["quorum"]["commit_end"] > end, timeout=10, what="a new active controller")
             out.append(time.monotonic() - t0)
-            c.restart(old)
+            c.restart_node(old)
     return out
 
 
@@ -87,11 +87,11 @@ def leader_failover(runs: Path, repeat: int, controlled: bool) -> list[float]:
                     stopping = threading.Thread(target=c.shutdown_node, args=(name,), daemon=True)
                     stopping.start()
                 else:
-                    c.kill(name)
+                    c.kill_node(name)
                 out.append(_first_write_elsewhere(writer, old, f"failover-{i}", t0))
                 if controlled:
                     stopping.join()
-                c.restart(name)
+                c.restart_node(name)
         finally:
             writer.close()
     return out

@@ -186,13 +186,13 @@ class SimCluster(ClusterAdmin):
         """What a fault records as the process it acted on: here, the node's incarnation."""
         return self.nodes_by_name[name].incarnation
 
-    def kill(self, name: str) -> int:
+    def kill_node(self, name: str) -> int:
         self.nodes_by_name[name].kill()
         self.stopped.add(name)
         self.paused.discard(name)
         return self._pid(name)
 
-    def restart(self, name: str) -> int:
+    def restart_node(self, name: str) -> int:
         if name not in self.stopped:
             raise ClusterError(f"{name} is running")
         self.net.filters[name] = LinkFilter(self.link_table)  # the supervisor pushes the table it holds
@@ -201,12 +201,12 @@ class SimCluster(ClusterAdmin):
         self._links_pending.discard(name)
         return self._pid(name)
 
-    def pause(self, name: str) -> int:
+    def pause_node(self, name: str) -> int:
         self.nodes_by_name[name].pause()
         self.paused.add(name)
         return self._pid(name)
 
-    def resume(self, name: str) -> int:
+    def resume_node(self, name: str) -> int:
         self.paused.discard(name)
         self.nodes_by_name[name].resume()
         self.sync_links()

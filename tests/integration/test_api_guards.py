@@ -47,13 +47,23 @@ def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(tmp_pa
         assert slow["params"]["delay"] == pytest.approx(0.02) and "error" not in slow["effect"]
         assert c.fault("slow", delay=0.01)["params"]["delay"] == pytest.approx(0.01)
         c.fault("heal")
+        # the API's kill and restart are the faults of those names: recorded, so the judgment
+        # sees them (unrecorded, a killed leader's outage read as 1 ms without a leader; trial23)
+        pid = c.kill("broker-3")
+        assert c.restart("broker-3") != pid
+        acted = [(r["do"], r["target"], r["origin"][:4], r["effect"]) for r in _lines(run_dir / "faults.jsonl")
+                 if r["phase"] == "end" and r["do"] in ("kill", "restart")]
+        assert acted == [("kill", "broker:3", "api[", {"killed": {"broker-3": pid}}),
+                         ("restart", "broker:3", "api[", {"restarted": {"broker-3": c.pid("broker-3")}})]
         assert c.produce("orders", 0, ["a"], acks="all").error.name == "NONE"
         assert c.finish().ok is True
         judged = (run_dir / "history.jsonl").read_text()
         for call in (lambda: c.produce("orders", 0, ["late"]), lambda: c.fault("kill", target="broker:1"),
-                     lambda: c.kill("broker-1"), c.status, c.finish):
+                     lambda: c.kill("broker-1"), lambda: c.pause("broker-1"), lambda: c.add_broker(9, rack="a"),
+                     c.rebalance, c.status, c.finish):
             with pytest.raises(ClusterError, match="has stopped"):
                 call()
         assert (run_dir / "history.jsonl").read_text() == judged
+        assert not (run_dir / "nodes" / "broker-9.json").exists()  # no process started after the end
     with pytest.raises(ClusterError, match="already holds a run"), Cluster.from_yaml(path, run_dir=run_dir):
         pass

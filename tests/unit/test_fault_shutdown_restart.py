@@ -36,7 +36,7 @@ class _SlowShutdowns:
         self.stopped.add(name)
         return True
 
-    def restart(self, name: str) -> int:
+    def restart_node(self, name: str) -> int:
         self.stopped.discard(name)
         self.restarted.append(name)
         return 2

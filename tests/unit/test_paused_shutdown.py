@@ -79,7 +79,7 @@ class _Fakes(Cluster):
 
 def test_a_paused_nodes_shutdown_that_times_out_leaves_it_stopped_and_not_paused(tmp_path, monkeypatch) -> None:
     cluster = _Fakes(tmp_path, monkeypatch)
-    cluster.pause("broker-1")
+    cluster.pause_node("broker-1")
     assert cluster.shutdown_node("broker-1") is False  # killed at its timeout
     assert cluster.procs["broker-1"].returncode == -9
     assert cluster.stopped == {"broker-1"} and cluster.paused == set()
@@ -89,7 +89,7 @@ def test_a_new_process_is_never_paused(tmp_path, monkeypatch) -> None:
     cluster = _Fakes(tmp_path, monkeypatch)
     cluster.stopped.add("broker-2")
     cluster.paused.add("broker-2")  # however it came to be left there
-    cluster.restart("broker-2")
+    cluster.restart_node("broker-2")
     assert cluster.paused == set() and cluster.stopped == set()
 
 

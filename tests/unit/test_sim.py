@@ -215,11 +215,11 @@ def test_a_controlled_shutdown_the_active_controller_accepted_ends_clean_after_i
         assert cluster.loop.run_until(cluster.loop.now + 5, lambda: all(
             n.role.controller.image.brokers[leader].in_controlled_shutdown for n in standbys), poll=0.0)
         assert broker.up, "the broker was let go before the failover"
-        cluster.kill(active)
+        cluster.kill_node(active)
         assert cluster.loop.run_until(cluster.loop.now + 10, lambda: not broker.up, poll=0.0)
         assert broker.exit_code == 0
         cluster.stopped.add(broker.cfg.name)  # as the `shutdown` fault records the exit
-        cluster.restart(broker.cfg.name)
+        cluster.restart_node(broker.cfg.name)
         cluster.wait_until(lambda s: not s.registered_brokers().get(leader, {"fenced": True})["fenced"],
                            timeout=10, what=f"broker {leader} unfenced again")
     finally:
@@ -241,8 +241,8 @@ def test_a_restarted_node_starts_as_a_process_does_and_a_kill_or_pause_meanwhile
         loop = cluster.loop
 
         def restarted() -> float:
-            cluster.kill(node.name)
-            cluster.restart(node.name)
+            cluster.kill_node(node.name)
+            cluster.restart_node(node.name)
             return loop.now
         at = restarted()
         assert loop.run_until(at + BOOT[1], lambda: node.up, poll=0.0)
@@ -250,13 +250,13 @@ def test_a_restarted_node_starts_as_a_process_does_and_a_kill_or_pause_meanwhile
         cluster.wait_until(lambda s: not s.registered_brokers()[3]["fenced"], timeout=10, what="broker 3 back")
 
         at = restarted()
-        cluster.kill(node.name)
+        cluster.kill_node(node.name)
         assert not loop.run_until(at + 2 * BOOT[1], lambda: node.started, poll=0.0)
 
         at = restarted()
-        cluster.pause(node.name)
+        cluster.pause_node(node.name)
         assert not loop.run_until(at + 2 * BOOT[1], lambda: node.up, poll=0.0) and node.booting
-        cluster.resume(node.name)
+        cluster.resume_node(node.name)
         assert node.up and node.status() is not None
 
         restarted()
