@@ -169,6 +169,32 @@ def topic_faults_done(run_dir: Path) -> list[tuple[str, dict]] | None:
                                  for t, kind, topic in commits)]
 
 
+def brokers_added(run_dir: Path) -> list[tuple[int, str | None]]:
+    """(id, rack) of each broker an `add-broker` of faults.jsonl added (its end line says
+    `added`), a scheduled one's or the Python API's."""
+    try:
+        text = (run_dir / "faults.jsonl").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        if '"add-broker"' not in line:
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if not (isinstance(rec, dict) and rec.get("do") == "add-broker" and rec.get("phase") == "end"):
+            continue
+        params, effect = rec.get("params"), rec.get("effect")
+        broker = params.get("broker") if isinstance(params, dict) else None
+        if isinstance(effect, dict) and effect.get("added") and isinstance(broker, dict):
+            broker_id, rack = broker.get("id"), broker.get("rack")
+            if isinstance(broker_id, int) and not isinstance(broker_id, bool):
+                out.append((broker_id, rack if isinstance(rack, str) else None))
+    return out
+
+
 #: what `_committed` finds when a topic fault took effect
 _EVIDENCE = {"create-topic": "create", "add-partitions": "create", "delete-topic": "delete"}
 
@@ -226,12 +252,17 @@ def config_tables(spark: SparkSession, infos: list[RunInfo]) -> ConfigTables:
         t = info.topology
         if t is None:
             continue
-        topics += [(info.run_id, *row) for row in t.topics_over_run(topic_faults_done(info.run_dir))]
-        brokers += [(info.run_id, b.id, b.rack) for b in t.cluster.brokers]
-        brokers += [(info.run_id, f.params["broker"]["id"], f.params["broker"]["rack"]) for f in t.faults
-                    if getattr(f, "do", None) == "add-broker"]  # R38: brokers the run added
+        done = topic_faults_done(info.run_dir)
+        topics += [(info.run_id, *row) for row in t.topics_over_run(done)]
+        # R38: the brokers the run added, scheduled or by the Python API (recorded alike)
+        racks = {b.id: b.rack for b in t.cluster.brokers}
+        racks |= {f.params["broker"]["id"]: f.params["broker"]["rack"] for f in t.faults
+                  if getattr(f, "do", None) == "add-broker" and f.params["broker"]["id"] not in racks}
+        racks |= {i: rack for i, rack in brokers_added(info.run_dir) if i not in racks}
+        brokers += [(info.run_id, i, rack) for i, rack in racks.items()]
         runs.append((info.run_id, t.protocol.elr, t.protocol.fencing == "kraft", len(t.racks),
                      info.workload_start_ns))
         deletes |= any(getattr(f, "do", None) == "delete-topic" for f in t.faults)
+        deletes |= any(do == "delete-topic" for do, _ in done or [])
     return ConfigTables(spark.createDataFrame(topics, _TOPICS), spark.createDataFrame(brokers, _BROKERS),
                         spark.createDataFrame(runs, _RUNS), deletes)

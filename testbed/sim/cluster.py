@@ -276,7 +276,7 @@ class SimCluster(ClusterAdmin):
     def data_dir(self, name: str) -> Path:
         return self.dir.data_dir(name)
 
-    def add_broker(self, broker_id: int, rack: str | None = None) -> str:
+    def start_broker(self, broker_id: int, rack: str | None = None) -> str:
         spec = NodeSpec("broker", broker_id, rack)
         if spec.name in set(self.node_names()):
             raise ClusterError(f"broker id {broker_id} is in use")

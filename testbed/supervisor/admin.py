@@ -4,7 +4,7 @@ virtual time both inherit it, and differ only in the primitives it rests on.
 
 What a subclass provides: `status`, `wait_until` (a condition with a deadline), `retry_while`
 (ask again while an answer says so), `_request_node` (one request to a node), `_running`,
-`shutdown_node`, `sync_links`, `add_broker`, and the attributes `topology`, `time_scale`,
+`shutdown_node`, `sync_links`, `start_broker`, and the attributes `topology`, `time_scale`,
 `dir`, `brokers`, `removed`, `stopped`, `paused`, `link_table` and `_links_pending`. The
 network's link table is pushed and its counters read here too, for the fault injector.
 """
@@ -53,7 +53,7 @@ class ClusterError(RuntimeError):
 _NO_ACTIVE = object()
 
 
-def _split_partition(text: str) -> tuple[str, int]:
+def split_partition(text: str) -> tuple[str, int]:
     """`TOPIC/P` -> (topic, P); a ClusterError saying the form for anything else."""
     topic, _, index = str(text).rpartition("/")
     if not topic or not index.isdigit():
@@ -215,7 +215,7 @@ class ClusterAdmin:
         if bad:
             raise ClusterError(f"topic creation failed: {bad}")
 
-    def remove_broker(self, broker_id: int, on_plan: Callable[[dict], None] | None = None) -> dict:
+    def decommission_broker(self, broker_id: int, on_plan: Callable[[dict], None] | None = None) -> dict:
         """R39: reassign every replica of the broker to the others (as R34 chooses, balanced),
         shut it down under control (R37), then unregister it (its broker epoch is never used
         again). Returns the rebalance's record with `shutdown` (True when the broker exited
@@ -288,7 +288,7 @@ class ClusterAdmin:
         refused = {}
         changed = plan.changed(current)
         for (topic, index), replicas in changed.items():
-            answer = self.reassign(f"{topic}/{index}", replicas)
+            answer = self.alter_reassignment(f"{topic}/{index}", replicas)
             if not answer["accepted"]:
                 refused[f"{topic}/{index}"] = f"{answer['error']}: {answer.get('message', '')}"
         moving = {p: r for p, r in changed.items() if f"{p[0]}/{p[1]}" not in refused}
@@ -302,7 +302,7 @@ class ClusterAdmin:
             return s.controller is not None and all(now.get(p, t) == t for p, t in r.moving.items())
         self.wait_until(moved, timeout=timeout if timeout is not None else self.scaled(60),
                         what=f"the rebalance's {len(r.moving)} reassignments completed")
-        elected = self.elect_preferred() if r.leaders_changed or r.moving else {"elected": [], "refused": {}}
+        elected = self.elect_preferred_leaders() if r.leaders_changed or r.moving else {"elected": [], "refused": {}}
         return r.plan | {"refused": r.refused, "elected": elected["elected"]}
 
     def create_topic(self, topic: dict, timeout: float | None = None) -> dict:
@@ -383,11 +383,11 @@ class ClusterAdmin:
         self.wait_until(led, timeout=timeout if timeout is not None else self.scaled(15),
                         what=f"every partition of {topic} led")
 
-    def reassign(self, partition: str, replicas: list[int]) -> dict:
+    def alter_reassignment(self, partition: str, replicas: list[int]) -> dict:
         """R35: start moving `partition` ("topic/P") to `replicas`; it completes once they are all
         in the ISR. Returns {"accepted": bool, "message"}, with the controller's "error" when
         it refused (an effect with an `error` is a fault that failed, DESIGN section 6)."""
-        topic, index = _split_partition(partition)
+        topic, index = split_partition(partition)
         resp = self._admin(AlterPartitionReassignmentsRequest(topic, index, list(replicas)))
         if not isinstance(resp, AlterPartitionReassignmentsResponse):
             return {"accepted": False, "error": "the controller did not answer"}
@@ -395,14 +395,14 @@ class ClusterAdmin:
             return {"accepted": True, "message": resp.message}
         return {"accepted": False, "error": resp.error.value, "message": resp.message}
 
-    def elect_preferred(self, partition: str | None = None) -> dict:
+    def elect_preferred_leaders(self, partition: str | None = None) -> dict:
         """R36: preferred leader election for one partition ("topic/P") or all of them."""
-        parts = None if partition is None else [TopicPartition(*_split_partition(partition))]
+        parts = None if partition is None else [TopicPartition(*split_partition(partition))]
         return self._elections(ElectLeadersRequest("preferred", parts))
 
-    def elect(self, partition: str, broker: int) -> dict:
+    def elect_leader(self, partition: str, broker: int) -> dict:
         """R32 `manual`: the operator makes `broker` the leader of leaderless `partition`."""
-        return self._elections(ElectLeadersRequest("unclean", [TopicPartition(*_split_partition(partition))], broker))
+        return self._elections(ElectLeadersRequest("unclean", [TopicPartition(*split_partition(partition))], broker))
 
     def _elections(self, request: ElectLeadersRequest) -> dict:
         resp = self._admin(request)

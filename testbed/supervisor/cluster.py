@@ -38,6 +38,7 @@ from testbed.supervisor.admin import (
     ClusterAdmin,
     ClusterError,
     RebalanceInProgress,
+    split_partition,
     topology_topics,
 )
 from testbed.supervisor.client_configs import build_client_configs
@@ -230,7 +231,7 @@ class Cluster(ClusterAdmin):
         return cfg.local_endpoint or cfg.endpoint
 
     # ------------------------------------------------------------------ admin (R32, R35, R36, R38)
-    def add_broker(self, broker_id: int, rack: str | None = None) -> str:
+    def start_broker(self, broker_id: int, rack: str | None = None) -> str:
         """R38: start a new broker process; it registers with its endpoint (so that brokers,
         controllers and clients that started before it can reach it) and is unfenced once
         caught up. Returns its name once unfenced; ClusterError for an id in use."""
@@ -450,6 +451,47 @@ class Cluster(ClusterAdmin):
         self._links_pending.add(name)
         self.sync_links()
         return proc.pid
+
+    # ------------------------------------------------------------------ admin, as faults
+    # The API's admin calls are the fault actions of those names, fired as `fault()` fires
+    # them: faults.jsonl records them as it records a topology's (the report's account of the
+    # administration, the brokers and racks the analysis knows). Each returns what its
+    # action did; a refusal before it acts is a ClusterError, as a bad `fault()` is.
+    def reassign(self, partition: str, replicas: list[int]) -> dict:
+        """R35: start moving `partition` ("topic/P") to `replicas`, as the fault `reassign`;
+        it completes once they are all in the ISR. Returns {"accepted": bool, "message"},
+        with "error" when the controller refused."""
+        split_partition(partition)  # (the form first, as before this went through the checks)
+        return self._admin_fault("reassign", None, partition=partition, replicas=list(replicas))
+
+    def elect_preferred(self, partition: str | None = None) -> dict:
+        """R36: preferred leader election for one partition ("topic/P") or all of them, as the
+        fault `elect-preferred`. Returns {"elected": [...], "refused": {...}}."""
+        return self._admin_fault("elect-preferred", None, **({} if partition is None else {"partition": partition}))
+
+    def elect(self, partition: str, broker: int) -> dict:
+        """R32 `manual`: the operator makes `broker` the leader of leaderless `partition`, as
+        the fault `elect`. Returns {"elected": [...], "refused": {...}}."""
+        return self._admin_fault("elect", f"broker:{broker}", partition=partition)
+
+    def add_broker(self, broker_id: int, rack: str | None = None) -> str:
+        """R38: a new broker joins, as the fault `add-broker` with `rebalance: false` (call
+        `rebalance()` for its share); its name once it is unfenced."""
+        effect = self._admin_fault("add-broker", None, broker={"id": broker_id, "rack": rack}, rebalance=False)
+        if "error" in effect:
+            raise ClusterError(effect["error"])
+        return str(effect["added"])
+
+    def remove_broker(self, broker_id: int) -> dict:
+        """R39: the broker hands its replicas over, shuts down and is unregistered, as the
+        fault `remove-broker`; the rebalance's record (see `decommission_broker`)."""
+        effect = self._admin_fault("remove-broker", f"broker:{broker_id}")
+        if "error" in effect:
+            raise ClusterError(effect["error"])
+        return dict(effect["rebalance"])
+
+    def _admin_fault(self, do: str, target: str | None, **params: Any) -> dict:
+        return dict(self.fault(do, target, **params)["effect"])
 
     # ------------------------------------------------------------------ faults
     def fault(self, do: str, target: str | None = None, **params: Any) -> dict:

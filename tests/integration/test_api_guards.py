@@ -67,3 +67,36 @@ def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(tmp_pa
         assert not (run_dir / "nodes" / "broker-9.json").exists()  # no process started after the end
     with pytest.raises(ClusterError, match="already holds a run"), Cluster.from_yaml(path, run_dir=run_dir):
         pass
+
+
+def test_r38_r40_the_apis_admin_calls_are_recorded_and_a_topic_it_deleted_owes_nothing(tmp_path: Path) -> None:
+    """`add_broker`, `reassign` and `elect_preferred` of the API are the fault actions of those
+    names, in faults.jsonl with an `api[N]` origin (trial23: none of them was recorded). And a
+    topic the API's `fault("delete-topic")` deleted and made again is judged as a scheduled
+    one is (R40): the judgment took a run whose topology schedules no deletion for one that
+    deletes nothing, and found 2 lost writes, 2 leader conflicts, an inconsistent offset and
+    a send going backwards, all across the two lives of `orders`."""
+    path = tmp_path / "x.yaml"
+    path.write_text(yaml.safe_dump(topology_dict(partitions=1)))
+    run_dir = tmp_path / "run"
+    with Cluster.from_yaml(path, run_dir=run_dir, time_scale=TIME_SCALE) as c:
+        assert c.add_broker(4, rack="d") == "broker-4"
+        assert c.reassign("orders/0", [4, 1, 2])["accepted"] is True
+        c.wait_until(lambda s: s.partition("orders", 0).replicas == [4, 1, 2], timeout=c.scaled(20),
+                     what="the move to brokers 4, 1, 2")
+        assert c.elect_preferred("orders/0")["elected"] == ["orders/0"]
+        assert c.produce("orders", 0, ["a", "b"], acks="all").error.name == "NONE"
+        assert "error" not in c.fault("delete-topic", topic="orders")["effect"]
+        made = c.fault("create-topic", topic={"name": "orders", "partitions": 1, "replication_factor": 3,
+                                             "min_insync_replicas": 2, "assignment": {0: [1, 2, 3]},
+                                             "placement": "explicit"})
+        assert "error" not in made["effect"], made
+        c.client().refresh_metadata()
+        assert c.produce("orders", 0, ["c"], acks="all").error.name == "NONE"
+        verdict = c.finish()
+    ends = [(r["do"], r["origin"][:4]) for r in _lines(run_dir / "faults.jsonl") if r["phase"] == "end"]
+    assert ends == [("add-broker", "api["), ("reassign", "api["), ("elect-preferred", "api["),
+                    ("delete-topic", "api["), ("create-topic", "api[")]
+    checks = verdict.results["checks"]
+    assert {k: v["count"] for k, v in checks.items() if v.get("count")} == {}
+    assert verdict.ok is True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from testbed.analysis.membership import admin_rows
+from testbed.analysis.runinfo import brokers_added
 
 
 def line(t: float, do: str, target: str | None = None, params: dict | None = None, effect: dict | None = None) -> dict:
@@ -90,3 +91,22 @@ def test_r40_topic_faults_count_in_the_order_they_began(tmp_path) -> None:
     (tmp_path / "events.jsonl").write_text(json.dumps(
         {"node": "controller-1", "kind": "topic-deleted", "topic": "orders", "time_ns": 102}) + "\n")
     assert topic_faults_done(tmp_path) == [("delete-topic", {"topic": "orders"}), ("create-topic", create)]
+
+
+def test_r38_the_brokers_added_come_from_faults_jsonl_whoever_fired_them(tmp_path) -> None:
+    """A broker the Python API added (`Cluster.add_broker`, recorded as the fault since
+    trial23) is in no topology's `faults:`: its rack comes from its faults.jsonl end line. An
+    add-broker that failed added nothing; damaged lines are skipped."""
+    lines = [
+        {"do": "add-broker", "phase": "start", "params": {"broker": {"id": 4, "rack": "d"}}, "effect": {}},
+        {"do": "add-broker", "phase": "end", "params": {"broker": {"id": 4, "rack": "d"}, "rebalance": False},
+         "effect": {"added": "broker-4"}, "origin": "api[0]"},
+        {"do": "add-broker", "phase": "end", "params": {"broker": {"id": 5, "rack": "e"}},
+         "effect": {"error": "add-broker: broker id 5 is in use"}},
+        {"do": "add-broker", "phase": "end", "params": {"broker": {"id": 6, "rack": None}}, "effect": {"added": "broker-6"}},
+        {"do": "add-broker", "phase": "end", "params": {"broker": {"id": True}}, "effect": {"added": "x"}},
+        ["add-broker"],
+    ]
+    (tmp_path / "faults.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + '\n{"do": "add-broker", "pha')
+    assert brokers_added(tmp_path) == [(4, "d"), (6, None)]
+    assert brokers_added(tmp_path / "nowhere") == []
