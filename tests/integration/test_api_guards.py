@@ -15,6 +15,8 @@ from testbed import Cluster
 from testbed.supervisor.cluster import ClusterError
 from tests.integration.conftest import TIME_SCALE, topology_dict
 
+pytestmark = pytest.mark.integration
+
 
 def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []

@@ -15,6 +15,8 @@ import pytest
 from tests.integration.conftest import TIME_SCALE
 from tests.unit.analysis_fixtures import spark, warm_master  # noqa: F401  (the fixtures)
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -22,6 +22,8 @@ from testbed.matrix.runner import run_matrix
 from tests.integration.conftest import TIME_SCALE, topology_dict
 from tests.unit.analysis_fixtures import spark, warm_master  # noqa: F401  (the fixtures)
 
+pytestmark = pytest.mark.integration
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

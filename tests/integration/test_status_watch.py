@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from testbed.supervisor.status_command import watch_status
+
+pytestmark = pytest.mark.integration
 
 
 def frame(runs_dir: Path) -> str:
