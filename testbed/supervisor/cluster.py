@@ -455,13 +455,13 @@ class Cluster(ClusterAdmin):
     # ------------------------------------------------------------------ admin, as faults
     # The API's admin calls are the fault actions of those names, fired as `fault()` fires
     # them: faults.jsonl records them as it records a topology's (the report's account of the
-    # administration, the brokers and racks the analysis knows). Each returns what its
-    # action did; a refusal before it acts is a ClusterError, as a bad `fault()` is.
+    # administration reads it). Each returns what its action did; a refusal before it acts
+    # is a ClusterError, as a bad `fault()` is.
     def reassign(self, partition: str, replicas: list[int]) -> dict:
         """R35: start moving `partition` ("topic/P") to `replicas`, as the fault `reassign`;
         it completes once they are all in the ISR. Returns {"accepted": bool, "message"},
         with "error" when the controller refused."""
-        split_partition(partition)  # (the form first, as before this went through the checks)
+        split_partition(partition)  # its own error for a malformed one: `expected TOPIC/P`
         return self._admin_fault("reassign", None, partition=partition, replicas=list(replicas))
 
     def elect_preferred(self, partition: str | None = None) -> dict:
