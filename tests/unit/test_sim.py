@@ -291,6 +291,13 @@ def test_settings_the_sim_cannot_model_are_refused_and_ignored_ones_named(tmp_pa
     out = " ".join(capsys.readouterr().out.split())
     assert f"{netns}: network.backend: netns" in out and "userspace" in out
     assert not runs.exists()
+    unbounded = tmp_path / "max.yaml"  # a tester's 2 s run made 21 million sends, 14 GB (trial23)
+    producers = [{**base["workload"]["producers"][0], "rate": "max"}]
+    unbounded.write_text(yaml.safe_dump({**base, "workload": {**base["workload"], "producers": producers}}))
+    assert run.main(["sim", str(unbounded), "--runs-dir", str(runs)]) == 2
+    assert f"{unbounded}: workload.producers[0].rate: max: the simulation's nodes take no time" in " ".join(
+        capsys.readouterr().out.split())
+    assert not runs.exists()
     bad = tmp_path / "bad.yaml"
     bad.write_text(yaml.safe_dump({**base, "duration": "soon"}))
     assert run.main(["sim", str(bad), "--runs-dir", str(runs)]) == 2
