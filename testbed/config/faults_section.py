@@ -21,8 +21,10 @@ from faults.targets import TargetError, broker_id
 from testbed.config import scalars
 from testbed.config.nemesis_section import parse_nemesis
 from testbed.config.references import (
+    ONLY_CONTROLLER_KEPT,
     TARGET_GRAMMAR,
     Known,
+    may_name_only_controller,
     names_one_node,
     partition_named,
     replica_list_problem,
@@ -344,6 +346,8 @@ def _read_fault(w: Walker, value: object, path: str, known: Known, duration: flo
     target, params = checker.check(do)
     if not valid(at, target) or checker.failed or any(k not in allowed for k in value):
         return _Entry(INVALID, at, do, checker.partition_refs)
+    if do == "disk-loss" and may_name_only_controller(target, known):
+        w.note(path, ONLY_CONTROLLER_KEPT)
     return _Entry(FaultSpec(at, do, target, params), at, do, checker.partition_refs)
 
 

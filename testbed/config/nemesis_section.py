@@ -9,7 +9,13 @@ from typing import Any
 
 from faults.fault_spec import NEMESIS_ACTIONS, NemesisSpec
 from testbed.config import scalars
-from testbed.config.references import Known, partition_named, target_problem
+from testbed.config.references import (
+    ONLY_CONTROLLER_KEPT,
+    Known,
+    may_name_only_controller,
+    partition_named,
+    target_problem,
+)
 from testbed.config.units import format_duration, parse_duration
 from testbed.config.walker import INVALID, Walker, join, valid
 
@@ -64,6 +70,8 @@ def parse_nemesis(
                    f"{target} is at least {least} nodes, more than max_down {max_down}: {actions} of it "
                    f"{'is' if one else 'are'} skipped every time {'it is' if one else 'they are'} drawn "
                    f"(max_down {least} lets {'it' if one else 'them'} fire)")
+    if "disk-loss" in do and any(may_name_only_controller(target, known) for target in targets):
+        w.note(path, ONLY_CONTROLLER_KEPT)
     return NemesisSpec(*parts)
 
 

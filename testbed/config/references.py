@@ -86,6 +86,21 @@ class Known:
         return frozenset(r for r in self.broker_racks.values() if r is not None)
 
 
+#: what a disk-loss of the only controller does instead (`faults.injector`): the note a
+#: topology gets where one may strike it
+ONLY_CONTROLLER_KEPT = ("a disk-loss of the only controller keeps its data directory (its log is all the metadata "
+                        "there is: nothing could rebuild it) and acts as a kill; its effect says `kept`. Give the "
+                        "cluster 3 controllers to lose a controller's disk")
+
+
+def may_name_only_controller(target: str | None, known: Known) -> bool:
+    """Whether `target` may resolve to the cluster's one controller, when it has one."""
+    if target is None or known.controller_ids is None or len(known.controller_ids) != 1:
+        return False
+    return (target in ("controllers", "active-controller", "random-controller", f"controller:{known.controller_ids[0]}")
+            or target.startswith("rack:") and target[len("rack:"):] in known.controller_racks)
+
+
 def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) -> Known:
     """What the cluster and topics sections defined; either may be INVALID (and `seed` None)."""
     controller_racks: frozenset[str] = frozenset()

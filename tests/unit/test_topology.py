@@ -1236,3 +1236,21 @@ def test_a_nemesis_partition_into_halves_past_its_max_down_is_named_as_never_fir
     data["faults"][1]["nemesis"]["max_down"] = 2
     assert never_firing(parse_topology(data, SRC)) == []
     assert never_firing(load_topology(TOPOLOGIES / "nemesis.yaml")) == []
+
+
+def test_a_disk_loss_that_may_strike_the_only_controller_is_noted() -> None:
+    """The injector keeps the only controller's data directory (its log is all the metadata
+    there is) and kills it instead: a tester's `disk-loss` of controller:1 did so with nothing
+    said before the run but `kept` in the effect (trial23 F6)."""
+    from testbed.topology import never_firing
+    data = base()
+    data["cluster"]["controllers"] = 1
+    data["faults"] = [{"at": "1s", "do": "disk-loss", "target": "controller:1"},
+                      {"at": "2s", "do": "disk-loss", "target": "broker:1"},
+                      {"nemesis": {"from": "1s", "until": "3s", "every": "1s", "do": ["kill", "disk-loss"],
+                                   "target": ["random-broker", "active-controller"], "max_down": 1}}]
+    notes = never_firing(parse_topology(data, SRC))
+    assert [n.split(": ")[1] for n in notes] == ["faults[0]", "faults[2].nemesis"]
+    assert "a disk-loss of the only controller keeps its data directory" in notes[0]
+    data["cluster"]["controllers"] = 3
+    assert never_firing(parse_topology(data, SRC)) == []
