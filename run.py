@@ -191,9 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if cmd in handlers:
             return handlers[cmd](argv[1:])
-        if not Path(cmd).exists() and (close := difflib.get_close_matches(cmd, COMMANDS, n=1, cutoff=0.7)):
-            print(f"python run.py: {cmd!r} is neither a command nor a file; did you mean `python run.py "
-                  f"{close[0]}`? (commands: {', '.join(COMMANDS)}; or give a topology file)", file=sys.stderr)
+        close = difflib.get_close_matches(cmd, COMMANDS, n=1, cutoff=0.7)
+        if not Path(cmd).exists() and (close or ("/" not in cmd and not Path(cmd).suffix)):
+            # (a word that looks like no file, `frobnicate`, read as a missing topology file)
+            guess = f"; did you mean `python run.py {close[0]}`?" if close else ""
+            print(f"python run.py: {cmd!r} is neither a command nor a file{guess} (commands: {', '.join(COMMANDS)}; "
+                  f"or give a topology file)", file=sys.stderr)
             return EXIT_UNJUDGED
         return cmd_run(argv)
     except KeyboardInterrupt:  # what the command started was stopped on the way out (its finally blocks)

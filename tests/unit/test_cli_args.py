@@ -53,3 +53,18 @@ def test_a_fifo_given_as_a_topology_is_refused_without_opening_it(tmp_path: Path
     assert run.main(["validate", str(fifo)]) == 1
     captured = capsys.readouterr()
     assert f"{fifo}: not a regular file" in captured.out + captured.err
+
+
+@pytest.mark.parametrize("word, guess", [("frobnicate", None), ("valdate", "validate"), ("analyse", "analyze")])
+def test_a_word_that_is_no_command_and_no_file_names_the_commands(word: str, guess: str | None, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mistyped command read as a topology file said only `frobnicate: no such file`
+    (trial23); a missing file named as a file still says so."""
+    monkeypatch.chdir(tmp_path)
+    assert run.main([word]) == 2
+    said = capsys.readouterr().err
+    assert f"{word!r} is neither a command nor a file" in said and "commands: validate, status" in said
+    assert (f"did you mean `python run.py {guess}`" in said) if guess else "did you mean" not in said
+    assert run.main(["nope.yaml"]) == 2
+    assert "nope.yaml: no such file" in capsys.readouterr().err
