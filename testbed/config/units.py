@@ -54,8 +54,8 @@ def parse_duration(value: object) -> float:
         raise ValueError(f"expected a duration such as 250ms or 5s, got {value}")
     if _is_number(value) or isinstance(value, str) and _BARE_RE.match(value.strip()):
         bare = str(value).strip()
-        raise ValueError(f"{bare} is a bare number; a duration needs a unit: us, ms, s or m (write {bare}ms "
-                         f"or {bare}s: Kafka's own settings are in ms)")
+        raise ValueError(f"{bare} is a bare number; a duration needs a unit: us, ms, s or m (write {bare}s, "
+                         f"or {bare}ms: Kafka's own settings are in ms)")
     if not isinstance(value, str):
         raise ValueError(f"expected a duration such as 250ms or 5s, got {_describe(value)}")
     match = _DURATION_RE.match(value.strip())
