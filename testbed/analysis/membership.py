@@ -1,6 +1,6 @@
 """The report's account of the cluster's administration (R38-R40): every membership and topic
-change in firing order, what it did (each rebalance with its moves), and the broker set after
-it. It reads the `faults.jsonl` lines the job collected; it judges nothing."""
+change in the order it ended (its `at s`, the end line's time), what it did (each rebalance
+with its moves), and the broker set after it. It reads the `faults.jsonl` lines the job collected; it judges nothing."""
 from __future__ import annotations
 
 import json

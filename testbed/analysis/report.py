@@ -118,8 +118,9 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
         admin = data.timeline.get("admin") or []
         if admin:
             rows = admin_rows(admin, list(info.topology.broker_ids) if info.topology is not None else [])
-            parts.append("<h2>Administration</h2><p class='note'>Membership and topic changes in firing order "
-                         "(R38-R40); a rebalance lists its moves as planned before the first one.</p>"
+            parts.append("<h2>Administration</h2><p class='note'>Membership and topic changes in the order "
+                         "they ended, at their end (R38-R40); a rebalance lists its moves as planned before "
+                         "the first one.</p>"
                          + _table(["at s", "action", "subject", "what it did", "brokers after"],
                                   [[_e(c) for c in row] for row in rows]))
         parts.append("<h2>Availability</h2>" + ("" if verdict.ok is not None else _UNJUDGED_NOTE) + _figures(r))
