@@ -110,7 +110,7 @@ def _producer_to_yaml(p: ProducerSpec) -> dict[str, Any]:
     form: dict[str, Any] = {
         "count": p.count,
         "topic": p.topic,
-        "acks": p.acks,
+        "acks": p.acks if p.acks == "all" else int(p.acks),  # as written: `acks: 1`, not '1'
         "rate": "max" if p.rate is None else format_rate(p.rate),
         "batch": p.batch,
         "retries": p.retries,
