@@ -30,7 +30,7 @@ from testbed.config.specs import (
 )
 from testbed.config.topics_section import parse_topics
 from testbed.config.topology_spec import Topology
-from testbed.config.units import format_duration, parse_duration
+from testbed.config.units import format_duration, format_rate, parse_duration
 from testbed.config.walker import INVALID, Walker, describe, join, valid
 from testbed.config.workload_section import parse_workload
 
@@ -82,6 +82,8 @@ def _parse_topology(w: Walker, data: object) -> Topology | None:
         known_from(cluster, topics, m.get("topics"), None if seed is INVALID else seed), m.get("faults")),
         m.get("faults"))
     workload = parse_workload(w, m.get("workload", {}), "workload", known)
+    if valid(workload, duration):
+        _note_lone_batches(w, workload, duration)
     total_nodes = None if cluster is INVALID else len(cluster.brokers) + len(cluster.controllers)
     run_length = None if duration is INVALID else duration
     faults = parse_faults(w, m.get("faults", []), "faults", known, run_length, total_nodes)
@@ -91,6 +93,17 @@ def _parse_topology(w: Walker, data: object) -> Topology | None:
     if not valid(*parts) or w.errors:
         return None
     return Topology(*parts, source=w.source, notes=tuple(w.notes))
+
+
+def _note_lone_batches(w: Walker, workload: Any, duration: float) -> None:
+    """A producer's `rate` paces whole batches: one whose batch takes longer than the run at
+    that rate sends its one batch at the start, all at once (a tester's `rate: 100/s` with
+    `batch: 100000` sent 100,000 values at 0 s of a 5 s run)."""
+    for i, p in enumerate(workload.producers):
+        if p.rate is not None and p.batch / p.rate >= duration:
+            w.note(f"workload.producers[{i}]", f"a batch of {p.batch:,} at {format_rate(p.rate)} is one batch every "
+                   f"{format_duration(p.batch / p.rate)}, not less than the run's {format_duration(duration)}: "
+                   f"each producer sends its one batch at the start, all at once (the rate paces batches)")
 
 
 def _parse_fields(w: Walker, value: object, path: str, spec: type, converters: dict[str, Callable[[object], Any]]) -> dict[str, Any] | None:

@@ -1254,3 +1254,17 @@ def test_a_disk_loss_that_may_strike_the_only_controller_is_noted() -> None:
     assert "a disk-loss of the only controller keeps its data directory" in notes[0]
     data["cluster"]["controllers"] = 3
     assert never_firing(parse_topology(data, SRC)) == []
+
+
+def test_a_producer_whose_one_batch_outlasts_the_run_is_noted() -> None:
+    """The rate paces whole batches: a tester's `rate: 100/s` with `batch: 100000` sent its
+    100,000 values at 0 s of a 5 s run, 200 times the rate it read as (trial23)."""
+    from testbed.topology import never_firing
+    data = base()
+    data["duration"] = "5s"
+    data["workload"] = {"producers": [{"topic": "orders", "rate": "100/s", "batch": 100000},
+                                      {"topic": "orders", "rate": "100/s", "batch": 10},
+                                      {"topic": "orders", "rate": "max", "batch": 100000}]}
+    assert never_firing(parse_topology(data, SRC)) == [
+        f"{SRC}: workload.producers[0]: a batch of 100,000 at 100/s is one batch every 1000s, not less than the "
+        f"run's 5s: each producer sends its one batch at the start, all at once (the rate paces batches)"]
