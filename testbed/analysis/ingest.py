@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
+from testbed.analysis import line_rules
 from testbed.analysis.arrow_ingest import TableWriter, arrow_field, parse
 from testbed.analysis.readable_paths import link_to, needs_link, readable
 from testbed.analysis.runinfo import finished
@@ -126,7 +127,7 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path,
             rejected.setdefault(run_id, message)
     good = [i for i in ids if i not in rejected]
     tables = {name: f.where(~F.col(_BAD) & F.col(RUN_ID).isin(good)).drop(CORRUPT, _BAD) for name, f in frames.items()}
-    return Tables(**tables | {"events": once_per_record(tables["events"])}), rejected
+    return Tables(**tables | {"events": of_whom(once_per_record(tables["events"]))}), rejected
 
 
 def once_per_record(events: DataFrame) -> DataFrame:
@@ -140,6 +141,18 @@ def once_per_record(events: DataFrame) -> DataFrame:
     return (events.where(F.col("metadata_offset").isNull())
             .unionByName(copies.withColumn("_copy", F.row_number().over(first)).where(F.col("_copy") == 1)
                          .drop("_copy")))
+
+
+def of_whom(events: DataFrame) -> DataFrame:
+    """The events, a registration's `broker_id` and an election's `controller_id` filled in
+    from the node that recorded it where the line names only that (`"node": "broker-3"`,
+    `"kind": "registered"`): the format's rule (`schemas._WHO`) lets no other such line in."""
+    def own(kind: str, prefix: str, field: str) -> Column:
+        mine = F.regexp_extract("node", f"^{prefix}-([0-9]+)$", 1)
+        return F.when(F.col(field).isNull() & (F.col("kind") == kind) & (mine != ""),
+                      mine.cast("int")).otherwise(F.col(field))
+    return (events.withColumn("broker_id", own("registered", "broker", "broker_id"))
+            .withColumn("controller_id", own("controller-elected", "controller", "controller_id")))
 
 
 def _read_dirs(runs: dict[Path, str]) -> dict[Path, Path]:
@@ -280,12 +293,21 @@ def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str
     for (table, run_id), row in sorted(first.items(), key=lambda item: (order.index(item[0][0]), item[0][1])):
         spec = specs[table]
         line = frames[table].where((F.col(RUN_ID) == run_id) & (F.col(SEQ) <= row[SEQ])).count()
-        text = row[CORRUPT] or ", ".join(f"{k}={v!r}" for k, v in json.loads(row["fields"]).items())
+        fields = json.loads(row["fields"])
+        text = row[CORRUPT] or ", ".join(f"{k}={v!r}" for k, v in fields.items())
         why = (_CUT_AFTER_THE_RUN if row.get(_CUT) else "is not valid JSON of the expected types" if row[CORRUPT]
-               else f"lacks a field it needs ({spec.required})")
+               else _unmet(spec, fields))
         out.setdefault(run_id, f"{runs[run_id] / spec.path}: line {line}: {why}, so the file does not match the "
                                f"{spec.table} format of DESIGN section 7: {printable(text[:300])}")
     return out
+
+
+def _unmet(spec: RecordFile, fields: dict) -> str:
+    """Why a line of well-typed fields does not match, in words (what of its rule it misses)."""
+    unmet = line_rules.unmet(spec.rule, fields)
+    if not unmet:  # (the readers' cast of a value disagreed with the words': the rule itself)
+        return f"lacks a field it needs ({spec.required})"
+    return f"does not hold what a line of {spec.path} needs: {'; '.join(unmet)}"
 
 
 def printable(text: str) -> str:

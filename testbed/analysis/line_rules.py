@@ -30,6 +30,9 @@ class Present:
     def arrow(self) -> pc.Expression:
         return pc.field(self.name).is_valid()
 
+    def wants(self) -> str:
+        return f"`{self.name}` present"
+
 
 @dataclass(frozen=True)
 class OneOf:
@@ -46,6 +49,9 @@ class OneOf:
     def arrow(self) -> pc.Expression:
         return pc.field(self.name).isin(list(self.values))
 
+    def wants(self) -> str:
+        return f"`{self.name}` {'one of ' + ', '.join(self.values) if len(self.values) > 1 else '= ' + self.values[0]}"
+
 
 @dataclass(frozen=True)
 class Other:
@@ -59,6 +65,26 @@ class Other:
 
     def arrow(self) -> pc.Expression:
         return pc.field(self.name) != self.value
+
+    def wants(self) -> str:
+        return f"`{self.name}` not {self.value}"
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """The field's text starts with `prefix` (null when the field is)."""
+
+    name: str
+    prefix: str
+
+    def sql(self) -> str:
+        return f"{self.name} LIKE '{self.prefix}%'"
+
+    def arrow(self) -> pc.Expression:
+        return pc.starts_with(pc.field(self.name), pattern=self.prefix)
+
+    def wants(self) -> str:
+        return f"`{self.name}` starting {self.prefix}"
 
 
 @dataclass(frozen=True)
@@ -89,7 +115,44 @@ class AnyOf(_Terms):
     word, join = "OR", operator.or_
 
 
-Rule = Present | OneOf | Other | AllOf | AnyOf
+Rule = Present | OneOf | Other | Prefix | AllOf | AnyOf
+
+
+def unmet(rule: Rule, line: dict) -> list[str]:
+    """What of `rule` the fields of one line (as JSON gives them, strings compared as the
+    readers compare them) do not hold, in words: for the message that names a line that does
+    not match (a tester read `acks: '-1'` as a field missing, from the SQL predicate quoted)."""
+    if isinstance(rule, AllOf):
+        return [why for term in rule.terms for why in unmet(term, line)]
+    if isinstance(rule, AnyOf):  # the nearest alternative's wants: the fewest missed, the most met
+        each = sorted(((unmet(term, line), -_met(term, line)) for term in rule.terms), key=lambda u: (len(u[0]), u[1]))
+        if not each[0][0]:
+            return []
+        if (len(each[0][0]), each[0][1]) < (len(each[1][0]), each[1][1]):
+            return each[0][0]
+        return [", or ".join(_wanted(term) for term in rule.terms)]
+    value = line.get(rule.name)
+    held = {Present: lambda: value is not None,
+            OneOf: lambda: value is not None and str(value) in rule.values,
+            Other: lambda: value is not None and str(value) != rule.value,
+            Prefix: lambda: isinstance(value, str) and value.startswith(rule.prefix)}[type(rule)]()
+    if held:
+        return []
+    return [f"{rule.wants()} ({'missing' if value is None else f'it is {value!r}'})"]
+
+
+def _met(rule: Rule, line: dict) -> int:
+    """How many of `rule`'s terms the line holds (a term of several counts as one each)."""
+    if isinstance(rule, AllOf):
+        return sum(_met(term, line) for term in rule.terms)
+    return int(not unmet(rule, line))
+
+
+def _wanted(rule: Rule) -> str:
+    if isinstance(rule, AllOf | AnyOf):
+        return f"({', '.join(_wanted(t) for t in rule.terms)}, all of them)" if isinstance(rule, AllOf) else \
+            f"({', or '.join(_wanted(t) for t in rule.terms)})"
+    return rule.wants()
 
 
 def present(*names: str) -> tuple[Present, ...]:

@@ -70,7 +70,7 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
             if led and (i == 0 or rows[i - 1]["leader"] != e["leader"]):
                 lanes.text(e["t"], row, f" b{e['leader']}", fontsize=6, va="center", color="white")
     lanes.set_yticks(range(len(keys)), [f"{t}/{p}" for t, p in keys])
-    lanes.set_ylim(len(keys) - 0.5, -0.5)
+    lanes.set_ylim(max(len(keys), 1) - 0.5, -0.5)  # (a run with no partition: one empty lane, no warning)
     lanes.tick_params(axis="y", labelsize=6)
     for label, color in _STATES:
         lanes.plot([], [], color=color, lw=5, label=label)

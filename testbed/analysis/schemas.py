@@ -21,7 +21,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from testbed.analysis.line_rules import AllOf, AnyOf, OneOf, Other, Present, Rule, present
+from testbed.analysis.line_rules import AllOf, AnyOf, OneOf, Other, Prefix, Present, Rule, present
 from testbed.analysis.run_dirs import RECORD_PATHS
 
 CORRUPT = "_corrupt"
@@ -99,11 +99,19 @@ _SEND = AllOf((OneOf("f", ("send",)), *present("topic", "partition", "value"), O
 _POLL = AllOf((OneOf("f", ("poll",)), *present("topic", "partition"),
                AnyOf((Other("type", "ok"), Present("records")))))
 
+#: who a registration or a controller's election is of: its `broker_id` / `controller_id`, or
+#: the node that recorded it (`"node": "broker-3"` recording its own registration, as a
+#: hand-written run may). Without either, unclean_exclusion and metadata_divergence counted
+#: nothing and said nothing (a tester's `"broker": 3`).
+_WHO = (AnyOf((Other("kind", "registered"), Present("broker_id"), Prefix("node", "broker-"))),
+        AnyOf((Other("kind", "controller-elected"), Present("controller_id"), Prefix("node", "controller-"))),
+        AnyOf((Other("kind", "controller-elected"), Present("term"))))
+
 RECORD_FILES: tuple[RecordFile, ...] = (
     RecordFile("history", RECORD_PATHS["history"], HISTORY,
                AllOf((*present("process", "time_ns"), OneOf("type", ("invoke", "ok", "fail", "info")),
                       AnyOf((_SEND, _POLL)))), loose=("records",)),
-    RecordFile("events", RECORD_PATHS["events"], EVENTS, AllOf(present("node", "time_ns", "kind"))),
+    RecordFile("events", RECORD_PATHS["events"], EVENTS, AllOf((*present("node", "time_ns", "kind"), *_WHO))),
     RecordFile("faults", RECORD_PATHS["faults"], FAULTS,
                AllOf((*present("time_ns", "do"), OneOf("phase", ("start", "end")))), loose=("params", "effect")),
     RecordFile("final_logs", RECORD_PATHS["final_logs"], FINAL_LOGS,

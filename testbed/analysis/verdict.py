@@ -39,8 +39,11 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
         problems.append(_not_converged(info, data.unconverged))
     checks = data.checks if data is not None else {}
     observed = {name: c["count"] for name, c in checks.items()}
-    if data is not None:
-        observed["converged"] = int(data.converged)
+    # without its topology a run's convergence is not known (its partitions and replicas are
+    # the topology's): unknown, not false (a tester's misspelt expect key read as unconverged)
+    converged = data.converged if data is not None and info.topology is not None else None
+    if converged is not None:
+        observed["converged"] = int(converged)
     verdicts = {}
     for name, expectation in expect.items():
         count = observed.get(name)
@@ -56,7 +59,7 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
         "checks": checks,
         "expect": verdicts,
         "figures": data.figures if data is not None else {},
-        "converged": data.converged if data is not None else None,
+        "converged": converged,
         "problems": problems,
         "expect_source": "topology" if info.topology is not None and info.topology.expect else "defaults",
     }
