@@ -224,14 +224,21 @@ def run_bounds(t: Tables, config: ConfigTables) -> DataFrame:
     operation before the final read; the shutdown after it is not unavailability) and the
     last recorded time of all (`t_last`)."""
     workload = F.when(F.col("process") != FINAL_READER, F.col("time_ns"))
-    times = (t.history.select("run_id", "time_ns", workload.alias("w"))
-             .unionByName(t.events.select("run_id", "time_ns", F.lit(None).cast("long").alias("w")))
-             .unionByName(t.faults.select("run_id", "time_ns", F.lit(None).cast("long").alias("w"))))
-    return (times.groupBy("run_id")
-            .agg(F.min("time_ns").alias("first"), F.max("time_ns").alias("t_last"), F.max("w").alias("w"))
-            .join(config.runs.select("run_id", "workload_start_ns"), "run_id", "left")
-            .select("run_id", F.coalesce("workload_start_ns", "first").alias("t0"),
-                    F.coalesce("w", "t_last").alias("t_end"), "t_last"))
+    final = F.when(F.col("process") == FINAL_READER, F.col("time_ns"))
+    none = F.lit(None).cast("long")
+    times = (t.history.select("run_id", "time_ns", workload.alias("w"), final.alias("f"))
+             .unionByName(t.events.select("run_id", "time_ns", none.alias("w"), none.alias("f")))
+             .unionByName(t.faults.select("run_id", "time_ns", none.alias("w"), none.alias("f"))))
+    bounds = (times.groupBy("run_id")
+              .agg(F.min("time_ns").alias("first"), F.max("time_ns").alias("t_last"), F.max("w").alias("w"),
+                   F.min("f").alias("f"))
+              .join(config.runs.select("run_id", "workload_start_ns", "duration_ns"), "run_id", "left")
+              .withColumn("t0", F.coalesce("workload_start_ns", "first")))
+    # the workload's end: its last client operation, or its scheduled end if that is later and
+    # the run recorded on until then (a run whose clients stopped early, or a hand-written one
+    # whose last fault follows its last operation), never past the final read
+    scheduled = F.least(F.col("t0") + F.col("duration_ns"), F.coalesce("f", "t_last"))
+    return bounds.select("run_id", "t0", F.coalesce(F.greatest("w", scheduled), "t_last").alias("t_end"), "t_last")
 
 
 def seconds(col: str) -> Column:

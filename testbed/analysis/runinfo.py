@@ -230,7 +230,7 @@ def _committed(run_dir: Path) -> list[tuple[int, str, object]]:
 class ConfigTables:
     topics: DataFrame  # run_id, topic, partitions, rf, min_isr, gone (deleted by the end: R40)
     brokers: DataFrame  # run_id, broker_id, rack
-    runs: DataFrame  # run_id, elr, kraft, n_racks, workload_start_ns (null when unknown)
+    runs: DataFrame  # run_id, elr, kraft, n_racks, workload_start_ns (null when unknown), duration_ns
     #: some run deletes a topic (R40): its acknowledged values are then not owed to the end
     deletes_topics: bool = False
 
@@ -242,7 +242,7 @@ _BROKERS = StructType([StructField("run_id", StringType()), StructField("broker_
                        StructField("rack", StringType())])
 _RUNS = StructType([StructField("run_id", StringType()), StructField("elr", BooleanType()),
                     StructField("kraft", BooleanType()), StructField("n_racks", IntegerType()),
-                    StructField("workload_start_ns", LongType())])
+                    StructField("workload_start_ns", LongType()), StructField("duration_ns", LongType())])
 
 
 def config_tables(spark: SparkSession, infos: list[RunInfo]) -> ConfigTables:
@@ -261,7 +261,7 @@ def config_tables(spark: SparkSession, infos: list[RunInfo]) -> ConfigTables:
         racks |= {i: rack for i, rack in brokers_added(info.run_dir) if i not in racks}
         brokers += [(info.run_id, i, rack) for i, rack in racks.items()]
         runs.append((info.run_id, t.protocol.elr, t.protocol.fencing == "kraft", len(t.racks),
-                     info.workload_start_ns))
+                     info.workload_start_ns, int(t.duration * 1e9)))
         deletes |= any(getattr(f, "do", None) == "delete-topic" for f in t.faults)
         deletes |= any(do == "delete-topic" for do, _ in done or [])
     return ConfigTables(spark.createDataFrame(topics, _TOPICS), spark.createDataFrame(brokers, _BROKERS),

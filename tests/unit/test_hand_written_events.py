@@ -14,6 +14,8 @@ from testbed.analysis.pipeline import analyze_runs
 from testbed.analysis.schemas import RECORD_FILES
 from tests.unit.analysis_fixtures import S, T0, RunBuilder, spark  # noqa: F401  (the fixture)
 
+MS = S // 1000
+
 
 def _unclean_by_node(root: Path, registered: dict) -> Path:
     """As test_analysis's `unclean`: broker 3 restarts unclean and is put back in the ISR by an
@@ -61,3 +63,21 @@ def test_what_a_line_misses_is_said_of_its_nearest_form() -> None:
     assert unmet(history, {**send, "acks": "all"}) == ["`type` not ok, or `acks` = 0, or `offset` present"]
     assert unmet(history, {"time_ns": 1, "type": "ok", "f": "poll", "topic": "t", "partition": 0,
                            "records": []}) == ["`process` present (missing)"]
+
+
+def test_a_leader_killed_after_the_last_client_operation_leaves_its_window(
+        tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """A run's windows end at its workload's end, which was its last client operation: a
+    hand-written run whose leader is killed at 2.5 s, after its last operation at 2 s, and
+    replaced at 3 s, had no window at all ("0.0 partition-s", trial24). The workload's end is
+    now its scheduled end where the run recorded on until then, never past the final read."""
+    r = RunBuilder(tmp_path, "killed-after-the-last-operation")
+    r.topology["faults"] = [{"at": "2.5s", "do": "kill", "target": "broker:1"}]
+    r.fault(T0 + 2500 * MS, "kill", "broker:1", ["broker-1"], effect={"killed": {"broker-1": 7}})
+    r.events += [RunBuilder.change(T0 + 3 * S, leader=2, epoch=1, isr=[2, 3], reason="election"),
+                 {"node": "broker-2", "time_ns": T0 + 3 * S + 10 * MS, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 3]}]
+    r.replicas = {node: {**rep, "leader_epoch": 1, "is_leader": node == "broker-2"} for node, rep in r.replicas.items()}
+    [verdict] = analyze_runs([r.write()])
+    assert [(w["kind"], w["start_s"], w["end_s"]) for w in verdict.results["figures"]["availability"]
+            if w["kind"] == "no-leader"] == [("no-leader", 2.5, 3.01)], verdict.results["figures"]["availability"]
