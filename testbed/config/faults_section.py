@@ -413,6 +413,7 @@ class _FaultChecker:
             problem = replica_list_problem(m["replicas"], None if self.known.broker_ids is None else set(self.known.broker_ids))
             if problem is None:
                 params["replicas"] = tuple(m["replicas"])
+                self.below_min_isr(params)
             else:
                 self.error("replicas", problem)
         if do == "add-broker" and self.require(do, "broker", "broker: {id, rack}"):
@@ -484,6 +485,18 @@ class _FaultChecker:
                 return value
         self.error("target", f"{describe(value)}: {do} needs broker:N, {purpose}")
         return None
+
+    def below_min_isr(self, params: dict[str, Any]) -> None:
+        """A move to fewer replicas than the topic's MinISR is valid (Kafka takes it), but
+        acks=all is then acknowledged by fewer copies than MinISR (R20: the ISR must reach
+        min(MinISR, RF)): noted, as a tester's reassignment to one replica was not."""
+        topic = str(params.get("partition", "")).rpartition("/")[0]
+        need = (self.known.min_isr or {}).get(topic)
+        have = len(params["replicas"])
+        if need is not None and have < need:
+            self.w.note(join(self.path, "replicas"), f"{have} replica(s), fewer than the min_insync_replicas of {topic} "
+                        f"({need}): acks=all writes are then acknowledged with {have} cop{'y' if have == 1 else 'ies'} "
+                        f"(R20: the ISR must reach min(MinISR, RF))")
 
     def topic_partition(self, params: dict[str, Any]) -> None:
         value = self.m["partition"]

@@ -67,6 +67,8 @@ class Known:
     replicas: dict[str, tuple[int, ...]] | None = None
     #: topic -> replication factor, for admin commands that change the broker set (R39)
     replication: dict[str, int] | None = None
+    #: topic -> min.insync.replicas, of the topics the run starts with
+    min_isr: dict[str, int] | None = None
     #: the brokers of `broker_ids` that `add-broker` faults add (R38), not there at the start
     added_brokers: frozenset[int] = frozenset()
     #: the racks of the controllers that have one: a `rack:` target names those nodes too
@@ -115,7 +117,8 @@ def known_from(cluster: Any, topics: Any, raw_topics: object, seed: int | None) 
     if topics is not INVALID:
         replicas = None if cluster is INVALID or seed is None else initial_replicas(cluster, topics, seed)
         return Known(broker_ids, controller_ids, {t.name: t.partitions for t in topics}, replicas,
-                     {t.name: t.replication_factor for t in topics}, controller_racks=controller_racks,
+                     {t.name: t.replication_factor for t in topics}, {t.name: t.min_insync_replicas for t in topics},
+                     controller_racks=controller_racks,
                      initial_partitions={t.name: t.partitions for t in topics}, broker_racks=broker_racks)
     # Topics are broken, but names that did parse still let references be checked, as long
     # as every entry's name parsed (else an unknown name may be the broken one).

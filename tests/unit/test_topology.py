@@ -1268,3 +1268,16 @@ def test_a_producer_whose_one_batch_outlasts_the_run_is_noted() -> None:
     assert never_firing(parse_topology(data, SRC)) == [
         f"{SRC}: workload.producers[0]: a batch of 100,000 at 100/s is one batch every 1000s, not less than the "
         f"run's 5s: each producer sends its one batch at the start, all at once (the rate paces batches)"]
+
+
+def test_a_reassignment_below_the_topics_min_isr_is_noted() -> None:
+    """Valid, as Kafka takes it, but acks=all is then acknowledged with fewer copies than
+    MinISR (R20: min(MinISR, RF)); a tester's move of an RF 3, MinISR 2 partition to one
+    replica went unsaid (trial23 N6)."""
+    from testbed.topology import never_firing
+    data = base()
+    data["faults"] = [{"at": "1s", "do": "reassign", "partition": "orders/0", "replicas": [1]},
+                      {"at": "2s", "do": "reassign", "partition": "orders/1", "replicas": [1, 2]}]
+    assert never_firing(parse_topology(data, SRC)) == [
+        f"{SRC}: faults[0].replicas: 1 replica(s), fewer than the min_insync_replicas of orders (2): acks=all writes "
+        f"are then acknowledged with 1 copy (R20: the ISR must reach min(MinISR, RF))"]
