@@ -237,7 +237,8 @@ def run_bounds(t: Tables, config: ConfigTables) -> DataFrame:
     # the workload's end: its last client operation, or its scheduled end if that is later and
     # the run recorded on until then (a run whose clients stopped early, or a hand-written one
     # whose last fault follows its last operation), never past the final read
-    scheduled = F.least(F.col("t0") + F.col("duration_ns"), F.coalesce("f", "t_last"))
+    scheduled = F.when(F.col("duration_ns").isNotNull(),  # (least() passes over a null: no topology, no end)
+                       F.least(F.col("t0") + F.col("duration_ns"), F.coalesce("f", "t_last")))
     return bounds.select("run_id", "t0", F.coalesce(F.greatest("w", scheduled), "t_last").alias("t_end"), "t_last")
 
 
