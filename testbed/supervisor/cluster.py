@@ -485,6 +485,9 @@ class Cluster(ClusterAdmin):
     def remove_broker(self, broker_id: int) -> dict:
         """R39: the broker hands its replicas over, shuts down and is unregistered, as the
         fault `remove-broker`; the rebalance's record (see `decommission_broker`)."""
+        name = f"broker-{broker_id}"
+        if self._node(name) in self.removed:  # (no node: ClusterError, before anything is recorded)
+            raise ClusterError(f"broker {broker_id} was removed already")
         effect = self._admin_fault("remove-broker", f"broker:{broker_id}")
         if "error" in effect:
             raise ClusterError(effect["error"])

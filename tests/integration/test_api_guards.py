@@ -44,6 +44,8 @@ def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(tmp_pa
             c.kill("broker-9")
         with pytest.raises(ClusterError, match=r"partition 'orders-0': expected TOPIC/P"):
             c.reassign("orders-0", [1, 2, 3])
+        with pytest.raises(ClusterError, match=r"no node 'broker-9' \(nodes: "):
+            c.remove_broker(9)
         assert c.stopped == set() and _lines(run_dir / "faults.jsonl") == []  # nothing acted
         slow = c.fault("slow", delay="20ms")  # as YAML spells it, and a number as seconds
         assert slow["params"]["delay"] == pytest.approx(0.02) and "error" not in slow["effect"]
