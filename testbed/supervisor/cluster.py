@@ -23,6 +23,7 @@ import yaml
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from broker.client import ClusterClient, ProduceResult
+from broker.common.names import broker_name
 from broker.noderuntime.config import NodeConfig
 from broker.wire.linkfilter import CLIENTS, LinkTable
 from faults import kernel_rules
@@ -485,7 +486,7 @@ class Cluster(ClusterAdmin):
     def remove_broker(self, broker_id: int) -> dict:
         """R39: the broker hands its replicas over, shuts down and is unregistered, as the
         fault `remove-broker`; the rebalance's record (see `decommission_broker`)."""
-        name = f"broker-{broker_id}"
+        name = broker_name(broker_id)
         if self._node(name) in self.removed:  # (no node: ClusterError, before anything is recorded)
             raise ClusterError(f"broker {broker_id} was removed already")
         effect = self._admin_fault("remove-broker", f"broker:{broker_id}")
