@@ -6,7 +6,10 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -80,5 +83,46 @@ def longest_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
     return ordered + list(rest)
 
 
+#: judges the pipeline's small synthetic run and stops, so that its JVM's classes are saved
+RECORD_CLASSES = ("from testbed.analysis.pipeline import rehearse; from testbed.analysis.session import stop_spark; "
+                  "rehearse(); stop_spark()")
+_recorder: subprocess.Popen | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A parallel run (`-n`) on a machine without the analysis JVM's class archive (a CI
+    clone: its new venv is a new archive key) records one first, in a process of its own.
+    The first JVM to start records it and saves it when its session stops: that was a
+    worker's session, which stops at the suite's end, so no JVM of the suite mapped the
+    archive (a cold `analyze` of a tiny run: 49 s of CPU without, 37-48 with, on a slow hour)
+    and the worker's last test waited for the dump (120 s, cut short, in one CI run). Here the
+    recorder holds the recording lock before the workers start (their JVMs start without an
+    archive meanwhile, as any other process's would) and saves within a minute or two."""
+    global _recorder
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    from testbed.analysis import class_archive
+    if class_archive.recorded():
+        return
+    lock = class_archive.recording_lock()
+    if lock is None:
+        return
+    _recorder = subprocess.Popen([sys.executable, "-c", RECORD_CLASSES], cwd=Path(__file__).resolve().parents[1],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while _recorder.poll() is None and time.monotonic() < deadline and not _holds(lock, _recorder.pid):
+        time.sleep(0.05)
+
+
+def _holds(lock: Path, pid: int) -> bool:
+    try:
+        return lock.read_text() == str(pid)
+    except OSError:
+        return False
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
+    if _recorder is not None and _recorder.poll() is None:
+        _recorder.kill()  # a suite shorter than the recording: its JVM exits with its standard input
+        _recorder.wait()
     shutil.rmtree(PROCESS_DIR, ignore_errors=True)

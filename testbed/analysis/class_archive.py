@@ -105,6 +105,16 @@ def recorded() -> bool:
         return False
 
 
+def recording_lock() -> Path | None:
+    """The lock a process holds while its JVM records this machine's archive (its content is
+    the holder's pid), or None where no JVM is found."""
+    java = _java()
+    try:
+        return _archive_path(java).with_suffix(".recording") if java is not None else None
+    except OSError:
+        return None
+
+
 class ClassArchive:
     """The archive decision of one JVM start: use an archive, record one, or neither."""
 

@@ -12,47 +12,34 @@ from pathlib import Path
 
 import pytest
 
+from tests.unit.jvm_sessions import GROUP
+
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = """
-import getpass, os, tempfile
-from pyspark import SparkContext
-from testbed.analysis.session import get_spark, stop_spark
-get_spark().range(3).count()
-proc = SparkContext._gateway.proc
-perf_data = os.path.join(tempfile.gettempdir(), f"hsperfdata_{getpass.getuser()}", str(proc.pid))
-stop_spark()
-print(proc.returncode, os.path.exists(perf_data))
-"""
 
 
-def test_the_jvm_is_gone_when_stop_spark_returns_and_leaves_no_perf_data() -> None:
-    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "-9 False", done.stdout  # killed once stopped, no file left
+@GROUP
+def test_the_jvm_is_gone_when_stop_spark_returns_and_leaves_no_perf_data(two_sessions: dict) -> None:
+    for each in (two_sessions["small"], two_sessions["large"]):
+        assert (each["returncode"], each["perf_data"]) == (-9, False), each  # killed once stopped, no file left
 
 
-AGAIN = """
-import os
-from pyspark import SparkContext
-from testbed.analysis import session
-first = session.get_spark().range(3).count()
-scratch = session._scratch
-files = sorted(os.listdir(scratch))
-session.stop_spark()
-second = session.get_spark().range(4).count()
-session.stop_spark()
-print(first, second, any(f.startswith("blockmgr-") for f in files), scratch.exists())
-"""
-
-
-def test_the_jvm_leaves_no_temporary_files_and_a_session_can_start_again() -> None:
+@GROUP
+def test_the_jvm_leaves_no_temporary_files_and_a_session_can_start_again(two_sessions: dict) -> None:
     """Spark's scratch files (its block manager's, the artifacts, unpacked native libraries)
     are in the JVM's own directory, gone with the JVM; a second `get_spark` in the process
     starts a new JVM (it went on talking to the exited one: the Python API's second
     `finish()` failed with a refused connection)."""
-    done = subprocess.run([sys.executable, "-c", AGAIN], cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "3 4 True False", done.stdout
+    for each in (two_sessions["small"], two_sessions["large"]):
+        assert each["sizes"] == [3, 4, 5, 6, 7, 8], each
+        assert (each["block_manager"], each["scratch_left"]) == (True, False), each
+
+
+@GROUP
+def test_the_clients_releases_of_finished_executions_reach_the_session_before_it_stops(two_sessions: dict) -> None:
+    """PySpark's client releases each finished execution in the background; a release still
+    under way when the session stopped reached a closed session, and the JVM logged an error
+    with its stack trace in the run's `spark.log` (in 2 to 5 of 6 small scripts before)."""
+    assert two_sessions["releases"] == 0, two_sessions["log"].read_text()[-3000:]
 
 
 KILLED = """
@@ -140,28 +127,3 @@ def test_stop_spark_cuts_short_a_start_under_way_in_another_thread() -> None:
     done = subprocess.run([sys.executable, "-c", STARTING], cwd=ROOT, capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "False True False False False", done.stdout
-
-
-RELEASES = """
-import sys
-from pathlib import Path
-from testbed.analysis import session
-log = Path(sys.argv[1])
-for _ in range(2):
-    spark = session.get_spark(log=log)
-    for n in range(6):
-        spark.conf.set("spark.sql.shuffle.partitions", str(n + 1))
-        spark.range(n + 3).collect()
-    session.stop_spark()
-print(log.read_text().count("releaseExecute"))
-"""
-
-
-def test_the_clients_releases_of_finished_executions_reach_the_session_before_it_stops(tmp_path: Path) -> None:
-    """PySpark's client releases each finished execution in the background; a release still
-    under way when the session stopped reached a closed session, and the JVM logged an error
-    with its stack trace in the run's `spark.log` (in 2 to 5 of 6 small scripts before)."""
-    done = subprocess.run([sys.executable, "-c", RELEASES, str(tmp_path / "spark.log")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().splitlines()[-1] == "0", (tmp_path / "spark.log").read_text()[-3000:]
