@@ -14,6 +14,7 @@ import yaml
 from testbed import Cluster
 from testbed.supervisor.cluster import ClusterError
 from tests.integration.conftest import TIME_SCALE, topology_dict
+from tests.unit.analysis_fixtures import spark  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +23,8 @@ def _lines(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(tmp_path: Path) -> None:
+def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(
+        tmp_path: Path, spark: object) -> None:  # noqa: F811 - `finish()` judges in the worker's session
     path = tmp_path / "x.yaml"
     path.write_text(yaml.safe_dump(topology_dict(partitions=1)))
     run_dir = tmp_path / "run"
@@ -73,7 +75,8 @@ def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(tmp_pa
         pass
 
 
-def test_r38_r40_the_apis_admin_calls_are_recorded_and_a_topic_it_deleted_owes_nothing(tmp_path: Path) -> None:
+def test_r38_r40_the_apis_admin_calls_are_recorded_and_a_topic_it_deleted_owes_nothing(
+        tmp_path: Path, spark: object) -> None:  # noqa: F811 - `finish()` judges in the worker's session
     """`add_broker`, `reassign` and `elect_preferred` of the API are the fault actions of those
     names, in faults.jsonl with an `api[N]` origin (trial23: none of them was recorded). And a
     topic the API's `fault("delete-topic")` deleted and made again is judged as a scheduled

@@ -28,7 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow(seconds=115)
-def test_cells_run_in_parallel_are_judged_together_and_a_failing_cell_is_retried(tmp_path: Path) -> None:
+def test_cells_run_in_parallel_are_judged_together_and_a_failing_cell_is_retried(
+        tmp_path: Path, spark: object) -> None:  # noqa: F811 - judged in the worker's session, not a JVM of its own
     base = topology_dict(partitions=1, duration="2s", expect={"lost_writes": 0})
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(base), encoding="utf-8")
     # No fault runs, so nothing is lost: the rule that wants loss for elr=false cannot hold.

@@ -32,6 +32,7 @@ from testbed.supervisor.cluster import Cluster
 from testbed.topology import load_topology, parse_topology
 from tests.integration.conftest import TIME_SCALE
 from tests.integration.runs_at_once import run_clusters
+from tests.unit.analysis_fixtures import spark  # noqa: F401  (the fixture)
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = [pytest.mark.integration, pytest.mark.netns,
@@ -194,7 +195,7 @@ def _alike(tmp_path: Path, topology_file: Path) -> dict[str, dict]:
 
 @pytest.mark.slow(seconds=110)
 def test_an_isolated_leader_and_a_one_way_cut_to_the_controller_are_judged_alike_on_both_backends(
-        tmp_path: Path) -> None:
+        tmp_path: Path, spark: object) -> None:  # noqa: F811 - judged in the worker's session
     """topologies/netns.yaml on both backends: the isolated leader of orders/0 loses acks=1
     writes and no acks=all write (R15, R24, R25, R10), the one-way cut fences the leader of
     orders/1, the clients' cut holds; the kernel rules are recorded only on netns."""

@@ -70,6 +70,10 @@ def test_only_a_jvm_that_exited_on_its_own_from_a_record_forgets_it(tmp_path: Pa
         assert record.exists() is not forgotten
 
 
+#: Three starts in one process (each JVM's start is 15-40 s of CPU): the first through
+#: spark-submit, which is recorded; the second from the record; then the record is made stale
+#: (a command that exits at once) and the third start finds it so, forgets it, and goes
+#: through spark-submit again, which records it again. Prints each start and each record.
 SCRIPT = """
 import json, sys
 from pathlib import Path
@@ -79,44 +83,50 @@ from testbed.analysis import session
 
 cache = Path(sys.argv[1])
 jvm_command.cache_dir = lambda: cache
-if sys.argv[2] == "stale":  # a record, under the key of this start, whose command exits at once
-    jvm_command._key = lambda command, env: "stale"
-    cache.mkdir(parents=True, exist_ok=True)
-    (cache / "stale.json").write_text(json.dumps({"command": ["/bin/false"], "env": {}}))
-starts = []
-for n in (3, 4):
+starts, records = [], []
+for n in (3, 4, 5):
+    if n == 5:  # the record, under the key of this start, now names a command that exits at once
+        [path] = cache.glob("*.json")
+        path.write_text(json.dumps({"command": ["/bin/false"], "env": {}}))
     count = session.get_spark().range(n).count()
     proc = SparkContext._gateway.proc
     command = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\\0")
     starts.append({"count": count, "from_record": jvm_command._last.from_record,
                    "command": [arg.decode().replace(str(session._scratch), "SCRATCH") for arg in command]})
     session.stop_spark()
-print(json.dumps(starts))
+    records.append({p.name: p.read_text() for p in cache.glob("*.json")})
+print(json.dumps({"starts": starts, "records": records}))
 """
 
 
-def _starts(tmp_path: Path, how: str) -> list[dict]:
-    done = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "cache"), how], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+@pytest.fixture(scope="module")
+def three_starts(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    cache = tmp_path_factory.mktemp("jvm-command") / "cache"
+    done = subprocess.run([sys.executable, "-c", SCRIPT, str(cache)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def test_the_second_start_runs_the_jvm_spark_submit_built_for_the_first(tmp_path: Path) -> None:
-    first, second = _starts(tmp_path, "fresh")
+#: the tests of the one process run on one worker (`conftest.longest_first`), which runs it once
+THREE_STARTS = pytest.mark.slow(seconds=45, group="jvm-command-three-starts")
+
+
+@THREE_STARTS
+def test_the_second_start_runs_the_jvm_spark_submit_built_for_the_first(three_starts: dict) -> None:
+    first, second, _ = three_starts["starts"]
     assert (first["count"], second["count"]) == (3, 4)
     assert (first["from_record"], second["from_record"]) == (False, True)
     assert first["command"] == second["command"]  # the same JVM, with its own scratch directory
     assert "org.apache.spark.deploy.SparkSubmit" in first["command"] and first["command"][0].endswith("java")
-    records = list((tmp_path / "cache").glob("*.json"))
-    assert len(records) == 1
-    text = records[0].read_text()
-    assert str(SCRATCH_ROOT) not in text and jvm_command._SCRATCH in text
+    [record] = three_starts["records"][0].values()
+    assert str(SCRATCH_ROOT) not in record and jvm_command._SCRATCH in record
 
 
-def test_a_stale_record_is_forgotten_and_the_jvm_started_through_spark_submit(tmp_path: Path) -> None:
-    first, second = _starts(tmp_path, "stale")
-    assert (first["count"], second["count"]) == (3, 4)
-    assert (first["from_record"], second["from_record"]) == (False, True)  # recorded again, then run
-    record = json.loads((tmp_path / "cache" / "stale.json").read_text())
-    assert record["command"][0].endswith("java")
+@THREE_STARTS
+def test_a_stale_record_is_forgotten_and_the_jvm_started_through_spark_submit(three_starts: dict) -> None:
+    *_, third = three_starts["starts"]
+    assert third["count"] == 5
+    assert third["from_record"] is False  # the stale record failed, and spark-submit started it
+    assert third["command"] == three_starts["starts"][0]["command"]
+    assert three_starts["records"][2] == three_starts["records"][0]  # recorded again, as the first start did
