@@ -396,16 +396,19 @@ class FaultInjector:
         def record_plan(plan: dict) -> None:  # R38: the plan is on record before the first move
             planned.append(plan)
             self._record({**rebalance, "params": {"plan": plan}, "phase": "start"})
+        effect: dict[str, Any] = {}
         try:
             if f.do == "add-broker":
                 broker = f.params["broker"]
-                effect: dict[str, Any] = {"added": c.start_broker(broker["id"], broker["rack"])}
+                effect["added"] = c.start_broker(broker["id"], broker["rack"])
                 if f.params.get("rebalance", True):
                     effect["rebalance"] = c.rebalance(on_plan=record_plan)
             else:
                 effect = {"removed": f.target, "rebalance": c.decommission_broker(broker_id(str(f.target)), record_plan)}
         except (RuntimeError, ValueError) as e:  # ClusterError, RebalanceError
-            effect = {"error": f"{f.do}: {e}"}
+            # a broker that started stays added when its rebalance fails: the analysis reads
+            # its rack from `added` (an API add-broker's, which the topology does not name)
+            effect = {k: v for k, v in effect.items() if k == "added"} | {"error": f"{f.do}: {e}"}
         if planned:
             self._record({**rebalance, "params": {}, "phase": "end",
                           "effect": effect.get("rebalance", {"error": effect.get("error")})})

@@ -233,6 +233,12 @@ class ClusterAdmin:
             for _ in range(LATER_ROUNDS):
                 if not self._holds_replicas(broker_id):
                     break
+                # a move under way onto it (an add-broker's, which this removal fired inside) is
+                # one the round may not replan (R35: one reassignment at a time): it completes first
+                self.wait_until(lambda s: s.controller is not None and not any(
+                                    broker_id in p.adding for p in s.partitions()),
+                                timeout=self.scaled(60), what=f"the reassignments under way onto broker {broker_id} "
+                                                              f"completed, to move them off it")
                 plan = _rounds(plan, self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan))
             clean = self.shutdown_node(name)
             self.removed.add(name)
@@ -297,13 +303,19 @@ class ClusterAdmin:
     def complete_rebalance(self, r: RebalanceInProgress, timeout: float | None = None) -> dict:
         """The second half: wait until every started move has completed, then elect the new
         preferred leaders."""
+        def superseded() -> list[str]:  # moves onto a broker removed meanwhile: its removal moved them on
+            return sorted(f"{p[0]}/{p[1]}" for p, t in r.moving.items() if any(broker_name(b) in self.removed for b in t))
+
         def moved(s: ClusterStatus) -> bool:  # a partition deleted meanwhile has nothing left to move
             now = {(p.topic, p.partition): p.replicas for p in s.partitions()}
-            return s.controller is not None and all(now.get(p, t) == t for p, t in r.moving.items())
+            over = set(superseded())
+            return s.controller is not None and all(now.get(p, t) == t or f"{p[0]}/{p[1]}" in over
+                                                    for p, t in r.moving.items())
         self.wait_until(moved, timeout=timeout if timeout is not None else self.scaled(60),
                         what=f"the rebalance's {len(r.moving)} reassignments completed")
         elected = self.elect_preferred_leaders() if r.leaders_changed or r.moving else {"elected": [], "refused": {}}
-        return r.plan | {"refused": r.refused, "elected": elected["elected"]}
+        over = superseded()
+        return r.plan | {"refused": r.refused, "elected": elected["elected"]} | ({"superseded": over} if over else {})
 
     def create_topic(self, topic: dict, timeout: float | None = None) -> dict:
         """R40: create a topic while the cluster runs, placed on the brokers up at this moment

@@ -641,3 +641,34 @@ def test_a_removed_broker_does_not_count_as_down_for_a_nemesis_max_down(tmp_path
     assert ends, "the nemesis fired nothing"
     assert [e["effect"] for e in ends if e["effect"].get("skipped")] == []
     assert all(e["resolved"] and e["resolved"] != ["broker-4"] for e in ends)
+
+
+@pytest.mark.parametrize("remove_at", ["1100ms", "1300ms"])
+def test_r38_r39_a_broker_removed_while_its_add_broker_waits_ends_that_wait_at_once(
+        tmp_path: Path, remove_at: str) -> None:
+    """A remove-broker of the broker an add-broker added fires inside the add's wait (trial23
+    N7). At 1.1 s (seed 1) the add waits for its broker to register. The removal ends the
+    broker for good, and the add waited on until the workload's end, its `added` lost to an
+    error (the analysis reads an added broker's rack from it). At 1.3 s the add waits for
+    its move of orders/0 onto broker 4. The removal's rounds could not replan a partition
+    under way (R35) and shut the broker down with that move still adding it, which then never
+    completed: R39 broken, and the add waited to the end. Now the removal waits for the moves
+    onto its broker and then moves them off, and the add ends when the removal does, its move
+    superseded."""
+    data = {"name": "addrm", "seed": 1, "duration": "6s",
+            "cluster": {"controllers": 1, "brokers": {"count": 3, "racks": ["a", "b", "c"]}},
+            "topics": [{"name": "orders", "partitions": 3, "replication_factor": 3, "min_insync_replicas": 2}],
+            "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "100/s", "batch": 5}]},
+            "faults": [{"at": "1s", "do": "add-broker", "broker": {"id": 4, "rack": "a"}},
+                       {"at": remove_at, "do": "remove-broker", "target": "broker:4"}]}
+    outcome = run_seed(parse_topology(data, "addrm"), tmp_path / "run")
+    assert outcome.error is None and outcome.converged
+    ends = {r["do"]: r for r in read_jsonl(tmp_path / "run" / "faults.jsonl") if r["phase"] == "end"}
+    add, remove = ends["add-broker"], ends["remove-broker"]
+    assert "error" not in remove["effect"] and remove["effect"]["removed"] == "broker:4"
+    assert add["effect"].get("added") == "broker-4" and "error" not in add["effect"], add["effect"]
+    assert add["time_ns"] - remove["time_ns"] < 0.5e9  # not at the workload's end, 4 s later
+    assert not [r for r in read_jsonl(tmp_path / "run" / "final" / "replicas.jsonl") if r["node"] == "broker-4"]
+    moved = add["effect"]["rebalance"]["moves"]
+    assert add["effect"]["rebalance"].get("superseded", []) == sorted({m["partition"] for m in moved})
+    assert (remove_at == "1300ms") == bool(moved)  # the add's move was under way when the removal fired
