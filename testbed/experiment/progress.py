@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -19,9 +20,13 @@ from testbed.supervisor.cluster_view import partition_sides
 
 
 def render(elapsed: float, duration: float, totals: Counter, status: ClusterStatus | None) -> Table:
-    t = Table(title=f"isrlab  {elapsed:5.1f}s / {duration:.0f}s", show_header=True, expand=False)
-    for col in ("sent", "acked", "failed", "info", "polled", "leaders", "ISR sizes", "under-replicated"):
-        t.add_column(col, justify="right")
+    t = Table(title=f"isrlab  {elapsed:5.1f}s / {duration:.0f}s", show_header=True, expand=False, box=box.SIMPLE_HEAD,
+              collapse_padding=True, pad_edge=False)
+    # no vertical rules and headers of two lines: on an 80-column terminal "under-replicated"
+    # and the rules took the width that three brokers' leaders needed ("b3:2" wrapped to a
+    # second row); with more brokers the leaders wrap, and the counts stay whole
+    for col in ("sent", "acked", "failed", "info", "polled", "leaders", "ISR\nsizes", "under-\nreplicated"):
+        t.add_column(col, justify="right", no_wrap=col != "leaders", min_width=9 if col == "leaders" else None)
     leaders, isr, under = "-", "-", "-"
     if status is not None and status.controller:
         parts = status.partitions()

@@ -1,0 +1,37 @@
+"""The live table of a run (`testbed.experiment.progress.render`) on an 80-column terminal:
+a new user's quickstart showed three brokers' leaders on two rows ("b3:2" wrapped under
+"b1:2 b2:2"), the width taken by the table's rules and the header "under-replicated"."""
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+
+from rich.console import Console
+
+from testbed.experiment.progress import render
+
+
+def _rows(leaders: list[int]) -> list[str]:
+    parts = [SimpleNamespace(leader=b, isr=[1, 2, 3], replicas=[1, 2, 3]) for b in leaders]
+    status = SimpleNamespace(controller="controller-1", partitions=lambda: parts)
+    console = Console(width=80, force_terminal=False)
+    with console.capture() as out:
+        console.print(render(12.3, 30, Counter(sent=1234567, acked=1234000, failed=12, info=3, polled=2345670),
+                             status))
+    return [line for line in out.get().splitlines() if line.strip()]
+
+
+def test_three_brokers_leaders_and_seven_digit_counts_fit_one_row_of_80_columns() -> None:
+    rows = _rows([1, 1, 2, 2, 3, 3])
+    assert all(len(line) <= 80 for line in rows)
+    [values] = [line for line in rows if "1234567" in line]
+    assert values.split() == ["1234567", "1234000", "12", "3", "2345670", "b1:2", "b2:2", "b3:2", "3x6", "0"]
+    assert rows[-1] == values  # nothing wrapped below it
+
+
+def test_more_leaders_than_fit_wrap_and_the_counts_stay_whole() -> None:
+    rows = _rows([1, 2, 3, 4, -1, 4])
+    values = rows[rows.index(next(line for line in rows if "1234567" in line)):]
+    assert len(values) > 1 and "…" not in "".join(values)
+    assert " ".join(values).split() == ["1234567", "1234000", "12", "3", "2345670", "none:1", "b1:1", "b2:1", "3x6",
+                                        "0", "b3:1", "b4:2"]
