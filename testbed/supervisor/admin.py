@@ -302,8 +302,9 @@ class ClusterAdmin:
 
     def complete_rebalance(self, r: RebalanceInProgress, timeout: float | None = None) -> dict:
         """The second half: wait until every started move has completed, then elect the new
-        preferred leaders."""
-        def superseded() -> list[str]:  # moves onto a broker removed meanwhile: its removal moved them on
+        preferred leaders. A move onto a broker removed meanwhile (a remove-broker fired inside
+        this wait) is superseded: the removal moved its partition on, and says so."""
+        def superseded() -> list[str]:
             return sorted(f"{p[0]}/{p[1]}" for p, t in r.moving.items() if any(broker_name(b) in self.removed for b in t))
 
         def moved(s: ClusterStatus) -> bool:  # a partition deleted meanwhile has nothing left to move
