@@ -102,7 +102,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
         return
     from testbed.analysis import class_archive
-    if class_archive.recorded():
+    from testbed.analysis.spark_settings import USER_CONF_DIR
+    if USER_CONF_DIR is not None or class_archive.recorded():  # (a user's own Spark settings: no archive)
         return
     lock = class_archive.recording_lock()
     if lock is None:
