@@ -220,7 +220,9 @@ class ClusterAdmin:
         shut it down under control (R37), then unregister it (its broker epoch is never used
         again). Returns the rebalance's record with `shutdown` (True when the broker exited
         cleanly) and `unregistered` (the controller's answer); RebalanceError, with nothing
-        moved, when the brokers that stay cannot hold some partition's replication factor."""
+        moved, when the brokers that stay cannot hold some partition's replication factor;
+        ClusterError, the broker left running, when it still holds a replica after its rounds
+        (a move the controller refused)."""
         name = broker_name(broker_id)
         if name not in {s.name for s in self.brokers} or name in self.removed:
             raise ClusterError(f"no broker {broker_id} in this run")
@@ -240,6 +242,9 @@ class ClusterAdmin:
                                 timeout=self.scaled(60), what=f"the reassignments under way onto broker {broker_id} "
                                                               f"completed, to move them off it")
                 plan = _rounds(plan, self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan))
+            if self._holds_replicas(broker_id):  # R39: its replicas go first; a refused move keeps it
+                raise ClusterError(f"broker {broker_id} still holds replicas after the rebalance "
+                                   f"(refused: {plan.get('refused') or 'none'}): it stays in the cluster")
             clean = self.shutdown_node(name)
             self.removed.add(name)
         finally:
@@ -286,9 +291,12 @@ class ClusterAdmin:
         # while this one fires) counts by its target, not by its old and new replicas together
         current = {(p.topic, p.partition): p.target_replicas for p in status.partitions()}
         in_progress = {(p.topic, p.partition) for p in status.partitions() if p.adding or p.removing}
-        members = {s.id: s.rack for s in self.brokers if s.name not in self.removed}
+        # the brokers the controller knows: one an add-broker started is no member until it has
+        # registered (a plan onto it was refused move by move: "no broker [6]")
+        registered = status.registered_brokers()
+        members = {s.id: s.rack for s in self.brokers if s.name not in self.removed and s.id in registered}
         # R35: one reassignment of a partition at a time, so those in progress stay as they go
-        plan = plan_rebalance(current, members, leaving | self.leaving, fixed=frozenset(in_progress))
+        plan = plan_rebalance(current, members, (leaving | self.leaving) & members.keys(), fixed=frozenset(in_progress))
         if on_plan is not None:
             on_plan(plan.to_dict())
         refused = {}

@@ -672,3 +672,26 @@ def test_r38_r39_a_broker_removed_while_its_add_broker_waits_ends_that_wait_at_o
     moved = add["effect"]["rebalance"]["moves"]
     assert add["effect"]["rebalance"].get("superseded", []) == sorted({m["partition"] for m in moved})
     assert (remove_at == "1300ms") == bool(moved)  # the add's move was under way when the removal fired
+
+
+def test_r39_a_remove_broker_while_an_added_broker_starts_plans_without_it_and_converges(tmp_path: Path) -> None:
+    """trial25 F1: broker 6 added at 2 s, broker 2 removed at 2.1 s, before 6 registered. The
+    removal planned moves onto 6, the controller refused them ("no broker [6]"), and broker 2
+    was shut down still a replica of six partitions: 28 seeds of 30 never converged. The plan
+    now counts registered brokers only, and the add's own rebalance moves replicas onto 6."""
+    data = {"name": "addrmother", "seed": 0, "duration": "8s",
+            "cluster": {"controllers": 3, "brokers": [{"id": 1, "rack": "a"}, {"id": 2, "rack": "b"},
+                                                      {"id": 3, "rack": "c"}, {"id": 4, "rack": "a"}]},
+            "topics": [{"name": "orders", "partitions": 8, "replication_factor": 3, "min_insync_replicas": 2}],
+            "workload": {"producers": [{"count": 2, "topic": "orders", "acks": "all", "rate": "200/s", "batch": 5}]},
+            "faults": [{"at": "2s", "do": "add-broker", "broker": {"id": 6, "rack": "c"}},
+                       {"at": "2.1s", "do": "remove-broker", "target": "broker:2"}]}
+    outcome = run_seed(parse_topology(data, "addrmother"), tmp_path / "run")
+    assert outcome.error is None and outcome.converged
+    lines = read_jsonl(tmp_path / "run" / "faults.jsonl")
+    ends = {r["do"]: r["effect"] for r in lines if r["phase"] == "end" and r["do"] != "rebalance"}
+    assert "error" not in ends["remove-broker"] and "error" not in ends["add-broker"], ends
+    assert ends["remove-broker"]["rebalance"]["refused"] == {}
+    assert all(m["to"] != 6 for m in ends["remove-broker"]["rebalance"]["moves"])
+    assert any(m["to"] == 6 for m in ends["add-broker"]["rebalance"]["moves"])
+    assert not [r for r in read_jsonl(tmp_path / "run" / "final" / "replicas.jsonl") if r["node"] == "broker-2"]
