@@ -235,15 +235,16 @@ class ClusterAdmin:
             for _ in range(LATER_ROUNDS):
                 if not self._holds_replicas(broker_id):
                     break
-                # a move under way onto it (an add-broker's, which this removal fired inside) is
-                # one the round may not replan (R35: one reassignment at a time): it completes first
+                # a reassignment under way of a partition it is a replica of (an add-broker's,
+                # which this removal fired inside, moving onto it or keeping it) is one the round
+                # may not replan (R35: one reassignment at a time): it completes first
                 self.wait_until(lambda s: s.controller is not None and not any(
-                                    broker_id in p.adding for p in s.partitions()),
-                                timeout=self.scaled(60), what=f"the reassignments under way onto broker {broker_id} "
-                                                              f"completed, to move them off it")
+                                    (p.adding or p.removing) and broker_id in p.replicas for p in s.partitions()),
+                                timeout=self.scaled(60), what=f"the reassignments under way of broker {broker_id}'s "
+                                                              f"partitions completed, to move it off them")
                 plan = _rounds(plan, self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan))
-            if self._holds_replicas(broker_id):  # R39: its replicas go first; a refused move keeps it
-                raise ClusterError(f"broker {broker_id} still holds replicas after the rebalance "
+            if held := self._held_by(broker_id):  # R39: its replicas go first; a refused move keeps it
+                raise ClusterError(f"broker {broker_id} still holds replicas of {', '.join(held)} after the rebalance "
                                    f"(refused: {plan.get('refused') or 'none'}): it stays in the cluster")
             clean = self.shutdown_node(name)
             self.removed.add(name)
@@ -255,8 +256,12 @@ class ClusterAdmin:
 
     def _holds_replicas(self, broker_id: int) -> bool:
         """The broker is a replica of some partition, and no move under way takes it off."""
-        return any(broker_id in p.target_replicas
-                   for p in self._controller_status("find the leaving broker's replicas").partitions())
+        return bool(self._held_by(broker_id))
+
+    def _held_by(self, broker_id: int) -> list[str]:
+        """The partitions ("topic/P") the broker is a replica of that no move under way takes it off."""
+        return [f"{p.topic}/{p.partition}" for p in self._controller_status("find the leaving broker's replicas")
+                .partitions() if broker_id in p.target_replicas]
 
     def _unregister(self, broker_id: int) -> str | None:
         """R39's last step: the controller unregisters a broker that is gone. It refuses while
@@ -315,11 +320,20 @@ class ClusterAdmin:
         def superseded() -> list[str]:
             return sorted(f"{p[0]}/{p[1]}" for p, t in r.moving.items() if any(broker_name(b) in self.removed for b in t))
 
-        def moved(s: ClusterStatus) -> bool:  # a partition deleted meanwhile has nothing left to move
+        # each move counts once it has completed, at whatever look: a later change of its
+        # partition (a reassign, another rebalance's move, fired meanwhile) does not undo it
+        # (waited for at one moment, a move done at 4.5 s and a partition changed at 7 s kept
+        # a remove-broker waiting to the workload's end, its broker never removed)
+        done: set[tuple[str, int]] = set()
+
+        def moved(s: ClusterStatus) -> bool:
+            if s.controller is None:
+                return False
             now = {(p.topic, p.partition): p.replicas for p in s.partitions()}
             over = set(superseded())
-            return s.controller is not None and all(now.get(p, t) == t or f"{p[0]}/{p[1]}" in over
-                                                    for p, t in r.moving.items())
+            done.update(p for p, t in r.moving.items()  # a partition deleted meanwhile has nothing left to move
+                        if now.get(p, t) == t or f"{p[0]}/{p[1]}" in over)
+            return len(done) == len(r.moving)
         self.wait_until(moved, timeout=timeout if timeout is not None else self.scaled(60),
                         what=f"the rebalance's {len(r.moving)} reassignments completed")
         elected = self.elect_preferred_leaders() if r.leaders_changed or r.moving else {"elected": [], "refused": {}}
