@@ -221,38 +221,46 @@ class ClusterAdmin:
         again). Returns the rebalance's record with `shutdown` (True when the broker exited
         cleanly) and `unregistered` (the controller's answer); RebalanceError, with nothing
         moved, when the brokers that stay cannot hold some partition's replication factor;
-        ClusterError, the broker left running, when it still holds a replica after its rounds
-        (a move the controller refused)."""
+        ClusterError when it still holds a replica after its rounds (a move the controller
+        refused): the broker stays in the cluster, running (or stopped, for a replica placed on
+        it while it shut down), never unregistered."""
         name = broker_name(broker_id)
         if name not in {s.name for s in self.brokers} or name in self.removed:
             raise ClusterError(f"no broker {broker_id} in this run")
         self.leaving.add(broker_id)  # a rebalance that fires meanwhile (add-broker) plans without it
         try:
-            plan = self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan)
-            # R40 places a topic created, or partitions added, while the moves ran on the
-            # brokers unfenced then, this one included: its replicas there move away too,
-            # each round planned and recorded as the first was, before the broker leaves
-            for _ in range(LATER_ROUNDS):
-                if not self._holds_replicas(broker_id):
-                    break
-                # a reassignment under way of a partition it is a replica of (an add-broker's,
-                # which this removal fired inside, moving onto it or keeping it) is one the round
-                # may not replan (R35: one reassignment at a time): it completes first
-                self.wait_until(lambda s: s.controller is not None and not any(
-                                    (p.adding or p.removing) and broker_id in p.replicas for p in s.partitions()),
-                                timeout=self.scaled(60), what=f"the reassignments under way of broker {broker_id}'s "
-                                                              f"partitions completed, to move it off them")
-                plan = _rounds(plan, self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan))
-            if held := self._held_by(broker_id):  # R39: its replicas go first; a refused move keeps it
-                raise ClusterError(f"broker {broker_id} still holds replicas of {', '.join(held)} after the rebalance "
-                                   f"(refused: {plan.get('refused') or 'none'}): it stays in the cluster")
+            plan = self._moved_off(broker_id, self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan), on_plan)
             clean = self.shutdown_node(name)
+            # R40 placed a partition made while it shut down on it too, until the controller
+            # heard its request (a heartbeat later): moved off the stopped broker as well
+            plan = self._moved_off(broker_id, plan, on_plan)
             self.removed.add(name)
         finally:
             self.leaving.discard(broker_id)
         refusal = self._unregister(broker_id)
         return plan | {"shutdown": clean, "unregistered": refusal is None} | (
             {"unregister_error": refusal} if refusal else {})
+
+    def _moved_off(self, broker_id: int, plan: dict, on_plan: Callable[[dict], None] | None) -> dict:
+        """More rounds, for replicas placed on the leaving broker after a round planned (R40 places
+        a topic created, or partitions added, meanwhile on the brokers unfenced then, this one
+        included), each planned and recorded as the first was; `plan` with theirs. ClusterError
+        when it still holds a replica after them (R39: its replicas go first)."""
+        for _ in range(LATER_ROUNDS):
+            if not self._holds_replicas(broker_id):
+                break
+            # a reassignment under way of a partition it is a replica of (an add-broker's,
+            # which this removal fired inside, moving onto it or keeping it) is one the round
+            # may not replan (R35: one reassignment at a time): it completes first
+            self.wait_until(lambda s: s.controller is not None and not any(
+                                (p.adding or p.removing) and broker_id in p.replicas for p in s.partitions()),
+                            timeout=self.scaled(60), what=f"the reassignments under way of broker {broker_id}'s "
+                                                          f"partitions completed, to move it off them")
+            plan = _rounds(plan, self.rebalance(leaving=frozenset({broker_id}), on_plan=on_plan))
+        if held := self._held_by(broker_id):  # a move the controller refused keeps it
+            raise ClusterError(f"broker {broker_id} still holds replicas of {', '.join(held)} after the rebalance "
+                               f"(refused: {plan.get('refused') or 'none'}): it stays in the cluster")
+        return plan
 
     def _holds_replicas(self, broker_id: int) -> bool:
         """The broker is a replica of some partition, and no move under way takes it off."""
