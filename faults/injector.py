@@ -405,6 +405,8 @@ class FaultInjector:
                     effect["rebalance"] = c.rebalance(on_plan=record_plan)
             else:
                 effect = {"removed": f.target, "rebalance": c.decommission_broker(broker_id(str(f.target)), record_plan)}
+                if effect["rebalance"].get("unregister_error"):  # shut down, never unregistered: the fault failed
+                    effect["error"] = f"{f.do}: not unregistered: {effect['rebalance']['unregister_error']}"
         except (RuntimeError, ValueError) as e:  # ClusterError, RebalanceError
             # a broker that started stays added when its rebalance fails: the analysis reads
             # its rack from `added` (an API add-broker's, which the topology does not name)

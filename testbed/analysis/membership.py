@@ -15,11 +15,12 @@ def admin_rows(entries: list[dict], brokers: list[int]) -> list[list[str]]:
     for entry in entries:
         params, effect = _json(entry.get("params")), _json(entry.get("effect"))
         do = entry["do"]
-        if "error" not in effect:
-            if do == "add-broker":
-                members.add(params["broker"]["id"])
-            elif do == "remove-broker":
-                members.discard(int(str(entry["target"]).removeprefix("broker:")))  # validated broker:N
+        # by what was done, not by the error: an add-broker whose rebalance failed still added
+        # its broker, a remove-broker whose unregistration failed still took its broker out
+        if do == "add-broker" and effect.get("added"):
+            members.add(params["broker"]["id"])
+        elif do == "remove-broker" and effect.get("removed"):
+            members.discard(int(str(entry["target"]).removeprefix("broker:")))  # validated broker:N
         subject = entry.get("target") or _subject(do, params)
         rows.append([f"{entry['t']:.3f}", do, subject, _what(do, effect),
                      ", ".join(map(str, sorted(members)))])

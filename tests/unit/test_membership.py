@@ -30,6 +30,21 @@ def test_r38_r39_the_broker_set_follows_each_join_and_leave_and_lists_each_move(
     assert "a clean shutdown; unregistered" in rows[3][3] and rows[4][3] == "error: remove-broker: no broker 2"
 
 
+def test_r38_r39_the_broker_set_follows_what_was_done_beside_an_error() -> None:
+    """An add-broker whose rebalance gave up still added its broker, and a remove-broker whose
+    unregistration the controller refused still shut its broker down for good: the broker set
+    after each follows `added` and `removed`, not the `error` beside them."""
+    rows = admin_rows([
+        line(1.6, "add-broker", None, {"broker": {"id": 4, "rack": "d"}, "rebalance": True},
+             {"added": "broker-4", "error": "add-broker: the workload ended while it waited"}),
+        line(3.2, "remove-broker", "broker:1", {},
+             {"removed": "broker:1", "error": "remove-broker: not unregistered: INVALID_REPLICA_ASSIGNMENT",
+              "rebalance": {"shutdown": True, "unregistered": False, "unregister_error": "INVALID_REPLICA_ASSIGNMENT"}}),
+    ], [1, 2, 3])
+    assert [r[4] for r in rows] == ["1, 2, 3, 4", "2, 3, 4"]
+    assert rows[0][3] == "error: add-broker: the workload ended while it waited"
+
+
 def test_r40_topic_changes_name_their_topic() -> None:
     rows = admin_rows([
         line(1.0, "create-topic", None, {"topic": {"name": "later", "partitions": 3}},
