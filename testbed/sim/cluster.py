@@ -284,10 +284,7 @@ class SimCluster(ClusterAdmin):
         for cfg in self.configs.values():
             cfg.peers[spec.name] = spec.name
         self._add_node(spec, boot=True)
-        # a remove-broker that fired while it started (inside this wait) has ended it for good
-        self.wait_until(lambda s: spec.name in self.removed or (broker_id in s.registered_brokers()
-                        and not s.registered_brokers()[broker_id]["fenced"]),
-                        timeout=15, what=f"{spec.name} registered and unfenced")
+        self._wait_joined(spec)
         return spec.name
 
     # ------------------------------------------------------------------ ClusterControl: the network

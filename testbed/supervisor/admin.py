@@ -196,6 +196,13 @@ class ClusterAdmin:
     def scaled(self, seconds: float) -> float:
         return seconds * self.time_scale
 
+    def _wait_joined(self, spec: NodeSpec) -> None:
+        """R38: a broker `start_broker` started is in once registered and unfenced; a
+        remove-broker that fired while it started (inside this wait) has ended it for good."""
+        self.wait_until(lambda s: spec.name in self.removed or (spec.id in s.registered_brokers()
+                        and not s.registered_brokers()[spec.id]["fenced"]),
+                        timeout=self.scaled(15), what=f"{spec.name} registered and unfenced")
+
     def controllers(self) -> list[NodeSpec]:
         """The voters of the controller quorum (R22)."""
         return list(self.topology.cluster.controllers)
@@ -247,7 +254,7 @@ class ClusterAdmin:
         included), each planned and recorded as the first was; `plan` with theirs. ClusterError
         when it still holds a replica after them (R39: its replicas go first)."""
         for _ in range(LATER_ROUNDS):
-            if not self._holds_replicas(broker_id):
+            if not self._held_by(broker_id):
                 break
             # a reassignment under way of a partition it is a replica of (an add-broker's,
             # which this removal fired inside, moving onto it or keeping it) is one the round
@@ -261,10 +268,6 @@ class ClusterAdmin:
             raise ClusterError(f"broker {broker_id} still holds replicas of {', '.join(held)} after the rebalance "
                                f"(refused: {plan.get('refused') or 'none'}): it stays in the cluster")
         return plan
-
-    def _holds_replicas(self, broker_id: int) -> bool:
-        """The broker is a replica of some partition, and no move under way takes it off."""
-        return bool(self._held_by(broker_id))
 
     def _held_by(self, broker_id: int) -> list[str]:
         """The partitions ("topic/P") the broker is a replica of that no move under way takes it off."""
@@ -325,8 +328,8 @@ class ClusterAdmin:
         """The second half: wait until every started move has completed, then elect the new
         preferred leaders. A move onto a broker removed meanwhile (a remove-broker fired inside
         this wait) is superseded: the removal moved its partition on, and says so."""
-        def superseded() -> list[str]:
-            return sorted(f"{p[0]}/{p[1]}" for p, t in r.moving.items() if any(broker_name(b) in self.removed for b in t))
+        def superseded() -> set[tuple[str, int]]:
+            return {p for p, t in r.moving.items() if any(broker_name(b) in self.removed for b in t)}
 
         # each move counts once it has completed, at whatever look: a later change of its
         # partition (a reassign, another rebalance's move, fired meanwhile) does not undo it
@@ -338,14 +341,14 @@ class ClusterAdmin:
             if s.controller is None:
                 return False
             now = {(p.topic, p.partition): p.replicas for p in s.partitions()}
-            over = set(superseded())
+            over = superseded()
             done.update(p for p, t in r.moving.items()  # a partition deleted meanwhile has nothing left to move
-                        if now.get(p, t) == t or f"{p[0]}/{p[1]}" in over)
+                        if now.get(p, t) == t or p in over)
             return len(done) == len(r.moving)
         self.wait_until(moved, timeout=timeout if timeout is not None else self.scaled(60),
                         what=f"the rebalance's {len(r.moving)} reassignments completed")
         elected = self.elect_preferred_leaders() if r.leaders_changed or r.moving else {"elected": [], "refused": {}}
-        over = superseded()
+        over = sorted(f"{topic}/{index}" for topic, index in superseded())
         return r.plan | {"refused": r.refused, "elected": elected["elected"]} | ({"superseded": over} if over else {})
 
     def create_topic(self, topic: dict, timeout: float | None = None) -> dict:

@@ -257,10 +257,7 @@ class Cluster(ClusterAdmin):
         if self._client is not None:  # not the address it would learn from metadata (netns)
             self._client.brokers[broker_id] = self._supervisor_endpoint(spec.name)
         self._spawn(spec.name)
-        # a remove-broker that fired while it started (inside this wait) has ended it for good
-        self.wait_until(lambda s: spec.name in self.removed or (broker_id in s.registered_brokers()
-                        and not s.registered_brokers()[broker_id]["fenced"]),
-                        timeout=self.scaled(15), what=f"{spec.name} registered and unfenced")
+        self._wait_joined(spec)
         return spec.name
 
     # ------------------------------------------------------------------ observation
