@@ -77,19 +77,66 @@ def placement_violations(t: Tables, config: ConfigTables) -> DataFrame:
     added is in no schedule: it counted as rackless, a false violation). While a reassignment
     moves replicas (R35) the set judged is its target: the replicas less those `removing`
     (the target and the leaving replicas together are no placement: a move within a rack of
-    an RF 2 topic over three racks read as three replicas on two racks)."""
+    an RF 2 topic over three racks read as three replicas on two racks).
+
+    `racks` are those the placement had when the set was first made (`_racks_then`): after
+    the only broker of a rack is removed (R39), every set spans one rack fewer, and counting
+    the topology's racks flagged every partition the removal moved."""
     placed = F.array_except("replicas", F.coalesce("removing", F.array().cast("array<int>")))
-    sets = partition_changes(t).select(*PART, placed.alias("replicas")).distinct()
+    sets = partition_changes(t).groupBy(*PART, placed.alias("replicas")).agg(F.min("time_ns").alias("made_ns"))
     registered = (t.events.where((F.col("kind") == "registered") & F.col("rack").isNotNull())
                   .select("run_id", "broker_id", "rack"))
-    racks = config.brokers.unionByName(registered).dropDuplicates(["run_id", "broker_id"])
-    spans = (sets.select(*PART, "replicas", F.explode("replicas").alias("broker_id"))
+    racks = (config.brokers.select("run_id", "broker_id", "rack").unionByName(registered)
+             .dropDuplicates(["run_id", "broker_id"]))
+    spans = (sets.select(*PART, "replicas", "made_ns", F.explode("replicas").alias("broker_id"))
              .join(racks, ["run_id", "broker_id"], "left")
-             .groupBy(*PART, "replicas").agg(F.countDistinct("rack").alias("racks_spanned")))
-    return (spans.join(config.runs.select("run_id", "n_racks"), "run_id")
-            .where(F.col("racks_spanned") < F.least(F.size("replicas"), F.col("n_racks")))
+             .groupBy(*PART, "replicas", "made_ns").agg(F.countDistinct("rack").alias("racks_spanned")))
+    short = (spans.join(config.runs.select("run_id", "n_racks"), "run_id")
+             .where(F.col("racks_spanned") < F.least(F.size("replicas"), F.col("n_racks"))))
+    return (short.join(_racks_then(t, config, racks, short), [*PART, "replicas", "made_ns"], "left")
+            .withColumn("racks", F.least("n_racks", F.coalesce("racks_then", F.lit(0))))
+            .where(F.col("racks_spanned") < F.least(F.size("replicas"), F.col("racks")))
             .groupBy(*PART).agg(F.first("replicas").alias("replicas"), F.min("racks_spanned").alias("racks_spanned"),
-                                F.first("n_racks").alias("racks")))
+                                F.first("racks").alias("racks")))
+
+
+def _racks_then(t: Tables, config: ConfigTables, racks: DataFrame, short: DataFrame) -> DataFrame:
+    """(PART, replicas, made_ns, racks_then): the racks of the brokers a set made at `made_ns`
+    could be placed on: the topology's brokers, a broker added since it registered, less each
+    broker a `remove-broker` was taking out then (R39: from the removal's start, for good once
+    it was removed; a removal refused gave its broker back at its end). Only for the sets
+    that span too few of the topology's racks, which a clean run has none of."""
+    joined = (t.events.where(F.col("kind") == "registered").groupBy("run_id", "broker_id")
+              .agg(F.min("time_ns").alias("joined_ns")))
+    topology = config.brokers.where(~F.col("added")).select("run_id", "broker_id", F.lit(True).alias("from_start"))
+    members = (racks.join(topology, ["run_id", "broker_id"], "left").join(joined, ["run_id", "broker_id"], "left")
+               .select("run_id", "broker_id", "rack",
+                       F.when(F.col("from_start").isNull(), F.col("joined_ns")).alias("joined_ns")))
+    lines = t.faults.where((F.col("do") == "remove-broker") & F.col("target").startswith("broker:"))
+    started = Window.partitionBy("run_id", "origin", "target").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
+    removed = F.get_json_object("effect", "$.removed").isNotNull()
+    leaving = (lines.withColumn("from_ns", F.last(F.when(F.col("phase") == "start", F.col("time_ns")), True)
+                                .over(started))
+               .where(F.col("phase") == "end")
+               .select("run_id", F.expr("try_cast(substring(target, 8) as int)").alias("broker_id"),
+                       F.coalesce("from_ns", "time_ns").alias("from_ns"),
+                       F.when(~removed, F.col("time_ns")).alias("until_ns")))
+    # a removal the supervisor never saw end (killed meanwhile) takes its broker out for good
+    unended = (lines.groupBy("run_id", "origin", "target")
+               .agg(F.max(F.when(F.col("phase") == "start", F.col("time_ns"))).alias("from_ns"),
+                    F.count(F.when(F.col("phase") == "end", 1)).alias("ends"))
+               .where(F.col("ends") == 0)
+               .select("run_id", F.expr("try_cast(substring(target, 8) as int)").alias("broker_id"), "from_ns",
+                       F.lit(None).cast("long").alias("until_ns")))
+    out = leaving.unionByName(unended).select(F.col("run_id").alias("out_run"), F.col("broker_id").alias("out_id"),
+                                              "from_ns", "until_ns")
+    cands = short.select(*PART, "replicas", "made_ns").distinct()
+    live = (cands.join(members, "run_id")
+            .where(F.col("joined_ns").isNull() | (F.col("joined_ns") <= F.col("made_ns")))
+            .join(out, (F.col("run_id") == F.col("out_run")) & (F.col("broker_id") == F.col("out_id"))
+                  & (F.col("from_ns") <= F.col("made_ns"))
+                  & (F.col("until_ns").isNull() | (F.col("made_ns") < F.col("until_ns"))), "left_anti"))
+    return live.groupBy(*PART, "replicas", "made_ns").agg(F.countDistinct("rack").alias("racks_then"))
 
 
 def unclean_exclusion(t: Tables, config: ConfigTables) -> DataFrame:

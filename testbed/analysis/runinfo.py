@@ -229,7 +229,7 @@ def _committed(run_dir: Path) -> list[tuple[int, str, object]]:
 @dataclass(frozen=True)
 class ConfigTables:
     topics: DataFrame  # run_id, topic, partitions, rf, min_isr, gone (deleted by the end: R40)
-    brokers: DataFrame  # run_id, broker_id, rack
+    brokers: DataFrame  # run_id, broker_id, rack, added (by an add-broker, not the topology's)
     runs: DataFrame  # run_id, elr, kraft, n_racks, workload_start_ns (null when unknown), duration_ns
     #: some run deletes a topic (R40): its acknowledged values are then not owed to the end
     deletes_topics: bool = False
@@ -239,7 +239,7 @@ _TOPICS = StructType([StructField("run_id", StringType()), StructField("topic", 
                       StructField("partitions", IntegerType()), StructField("rf", IntegerType()),
                       StructField("min_isr", IntegerType()), StructField("gone", BooleanType())])
 _BROKERS = StructType([StructField("run_id", StringType()), StructField("broker_id", IntegerType()),
-                       StructField("rack", StringType())])
+                       StructField("rack", StringType()), StructField("added", BooleanType())])
 _RUNS = StructType([StructField("run_id", StringType()), StructField("elr", BooleanType()),
                     StructField("kraft", BooleanType()), StructField("n_racks", IntegerType()),
                     StructField("workload_start_ns", LongType()), StructField("duration_ns", LongType())])
@@ -259,7 +259,7 @@ def config_tables(spark: SparkSession, infos: list[RunInfo]) -> ConfigTables:
         racks |= {f.params["broker"]["id"]: f.params["broker"]["rack"] for f in t.faults
                   if getattr(f, "do", None) == "add-broker" and f.params["broker"]["id"] not in racks}
         racks |= {i: rack for i, rack in brokers_added(info.run_dir) if i not in racks}
-        brokers += [(info.run_id, i, rack) for i, rack in racks.items()]
+        brokers += [(info.run_id, i, rack, i not in t.broker_ids) for i, rack in racks.items()]
         runs.append((info.run_id, t.protocol.elr, t.protocol.fencing == "kraft", len(t.racks),
                      info.workload_start_ns, int(t.duration * 1e9)))
         deletes |= any(getattr(f, "do", None) == "delete-topic" for f in t.faults)

@@ -157,6 +157,33 @@ def _api_broker(root: Path) -> None:
     r.write()
 
 
+def _rack_removed(root: Path, name: str, removed: bool) -> None:
+    """R39 and I9: broker 2, the only broker of rack b (brokers 1-4 on racks a, b, c, a), is
+    removed at 3 s; its rebalance moves orders/0 from [1, 2, 3] to [1, 3, 4], racks a and c,
+    all the cluster has without it. With `removed` false the removal was refused at 3.001 s
+    (broker 2 stays, rack b with it) and the same move is made at 3.5 s."""
+    r = RunBuilder(root, name, racks=("a", "b", "c", "a"))
+    r.fault(T0 + 3 * S, "remove-broker", "broker:2", ["broker-2"],
+            effect={"removed": "broker:2"} if removed else {"error": "remove-broker: refused"})
+    at = T0 + 3 * S + (500_000 if removed else S // 2)
+    r.events += [{**RunBuilder.change(at, leader=1, epoch=1, isr=[1, 2, 3], reason="reassign",
+                                      replicas=[1, 3, 4, 2]), "adding": [4], "removing": [2]},
+                 RunBuilder.change(at + 1000, leader=1, epoch=2, isr=[1, 3, 4], reason="reassign",
+                                   replicas=[1, 3, 4])]
+    r.logs["broker-4"] = list(r.logs["broker-2"])
+    r.replicas["broker-4"] = {**r.replicas["broker-2"]}
+    del r.logs["broker-2"], r.replicas["broker-2"]
+    r.write()
+
+
+def _rack_gone(root: Path) -> None:
+    _rack_removed(root, "rack-gone", removed=True)
+
+
+def _rack_kept(root: Path) -> None:
+    _rack_removed(root, "rack-kept", removed=False)
+
+
 def _grown(root: Path) -> None:
     """R35: orders/0 reassigned from [1, 2, 3] to [1, 2, 3, 4] (a replication factor raised the
     Kafka way): four level replicas at the end are convergence, not one too many."""
@@ -1074,7 +1101,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1096,6 +1123,9 @@ EXPECTED: dict[str, dict[str, int]] = {
     "elr-in-isr": {**ZERO, "elr_violations": 1},
     "one-rack": {**ZERO, "placement_violations": 1},
     "moved-within-rack": ZERO,
+    # I9 counts the racks the cluster had when the set was made (trial25 N1)
+    "rack-gone": ZERO,
+    "rack-kept": {**ZERO, "placement_violations": 1},
     "api-broker": ZERO,
     "created-after-unclean": {**ZERO, "unclean_exclusion": 1},
     "recorded-twice": ZERO,
