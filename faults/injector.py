@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from broker.common.errors import Errors
 from broker.common.jsonl import JsonlAppender
 from broker.wire.linkfilter import LinkTable
 from faults import network
@@ -68,6 +69,7 @@ class ClusterControl(Protocol):
     def pause_node(self, name: str) -> int: ...
     def resume_node(self, name: str) -> int: ...
     def shutdown_node(self, name: str) -> bool: ...
+    def shutdown_ended(self, name: str) -> bool: ...
     def data_dir(self, name: str) -> Path: ...
     def next_link_seq(self) -> int: ...
     def push_links(self, table: LinkTable) -> dict[str, bool]: ...
@@ -197,15 +199,18 @@ class FaultInjector:
 
     def _restarts_shutting_down(self, f: ScheduledFault) -> bool:
         """`f` is a restart that may name a node whose controlled shutdown is under way: it
-        waits (with the faults after it) for that shutdown to end, then restarts the node,
-        late. Fired inside the wait it found the node still running and restarted nothing,
-        and the node stayed down (a tester's `restart` 100 ms after a `shutdown`)."""
+        waits (with the faults after it) for that node to exit, then restarts it, late. Fired
+        inside the wait it found the node still running and restarted nothing, and the node
+        stayed down (a tester's `restart` 100 ms after a `shutdown`). A node that has exited
+        is counted stopped then (`shutdown_ended`), though the shutdown's wait has not looked
+        again: a fault fired inside that wait may be waiting for the node to come back."""
         if f.do != "restart" or not self._shutting_down:
             return False
-        if f.target in (None, "stopped"):
-            return True
-        # a throwaway rng: the waiting fault's own draws stay its own
-        return bool(self._shutting_down.intersection(resolve(f.target, self.cluster.view(), random.Random(0))))
+        named = self._shutting_down
+        if f.target not in (None, "stopped"):
+            # a throwaway rng: the waiting fault's own draws stay its own
+            named = named.intersection(resolve(f.target, self.cluster.view(), random.Random(0)))
+        return not all([self.cluster.shutdown_ended(n) for n in sorted(named)])
 
     def _same_topic_under_way(self, f: ScheduledFault) -> bool:
         """`f` is a topic fault on a topic another one is still under way on (a delete waiting
@@ -273,14 +278,19 @@ class FaultInjector:
         elif f.do != "partition" and self._exceeds_max_down(f, resolved):
             effect = {"skipped": "max_down"}
         else:
+            undone = from_nemesis(f.origin) and undo_of is None and bool(resolved)
+            if undone and f.do != "partition":
+                # before it acts: its undo may fall due inside its wait (a shutdown's), and
+                # once its node has exited (`_restarts_shutting_down`) it restarts that node
+                self.done[f.origin] = list(resolved)
             try:
                 effect = self._apply(f, resolved, view)
             except WorkloadEnded as e:  # an admin request asked again while no controller was active
                 effect = {"error": f"{f.do}: {e}"}
             except TargetError as e:  # a partition's or slow link's ends, resolved as it fires
                 effect = {"error": str(e)}
-            if from_nemesis(f.origin) and undo_of is None and resolved:
-                self.done[f.origin] = list(resolved) if f.do != "partition" else effect.get("isolated", resolved)
+            if undone and f.do == "partition":
+                self.done[f.origin] = effect.get("isolated", resolved)
         return self._record({**base, "phase": "end", "effect": effect})
 
     def _exceeds_max_down(self, f: ScheduledFault, resolved: list[str]) -> bool:
@@ -362,7 +372,7 @@ class FaultInjector:
         if do == "reassign":
             return _refusal_as_error(c.alter_reassignment(f.params["partition"], list(f.params["replicas"])))
         if do == "elect-preferred":
-            return _refusal_as_error(c.elect_preferred_leaders(f.params.get("partition")))
+            return _refusal_as_error(c.elect_preferred_leaders(f.params.get("partition")), preferred=True)
         if do in ("add-broker", "remove-broker"):
             return self._membership(f)
         if do in _TOPIC_ADMIN:
@@ -526,13 +536,17 @@ class FaultInjector:
         self.out.close()
 
 
-def _refusal_as_error(effect: dict) -> dict:
+def _refusal_as_error(effect: dict, preferred: bool = False) -> dict:
     """An admin action the controller refused is recorded with the reason as its `error`; the
-    run goes on (DESIGN section 6)."""
+    run goes on (DESIGN section 6). A preferred election where every preferred replica leads
+    already did what was asked (R36; Kafka's tool reports such partitions as "valid replica
+    already elected"), and every elect-preferred on a healthy cluster read as a failure."""
     if effect.get("accepted") is False:
         return {**effect, "error": f"{effect.get('error')}: {effect.get('message', '')}".rstrip(": ")}
-    if not effect.get("elected", True) and effect.get("refused"):
-        return {**effect, "error": "; ".join(f"{k}: {v}" for k, v in effect["refused"].items())}
+    refused = effect.get("refused") or {}
+    needless = all(str(v).startswith(Errors.ELECTION_NOT_NEEDED.value) for v in refused.values())
+    if not effect.get("elected", True) and refused and not (preferred and needless):
+        return {**effect, "error": "; ".join(f"{k}: {v}" for k, v in refused.items())}
     return effect
 
 

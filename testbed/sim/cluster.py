@@ -71,6 +71,7 @@ class SimCluster(ClusterAdmin):
         self.nodes_by_name: dict[str, SimNode] = {}
         self.configs: dict[str, NodeConfig] = {}
         self.stopped: set[str] = set()
+        self._exits: dict[str, int | None] = {}  # a node's exit code, when `shutdown_ended` saw it go
         self.paused: set[str] = set()
         self.brokers: list[NodeSpec] = list(topology.cluster.brokers)
         self.removed: set[str] = set()
@@ -223,25 +224,38 @@ class SimCluster(ClusterAdmin):
         if node.booting:  # the request waits for the starting process's socket, as ZeroMQ holds it
             self.loop.run_until(self.loop.now + BOOT[1], lambda: not node.booting, poll=0.0)
         node.begin_shutdown()
+        incarnation = node.incarnation
         over = self.injector.workload_over if self.injector is not None else lambda: False
         deadline = self.loop.now + (timeout if timeout is not None else 10)
 
         def done() -> bool:
-            return not node.started or over()
+            return not node.started or node.incarnation != incarnation or over()
         try:
             while not done() and self.loop.now < deadline:
                 self._meanwhile()
                 self.loop.run_until(self._next_look(deadline), done, poll=0.0)
         finally:  # also when a look raised WorkloadEnded: the node is stopped either way
-            clean = not node.up and node.exit_code == 0
-            cut = node.up and over()
-            if node.started:
-                node.kill()
-            self.stopped.add(name)
-            self.paused.discard(name)
+            restarted = node.incarnation != incarnation
+            if not restarted:
+                clean = not node.up and node.exit_code == 0
+                cut = node.up and over()
+                if node.started:
+                    node.kill()
+                self.stopped.add(name)
+                self.paused.discard(name)
+        if restarted:  # after its exit (`shutdown_ended`): it runs again, as the restart left it
+            return self._exits.pop(name, None) == 0
         if cut:
             raise WorkloadEnded()
         return clean
+
+    def shutdown_ended(self, name: str) -> bool:
+        node = self.nodes_by_name[name]
+        if name not in self.stopped and not node.started:
+            self._exits[name] = node.exit_code
+            self.stopped.add(name)
+            self.paused.discard(name)
+        return name in self.stopped
 
     def _next_look(self, deadline: float) -> float:
         """When a shutdown's wait looks again: at the virtual instant the next fault falls due,

@@ -141,6 +141,15 @@ class ClusterAdmin:
     def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
         raise NotImplementedError
 
+    def shutdown_ended(self, name: str) -> bool:
+        """Whether the node's controlled shutdown has ended (its process gone), counting it
+        stopped at once if so. A fault fired inside the shutdown's wait may itself wait for the
+        node to come back (a remove-broker whose moves need it): the restart due meanwhile is
+        held while the shutdown is under way, and the shutdown's own wait looks again only
+        when that fault's wait ends, so both waited to the workload's end. Its wait, when it
+        looks, finds the node restarted and leaves it running."""
+        raise NotImplementedError
+
     def sync_links(self) -> dict[str, bool]:
         """Hand the current link table to the nodes that lack it and can take it now."""
         raise NotImplementedError

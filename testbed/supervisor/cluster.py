@@ -79,6 +79,7 @@ class Cluster(ClusterAdmin):
         self.configs: dict[str, NodeConfig] = {}
         self.stopped: set[str] = set()
         self.paused: set[str] = set()
+        self._in_shutdown: set[str] = set()  # nodes a controlled shutdown waits for (R37)
         #: the network table every node should hold (the fault injector composes it), and the
         #: nodes that have not got it yet (paused or restarted since the last push)
         self.link_table: LinkTable = LinkTable(0, {})
@@ -316,7 +317,12 @@ class Cluster(ClusterAdmin):
             return e.last_attempt.result()
 
     def _check_processes(self) -> None:
+        """A node that exited on its own is a crash, unless a controlled shutdown asked it to:
+        a create-topic fired inside a remove-broker's shutdown wait found the leaving broker
+        gone and ended in "broker-5 exited with code 0"."""
         for name, proc in self.procs.items():
+            if name in self._in_shutdown and self.shutdown_ended(name):
+                continue
             if name not in self.stopped and proc.poll() is not None:
                 raise ClusterError(f"{name} exited with code {proc.returncode}; see {self.dir.nodes / (name + '.log')}")
 
@@ -580,10 +586,11 @@ class Cluster(ClusterAdmin):
         raised on), is killed: stopped either way, for the end of the run's heal to restart."""
         assert self.control is not None
         proc = self.procs[name]
-        self.control.call(self.configs[name].control_endpoint, "shutdown", timeout=self.scaled(1),
-                          until=lambda: proc.poll() is not None)  # gone: its answer may be gone too
-        deadline = time.monotonic() + (timeout if timeout is not None else self.scaled(10))
+        self._in_shutdown.add(name)
         try:
+            self.control.call(self.configs[name].control_endpoint, "shutdown", timeout=self.scaled(1),
+                              until=lambda: proc.poll() is not None)  # gone: its answer may be gone too
+            deadline = time.monotonic() + (timeout if timeout is not None else self.scaled(10))
             while proc.poll() is None and time.monotonic() < deadline:
                 self._meanwhile()  # a shutdown that waits (no quorum to move its leaderships) holds no fault back
                 try:
@@ -591,6 +598,7 @@ class Cluster(ClusterAdmin):
                 except subprocess.TimeoutExpired:
                     pass
         finally:
+            self._in_shutdown.discard(name)
             clean = self._stopped_after_shutdown(name, proc)
         return clean
 
@@ -598,16 +606,24 @@ class Cluster(ClusterAdmin):
         """The node killed if it still runs, and counted stopped and no longer paused, as `kill`
         counts it (a paused node's shutdown times out and kills it: left in `paused`, a later
         `resume` resolved to it and "resumed" the process its restart had started, never
-        paused); whether it exited cleanly."""
+        paused); whether it exited cleanly. A node restarted after its exit (`shutdown_ended`)
+        runs a new process: that one stays as it is."""
         if proc.poll() is None:
             proc.kill()
             proc.wait()
             clean = False
         else:
             clean = proc.returncode == 0
-        self.stopped.add(name)
-        self.paused.discard(name)
+        if self.procs[name] is proc:
+            self.stopped.add(name)
+            self.paused.discard(name)
         return clean
+
+    def shutdown_ended(self, name: str) -> bool:
+        if name not in self.stopped and self.procs[name].poll() is not None:
+            self.stopped.add(name)
+            self.paused.discard(name)
+        return name in self.stopped
 
     def _running(self, name: str) -> bool:
         return name not in self.stopped and self.procs[name].poll() is None

@@ -58,6 +58,7 @@ class _Fakes(Cluster):
         self.stopped: set[str] = set()
         self.paused: set[str] = set()
         self.removed: set[str] = set()
+        self._in_shutdown: set[str] = set()
         self.link_table = LinkTable(0, {})
         self._links_pending: set[str] = set()
         self._starting: dict[str, float] = {}
@@ -110,3 +111,26 @@ def test_a_resume_after_a_paused_nodes_shutdown_and_restart_resumes_nothing(tmp_
     assert ends["faults[4]"] == ([], {"resumed": {}})
     assert [s for s, _ in cluster.signals] == ["STOP"]  # no SIGCONT to the new broker-1
     assert injector.undo_all()["resume"] is None
+
+
+def test_a_node_that_exits_in_its_shutdown_is_restarted_from_inside_the_wait_and_left_running(
+        tmp_path, monkeypatch) -> None:
+    """A restart fired inside a wait nested in a node's controlled shutdown (trial25 t8 seed
+    39, on processes): the node has exited, so it counts stopped (`shutdown_ended`) and the
+    restart starts it; a nested wait's look finds no crash in its exit; the shutdown, when it
+    looks, ends clean and leaves the new process running."""
+    cluster = _Fakes(tmp_path, monkeypatch)
+    old = cluster.procs["broker-1"]
+    looks: list[str] = []
+
+    def meanwhile() -> None:  # the injector's `while_waiting`, at the shutdown's first look
+        if looks:
+            return
+        old.returncode = 0  # the node exits cleanly, as a controlled shutdown ends
+        cluster._check_processes()  # a nested wait's look: no crash
+        looks.append("restart" if cluster.shutdown_ended("broker-1") else "held")
+        cluster.restart_node("broker-1")
+    cluster.while_waiting = meanwhile
+    assert cluster.shutdown_node("broker-1") is True and looks == ["restart"]
+    assert cluster.procs["broker-1"] is not old and cluster.procs["broker-1"].poll() is None
+    assert cluster.stopped == set() and cluster.paused == set()

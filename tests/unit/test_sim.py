@@ -724,7 +724,7 @@ ADMIN_UNDER_NEMESIS = {
         {"at": "9s", "do": "add-partitions", "topic": "events", "count": 1}]}
 
 
-@pytest.mark.parametrize("seed", [32, 59, 80])
+@pytest.mark.parametrize("seed", [32, 39, 59, 80])
 def test_r35_r39_a_rebalance_counts_each_move_once_done_and_a_removal_waits_for_moves_keeping_its_broker(
         tmp_path: Path, seed: int) -> None:
     """trial25 F2, F3. Seed 32: remove-broker 1's moves all completed by 7.7 s, but one of
@@ -737,7 +737,11 @@ def test_r35_r39_a_rebalance_counts_each_move_once_done_and_a_removal_waits_for_
     reassignments under way of its broker's partitions, then moves it off them. Seed 80:
     partitions added at 9.2 s were placed on broker 1 as it shut down for its removal (before
     the controller heard its request); it was removed still their replica, and the run never
-    converged. Now they are moved off the stopped broker before it is unregistered."""
+    converged. Now they are moved off the stopped broker before it is unregistered. Seed 39:
+    remove-broker 1 fired inside a leader's controlled shutdown and waited for moves that
+    needed that broker back; its restart, due meanwhile, was held until the shutdown's wait
+    ended, which looked again only when the removal's did: both waited to the workload's
+    end. Now the restart fires once the broker has exited (`shutdown_ended`)."""
     outcome = run_seed(parse_topology({**ADMIN_UNDER_NEMESIS, "seed": seed}, "admin-nemesis"), tmp_path / "run")
     assert outcome.error is None and outcome.converged
     ends = [r for r in read_jsonl(tmp_path / "run" / "faults.jsonl") if r["phase"] == "end"]
