@@ -2,7 +2,7 @@
 Each returns one row per violation with `run_id` and the fields of its example."""
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis.ingest import Tables
@@ -79,20 +79,35 @@ def placement_violations(t: Tables, config: ConfigTables) -> DataFrame:
     (the target and the leaving replicas together are no placement: a move within a rack of
     an RF 2 topic over three racks read as three replicas on two racks).
 
-    `racks` are those the placement had when the set was first made (`_racks_then`): after
-    the only broker of a rack is removed (R39), every set spans one rack fewer, and counting
-    the topology's racks flagged every partition the removal moved."""
+    `racks` are those the placement had when the set was made (`_racks_then`): after the only
+    broker of a rack is removed (R39), every set spans one rack fewer, and counting the
+    topology's racks flagged every partition the removal moved. A set is judged when its
+    members change (a new order of the same brokers is no new placement), and only if it
+    spans fewer racks than the set it replaced, or is a partition's first: a rebalance that
+    moves one replica of a set placed on two racks, while a third was down, keeps its spread
+    (R38), as R34 chooses one broker, and cannot mend it."""
     placed = F.array_except("replicas", F.coalesce("removing", F.array().cast("array<int>")))
-    sets = partition_changes(t).groupBy(*PART, placed.alias("replicas")).agg(F.min("time_ns").alias("made_ns"))
+    changes = (partition_changes(t).groupBy(*PART, "partition_epoch", placed.alias("replicas"))
+               .agg(F.min("time_ns").alias("made_ns")))  # each controller writes the change: the first is its commit
+    members = F.array_sort("replicas")
+    made = (changes.withColumn("before", F.lag("replicas").over(Window.partitionBy(*PART)
+                                                                 .orderBy("made_ns", "partition_epoch")))
+            .where(F.col("before").isNull() | (F.array_sort("before") != members)))
     registered = (t.events.where((F.col("kind") == "registered") & F.col("rack").isNotNull())
                   .select("run_id", "broker_id", "rack"))
     racks = (config.brokers.select("run_id", "broker_id", "rack").unionByName(registered)
              .dropDuplicates(["run_id", "broker_id"]))
-    spans = (sets.select(*PART, "replicas", "made_ns", F.explode("replicas").alias("broker_id"))
-             .join(racks, ["run_id", "broker_id"], "left")
-             .groupBy(*PART, "replicas", "made_ns").agg(F.countDistinct("rack").alias("racks_spanned")))
-    short = (spans.join(config.runs.select("run_id", "n_racks"), "run_id")
-             .where(F.col("racks_spanned") < F.least(F.size("replicas"), F.col("n_racks"))))
+    rack_of = (racks.groupBy("run_id").agg(F.map_from_entries(F.collect_list(F.struct("broker_id", "rack")))
+                                           .alias("rack_of")))
+
+    def spanned(replicas: str) -> Column:
+        return F.size(F.array_distinct(F.filter(F.transform(replicas, lambda b: F.col("rack_of")[b]),
+                                                lambda r: r.isNotNull())))
+    short = (made.join(rack_of, "run_id", "left").join(config.runs.select("run_id", "n_racks"), "run_id")
+             .select(*PART, "replicas", "made_ns", "n_racks", spanned("replicas").alias("racks_spanned"),
+                     F.when(F.col("before").isNotNull(), spanned("before")).alias("spanned_before"))
+             .where((F.col("racks_spanned") < F.least(F.size("replicas"), F.col("n_racks")))
+                    & (F.col("spanned_before").isNull() | (F.col("racks_spanned") < F.col("spanned_before")))))
     return (short.join(_racks_then(t, config, racks, short), [*PART, "replicas", "made_ns"], "left")
             .withColumn("racks", F.least("n_racks", F.coalesce("racks_then", F.lit(0))))
             .where(F.col("racks_spanned") < F.least(F.size("replicas"), F.col("racks")))
@@ -104,8 +119,11 @@ def _racks_then(t: Tables, config: ConfigTables, racks: DataFrame, short: DataFr
     """(PART, replicas, made_ns, racks_then): the racks of the brokers a set made at `made_ns`
     could be placed on: the topology's brokers, a broker added since it registered, less each
     broker a `remove-broker` was taking out then (R39: from the removal's start, for good once
-    it was removed; a removal refused gave its broker back at its end). Only for the sets
-    that span too few of the topology's racks, which a clean run has none of."""
+    it was removed; a removal refused gave its broker back at its end), and less each broker
+    the controller's last word on by then was not `unfenced` (R40 places on the brokers that
+    can lead: a topic created while every broker of a rack was down spans the others, as
+    Kafka's placer does; a broker no controller event names, in a hand-made run, counts).
+    Only for the sets that span too few of the topology's racks, which a clean run has none of."""
     joined = (t.events.where(F.col("kind") == "registered").groupBy("run_id", "broker_id")
               .agg(F.min("time_ns").alias("joined_ns")))
     topology = config.brokers.where(~F.col("added")).select("run_id", "broker_id", F.lit(True).alias("from_start"))
@@ -130,12 +148,23 @@ def _racks_then(t: Tables, config: ConfigTables, racks: DataFrame, short: DataFr
                        F.lit(None).cast("long").alias("until_ns")))
     out = leaving.unionByName(unended).select(F.col("run_id").alias("out_run"), F.col("broker_id").alias("out_id"),
                                               "from_ns", "until_ns")
+    # each controller writes the record's event as it applies it: the first is the commit
+    # (a registration says nothing new: a broker registers fenced, as it was since it stopped)
+    said = (t.events.where(F.col("kind").isin("unfenced", "fenced", "controlled-shutdown", "broker-unregistered"))
+            .groupBy(F.col("run_id").alias("said_run"), F.col("broker_id").alias("said_id"), "kind",
+                     F.coalesce("metadata_offset", "time_ns").alias("record"))
+            .agg(F.min("time_ns").alias("said_ns")))
     cands = short.select(*PART, "replicas", "made_ns").distinct()
+    member = [*PART, "replicas", "made_ns", "broker_id", "rack"]
     live = (cands.join(members, "run_id")
             .where(F.col("joined_ns").isNull() | (F.col("joined_ns") <= F.col("made_ns")))
             .join(out, (F.col("run_id") == F.col("out_run")) & (F.col("broker_id") == F.col("out_id"))
                   & (F.col("from_ns") <= F.col("made_ns"))
-                  & (F.col("until_ns").isNull() | (F.col("made_ns") < F.col("until_ns"))), "left_anti"))
+                  & (F.col("until_ns").isNull() | (F.col("made_ns") < F.col("until_ns"))), "left_anti")
+            .join(said, (F.col("run_id") == F.col("said_run")) & (F.col("broker_id") == F.col("said_id"))
+                  & (F.col("said_ns") <= F.col("made_ns")), "left")
+            .groupBy(*member).agg(F.max_by("kind", "said_ns").alias("last"))
+            .where(F.col("last").isNull() | (F.col("last") == "unfenced")))
     return live.groupBy(*PART, "replicas", "made_ns").agg(F.countDistinct("rack").alias("racks_then"))
 
 
