@@ -84,8 +84,9 @@ def placement_violations(t: Tables, config: ConfigTables) -> DataFrame:
     topology's racks flagged every partition the removal moved. A set is judged when its
     members change (a new order of the same brokers is no new placement), and only if it
     spans fewer racks than the set it replaced, or is a partition's first: a rebalance that
-    moves one replica of a set placed on two racks, while a third was down, keeps its spread
-    (R38), as R34 chooses one broker, and cannot mend it."""
+    moves one replica of a set placed on two racks while the third rack's broker was being
+    removed keeps its spread (R38) once a broker of that rack is added, and cannot mend it
+    with one move."""
     placed = F.array_except("replicas", F.coalesce("removing", F.array().cast("array<int>")))
     changes = (partition_changes(t).groupBy(*PART, "partition_epoch", placed.alias("replicas"))
                .agg(F.min("time_ns").alias("made_ns")))  # each controller writes the change: the first is its commit
@@ -119,10 +120,9 @@ def _racks_then(t: Tables, config: ConfigTables, racks: DataFrame, short: DataFr
     """(PART, replicas, made_ns, racks_then): the racks of the brokers a set made at `made_ns`
     could be placed on: the topology's brokers, a broker added since it registered, less each
     broker a `remove-broker` was taking out then (R39: from the removal's start, for good once
-    it was removed; a removal refused gave its broker back at its end), and less each broker
-    the controller's last word on by then was not `unfenced` (R40 places on the brokers that
-    can lead: a topic created while every broker of a rack was down spans the others, as
-    Kafka's placer does; a broker no controller event names, in a hand-made run, counts).
+    it was removed; a removal refused gave its broker back at its end). A broker that is down
+    is still the cluster's: a set placed while a rack's every broker was down (R40 places on
+    the brokers that can lead) counts, as its partition then loses more to a rack outage.
     Only for the sets that span too few of the topology's racks, which a clean run has none of."""
     joined = (t.events.where(F.col("kind") == "registered").groupBy("run_id", "broker_id")
               .agg(F.min("time_ns").alias("joined_ns")))
@@ -148,23 +148,12 @@ def _racks_then(t: Tables, config: ConfigTables, racks: DataFrame, short: DataFr
                        F.lit(None).cast("long").alias("until_ns")))
     out = leaving.unionByName(unended).select(F.col("run_id").alias("out_run"), F.col("broker_id").alias("out_id"),
                                               "from_ns", "until_ns")
-    # each controller writes the record's event as it applies it: the first is the commit
-    # (a registration says nothing new: a broker registers fenced, as it was since it stopped)
-    said = (t.events.where(F.col("kind").isin("unfenced", "fenced", "controlled-shutdown", "broker-unregistered"))
-            .groupBy(F.col("run_id").alias("said_run"), F.col("broker_id").alias("said_id"), "kind",
-                     F.coalesce("metadata_offset", "time_ns").alias("record"))
-            .agg(F.min("time_ns").alias("said_ns")))
     cands = short.select(*PART, "replicas", "made_ns").distinct()
-    member = [*PART, "replicas", "made_ns", "broker_id", "rack"]
     live = (cands.join(members, "run_id")
             .where(F.col("joined_ns").isNull() | (F.col("joined_ns") <= F.col("made_ns")))
             .join(out, (F.col("run_id") == F.col("out_run")) & (F.col("broker_id") == F.col("out_id"))
                   & (F.col("from_ns") <= F.col("made_ns"))
-                  & (F.col("until_ns").isNull() | (F.col("made_ns") < F.col("until_ns"))), "left_anti")
-            .join(said, (F.col("run_id") == F.col("said_run")) & (F.col("broker_id") == F.col("said_id"))
-                  & (F.col("said_ns") <= F.col("made_ns")), "left")
-            .groupBy(*member).agg(F.max_by("kind", "said_ns").alias("last"))
-            .where(F.col("last").isNull() | (F.col("last") == "unfenced")))
+                  & (F.col("until_ns").isNull() | (F.col("made_ns") < F.col("until_ns"))), "left_anti"))
     return live.groupBy(*PART, "replicas", "made_ns").agg(F.countDistinct("rack").alias("racks_then"))
 
 
