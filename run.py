@@ -56,8 +56,7 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def cmd_run(argv: list[str]) -> int:
-    from rich.console import Console
-
+    from testbed.common.console import user_console
     from testbed.topology import TopologyError, load_topology
     args = _run_parser().parse_args(argv)
     from testbed.config.cli_values import spark_master_problem, time_scale_problem, unusable_dir
@@ -85,7 +84,7 @@ def cmd_run(argv: list[str]) -> int:
     from testbed.experiment.runner import run_experiment
     try:
         return run_experiment(topology, runs_dir=args.runs_dir, time_scale=args.time_scale,
-                              keep_data=args.keep_data, console=Console(), run_dir=run_dir,
+                              keep_data=args.keep_data, console=user_console(), run_dir=run_dir,
                               spark_master=args.spark_master).exit_code
     finally:
         stop_spark()

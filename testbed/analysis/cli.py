@@ -15,6 +15,7 @@ from rich.text import Text
 from testbed.analysis.places import default_summary_dir, jvm_log_for, warehouse_for
 from testbed.analysis.run_dirs import IngestError, find_runs, input_bytes, refusal
 from testbed.analysis.session import C1_INPUT_BYTES, SparkUnreachable, get_spark, start_in_background, stop_spark
+from testbed.common.console import user_console
 from testbed.config.cli_values import path_arg, spark_master_problem, unusable_dir
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--summary-dir", type=path_arg, default=None,
                     help="where the summary of several runs goes (default: <common parent>/summary)")
     args = ap.parse_args(argv)
-    console = Console()
+    console = user_console()
     if (problem := spark_master_problem(args.spark_master)) is not None:
         console.print(f"[red]cannot analyze:[/] {escape(problem)}", highlight=False, soft_wrap=True, emoji=False)
         return EXIT_UNJUDGED

@@ -17,7 +17,6 @@ import sys
 import tempfile
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from testbed.analysis import class_archive
@@ -26,6 +25,7 @@ from testbed.bench import cluster_figures as cf
 from testbed.bench import e2e
 from testbed.bench import sim as sim_bench
 from testbed.bench.figures import Figure, percentile
+from testbed.common.console import user_console
 from testbed.config.cli_values import float_arg, int_arg, range_problem, spark_master_problem
 from testbed.config.scalars import MAX_BATCH, MAX_CLIENTS
 from testbed.supervisor.netns import requirements_missing
@@ -225,7 +225,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps({f.name: f.to_json() for f in figures}, indent=1))
     else:
-        console = Console()
+        console = user_console()
         console.print(_table(figures))
         for f in figures:
             console.print(f"[dim]{f.label} ({f.unit}): {f.setup}[/]")

@@ -7,11 +7,10 @@ supervisor and the analysis, because it is the one place that joins them.
 """
 from __future__ import annotations
 
-from rich.console import Console
-
 from testbed.analysis.pipeline import analyze_runs
 from testbed.analysis.session import started, stop_spark
 from testbed.analysis.verdict import RunVerdict
+from testbed.common.console import user_console
 from testbed.experiment.runner import end_of_run, write_counts
 from testbed.supervisor.cluster import Cluster as SupervisedCluster
 
@@ -27,7 +26,7 @@ class Cluster(SupervisedCluster):
         assert self.injector is not None, "start the cluster first"
         self.stop_clients(timeout=self.scaled(5.0))
         self.injector.undo_all()
-        end_of_run(self, self.topology, Console(stderr=True))  # a cluster that never converges says so
+        end_of_run(self, self.topology, user_console(stderr=True))  # a cluster that never converges says so
         self.close()
         write_counts(self.dir.root)
         had_spark = started()

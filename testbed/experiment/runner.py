@@ -23,6 +23,7 @@ from testbed.analysis.session import full_priority
 from testbed.clients.final_read import final_read
 from testbed.clients.history import History
 from testbed.clients.stats import StatsInbox
+from testbed.common.console import user_console
 from testbed.experiment.counts import Counts, count_operations, write_summary
 from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.experiment.progress import Monitor, describe_fault, did_nothing, print_counts
@@ -68,7 +69,7 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
                    run_dir: Path | None = None, spark_master: str | None = None,
                    before_fault: BeforeFault | None = None) -> Outcome:
     """Run the topology, then judge it (the whole of `python run.py x.yaml`)."""
-    console = console or Console()
+    console = console or user_console()
     run_dir = run_dir or runs_dir / new_run_id(topology.name, topology.seed)
     # The JVM starts, and rehearses the pipeline, while the cluster runs (at a low priority);
     # what it prints goes to the run's analysis/spark.log once the run has ended.
@@ -97,7 +98,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                 run_dir: Path | None = None, before_fault: BeforeFault | None = None) -> Outcome:
     """Everything up to the verdict: the run directory complete, not judged yet (so that
     several runs can be judged in one Spark job). `exit_code` is EXIT_UNJUDGED until judged."""
-    console = console or Console()
+    console = console or user_console()
     for note in never_firing(topology):
         console.print(f"[yellow]note:[/] {note}", highlight=False, soft_wrap=True)
     for note in not_yet_acted_on(topology, SUPPORTED):

@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from faults.schedule import ScheduledFault
+from testbed.common.console import user_console
 from testbed.labs.catalog import Lab, LabError, Part, all_labs, find_lab
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.config.cli_values import float_arg, path_arg, spark_master_problem, time_scale_problem, unusable_dir
@@ -34,7 +35,7 @@ def main(argv: list[str]) -> int:
     if (problem := time_scale_problem(args.time_scale) or spark_master_problem(args.spark_master)) is not None:
         print(problem, file=sys.stderr)
         return 2
-    console = Console()
+    console = user_console()
     try:
         if args.lab == "list":
             return list_labs(console)

@@ -10,8 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from rich.console import Console
-
+from testbed.common.console import user_console
 from testbed.matrix.cells import Cell, expand_file, parse_shard, select
 from testbed.matrix.spec import MAX_SEEDS, MatrixError, is_matrix_file
 from testbed.config.cli_values import float_arg, int_arg, path_arg, spark_master_problem, time_scale_problem, unusable_dir
@@ -87,7 +86,7 @@ def main(argv: list[str]) -> int:
     from testbed.matrix.runner import new_matrix_dir, run_matrix
     try:
         return run_matrix(cells, new_matrix_dir(args.runs_dir, str(args.matrix), shard), args.jobs,
-                          args.time_scale, args.deflake, args.spark_master, Console(), args.keep_going,
+                          args.time_scale, args.deflake, args.spark_master, user_console(), args.keep_going,
                           source=args.matrix)
     finally:
         stop_spark()

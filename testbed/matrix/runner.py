@@ -30,6 +30,7 @@ from rich.text import Text
 
 from testbed.analysis.pipeline import analyze_runs
 from testbed.analysis.verdict import RunVerdict, broken_expectations
+from testbed.common.console import user_console
 from testbed.config.cli_values import runs_dir_flag
 from testbed.matrix.cells import Cell
 from testbed.matrix.page import write_cells
@@ -48,7 +49,7 @@ def run_matrix(cells: list[Cell], matrix_dir: Path, jobs: int = 1, time_scale: f
     be judged (with `keep_going`, which runs every cell even after one could not run, an
     unjudged cell counts as failed: 1). `source`, the matrix file or directory the cells came
     from, makes each failed cell's replay command."""
-    console = console or Console()
+    console = console or user_console()
     matrix_dir.mkdir(parents=True, exist_ok=True)
     results = {c.id: CellResult(c) for c in cells}
     todo = list(cells)

@@ -34,6 +34,7 @@ from rich.text import Text
 
 from testbed.analysis.cli import EXIT_FAILED, EXIT_OK, EXIT_UNJUDGED
 from testbed.analysis.verdict import RunVerdict, broken_expectations
+from testbed.common.console import user_console
 from testbed.config.cli_values import int_arg, path_arg, runs_dir_flag, spark_master_problem, unusable_dir
 from testbed.config.loader import load_topology, read_yaml
 from testbed.config.nemesis_section import never_firing
@@ -77,7 +78,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = _parser().parse_args(argv)
-    console = Console()
+    console = user_console()
     problems = []
     if args.seeds is not None and not 1 <= args.seeds <= MAX_SIM_SEEDS:
         problems.append(f"--seeds {args.seeds}: expected a count from 1 to {MAX_SIM_SEEDS:,}")
@@ -160,7 +161,7 @@ def replay_command(source: Path, seed: int, runs_dir: Path | None = None) -> str
 def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: bool = False,
             spark_master: str | None = None, judge: bool = True, console: Console | None = None) -> int:
     """Run every (topology, seed), judge them all in one job, print the summary; the exit code."""
-    console = console or Console()
+    console = console or user_console()
     files = sim_dir / SIM_FILES
     files.mkdir(parents=True, exist_ok=True)
     specs: dict[str, Path] = {}

@@ -13,13 +13,14 @@ from rich.table import Table
 from rich.text import Text
 
 from broker.common.jsonl import read_jsonl
+from testbed.common.console import user_console
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.cluster_view import cluster_view, faults_in_force, read_status
 from testbed.supervisor.processes import running_runs
 
 
 def print_status(runs_dir: Path) -> int:
-    console = Console()
+    console = user_console()
     live = running_runs(runs_dir)
     if not live:
         console.print(Text(f"no run is in progress under {runs_dir}/"))
@@ -45,7 +46,7 @@ def watch_status(runs_dir: Path, period: float = 0.25, frames: int | None = None
                  console: Console | None = None) -> int:
     """`status --watch`: the live view of the runs in progress, redrawn every `period`
     seconds until Ctrl-C, until no run is in progress any more, or after `frames` frames."""
-    console = console or Console()
+    console = console or user_console()
     if not running_runs(runs_dir):
         console.print(Text(f"no run is in progress under {runs_dir}/"))
         return 1

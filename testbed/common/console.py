@@ -1,0 +1,22 @@
+"""The console every command prints to.
+
+Rich draws for 80 columns when its stream is no terminal and `COLUMNS` is unset: a CI log
+or a `| tee` then got the matrix's and the sim's summaries squeezed, their words cut
+mid-word ("expectati/ons", "t8-nemesis-ad/min"). Piped, a command draws for 160 columns;
+`COLUMNS` still decides where set, and a terminal keeps its own width."""
+from __future__ import annotations
+
+import os
+import sys
+
+from rich.console import Console
+
+#: the width of a piped command's tables: a log has no edge to wrap at
+PIPED_WIDTH = 160
+
+
+def user_console(stderr: bool = False) -> Console:
+    """A console on stdout (or stderr) as wide as the terminal, or `PIPED_WIDTH` when piped."""
+    stream = sys.stderr if stderr else sys.stdout
+    piped = not (hasattr(stream, "isatty") and stream.isatty()) and not os.environ.get("COLUMNS")
+    return Console(stderr=stderr, width=PIPED_WIDTH if piped else None)
