@@ -269,20 +269,23 @@ def _rules(w: Walker, value: object, selectable: dict[str, Any]) -> tuple[Expect
         if not isinstance(m["expect"], dict):
             w.error(join(path, "expect"), f"expected a mapping of checks to expectations, got {describe(m['expect'])}")
             continue
+        valid = {}  # what the cells take: a wrong check is said once, here, not again in every cell
         for name in m["expect"]:
             if name not in EXPECT_KEYS:
                 w.error(join(join(path, "expect"), str(name)),
                         f"unknown check (expected one of: {', '.join(EXPECT_KEYS)})")
-            else:  # the value as a topology's expect: reads it, named where the rule has it
-                w.field(m["expect"], name, join(path, "expect"),
-                        scalars.converged if name == "converged" else scalars.expectation)
+                continue
+            before = len(w.errors)  # the value as a topology's expect: reads it, named where the rule has it
+            w.field(m["expect"], name, join(path, "expect"), scalars.converged if name == "converged" else scalars.expectation)
+            if len(w.errors) == before:
+                valid[name] = m["expect"][name]
         if when is None:
             continue
         for key, wanted in when.items():
             known = selectable.get(key)
             if key in selectable and known is not None and hashable(wanted) not in set(map(hashable, known)):
                 w.error(join(join(path, "when"), written.get(key, key)), _not_a_value(key, wanted, known))
-        out.append(ExpectRule(tuple(when.items()), dict(m["expect"]), path))
+        out.append(ExpectRule(tuple(when.items()), valid, path))
     return tuple(out)
 
 

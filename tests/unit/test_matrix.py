@@ -245,6 +245,15 @@ def test_a_malformed_matrix_names_the_file_and_the_key(tmp_path: Path, matrix: o
     assert expected.replace("m.yaml", str(tmp_path / "m.yaml")) in text, text
 
 
+@pytest.mark.parametrize("expect", [{"lost_wirtes": 0}, {"lost_writes": "lots"}])
+def test_a_rules_wrong_check_or_value_is_said_once(tmp_path: Path, expect: dict) -> None:
+    """trial26: the rule's error, then again in every cell the rule matched, as the cell's."""
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+                                      "expect": [{"when": {"elr": True}, "expect": expect}]}))
+    [name] = expect
+    assert text.count(f".{name}:") == 1 and f"expect[0].expect.{name}: " in text, text
+
+
 def test_a_base_that_is_no_topology_is_named_with_the_matrix_file(tmp_path: Path) -> None:
     (tmp_path / "list.yaml").write_text("- a\n- b\n", encoding="utf-8")
     (tmp_path / "broken.yaml").write_text("name: [\n", encoding="utf-8")
