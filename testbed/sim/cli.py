@@ -1,4 +1,4 @@
-"""`python run.py sim TOPOLOGY [TOPOLOGY ...] [--seeds N | --seed S] [--keep] [--jobs J] [--runs-dir D]`.
+"""`python run.py sim TOPOLOGY [TOPOLOGY ...] [--seeds N] [--seed S] [--keep] [--jobs J] [--runs-dir D]`.
 
 Runs each topology on virtual time once per seed, J worker processes at a time, each seed
 into its own run directory in the real format; then judges every seed of every topology
