@@ -92,14 +92,9 @@ def unusable_dir(path: Path, flag: str) -> str | None:
 def time_scale_problem(value: float) -> str | None:
     """Why `--time-scale` cannot be `value` (it multiplies every protocol timeout); None when
     it can."""
-    if not math.isfinite(value) or value <= 0:
-        return f"--time-scale must be a finite number > 0, got {value}"
-    if value > MAX_TIME_SCALE:
-        return f"--time-scale must be at most {MAX_TIME_SCALE:g}, got {value:g}"
-    if value < MIN_TIME_SCALE:
-        return (f"--time-scale must be at least {MIN_TIME_SCALE:g} (at {MIN_TIME_SCALE:g} a 100 ms timeout is 1 ms), "
-                f"got {value:g}")
-    return None
+    bounds = (f"--time-scale must be a number from {MIN_TIME_SCALE:g} to {MAX_TIME_SCALE:g} "
+              f"(at {MIN_TIME_SCALE:g} a 100 ms timeout is 1 ms), got {value:g}")
+    return None if math.isfinite(value) and MIN_TIME_SCALE <= value <= MAX_TIME_SCALE else bounds
 
 
 #: Spark's own masters (`local`, `local[N]`, `local[N,F]`, `local-cluster[...]`, `spark://`,
