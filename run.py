@@ -108,7 +108,7 @@ def cmd_validate(argv: list[str]) -> int:
                 print(e, file=sys.stderr)
                 code = 1
                 continue
-            print(f"{f}: ok (a matrix of {len(cells)} cells)")
+            print(f"{f}: ok (a matrix of {len(cells)} cell{'' if len(cells) == 1 else 's'})")
             continue
         try:
             topology = load_topology(f)

@@ -77,7 +77,7 @@ def main(argv: list[str]) -> int:
     if args.dry_run:
         for cell in cells:
             print(f"{cell.id}\tseed={cell.seed}")
-        print(f"{len(cells)} cells", file=sys.stderr)
+        print(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}", file=sys.stderr)
         return 0
     if (unusable := unusable_dir(args.runs_dir, "--runs-dir")) is not None:
         print(unusable, file=sys.stderr)
