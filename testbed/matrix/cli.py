@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
     try:
         return run_matrix(cells, new_matrix_dir(args.runs_dir, str(args.matrix), shard), args.jobs,
                           args.time_scale, args.deflake, args.spark_master, user_console(), args.keep_going,
-                          source=args.matrix)
+                          source=args.matrix, seeds=args.seeds)
     finally:
         stop_spark()
 

@@ -42,13 +42,14 @@ CELLS_DIR = ".cells"  # hidden: `find_runs` does not take the cells' topologies 
 
 def run_matrix(cells: list[Cell], matrix_dir: Path, jobs: int = 1, time_scale: float = 1.0,
                deflake: int = 0, spark_master: str | None = None, console: Console | None = None,
-               keep_going: bool = False, source: Path | None = None) -> int:
+               keep_going: bool = False, source: Path | None = None, seeds: int | None = None) -> int:
     """Run and judge `cells` under `matrix_dir` (one run directory per cell, named by its id);
     print the summary; return 0 when every cell met its expectation (a flaky cell met it on a
     later attempt and is listed apart), 1 when one failed every attempt, 2 when one could not
     be judged (with `keep_going`, which runs every cell even after one could not run, an
     unjudged cell counts as failed: 1). `source`, the matrix file or directory the cells came
-    from, makes each failed cell's replay command."""
+    from, makes each failed cell's replay command, with the `--seeds` the cells were made with
+    and the time scale they ran at."""
     console = console or user_console()
     matrix_dir.mkdir(parents=True, exist_ok=True)
     results = {c.id: CellResult(c) for c in cells}
@@ -71,7 +72,8 @@ def run_matrix(cells: list[Cell], matrix_dir: Path, jobs: int = 1, time_scale: f
         if not todo:
             break
     write_cells(list(results.values()), matrix_dir / "summary", spark_master)
-    print_summary(console, list(results.values()), matrix_dir, source)
+    again = (f" --seeds {seeds}" if seeds is not None else "") + (f" --time-scale {time_scale:g}" if time_scale != 1 else "")
+    print_summary(console, list(results.values()), matrix_dir, source, again)
     return matrix_exit_code(list(results.values()), keep_going)
 
 
@@ -144,12 +146,14 @@ def _not_run(run_dir: Path, why: str) -> RunVerdict:
     return RunVerdict(run_dir, None, {"problems": [f"{run_dir}: {why}"]})
 
 
-def print_summary(console: Console, results: list[CellResult], matrix_dir: Path, source: Path | None = None) -> None:
+def print_summary(console: Console, results: list[CellResult], matrix_dir: Path, source: Path | None = None,
+                  again: str = "") -> None:
     """Per base topology and varied setting, and fault schedule: cells, cells with acks=all
     loss, lost writes, the median partition-seconds without a leader, and the expectations
     that failed; then the flaky, failed and unjudged cells by name, each with its report (if
     it has one: a cell that never ran has none) and, given the matrix `source`, the command
-    that runs it again."""
+    that runs it again (with `again`, the options that made and ran the cell: a replay
+    without `--seeds` found no cell of that seed)."""
     groups: dict[tuple[str, str], list[CellResult]] = {}
     for r in results:
         setting = " ".join(part for part in (r.cell.topology.name, r.cell.setting) if part)
@@ -173,7 +177,7 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
                           highlight=False, soft_wrap=True, emoji=False)
             if source is not None and status != "flaky":
                 console.print(f"  replay: python run.py matrix {shlex.quote(str(source))} --only "
-                              f"{shlex.quote(r.cell.id)}{runs_dir_flag(matrix_dir.parent)}", style="dim",
+                              f"{shlex.quote(r.cell.id)}{again}{runs_dir_flag(matrix_dir.parent)}", style="dim",
                               markup=False, highlight=False, soft_wrap=True, emoji=False)
     passed = sum(1 for r in results if r.status == "passed")
     console.print(f"{passed} of {len(results)} cells met their expectations; run directories: "

@@ -3,6 +3,7 @@ every base x varied values x schedule x seed with readable ids, rules set expect
 `--only` and `--shard` select, and the exit code follows the cells' attempts."""
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -461,6 +462,29 @@ def test_a_cell_that_cannot_run_is_unjudged_and_stops_the_matrix_unless_keep_goi
     else:
         assert "unjudged: tiny-seed=2: " in out and "the matrix stopped after tiny-seed=1 could not run" in out
         assert "0 of 3 cells met their expectations" in out
+
+
+def test_a_failed_cells_replay_carries_the_seeds_and_time_scale_it_was_made_and_run_with(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trial26: `--seeds 3` made a cell of seed 2 that failed, and its replay without
+    `--seeds` found no such cell (the file's seeds are 0 and 1); nor did it say the time scale
+    it ran at. The replay, run, selects the same cell."""
+    from rich.console import Console
+
+    from testbed.matrix import runner
+    path = write(tmp_path, {"base": "base.yaml", "seeds": 2})
+    cells = [c for c in expand_file(path, seeds=3) if c.seed == 2]
+    monkeypatch.setattr(runner, "_run_cell", lambda *_: 0)
+    monkeypatch.setattr(runner, "analyze_runs", lambda runs, *_, **__: [RunVerdict(r, False, {}) for r in runs])
+    monkeypatch.setattr(runner, "write_cells", lambda *_: None)
+    console = Console(record=True, width=300)
+    assert runner.run_matrix(cells, tmp_path / "m", console=console, source=path, seeds=3, time_scale=2.5) == 1
+    [replay] = [line.strip() for line in console.export_text().splitlines() if "replay:" in line]
+    assert replay == f"replay: python run.py matrix {path} --only tiny-seed=2 --seeds 3 --time-scale 2.5 --runs-dir {tmp_path}"
+    argv = shlex.split(replay.removeprefix("replay: python run.py "))
+    out = subprocess.run([sys.executable, "run.py", *argv, "--dry-run"], cwd=ROOT, capture_output=True, text=True,
+                         check=False)
+    assert out.returncode == 0 and out.stdout.split("\t")[0] == "tiny-seed=2", out
 
 
 def test_dry_run_lists_every_cell_and_a_bad_matrix_exits_2(tmp_path: Path) -> None:
