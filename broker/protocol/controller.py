@@ -671,8 +671,8 @@ class Controller:
                 return Errors.INVALID_REQUEST, None, None
         else:
             try:
-                assignment = place_topic(placement, name, partitions, rf, self._live_racks(),
-                                         self.config.placement_seed)
+                seed = self.config.placement_seed if spec.placement_seed is None else spec.placement_seed
+                assignment = place_topic(placement, name, partitions, rf, self._live_racks(), seed)
             except PlacementError:
                 return Errors.INVALID_REPLICATION_FACTOR, None, None
         topic = TopicRecord(name=name, partitions=partitions, replication_factor=rf,

@@ -231,6 +231,8 @@ class NewTopic:
     assignment: dict[str, list[int]] | None = None
     #: per-topic settings the brokers read (flush policy), carried in the TopicRecord
     config: dict = field(default_factory=dict)
+    #: R34's seed for this topic (round-robin's start and shift); None: the controller's
+    placement_seed: int | None = None
 
 
 @dataclass(slots=True)

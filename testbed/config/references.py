@@ -183,8 +183,8 @@ def initial_replicas(cluster: Any, topics: Any, seed: int) -> dict[str, tuple[in
     out: dict[str, tuple[int, ...]] = {}
     for t in topics:
         try:
-            assignment = t.assignment or place_topic(t.placement, t.name, t.partitions, t.replication_factor,
-                                                     racks, seed)
+            assignment = t.assignment or place_topic(t.placement, t.name, t.partitions, t.replication_factor, racks,
+                                                     seed if t.placement_seed is None else t.placement_seed)
         except PlacementError:
             return None  # the topics section reports it
         out.update({f"{t.name}/{p}": tuple(r) for p, r in assignment.items()})

@@ -113,6 +113,10 @@ class TopicSpec:
     flush: FlushPolicy
     placement: str
     assignment: dict[int, tuple[int, ...]] | None
+    #: the seed of round-robin's start and shift (R34) for this topic alone, whatever the run's
+    #: seed: a scenario whose rack-blind placement must put a partition inside one rack at
+    #: every seed of a sweep or a matrix pins it (None: the run's seed)
+    placement_seed: int | None = None
 
 
 @dataclass(frozen=True)

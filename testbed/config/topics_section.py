@@ -38,7 +38,8 @@ def parse_topic(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ..
     """One topic entry: of the topics section, or of a `create-topic` fault (the same fields;
     its replication factor is checked against the brokers of the moment it fires, so
     `rf_checked_later`)."""
-    keys = ("name", "partitions", "replication_factor", "min_insync_replicas", "flush", "placement", "assignment")
+    keys = ("name", "partitions", "replication_factor", "min_insync_replicas", "flush", "placement", "assignment",
+            "placement_seed")
     m = w.mapping(value, path, keys, required=("name",))
     if m is None:
         return INVALID
@@ -65,7 +66,12 @@ def parse_topic(w: Walker, value: object, path: str, brokers: tuple[NodeSpec, ..
     elif "assignment" in m and placement is not INVALID:
         w.error(join(path, "assignment"), f"only allowed with placement: explicit (placement is {placement})")
         assignment = INVALID
-    parts = (name, partitions, rf, min_isr, flush, placement, assignment)
+    placement_seed = w.field(m, "placement_seed", path, scalars.integer(0, 2**63 - 1), None)
+    if placement_seed is not None and placement == "explicit":
+        w.error(join(path, "placement_seed"), "only allowed with placement: round-robin or rack-aware "
+                                              "(placement is explicit: the assignment says where every replica goes)")
+        placement_seed = INVALID
+    parts = (name, partitions, rf, min_isr, flush, placement, assignment, placement_seed)
     return TopicSpec(*parts) if valid(*parts) else INVALID
 
 

@@ -103,6 +103,8 @@ def topic_to_yaml(topic: TopicSpec) -> dict[str, Any]:
     }
     if topic.assignment is not None:
         form["assignment"] = {p: list(replicas) for p, replicas in topic.assignment.items()}
+    if topic.placement_seed is not None:
+        form["placement_seed"] = topic.placement_seed
     return form
 
 

@@ -368,7 +368,8 @@ class ClusterAdmin:
         name = topic["name"]
         resp = self._admin(CreateTopicsRequest([new_topic(
             name, topic["partitions"], topic["replication_factor"], topic["min_insync_replicas"],
-            topic["placement"], topic.get("assignment"), scalars.flush(topic["flush"]).to_dict())]))
+            topic["placement"], topic.get("assignment"), scalars.flush(topic["flush"]).to_dict(),
+            topic.get("placement_seed"))]))
         if not isinstance(resp, CreateTopicsResponse):
             return {"error": "the controller did not answer CreateTopics"}
         error = resp.errors.get(name, Errors.NONE.value)
@@ -476,14 +477,14 @@ class ClusterAdmin:
 
 
 def new_topic(name: str, partitions: int, replication_factor: int, min_insync_replicas: int, placement: str,
-               assignment: dict | None, flush: dict) -> NewTopic:
+              assignment: dict | None, flush: dict, placement_seed: int | None = None) -> NewTopic:
     return NewTopic(name=name, partitions=partitions, replication_factor=replication_factor,
                     min_insync_replicas=min_insync_replicas, placement=placement,
                     assignment={str(k): list(v) for k, v in (assignment or {}).items()} or None,
-                    config={"flush": flush})
+                    config={"flush": flush}, placement_seed=placement_seed)
 
 
 def topology_topics(topology: Topology) -> list[NewTopic]:
     """The topology's `topics:` as the CreateTopics request of a cluster's start."""
     return [new_topic(tp.name, tp.partitions, tp.replication_factor, tp.min_insync_replicas, tp.placement,
-                      tp.assignment, tp.flush.to_dict()) for tp in topology.topics]
+                      tp.assignment, tp.flush.to_dict(), tp.placement_seed) for tp in topology.topics]
