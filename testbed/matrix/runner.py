@@ -148,8 +148,9 @@ def _not_run(run_dir: Path, why: str) -> RunVerdict:
 
 def print_summary(console: Console, results: list[CellResult], matrix_dir: Path, source: Path | None = None,
                   again: str = "") -> None:
-    """Per base topology and varied setting, and fault schedule: cells, cells with acks=all
-    loss, lost writes, the median partition-seconds without a leader, and the expectations
+    """Per base topology and varied setting, and fault schedule: cells, those passed and
+    unjudged, cells with acks=all loss, lost writes, the median partition-seconds without a
+    leader of the judged cells, and the expectations
     that failed; then the flaky, failed and unjudged cells by name, each with its report (if
     it has one: a cell that never ran has none) and, given the matrix `source`, the command
     that runs it again (with `again`, the options that made and ran the cell: a replay
@@ -159,14 +160,18 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
         setting = " ".join(part for part in (r.cell.topology.name, r.cell.setting) if part)
         groups.setdefault((setting, r.cell.schedule or "(its own)"), []).append(r)
     table = Table(title=f"matrix: {len(results)} cells")
-    add_summary_columns(table, ("topology and setting", "faults"), ("cells", "with loss", "lost writes"))
+    add_summary_columns(table, ("topology and setting", "faults"),
+                        ("cells", "passed", "unjudged", "with loss", "lost writes"))
     for (setting, schedule), rs in groups.items():
         lost = [judged_loss(r.last) for r in rs]
-        no_leader = [r.last.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for r in rs]
+        # of the judged cells: an unjudged one's 0.00 read as a cell that never lost its leader
+        no_leader = [r.last.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for r in rs
+                     if r.last.ok is not None]
         failed = sorted({name for r in rs for name, e in r.last.results.get("expect", {}).items()
                          if e["held"] is False})
-        table.add_row(Text(setting), Text(schedule), str(len(rs)), str(sum(1 for n in lost if n)), str(sum(lost)),
-                      f"{statistics.median(no_leader):.2f}", ", ".join(failed))
+        table.add_row(Text(setting), Text(schedule), str(len(rs)), str(sum(1 for r in rs if r.status == "passed")),
+                      str(sum(1 for r in rs if r.status == "unjudged")), str(sum(1 for n in lost if n)),
+                      str(sum(lost)), f"{statistics.median(no_leader):.2f}" if no_leader else "-", ", ".join(failed))
     fit_labels(console, table, 2)
     console.print(table)
     for status, colour in (("flaky", "yellow"), ("failed", "red"), ("unjudged", "yellow")):

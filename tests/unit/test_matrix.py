@@ -417,8 +417,8 @@ def test_the_summary_groups_cells_by_setting_and_schedule_and_the_page_links_eac
     print_summary(console, results, runs, source=path)
     text = console.export_text()
     rows = [[cell.strip() for cell in line.split("│")] for line in text.splitlines() if "tiny elr=" in line]
-    assert rows == [["tiny elr=true", "kill", "2", "0", "0", "2.00", ""],
-                    ["tiny elr=false", "kill", "2", "1", "7", "1.25", "lost_writes"]], text
+    assert rows == [["tiny elr=true", "kill", "2", "2", "0", "0", "0", "2.00", ""],
+                    ["tiny elr=false", "kill", "2", "0", "0", "1", "7", "1.25", "lost_writes"]], text
     assert f"failed: tiny-elr=false-kill-seed=1: lost_writes 7 (expected >0)  report: {runs}/c/report.html" in text
     assert f"  replay: python run.py matrix {path} --only tiny-elr=false-kill-seed=1 --runs-dir {tmp_path}" in text
     assert "flaky: tiny-elr=false-kill-seed=2: " in text and "d.retry1/report.html" in text
@@ -457,6 +457,10 @@ def test_a_cell_that_cannot_run_is_unjudged_and_stops_the_matrix_unless_keep_goi
     assert code == (1 if keep_going else 2), out
     assert started == ([c.id for c in cells] if keep_going else [cells[0].id])
     assert "unjudged: tiny-seed=1: " in out and "its supervisor exited 3" in out
+    # trial26: the row counted the unjudged cell as none and its median 0.00 as judged
+    [row] = [[cell.strip() for cell in line.split("│")] for line in out.splitlines() if line.startswith("tiny ")]
+    assert row[2:5] == (["3", "2", "1"] if keep_going else ["3", "0", "3"]), out
+    assert row[7] == ("0.00" if keep_going else "-"), out
     if keep_going:
         assert "2 of 3 cells met their expectations" in out
     else:
