@@ -53,8 +53,8 @@ def test_cells_run_in_parallel_are_judged_together_and_a_failing_cell_is_retried
         assert not (tmp_path / "matrix" / f"{ok_dir.name}.retry1").exists()
         assert f"failed: {bad_dir.name}.retry1" not in out and f"failed: {bad_dir.name}:" in out
     rows = [[c.strip() for c in line.split("│")] for line in out.splitlines() if "itest elr=" in line]
-    assert rows == [["itest elr=true", "(its own)", "2", "0", "0", "0.00", ""],
-                    ["itest elr=false", "(its own)", "2", "0", "0", "0.00", "lost_writes"]], out
+    assert rows == [["itest elr=true", "(its own)", "2", "2", "0", "0", "0", "0.00", ""],
+                    ["itest elr=false", "(its own)", "2", "0", "0", "0", "0", "0.00", "lost_writes"]], out
     assert "2 of 4 cells met their expectations" in out
     page = (tmp_path / "matrix" / "summary" / "cells.html").read_text()
     assert f"href='../{dirs[2].name}.retry1/report.html'" in page and f"href='../{dirs[0].name}/report.html'" in page
