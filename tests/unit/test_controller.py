@@ -14,6 +14,7 @@ from broker.protocol.messages import (
     NewTopic,
 )
 from broker.protocol.outputs import AppendMetadata, Outputs
+from broker.protocol.placement import place_topic
 from broker.protocol.records import NO_LEADER, PartitionRecord, RegisterBrokerRecord
 from broker.wire.codec import DecodeError, decode, encode
 
@@ -553,3 +554,19 @@ def test_r22_a_controller_that_loses_its_leadership_answers_what_it_held_not_con
     assert reply.ctx == "admin" and isinstance(reply.message, ErrorResponse)
     assert (reply.message.error, reply.message.leader_id) == (Errors.NOT_CONTROLLER, 2)
     assert h.controller.resign(leader_id=2) == []  # answered once
+
+
+def test_r34_a_topics_placement_seed_is_its_round_robin_seed_whatever_the_controllers():
+    """trial26 D2: round-robin's start and shift come from the run's seed, so the rack-blind
+    scenario put a partition inside rack a at seeds 0, 1 and 8-11 only, and a sweep or a
+    `matrix --seeds 3` failed its other seeds. A topic that pins `placement_seed` is placed
+    as that seed places it, by every controller."""
+    racks = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
+    placed = []
+    for seed in (0, 3, 7):
+        h = Harness(placement_seed=seed)
+        h.start(list(racks), racks)
+        assert h.create("pinned", 6, 2, 1, placement_seed=10) == h.create("free", 6, 2, 1) == Errors.NONE
+        placed.append({topic: {p: h.part(topic, p).replicas for p in range(6)} for topic in ("pinned", "free")})
+    assert [one["pinned"] for one in placed] == [place_topic("round-robin", "pinned", 6, 2, racks, 10)] * 3
+    assert len({str(one["free"]) for one in placed}) > 1  # unpinned: each controller's own seed

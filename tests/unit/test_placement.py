@@ -12,11 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.protocol.messages import BrokerHeartbeatRequest, BrokerRegistrationRequest, CreateTopicsRequest, NewTopic
 from broker.protocol.placement import (
     PlacementError,
     place_rack_aware,
-    place_topic,
     place_round_robin,
     rack_alternated,
     round_robin_start,
@@ -163,32 +161,6 @@ def test_r34_placement_is_identical_across_processes_with_different_hash_seeds()
     result = json.loads(runs["0"])
     assert set(result) == {"round_robin", "rack_aware", "rack_alternated", "controller"}
     assert result["rack_aware"]["0"] == {str(p): r for p, r in place_rack_aware(17, 3, _RACKS, 0).items()}
-
-
-def test_r34_a_topics_placement_seed_is_its_round_robin_seed_whatever_the_controllers():
-    """trial26 D2: round-robin's start and shift come from the run's seed, so the rack-blind
-    scenario put a partition inside rack a at seeds 0, 1 and 8-11 only, and a sweep or a
-    `matrix --seeds 3` failed its other seeds. A topic that pins `placement_seed` is placed
-    as that seed places it, by every controller."""
-    from broker.protocol.controller import Controller, ControllerConfig
-
-    racks = {1: "a", 2: "a", 3: "b", 4: "b", 5: "c", 6: "c"}
-    placed = []
-    for seed in (0, 3, 7):
-        c = Controller(1, ControllerConfig(session_timeout=10.0, placement_seed=seed))
-        for b, rack in racks.items():
-            c.on_request("reg", BrokerRegistrationRequest(b, f"inc-{b}", rack), 0.0)
-            c.on_committed(c.log_end_offset)
-        for b in racks:
-            c.on_request("hb", BrokerHeartbeatRequest(b, c.image.broker_epoch(b), c.log_end_offset), 0.1)
-            c.on_committed(c.log_end_offset)
-        c.on_request("create", CreateTopicsRequest([NewTopic("pinned", 6, 2, 1, "round-robin", placement_seed=10),
-                                                    NewTopic("free", 6, 2, 1, "round-robin")]), 0.2)
-        c.on_committed(c.log_end_offset)
-        placed.append({(t, p): r.replicas for (t, p), r in c.image.partitions.items()})
-    pinned = [{p: r for (t, p), r in one.items() if t == "pinned"} for one in placed]
-    assert pinned[0] == pinned[1] == pinned[2] == place_topic("round-robin", "pinned", 6, 2, racks, 10)
-    assert len({tuple(sorted((p, tuple(r)) for (t, p), r in one.items() if t == "free")) for one in placed}) > 1
 
 
 def test_r34_the_rack_blind_scenario_is_placed_alike_at_every_seed():
