@@ -29,6 +29,7 @@ class _Waits(Cluster):
         self.configs = {"broker-3": SimpleNamespace(control_endpoint="ipc:///nowhere")}
         self.control = SimpleNamespace(call=lambda *args, **kwargs: None)  # the node does not answer
         self.stopped: set[str] = set()
+        self._in_shutdown: set[str] = set()
         self.paused: set[str] = set()
         self.looks = 0
         self.while_waiting = self._look
