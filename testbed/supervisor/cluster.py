@@ -269,9 +269,9 @@ class Cluster(ClusterAdmin):
         that has not answered yet is waited for only `control_client.STARTING_PATIENCE`: a
         restart's second of start-up held back every fault due meanwhile (each resolves its
         targets on a status), and so did the live progress; one that has not answered by then
-        is waited for in full again. A process that has exited is not asked: a node whose
-        controlled shutdown had ended cost every status inside that shutdown's wait the whole
-        timeout, and the faults due meanwhile fired up to 0.8 s late."""
+        is waited for in full again. A process that has exited is not asked, nor waited for once
+        it exits: a node whose controlled shutdown had ended cost every status inside that
+        shutdown's wait the whole timeout, and the faults due meanwhile fired up to 0.8 s late."""
         self.ensure_open()
         assert self.control is not None
         down = self.stopped | self.paused | {name for name, proc in self.procs.items() if proc.poll() is not None}
@@ -281,7 +281,8 @@ class Cluster(ClusterAdmin):
                   if spec.name not in self.removed and spec.name not in down}
         now = time.monotonic()
         self._starting = {name: at for name, at in self._starting.items() if now - at < self.scaled(STARTING_S)}
-        answers = self.control.call_all(asked, "status", timeout=timeout, starting=self._starting) if asked else {}
+        answers = (self.control.call_all(asked, "status", timeout=timeout, starting=self._starting,
+                                         gone=lambda name: self.procs[name].poll() is not None) if asked else {})
         for name in [name for name, body in answers.items() if body is not None and name in self._starting]:
             del self._starting[name]
         quorum = {spec.name: answers.get(spec.name) for spec in self.controllers()}

@@ -57,22 +57,31 @@ class ControlClient:
         return None
 
     def call_all(self, endpoints: dict[K, str], op: str, timeout: float = 1.0,
-                 starting: Collection[K] = (), patience: float = STARTING_PATIENCE) -> dict[K, dict | None]:
+                 starting: Collection[K] = (), patience: float = STARTING_PATIENCE,
+                 gone: Callable[[K], bool] | None = None) -> dict[K, dict | None]:
         """`call` of every node at once: one moment's answers. Asked one after another, a
         dead node's timeout fell between the others' answers, and `run.py status` showed a
         follower's log end past its leader's. The nodes in `starting` (processes that have
         not answered since they were started) are waited for at most `patience` s: a process
         takes most of a second to start, and waiting out `timeout` for it held back every
-        fault the schedule had due meanwhile (each resolves its targets on a status)."""
+        fault the schedule had due meanwhile (each resolves its targets on a status). A node
+        for which `gone(key)` comes to hold (asked every `UNTIL_POLL` s: its process exited
+        while it was asked, at the end of its controlled shutdown) is waited for no longer."""
         msg = ControlRequest(self.token, op, {})
         now = time.monotonic()
         rids = {self.transport.request(endpoint, msg, timeout, now): key for key, endpoint in endpoints.items()}
         out: dict[K, dict | None] = dict.fromkeys(endpoints.keys())
         deadline, soon = now + timeout + 0.05, now + min(timeout, patience)
         while rids:
+            if gone is not None:
+                rids = {rid: key for rid, key in rids.items() if not gone(key)}
+                if not rids:
+                    break
             until = soon if all(key in starting for key in rids.values()) else deadline
             if (left := until - time.monotonic()) <= 0:
                 break
+            if gone is not None:
+                left = min(left, UNTIL_POLL)
             for item in self.transport.poll(left, time.monotonic):
                 if isinstance(item, Response | Expired) and item.request_id in rids:
                     key = rids.pop(item.request_id)

@@ -109,3 +109,22 @@ def test_a_node_still_starting_is_waited_for_briefly_and_the_others_in_full(tmp_
         thread.join()
         client.close()
         late.close()
+
+
+def test_a_node_that_exits_while_asked_is_waited_for_no_longer(tmp_path: Path) -> None:
+    """trial27: a node whose controlled shutdown ended while a status asked it cost that
+    status its whole timeout, and the faults due inside the shutdown's wait fired late."""
+    silent = zmq.Context.instance().socket(zmq.ROUTER)  # takes requests, answers none
+    silent.setsockopt(zmq.LINGER, 0)
+    endpoint = f"ipc://{tmp_path}/node.sock"
+    silent.bind(endpoint)
+    client = ControlClient("token")
+    try:
+        gone_at = time.monotonic() + 0.05
+        start = time.monotonic()
+        answers = client.call_all({"broker-1": endpoint}, "status", timeout=5.0,
+                                  gone=lambda name: time.monotonic() >= gone_at)
+        assert answers == {"broker-1": None} and time.monotonic() - start < 1.0
+    finally:
+        client.close()
+        silent.close()
