@@ -130,24 +130,16 @@ def _racks_then(t: Tables, config: ConfigTables, racks: DataFrame, short: DataFr
     members = (racks.join(topology, ["run_id", "broker_id"], "left").join(joined, ["run_id", "broker_id"], "left")
                .select("run_id", "broker_id", "rack",
                        F.when(F.col("from_start").isNull(), F.col("joined_ns")).alias("joined_ns")))
-    lines = t.faults.where((F.col("do") == "remove-broker") & F.col("target").startswith("broker:"))
-    started = Window.partitionBy("run_id", "origin", "target").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
-    removed = F.get_json_object("effect", "$.removed").isNotNull()
-    leaving = (lines.withColumn("from_ns", F.last(F.when(F.col("phase") == "start", F.col("time_ns")), True)
-                                .over(started))
-               .where(F.col("phase") == "end")
-               .select("run_id", F.expr("try_cast(substring(target, 8) as int)").alias("broker_id"),
-                       F.coalesce("from_ns", "time_ns").alias("from_ns"),
-                       F.when(~removed, F.col("time_ns")).alias("until_ns")))
-    # a removal the supervisor never saw end (killed meanwhile) takes its broker out for good
-    unended = (lines.groupBy("run_id", "origin", "target")
-               .agg(F.max(F.when(F.col("phase") == "start", F.col("time_ns"))).alias("from_ns"),
-                    F.count(F.when(F.col("phase") == "end", 1)).alias("ends"))
-               .where(F.col("ends") == 0)
-               .select("run_id", F.expr("try_cast(substring(target, 8) as int)").alias("broker_id"), "from_ns",
-                       F.lit(None).cast("long").alias("until_ns")))
-    out = leaving.unionByName(unended).select(F.col("run_id").alias("out_run"), F.col("broker_id").alias("out_id"),
-                                              "from_ns", "until_ns")
+    # one removal per origin: its start line, and its end line unless the supervisor was killed
+    # meanwhile (then it takes its broker out for good)
+    end = F.col("phase") == "end"
+    out = (t.faults.where((F.col("do") == "remove-broker") & F.col("target").startswith("broker:"))
+           .groupBy("run_id", "origin", "target")
+           .agg(F.min("time_ns").alias("from_ns"), F.max(F.when(end, F.col("time_ns"))).alias("end_ns"),
+                F.max(end & F.get_json_object("effect", "$.removed").isNotNull()).alias("removed"))
+           .select(F.col("run_id").alias("out_run"),
+                   F.expr("try_cast(substring(target, 8) as int)").alias("out_id"), "from_ns",
+                   F.when(~F.col("removed"), F.col("end_ns")).alias("until_ns")))
     cands = short.select(*PART, "replicas", "made_ns").distinct()
     live = (cands.join(members, "run_id")
             .where(F.col("joined_ns").isNull() | (F.col("joined_ns") <= F.col("made_ns")))

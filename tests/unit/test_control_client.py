@@ -5,31 +5,40 @@ waited out the whole timeout, 1 s of a run's end now and then)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
 import zmq
 
 from testbed.supervisor.control_client import ControlClient
 
 
-def test_a_request_stops_waiting_once_its_condition_holds(tmp_path: Path) -> None:
-    silent = zmq.Context.instance().socket(zmq.ROUTER)  # takes requests, answers none
-    silent.setsockopt(zmq.LINGER, 0)
+@pytest.fixture
+def silent(tmp_path: Path) -> Iterator[tuple[zmq.Socket, str]]:
+    """A node that takes requests and answers none, and its endpoint."""
+    socket = zmq.Context.instance().socket(zmq.ROUTER)
+    socket.setsockopt(zmq.LINGER, 0)
     endpoint = f"ipc://{tmp_path}/node.sock"
-    silent.bind(endpoint)
+    socket.bind(endpoint)
+    yield socket, endpoint
+    socket.close()
+
+
+def test_a_request_stops_waiting_once_its_condition_holds(silent: tuple[zmq.Socket, str]) -> None:
+    node, endpoint = silent
     client = ControlClient("token")
     try:
         gone_at = time.monotonic() + 0.05
         start = time.monotonic()
         assert client.call(endpoint, "shutdown", timeout=5.0, until=lambda: time.monotonic() >= gone_at) is None
         assert time.monotonic() - start < 1.0
-        assert silent.poll(1000) and silent.recv_multipart()  # the request did reach the node
+        assert node.poll(1000) and node.recv_multipart()  # the request did reach the node
         start = time.monotonic()
         assert client.call(endpoint, "status", timeout=0.2) is None  # without a condition: the timeout
         assert time.monotonic() - start >= 0.2
     finally:
         client.close()
-        silent.close()
 
 
 def test_every_node_is_asked_at_once_so_a_dead_one_costs_one_timeout_not_one_each(tmp_path: Path) -> None:
@@ -111,13 +120,10 @@ def test_a_node_still_starting_is_waited_for_briefly_and_the_others_in_full(tmp_
         late.close()
 
 
-def test_a_node_that_exits_while_asked_is_waited_for_no_longer(tmp_path: Path) -> None:
+def test_a_node_that_exits_while_asked_is_waited_for_no_longer(silent: tuple[zmq.Socket, str]) -> None:
     """trial27: a node whose controlled shutdown ended while a status asked it cost that
     status its whole timeout, and the faults due inside the shutdown's wait fired late."""
-    silent = zmq.Context.instance().socket(zmq.ROUTER)  # takes requests, answers none
-    silent.setsockopt(zmq.LINGER, 0)
-    endpoint = f"ipc://{tmp_path}/node.sock"
-    silent.bind(endpoint)
+    _, endpoint = silent
     client = ControlClient("token")
     try:
         gone_at = time.monotonic() + 0.05
@@ -127,4 +133,3 @@ def test_a_node_that_exits_while_asked_is_waited_for_no_longer(tmp_path: Path) -
         assert answers == {"broker-1": None} and time.monotonic() - start < 1.0
     finally:
         client.close()
-        silent.close()
