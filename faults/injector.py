@@ -544,8 +544,9 @@ def _refusal_as_error(effect: dict, preferred: bool = False) -> dict:
     if effect.get("accepted") is False:
         return {**effect, "error": f"{effect.get('error')}: {effect.get('message', '')}".rstrip(": ")}
     refused = effect.get("refused") or {}
-    needless = all(str(v).startswith(Errors.ELECTION_NOT_NEEDED.value) for v in refused.values())
-    if not effect.get("elected", True) and refused and not (preferred and needless):
+    if preferred:  # nor does its error list those partitions: one on every partition ran to a screen's width
+        refused = {k: v for k, v in refused.items() if not str(v).startswith(Errors.ELECTION_NOT_NEEDED.value)}
+    if not effect.get("elected", True) and refused:
         return {**effect, "error": "; ".join(f"{k}: {v}" for k, v in refused.items())}
     return effect
 

@@ -590,16 +590,14 @@ class Cluster(ClusterAdmin):
         assert self.control is not None
         proc = self.procs[name]
         self._in_shutdown.add(name)
-        try:
-            self.control.call(self.configs[name].control_endpoint, "shutdown", timeout=self.scaled(1),
-                              until=lambda: proc.poll() is not None)  # gone: its answer may be gone too
+        def exited() -> bool:
+            return proc.poll() is not None
+        try:  # the answer is not waited for: a paused node gives none, and the faults due meanwhile fire
+            self.control.send(self.configs[name].control_endpoint, "shutdown", timeout=self.scaled(1))
             deadline = time.monotonic() + (timeout if timeout is not None else self.scaled(10))
-            while proc.poll() is None and time.monotonic() < deadline:
+            while not exited() and time.monotonic() < deadline:
                 self._meanwhile()  # a shutdown that waits (no quorum to move its leaderships) holds no fault back
-                try:
-                    proc.wait(timeout=0.05)
-                except subprocess.TimeoutExpired:
-                    pass
+                self.control.pump(0.05, until=exited)
         finally:
             self._in_shutdown.discard(name)
             clean = self._stopped_after_shutdown(name, proc)

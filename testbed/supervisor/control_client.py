@@ -56,6 +56,22 @@ class ControlClient:
             return msg.body
         return None
 
+    def send(self, endpoint: str, op: str, args: dict | None = None, timeout: float = 1.0) -> None:
+        """A control request whose answer nobody waits for: a `shutdown`, whose waiter watches
+        the node's process instead. A paused node answers nothing, and waiting out the answer
+        held every fault due in that second (trial27's t9: an elect-preferred due 0.5 s after
+        the shutdown of a paused broker fired 1 s after it). The answer, or its expiry, is
+        dropped by whichever poll reads it (`pump`, or another request's)."""
+        self.transport.request(endpoint, ControlRequest(self.token, op, args or {}), timeout, time.monotonic())
+
+    def pump(self, timeout: float, until: Callable[[], bool]) -> None:
+        """Run the transport for `timeout` s, or until `until()` holds (asked every
+        `UNTIL_POLL` s), reading nothing: a request `send` left held for its connection (a
+        node that has just started) goes out only while the transport is polled."""
+        deadline = time.monotonic() + timeout
+        while not until() and (left := deadline - time.monotonic()) > 0:
+            self.transport.poll(min(left, UNTIL_POLL), time.monotonic)
+
     def call_all(self, endpoints: dict[K, str], op: str, timeout: float = 1.0,
                  starting: Collection[K] = (), patience: float = STARTING_PATIENCE,
                  gone: Callable[[K], bool] | None = None) -> dict[K, dict | None]:

@@ -9,11 +9,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+import zmq
 
 from broker.common.jsonl import read_jsonl
 from faults.injector import FaultInjector, WorkloadEnded
@@ -21,13 +22,22 @@ from faults.schedule import ScheduledFault
 from faults.targets import ClusterView
 from testbed.supervisor.cluster import Cluster
 from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.supervisor.control_client import ControlClient
+
+
+def _pump(timeout: float, until: Callable[[], bool]) -> None:
+    if not until():
+        time.sleep(min(timeout, 0.005))
+
+
+_SILENT = SimpleNamespace(send=lambda *args, **kwargs: None, pump=_pump)
 
 
 class _Waits(Cluster):
     def __init__(self, proc: subprocess.Popen) -> None:  # noqa: D107 - only what the waits read
         self.procs = {"broker-3": proc}
         self.configs = {"broker-3": SimpleNamespace(control_endpoint="ipc:///nowhere")}
-        self.control = SimpleNamespace(call=lambda *args, **kwargs: None)  # the node does not answer
+        self.control = _SILENT  # the node does not answer
         self.stopped: set[str] = set()
         self._in_shutdown: set[str] = set()
         self.paused: set[str] = set()
@@ -53,6 +63,31 @@ def test_a_controlled_shutdown_that_times_out_is_a_kill_and_still_let_faults_fir
     waits = _Waits(node)
     assert waits.shutdown_node("broker-3", timeout=0.5) is False
     assert node.returncode is not None and waits.looks >= 3
+
+
+def test_a_paused_nodes_shutdown_lets_the_faults_due_in_its_first_second_fire(tmp_path: Path) -> None:
+    """trial27's t9 (pause broker 2 at 7 s, shut it down at 8 s, elect-preferred at 8.5 s):
+    the shutdown waited for the paused node's answer for the request's whole timeout before
+    its first look, and the elect-preferred fired at 9.03 s. The request is now sent without
+    waiting for its answer: the looks begin at once. Here over a real control client and a
+    socket that takes the request and never answers, as a stopped process's does."""
+    silent = zmq.Context.instance().socket(zmq.ROUTER)
+    silent.bind(f"ipc://{tmp_path}/control.sock")
+    node = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    waits = _Waits(node)
+    waits.scaled = lambda seconds: seconds * 5  # type: ignore[method-assign]  # the request's timeout 5 s
+    waits.configs["broker-3"] = SimpleNamespace(control_endpoint=f"ipc://{tmp_path}/control.sock")
+    waits.control = ControlClient("token")
+    begun = time.monotonic()
+    first: list[float] = []
+    waits.while_waiting = lambda: first.append(time.monotonic() - begun) if not first else None
+    try:
+        assert waits.shutdown_node("broker-3", timeout=1.0) is False  # killed at its timeout
+    finally:
+        waits.control.close()
+        silent.close(linger=0)
+    assert node.returncode is not None and "broker-3" in waits.stopped
+    assert first and first[0] < 2.5, f"the first look came {first[0]:.2f} s in: it waited for the answer"
 
 
 def test_a_request_asked_again_lets_due_faults_fire_between_the_asks() -> None:

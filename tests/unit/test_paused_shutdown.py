@@ -53,7 +53,8 @@ class _Fakes(Cluster):
         self.pids = iter(range(100, 200))
         self.procs: dict = {f"broker-{i}": _Proc(next(self.pids)) for i in (1, 2, 3)}
         self.configs = {n: SimpleNamespace(control_endpoint=f"ipc:///{n}") for n in self.procs}
-        self.control = SimpleNamespace(call=lambda *args, **kwargs: None)  # a paused node does not answer
+        self.control = SimpleNamespace(send=lambda *args, **kwargs: None,  # a paused node does not answer
+                                       pump=lambda timeout, until: None)
         self.registry = SimpleNamespace(add_process=lambda pid: None)
         self.stopped: set[str] = set()
         self.paused: set[str] = set()
