@@ -21,7 +21,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from testbed.analysis.jvm_scratch import ROOT as SCRATCH_ROOT
+from testbed.common.jvm_scratch import ROOT as SCRATCH_ROOT
 from testbed.analysis.whole_files import write_whole
 from testbed.common.cache import isrlab_cache, keep_newest
 

@@ -23,11 +23,12 @@ from pyspark.errors import PySparkException
 from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession, SQLContext
 
-from testbed.analysis import jvm_command, jvm_parent, jvm_scratch, spark_server
+from testbed.analysis import jvm_command, jvm_parent, spark_server
 from testbed.analysis.class_archive import ClassArchive, empty_conf_dir
 from testbed.analysis.py4j_logging import quiet_py4j
 from testbed.analysis.spark_settings import (CONNECT_SETTINGS, JVM_OPTIONS, LARGE_INPUT_JIT, SETTINGS, SMALL_INPUT_GC,
                                              SMALL_INPUT_JIT, SMALL_INPUT_SETTINGS, SPARK_CONF_DIR, USER_CONF_DIR)
+from testbed.common import jvm_scratch
 from testbed.config.cli_values import connect_server_accepts
 
 if TYPE_CHECKING:  # imported where a session is made: the JVM's start does not wait for it

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import psutil
 
-from testbed.analysis import jvm_scratch
 from testbed.analysis.spark_settings import (
     JVM_OPTIONS,
     SERVER_DRIVER_MEMORY,
@@ -33,6 +32,7 @@ from testbed.analysis.spark_settings import (
     USER_CONF_DIR,
 )
 from testbed.analysis.whole_files import write_whole
+from testbed.common import jvm_scratch
 from testbed.common.pids import exited
 from testbed.config.cli_values import http2_answers
 

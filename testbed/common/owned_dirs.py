@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from testbed.common import jvm_scratch
 from testbed.common.pids import exited
 
 #: a run's rehearsal of the pipeline: a synthetic run in the system's temporary directory
@@ -67,7 +68,9 @@ def _owned(prefix: str, parent: Path | None) -> Iterator[tuple[Path, int]]:
 
 def reap_supervisor_scratch(live: Path) -> None:
     """Remove the scratch directories of a run's supervisors that are gone: their rehearsals'
-    (in the temporary directory) and their JVMs' early logs (in `live`, `<runs>/.live`)."""
+    (in the temporary directory), their JVMs' early logs (in `live`, `<runs>/.live`) and
+    their JVMs' own (`jvm_scratch`)."""
     reap(REHEARSAL_PREFIX)
     reap(EARLY_LOG_PREFIX, live)
+    jvm_scratch.sweep()
 

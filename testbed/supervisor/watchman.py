@@ -5,7 +5,7 @@ kernel for that), but its tmpfs mounts, socket directory and network namespaces 
 until the next isrlab command reaped them. The watchman is a small process of its own
 session that waits for the supervisor to exit (a pidfd becomes readable then, zombie or
 not) and reaps what the run's registry names at once. The supervisor's own scratch
-directories (its rehearsal's synthetic run, its JVM's early log) go too, at once and again
+directories (its rehearsal's synthetic run, its JVM's early log and scratch directory) go too, at once and again
 once its JVM, told to stop by the kernel as the supervisor died, has had the time to (it may
 still write in them as it stops). At the run's normal end the supervisor removes its
 registry and stops the watchman (SIGTERM).

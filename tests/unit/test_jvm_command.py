@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import testbed.analysis.jvm_command as jvm_command
-from testbed.analysis.jvm_scratch import ROOT as SCRATCH_ROOT
+from testbed.common.jvm_scratch import ROOT as SCRATCH_ROOT
 
 ROOT = Path(__file__).resolve().parents[2]
 

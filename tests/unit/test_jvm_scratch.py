@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.analysis import jvm_scratch
+from testbed.common import jvm_scratch
 
 
 @pytest.fixture()

@@ -1,5 +1,5 @@
 """A run's watchman removes its supervisor's scratch directories once the supervisor is
-SIGKILLed, also one its JVM writes again as it stops (README, "a killed supervisor"):
+SIGKILLed (its JVM's too), also one its JVM writes again as it stops (README, "a killed supervisor"):
 before, they stayed until the next run."""
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from testbed.common import owned_dirs
+from testbed.common import jvm_scratch, owned_dirs
 from testbed.common.pids import start_time
 
 #: what a JVM told to stop by the kernel may do: write its log again once the watchman's
@@ -49,6 +49,9 @@ def test_the_watchman_removes_the_scratch_of_a_killed_supervisor_after_its_jvm_s
     other = live / f"{owned_dirs.EARLY_LOG_PREFIX}{os.getpid()}-abc"  # a live owner's: kept
     for d in (early, rehearsal, other):
         d.mkdir()
+    jvm_scratch.ROOT.mkdir(parents=True, exist_ok=True)  # the JVM's own, Spark's hooks leave it (trial27)
+    scratch = Path(tempfile.mkdtemp(prefix="jvm-", dir=jvm_scratch.ROOT))
+    jvm_scratch.own(scratch, supervisor.pid)
     watchman = subprocess.Popen([sys.executable, "-m", "testbed.supervisor.watchman", str(registry),
                                  str(supervisor.pid)])
     said = tmp_path / "rewrote"
@@ -57,12 +60,12 @@ def test_the_watchman_removes_the_scratch_of_a_killed_supervisor_after_its_jvm_s
         supervisor.send_signal(signal.SIGKILL)
         supervisor.wait()
         assert jvm.wait(timeout=30) == 0 and said.exists()  # the first pass came, and the log again
-        assert _wait_gone([registry, early, rehearsal], 20.0) == []
+        assert _wait_gone([registry, early, rehearsal, scratch], 20.0) == []
         assert watchman.wait(timeout=20) == 0
         assert other.is_dir()
     finally:
         for p in (supervisor, watchman, jvm):
             if p.poll() is None:
                 p.kill()
-        for d in (early, rehearsal, other):
+        for d in (early, rehearsal, other, scratch):
             subprocess.run(["rm", "-rf", str(d)], check=False)

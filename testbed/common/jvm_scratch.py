@@ -5,10 +5,12 @@ and the native libraries it unpacks (lz4, snappy) in the JVM's temporary directo
 removes them in shutdown hooks. A JVM killed with SIGKILL (by a reaper, an OOM kill, a test
 of a failure mid-judgment) runs none, and `/tmp` gathered one such set per killed JVM. So
 each JVM gets `java.io.tmpdir` and `spark.local.dir` in a directory of its own under
-`ROOT`, with the process that owns it written inside: the JVM removes it as it exits (a
-shutdown hook: when its Python process is killed, Spark's gateway exits at the end of its
-standard input), its owner once the JVM has exited, and every new one those whose owner is
-gone.
+`ROOT`, with the process that owns it written inside (the Python process whose JVM it is,
+or a `spark up` server's JVM). Its owner removes it once the JVM has exited, and every new
+one those whose owner is gone, and so does a run's watchman once its supervisor is killed
+(the JVM's shutdown hooks empty it of Spark's directories, not of itself: a SIGKILLed
+supervisor's stayed until the next JVM started). It lives in `testbed.common` for that
+watchman, which is the supervisor's, not the analysis's.
 """
 from __future__ import annotations
 
