@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testbed.config.loader import read_yaml
+from testbed.config.loader import MATRIX_ONLY_KEYS, read_yaml
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.topology_spec import Topology
@@ -94,6 +94,11 @@ def expand(spec: MatrixSpec) -> list[Cell]:
             continue
         if not isinstance(data, dict):
             errors.append(f"{spec.source}: base: {base}: expected a topology (a mapping), got {describe(data)}")
+            continue
+        if "cluster" not in data and (keys := sorted(MATRIX_ONLY_KEYS.intersection(data))):
+            # each of its keys read as a topology's unknown one, and every topology key as missing
+            errors.append(f"{spec.source}: base: {base}: a matrix file (it has {', '.join(f'{k}:' for k in keys)}), "
+                          f"not a topology: a base is a topology file (a matrix's bases can be listed: base: [a, b])")
             continue
         name = str(data.get("name", base.stem))
         names.append(name)
@@ -223,8 +228,12 @@ def _cell_data(base: dict[str, Any], settings: tuple[tuple[str, Any], ...], faul
                seed: int, spec: MatrixSpec | None, schedule: str | None, source: str,
                name: str | None = None) -> dict[str, Any]:
     data = copy.deepcopy(base)
+    unset: list[str] = []  # a varied key the base has no place for: said with the cell's other errors
     for key, value in settings:
-        _set_dotted(data, key, value, source)
+        try:
+            _set_dotted(data, key, value, source)
+        except TopologyError as exc:
+            unset.extend(exc.errors)
     if faults is not None:
         data["faults"] = copy.deepcopy(list(faults))
     data["seed"] = seed
@@ -234,6 +243,12 @@ def _cell_data(base: dict[str, Any], settings: tuple[tuple[str, Any], ...], faul
             # a matching rule's expectations replace the base's for the checks it names; a base
             # without `expect:` has the defaults, which a rule naming other checks keeps
             data["expect"] = {**(data.get("expect") or _DEFAULTS), **copy.deepcopy(rule.expect)}
+    if unset:  # the rest of the cell is checked too: a tester's second varied key's error came a round later
+        try:
+            parse_topology(data, source)
+        except TopologyError as exc:
+            unset.extend(exc.errors)
+        raise TopologyError(unset)
     return data
 
 

@@ -59,9 +59,11 @@ class MatrixSpec:
 
 
 def read_matrix(path: str | Path) -> tuple[MatrixSpec | None, list[str]]:
-    """A matrix file and its problems. The spec comes with problems of its `expect:` rules
-    alone, so that the cells it makes are checked too and a file's every error is told at
-    once, not in rounds (`cells.expand_file`); None when the rest has problems."""
+    """A matrix file and its problems. The spec comes with its problems, made of the parts
+    that parsed (a bad `seeds:` leaves each base's own seed, a schedule file that is missing
+    leaves the other schedules), so that the cells it makes are checked too and a file's
+    every error is told at once, not in rounds (`cells.expand_file`; a tester fixed a file in
+    three rounds). None when it has no cells to make."""
     try:
         data = read_yaml(path)
     except TopologyError as exc:
@@ -98,10 +100,10 @@ def _parse(w: Walker, data: object, here: Path) -> MatrixSpec | None:
     seeds = _seeds(w, m["seeds"]) if "seeds" in m else None
     selectable = {key: values for key, values in vary} | {
         SCHEDULE_KEY: tuple(name for name, _ in schedules), SEED_KEY: seeds, TOPOLOGY_KEY: None}
-    cells_known = not w.errors  # (what the cells are made of has no problem)
+    partial = bool(w.errors)  # the cells are made of what parsed: their errors are told too, not in a second round
     rules = _rules(w, m.get("expect", []), selectable)
-    if not cells_known:
-        return None
+    if partial and "faults" in m and not schedules:
+        return None  # every cell would run its base's own faults, whose errors are beside the point
     return MatrixSpec(w.source, bases, vary, schedules, seeds, rules, files)
 
 

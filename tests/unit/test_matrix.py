@@ -60,6 +60,27 @@ def test_a_files_rule_errors_and_cell_errors_are_told_at_once(tmp_path: Path) ->
         assert where in text, f"{where!r} missing from:\n{text}"
 
 
+@pytest.mark.parametrize(("matrix", "wanted"), [
+    ({"base": "base.yaml", "vary": {"protocol.elr": [True, 3]}, "seeds": "two"},
+     ["seeds: expected a count", "(vary protocol.elr=3, base {base}): protocol.elr: expected true or false"]),
+    ({"base": "base.yaml", "faults": {"boom": [{"at": "1s", "do": "explode", "target": "broker:1"}],
+                                      "missing": "nofile.yaml"}},
+     ["faults.missing: {dir}/nofile.yaml: no such file", "(faults boom, base {base}): faults[0].do: 'explode'"]),
+    ({"base": "base.yaml", "vary": {"protocol.elrr": [True, False], "topics.5.placement": ["rack-aware"]}},
+     ["(vary protocol.elrr, base {base}): protocol.elrr: unknown key",
+      "(vary topics.5.placement=rack-aware, base {base}): vary: topics.5.placement: the base has no topics.5"]),
+])
+def test_a_files_structural_errors_and_its_cells_errors_are_told_at_once(
+        tmp_path: Path, matrix: dict, wanted: list[str]) -> None:
+    """trial26: a bad `seeds:`, a missing schedule file or a varied key the base has no place
+    for was said alone, and the cells' errors (a bad value, a bad fault, a second varied key)
+    only once it was fixed."""
+    text = errors_of(write(tmp_path, matrix))
+    for where in wanted:
+        where = where.format(base=tmp_path / "base.yaml", dir=tmp_path)
+        assert where in text, f"{where!r} missing from:\n{text}"
+
+
 def test_a_mapping_is_varied_by_its_own_keys_and_the_error_says_how(tmp_path: Path) -> None:
     """A tester varied a flush policy as whole mappings and was told only "expected scalar
     values": the error names the way that works, and that way makes the mapping's cells."""
@@ -262,6 +283,15 @@ def test_a_base_that_is_no_topology_is_named_with_the_matrix_file(tmp_path: Path
     assert f"{tmp_path / 'm.yaml'}: base: {tmp_path / 'list.yaml'}: expected a topology (a mapping), got a list of 2" \
         in text, text
     assert f"{tmp_path / 'm.yaml'}: base: {tmp_path / 'broken.yaml'}: line " in text, text
+
+
+def test_a_base_that_is_a_matrix_file_is_said_so_once(tmp_path: Path) -> None:
+    """trial26: its keys read as a topology's unknown ones, and every topology key as missing."""
+    (tmp_path / "inner.yaml").write_text("base: base.yaml\nseeds: [1]\n", encoding="utf-8")
+    text = errors_of(write(tmp_path, {"base": "inner.yaml"}))
+    assert text.strip() == (f"{tmp_path / 'm.yaml'}: base: {tmp_path / 'inner.yaml'}: a matrix file (it has base:, "
+                            f"seeds:), not a topology: a base is a topology file (a matrix's bases can be listed: "
+                            f"base: [a, b])"), text
 
 
 @pytest.mark.parametrize(("vary", "expected"), [
