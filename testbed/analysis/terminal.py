@@ -11,6 +11,7 @@ from rich.text import Text
 
 from testbed.analysis.job import ATTRIBUTED
 from testbed.analysis.verdict import RunVerdict
+from testbed.config.scalars import expectation
 from testbed.config.specs import CHECK_NAMES
 
 _MAX_CAUSES = 5
@@ -67,5 +68,22 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
         console.print(f"partition-seconds without a leader: {unavailable['no-leader']}, "
                       f"without acks=all service: {unavailable['no-acks-all']}")
     # a path is never broken across lines (a log or a pipe is 80 columns): the terminal wraps it
-    console.print(f"{verdict_word(verdict.ok)}  report: {escape(str(verdict.run_dir / 'report.html'))}", emoji=False,
-                  soft_wrap=True)
+    console.print(f"{verdict_word(verdict.ok)}{_broke_as_expected(verdict)}  report: "
+                  f"{escape(str(verdict.run_dir / 'report.html'))}", emoji=False, soft_wrap=True)
+
+
+def _broke_as_expected(verdict: RunVerdict) -> str:
+    """What a run that met an `expect:` wanting a failure (a lab's part that breaks a rule,
+    `lost_writes: ">0"`) showed: a bare green OK beside 350 lost writes read as a pass of
+    the protocol (trial26)."""
+    if not verdict.ok:
+        return ""
+    broke = []
+    for name, e in verdict.results.get("expect", {}).items():
+        try:
+            wants_failure = not expectation(e["expected"]).holds(0)
+        except (ValueError, KeyError, TypeError):
+            continue
+        if wants_failure and e.get("held"):
+            broke.append(f"{name} {e['observed']}")
+    return f" (it broke as its expect: wants: {', '.join(broke)})" if broke else ""

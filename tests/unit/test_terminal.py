@@ -97,3 +97,18 @@ def test_an_unjudged_runs_figures_and_empty_loss_list_read_as_nothing_proven(tmp
     assert "No lost or inconsistent write." not in render(info, unjudged, None)
     assert "proves nothing either way" in render(info, unjudged, None)
     assert "No lost or inconsistent write." in render(info, judged, None)
+
+
+def test_a_run_that_broke_as_its_expect_wants_says_so_beside_its_ok() -> None:
+    """trial26: a lab's part that breaks a rule (`lost_writes: ">0"`) printed a bare green OK
+    beside 350 lost writes, which read as a pass of the protocol."""
+    console = Console(record=True, width=200)
+    broke = {"checks": {"lost_writes": {"count": 350}}, "problems": [],
+             "expect": {"lost_writes": {"expected": ">0", "observed": 350, "held": True},
+                        "log_divergence": {"expected": "0", "observed": 0, "held": True}}}
+    print_verdict(console, RunVerdict(Path("runs/bug"), True, broke))
+    held = {"checks": {}, "problems": [], "expect": {"lost_writes": {"expected": "<=3", "observed": 0, "held": True}}}
+    print_verdict(console, RunVerdict(Path("runs/fix"), True, held))
+    lines = console.export_text().splitlines()
+    assert "OK (it broke as its expect: wants: lost_writes 350)  report: runs/bug/report.html" in lines
+    assert "OK  report: runs/fix/report.html" in lines
