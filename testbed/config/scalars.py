@@ -124,7 +124,7 @@ def acks(value: object) -> str:
 def producer_rate(value: object) -> float | None:
     if value == "max":
         return None
-    rate = parse_rate(value)
+    rate = parse_rate(value, also="`max` for no limit")  # `MAX` was told what a rate is, not that `max` is one
     if rate <= 0:
         raise ValueError(f"{value!r} must be above zero (or `max` for no limit)")
     return rate

@@ -127,8 +127,9 @@ def format_size(size: int) -> str:
     return f"{size}B"
 
 
-def parse_rate(value: object) -> float:
-    """`500/s`, `30/m`, or a bare number of records per second.
+def parse_rate(value: object, also: str = "") -> float:
+    """`500/s`, `30/m`, or a bare number of records per second; `also` names what else the
+    caller takes, for the errors.
 
     A bare number is accepted here, unlike durations, because "per second" is the only reading
     anyone gives to `rate: 500`.
@@ -136,10 +137,12 @@ def parse_rate(value: object) -> float:
     if _is_number(value):
         return _finite(float(value), "rate")
     if not isinstance(value, str):
-        raise ValueError(f"expected a rate such as 500/s or 30/m, got {_describe(value)}")
+        raise ValueError(f"expected a rate such as 500/s or 30/m{f', or {also}' if also else ''}, "
+                         f"got {_describe(value)}")
     match = _RATE_RE.match(value.strip())
     if match is None:
-        raise ValueError(f"{value!r} is not a rate (expected e.g. 500/s, 30/m or a number per second)")
+        raise ValueError(f"{value!r} is not a rate (expected e.g. 500/s, 30/m{', ' if also else ' or '}a number "
+                         f"per second{f', or {also}' if also else ''})")
     with localcontext() as ctx:
         ctx.prec = _PRECISION
         return _finite(float(Decimal(match.group(1)) / _RATE_UNITS[match.group(2)]), "rate")

@@ -35,3 +35,13 @@ def test_more_leaders_than_fit_wrap_and_the_counts_stay_whole() -> None:
     assert len(values) > 1 and "…" not in "".join(values)
     assert " ".join(values).split() == ["1234567", "1234000", "12", "3", "2345670", "none:1", "b1:1", "b2:1", "3x6",
                                         "0", "b3:1", "b4:2"]
+
+
+def test_the_counts_say_that_acks_0_sends_are_not_acknowledged() -> None:
+    """trial28: `values acknowledged: acks=0: 1535` for writes nothing acknowledges."""
+    from testbed.experiment.counts import Counts
+    from testbed.experiment.progress import print_counts
+    console = Console(width=200, record=True)
+    print_counts(console, Counts(Counter({("send", "ok"): 1600}), {"0": 1535, "all": 65}), True)
+    assert ("values acknowledged: acks=0: 1535 (sent; acks=0 is never acknowledged), acks=all: 65; converged: True"
+            in console.export_text())

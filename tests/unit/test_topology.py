@@ -158,6 +158,8 @@ MALFORMED = [
                  ["bool True is not allowed"], id="acks-bool"),
     pytest.param(with_("workload.producers", [{"rate": "fast"}]), "workload.producers[0].rate",
                  ["not a rate", "500/s"], id="bad-rate"),
+    pytest.param(with_("workload.producers", [{"rate": "MAX"}]), "workload.producers[0].rate",  # trial28
+                 ["'MAX' is not a rate", "or `max` for no limit"], id="rate-MAX"),
     pytest.param(with_("workload.producers", [{"partitions": [0, 6]}]), "workload.producers[0].partitions",
                  ["no partition 6", "0..5"], id="producer-partition-range"),
     pytest.param(with_("workload.consumers", [{"from": "beginning"}]), "workload.consumers[0].from",
