@@ -29,17 +29,25 @@ def print_status(runs_dir: Path) -> int:
         status = read_status(run_dir, timeout=1.0)
         if status is None:
             continue
-        table = Table(title=Text(run_dir.name))
-        for col in ("partition", "leader", "epoch", "ISR", "ELR", "HWM", "LEO per replica"):
-            table.add_column(col)
-        for p in status.partitions():
-            lead = status.replica(p.leader, p.topic, p.partition) if p.leader >= 0 else None
-            leos = " ".join(f"{b}:{r.leo}" for b in p.replicas if (r := status.replica(b, p.topic, p.partition)))
-            table.add_row(f"{p.topic}/{p.partition}", str(p.leader), str(p.leader_epoch), str(p.isr), str(p.elr),
-                          str(lead.hwm) if lead else "-", leos)
-        console.print(table)
+        console.print(partition_table(status, run_dir.name))
         console.print(quorum_table(status))
     return 0
+
+
+def partition_table(status: ClusterStatus, title: str) -> Table:
+    """Each partition as the controller has it, with its leader's HWM and every replica's
+    LEO. A leader that does not answer (killed, paused, before the controller fences it) is
+    marked so: its row read as a live leader with an unknown HWM (trial26)."""
+    table = Table(title=Text(title))
+    for col in ("partition", "leader", "epoch", "ISR", "ELR", "HWM", "LEO per replica"):
+        table.add_column(col)
+    for p in status.partitions():
+        lead = status.replica(p.leader, p.topic, p.partition) if p.leader >= 0 else None
+        silent = p.leader >= 0 and status.brokers.get(p.leader) is None
+        leos = " ".join(f"{b}:{r.leo}" for b in p.replicas if (r := status.replica(b, p.topic, p.partition)))
+        table.add_row(f"{p.topic}/{p.partition}", f"{p.leader}{' (down or silent)' if silent else ''}",
+                      str(p.leader_epoch), str(p.isr), str(p.elr), str(lead.hwm) if lead else "-", leos)
+    return table
 
 
 def watch_status(runs_dir: Path, period: float = 0.25, frames: int | None = None,

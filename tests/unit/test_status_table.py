@@ -1,0 +1,29 @@
+"""`run.py status`'s table of partitions (`status_command.partition_table`)."""
+from __future__ import annotations
+
+from rich.console import Console
+
+from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.supervisor.status_command import partition_table
+
+
+def _replica(role: str, leo: int, hwm: int) -> dict:
+    return {"topic": "orders", "partition": 0, "role": role, "leader_epoch": 1, "leo": leo, "hwm": hwm}
+
+
+def test_a_leader_that_does_not_answer_is_marked_down_or_silent() -> None:
+    """trial26: a killed leader, before the controller fenced it, read as a live leader whose
+    HWM was unknown ("-")."""
+    partition = {"topic": "orders", "partition": 0, "leader": 2, "leader_epoch": 1, "partition_epoch": 1,
+                 "replicas": [1, 2, 3], "isr": [1, 2, 3]}
+    quorum = {"controller-1": {"active": True, "partitions": [partition]}}
+    console = Console(width=200, record=True)
+    console.print(partition_table(ClusterStatus.of(quorum, {1: {"partitions": [_replica("follower", 7, 5)]},
+                                                            2: None, 3: {"partitions": [_replica("follower", 7, 5)]}}),
+                                  "run"))
+    console.print(partition_table(ClusterStatus.of(quorum, {1: None, 2: {"partitions": [_replica("leader", 9, 7)]},
+                                                            3: None}), "run"))
+    rows = [line.split("│")[1:-1] for line in console.export_text().splitlines() if "orders/0" in line]
+    assert [cell.strip() for cell in rows[0]] == ["orders/0", "2 (down or silent)", "1", "[1, 2, 3]", "[]", "-",
+                                                  "1:7 3:7"]
+    assert [cell.strip() for cell in rows[1]] == ["orders/0", "2", "1", "[1, 2, 3]", "[]", "7", "2:9"]
