@@ -440,6 +440,21 @@ def _retry_reordered(root: Path) -> None:
     r.write()
 
 
+def _sent_at_one_instant(root: Path) -> None:
+    """producer-1 sends w0, then w1, at one instant (a simulated producer fills its requests
+    in flight at one virtual instant); w1 is acknowledged at 5 and w0 at 6: the send order is
+    the records' (trial28: ordered by offset at a tie, no sim seed could go backwards)."""
+    r = RunBuilder(root, "sent-at-one-instant")
+    at = T0 + 2 * S
+    base = {"process": "producer-1", "f": "send", "topic": "orders", "partition": 0, "acks": "all"}
+    r.history += [{**base, "type": "invoke", "value": "w0", "time_ns": at},
+                  {**base, "type": "invoke", "value": "w1", "time_ns": at},
+                  {**base, "type": "ok", "value": "w1", "offset": 5, "time_ns": at + 500},
+                  {**base, "type": "ok", "value": "w0", "offset": 6, "time_ns": at + 600}]
+    r.extend_log([(5, "w1"), (6, "w0")])
+    r.write()
+
+
 MS = 1_000_000
 
 
@@ -1149,7 +1164,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _internal_skip, _recovered, _faults, _clean, _lost, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1192,6 +1207,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "aborted": {**ZERO, "aborted_reads": 1},
     "sends-backwards": {**ZERO, "nonmonotonic_sends": 1},
     "retry-reordered": {**ZERO, "nonmonotonic_sends": 1},
+    "sent-at-one-instant": {**ZERO, "nonmonotonic_sends": 1},
     "flapping": ZERO,
     "dead-leader": ZERO,
     "late-start": ZERO,
