@@ -258,8 +258,10 @@ def consumer(cfg: ClientConfig, c: ConsumerSettings, client: StepClient, history
                 offsets[p] = r.records[-1][0] + 1
                 stats.counts["polled"] += len(r.records)
             elif r.error == Errors.OFFSET_OUT_OF_RANGE:
-                # The committed log moved below our position (possible only after loss): re-read from 0.
-                offsets[p] = 0
+                # The committed log moved below our position (possible only after loss): reset as
+                # Kafka's auto.offset.reset says, to the log's start for `earliest`, to its HWM
+                # for `latest` (trial28: a `latest` consumer re-read the partition from 0).
+                offsets[p] = max(0, r.high_watermark) if c.from_ == "latest" else 0
             stats.maybe_push()
             if stop:
                 break

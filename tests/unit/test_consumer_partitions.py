@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from broker.common.errors import Errors
 from broker.protocol.messages import FetchPartitionResult, FetchRequest, FetchResponse
 from testbed.clients.client_config import ClientConfig, ConsumerSettings
 from testbed.clients.loops import METADATA_MAX_AGE
@@ -107,3 +108,37 @@ def _written(tmp_path: Path, cfg: ClientConfig) -> Path:
     path = tmp_path / f"{cfg.process}.json"
     path.write_text(cfg.to_json())
     return path
+
+
+class _TruncatedCluster(_FakeCluster):
+    """A partition whose committed log went from 10 records down to 4 (a loss): a fetch past
+    its HWM is out of range, and each fetch's offset is noted."""
+
+    def __init__(self) -> None:
+        super().__init__([(0.0, (0,))])
+        self.offsets: list[int] = []
+        self.hwm = 10
+
+    def answer(self, msg: Any) -> Any:
+        if not isinstance(msg, FetchRequest):
+            return super().answer(msg)
+        [p] = msg.partitions
+        self.offsets.append(p.fetch_offset)
+        self.now += 0.05
+        hwm, self.hwm = self.hwm, 4  # the loss, right after the consumer's first look
+        if p.fetch_offset > hwm:
+            return FetchResponse(partitions=[FetchPartitionResult("t", 0, Errors.OFFSET_OUT_OF_RANGE, hwm, hwm)])
+        return FetchResponse(partitions=[FetchPartitionResult("t", 0, high_watermark=hwm, log_end_offset=hwm)])
+
+
+def test_a_latest_consumer_past_the_log_end_resets_to_the_hwm(tmp_path: Path) -> None:
+    """trial28: a `from: latest` consumer whose position the committed log fell below read the
+    partition again from offset 0; Kafka's `auto.offset.reset=latest` resets to the log end
+    (an `earliest` one to the log's start, 0, as before)."""
+    fake = _TruncatedCluster()
+    cfg = ClientConfig(process="consumer-0", topic="t", partitions=(0,), brokers=BROKERS,
+                       history=tmp_path / "history.jsonl", supervisor_pid=0, stats_endpoint=None,
+                       request_timeout=2.0, consumer=ConsumerSettings(from_="latest", max_wait=0.1))
+    drive(fake, cfg, 0.5)
+    # its start (the HWM, asked at offset 0), past the end once the log lost 6, then the new HWM
+    assert fake.offsets[:4] == [0, 10, 4, 4], fake.offsets
