@@ -94,6 +94,9 @@ def describe_fault(rec: dict, elapsed: float) -> str:
     if refused:  # an add-broker or remove-broker whose rebalance could not make every move
         note += f" [yellow]({len(refused)} of its moves refused: " + "; ".join(
             f"{p} {why.split(':')[0]}" for p, why in sorted(refused.items())) + ")[/]"
+    if effect.get("bridged"):  # a node in two groups: a broad name put it there (trial28: `clients` beside a leader)
+        note += (f" [yellow](bridged: {', '.join(effect['bridged'])} in more than one group, cut off from "
+                 f"none of them)[/]")
     if effect.get("slowed_by"):  # the netns backend without netem
         note += f" [yellow](slowed by {effect['slowed_by']})[/]"
     if effect.get("shutdown") is False:  # a remove-broker whose broker did not leave under control

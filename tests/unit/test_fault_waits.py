@@ -242,6 +242,18 @@ def test_an_admin_request_asked_again_on_virtual_time_lets_due_faults_fire(tmp_p
     assert at[("elect-preferred", "end")] < 4.0
 
 
+def test_a_partitions_line_says_which_nodes_it_bridged() -> None:
+    """trial28: `groups: [[leader-of orders/0, clients], [controllers, brokers]]` put the leader
+    in both groups; only faults.jsonl said so, and the user who meant to isolate the leader
+    cut the clients off the other brokers instead."""
+    groups = [["broker-3", "clients"], ["broker-1", "broker-2", "broker-3", "controller-1"]]
+    rec = {"do": "partition", "target": None, "resolved": [], "params": {},
+           "effect": {"groups": groups, "isolated": [], "bridged": ["broker-3"]}}
+    assert describe_fault(rec, 2.0).endswith(
+        "broker-3,clients | broker-1,broker-2,broker-3,controller-1 [yellow](bridged: broker-3 in more than one "
+        "group, cut off from none of them)[/]")
+
+
 def test_a_fault_line_names_what_an_admin_fault_acted_on_and_an_empty_undo_is_not_shown() -> None:
     add = {"do": "add-partitions", "target": None, "resolved": [], "params": {"topic": "orders", "count": 2},
            "effect": {"topic": "orders", "partitions": [4, 5]}}
