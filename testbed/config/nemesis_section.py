@@ -112,7 +112,7 @@ def never_firing(t: Any) -> list[str]:
     """The notes of topology `t`: what is valid but will not do what it seems to, each named
     where it is in the file, found as the file is read. First of them, the nemesis actions
     that can never fire: `partition-halves` cuts off at least half of the nodes from the
-    active controller's side, and the injector skips any fault that would put more than the
+    side that keeps the controller, and the injector skips any fault that would put more than the
     nemesis's `max_down` nodes out of reach (its `faults.jsonl` line says `skipped:
     max_down`), so with fewer the action is drawn and skipped every time. Also a disk-loss
     that may strike the only controller (kept), a producer whose one batch outlasts the run,

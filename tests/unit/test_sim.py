@@ -548,7 +548,7 @@ def _running(proc: object) -> bool:
 
 def test_a_partitions_record_names_the_groups_applied_and_the_nodes_cut_from_the_controller(tmp_path: Path) -> None:
     """The unnamed nodes are in the last group, in the record as in the table; `isolated`
-    (what max_down counts) is who shares no group with the active controller (a tester's
+    (what max_down counts) is who shares no group with the controller quorum (a tester's
     bridge through the controller counted the second side as cut off: its nemesis was
     skipped by max_down every time)."""
     data = yaml.safe_load((ROOT / "topologies" / "quickstart.yaml").read_text())
@@ -572,6 +572,27 @@ def test_a_partitions_record_names_the_groups_applied_and_the_nodes_cut_from_the
         (["broker-1", "controller-1"], ["broker-2", "broker-3", "controller-1"], [])]
     # `brokers` named broker 1 again; the controller reaches both sides, so nobody is cut off from it
     assert [e.get("bridged") for e in ends] == [None, None, ["broker-1"], ["controller-1"]]
+
+
+def test_a_nemesis_isolating_the_active_controller_cuts_off_that_controller_alone(tmp_path: Path) -> None:
+    """trial29: `isolated` was counted from the active controller, so isolating it cut off
+    every other node, and a nemesis `partition-isolate` of `active-controller` under
+    `max_down: 1` was skipped every time (3 of 3 draws), though the other two voters, a
+    majority, elect a new controller at once (R22). The side with a majority of the voters
+    is the one not cut off."""
+    data = {"name": "isolate-controller", "seed": 4, "duration": "6s", "timing": {"session_timeout": "2s"},
+            "cluster": {"controllers": 3, "brokers": {"count": 3, "racks": ["a", "b", "c"]}},
+            "topics": [{"name": "orders", "partitions": 3, "replication_factor": 3, "min_insync_replicas": 2}],
+            "workload": {"producers": [{"count": 1, "topic": "orders", "acks": "all", "rate": "100/s", "batch": 5}]},
+            "faults": [{"nemesis": {"from": "1s", "until": "5s", "every": "1s..1.5s", "do": ["partition-isolate"],
+                                    "target": ["active-controller"], "max_down": 1}}]}
+    run_seed(parse_topology(data, "isolate-controller"), tmp_path / "run")
+    ends = [r for r in read_jsonl(tmp_path / "run" / "faults.jsonl")
+            if r["do"] == "partition" and r["phase"] == "end"]
+    assert len(ends) >= 2 and all("skipped" not in r["effect"] for r in ends), ends
+    for r in ends:
+        [controller] = r["resolved"]
+        assert r["effect"]["isolated"] == [controller] and r["effect"]["groups"][0] == [controller]
 
 
 def test_a_one_way_cut_whose_ends_resolve_to_one_node_is_an_error_not_a_cut_of_nothing(tmp_path: Path) -> None:
