@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from broker.common.jsonl import read_jsonl
+from testbed.common import owned_dirs
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "topologies" / "quickstart.yaml"
@@ -74,8 +74,8 @@ class ServerFigures:
 def on_server(run_dirs: list[Path], runs: Path) -> ServerFigures:
     """`python run.py spark up` with its warm-up, then on that server `analyze` of each run
     from a new process, and as many quickstarts; the server is the bench's own, and goes."""
-    with tempfile.TemporaryDirectory(prefix="isrlab-bench-server-") as tmp:
-        env = {**os.environ, "ISRLAB_SPARK_SERVER_FILE": str(Path(tmp) / "server.json")}
+    with owned_dirs.scratch("isrlab-bench-server-") as tmp:
+        env = {**os.environ, "ISRLAB_SPARK_SERVER_FILE": str(tmp / "server.json")}
         try:
             up = _command_s(["spark", "up"], env)
             analyses = [analyze_cold(run, env) for run in run_dirs]
@@ -101,8 +101,8 @@ def pipeline(n_records: int, master: str) -> float:
     from testbed.analysis.session import C1_INPUT_BYTES, get_spark, stop_spark
     from testbed.analysis.synth import write_synthetic_run
     try:
-        with tempfile.TemporaryDirectory(prefix="isrlab-pipeline-bench-") as tmp:
-            run = write_synthetic_run(Path(tmp), n_records)
+        with owned_dirs.scratch("isrlab-pipeline-bench-") as tmp:
+            run = write_synthetic_run(tmp, n_records)
             size = sum(f.stat().st_size for f in run.rglob("*.jsonl"))
             get_spark(master, small_input=size < C1_INPUT_BYTES)  # the JIT a judgment of this size gets
             start = time.perf_counter()

@@ -7,11 +7,11 @@ import dataclasses
 import gc
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 from testbed.sim.run import run_seed
+from testbed.common import owned_dirs
 from testbed.config.loader import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,10 +24,10 @@ def speedup(runs: int) -> list[float]:
     topology = load_topology(QUICKSTART)
     gc.freeze()  # as a worker does before its seeds (testbed/sim/worker.py)
     out = []
-    with tempfile.TemporaryDirectory(prefix="isrlab-sim-bench-") as tmp:
+    with owned_dirs.scratch("isrlab-sim-bench-") as tmp:
         for seed in range(runs):
             start = time.perf_counter()
-            outcome = run_seed(dataclasses.replace(topology, seed=seed), Path(tmp) / f"s{seed}")
+            outcome = run_seed(dataclasses.replace(topology, seed=seed), tmp / f"s{seed}")
             if outcome.error is not None:
                 raise RuntimeError(f"quickstart seed {seed} did not run: {outcome.error}")
             out.append(outcome.virtual_seconds / (time.perf_counter() - start))
@@ -37,7 +37,7 @@ def speedup(runs: int) -> list[float]:
 def seeds_run_and_judged(seeds: int, jobs: int = 2) -> float:
     """Seconds of `python run.py sim topologies/quickstart.yaml --seeds N --jobs J`, run and
     judged in one Spark job, from the command line."""
-    with tempfile.TemporaryDirectory(prefix="isrlab-sim-bench-") as tmp:
+    with owned_dirs.scratch("isrlab-sim-bench-") as tmp:
         start = time.perf_counter()
         r = subprocess.run([sys.executable, str(ROOT / "run.py"), "sim", str(QUICKSTART), "--seeds", str(seeds),
                             "--jobs", str(jobs), "--runs-dir", tmp], cwd=ROOT, capture_output=True, text=True)

@@ -23,6 +23,8 @@ from testbed.common.pids import exited
 REHEARSAL_PREFIX = "isrlab-rehearsal-"
 #: the directory of `<runs>/.live/` holding a JVM's log until its run has a directory
 EARLY_LOG_PREFIX = "jvm-log-"
+#: PySpark's directory of a starting JVM's connection file (`jvm_parent._OwnedTemp`)
+GATEWAY_PREFIX = "isrlab-gateway-"
 
 
 def make(prefix: str, parent: Path | None = None) -> Path:
@@ -68,9 +70,10 @@ def _owned(prefix: str, parent: Path | None) -> Iterator[tuple[Path, int]]:
 
 def reap_supervisor_scratch(live: Path) -> None:
     """Remove the scratch directories of a run's supervisors that are gone: their rehearsals'
-    (in the temporary directory), their JVMs' early logs (in `live`, `<runs>/.live`) and
-    their JVMs' own (`jvm_scratch`)."""
+    (in the temporary directory), their JVMs' early logs (in `live`, `<runs>/.live`),
+    connection files (`GATEWAY_PREFIX`) and own directories (`jvm_scratch`)."""
     reap(REHEARSAL_PREFIX)
+    reap(GATEWAY_PREFIX)
     reap(EARLY_LOG_PREFIX, live)
     jvm_scratch.sweep()
 

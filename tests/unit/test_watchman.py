@@ -46,8 +46,9 @@ def test_the_watchman_removes_the_scratch_of_a_killed_supervisor_after_its_jvm_s
                                     "sock_dir": str(tmp_path / "sock"), "processes": [], "mounts": [], "netns": []}))
     early = live / f"{owned_dirs.EARLY_LOG_PREFIX}{supervisor.pid}-abc"
     rehearsal = Path(tempfile.gettempdir()) / f"{owned_dirs.REHEARSAL_PREFIX}{supervisor.pid}-abc"
+    gateway = Path(tempfile.gettempdir()) / f"{owned_dirs.GATEWAY_PREFIX}{supervisor.pid}-abc"  # (trial29)
     other = live / f"{owned_dirs.EARLY_LOG_PREFIX}{os.getpid()}-abc"  # a live owner's: kept
-    for d in (early, rehearsal, other):
+    for d in (early, rehearsal, gateway, other):
         d.mkdir()
     jvm_scratch.ROOT.mkdir(parents=True, exist_ok=True)  # the JVM's own, Spark's hooks leave it (trial27)
     scratch = Path(tempfile.mkdtemp(prefix="jvm-", dir=jvm_scratch.ROOT))
@@ -60,12 +61,12 @@ def test_the_watchman_removes_the_scratch_of_a_killed_supervisor_after_its_jvm_s
         supervisor.send_signal(signal.SIGKILL)
         supervisor.wait()
         assert jvm.wait(timeout=30) == 0 and said.exists()  # the first pass came, and the log again
-        assert _wait_gone([registry, early, rehearsal, scratch], 20.0) == []
+        assert _wait_gone([registry, early, rehearsal, gateway, scratch], 20.0) == []
         assert watchman.wait(timeout=20) == 0
         assert other.is_dir()
     finally:
         for p in (supervisor, watchman, jvm):
             if p.poll() is None:
                 p.kill()
-        for d in (early, rehearsal, other, scratch):
+        for d in (early, rehearsal, gateway, other, scratch):
             subprocess.run(["rm", "-rf", str(d)], check=False)
