@@ -67,7 +67,7 @@ def _parse_topology(w: Walker, data: object) -> Topology | None:
         return None
     w.mapping(data, "", keys, required=("name", "topics"))
     m = data
-    name = w.field(m, "name", "", scalars.pattern(_NAME_RE, "a name (at most 100 letters, digits, '.', '_', '-')"))
+    name = w.field(m, "name", "", scalars.pattern(_NAME_RE, "a name (at most 100 ASCII letters, digits, '.', '_', '-')"))
     description = w.field(m, "description", "", scalars.text, "")
     seed = w.field(m, "seed", "", scalars.integer(0, scalars.MAX_SEED), 0)
     duration = w.field(m, "duration", "", scalars.positive_duration, 10.0)

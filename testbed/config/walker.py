@@ -42,8 +42,8 @@ def describe(value: object) -> str:
         return "a mapping"
     if isinstance(value, list):
         return f"a list of {len(value)}"
-    if isinstance(value, str):
-        return _shortened(repr(value))
+    if isinstance(value, str):  # its own length, not its quotes' too (a 101-character name read as 103)
+        return _shortened(repr(value), len(value))
     return f"{type(value).__name__} {_shortened(repr(value))}"
 
 
@@ -52,8 +52,9 @@ def describe(value: object) -> str:
 _SHOWN = 80
 
 
-def _shortened(text: str) -> str:
-    return text if len(text) <= _SHOWN else f"{text[:_SHOWN - 15]}... ({len(text)} characters)"
+def _shortened(text: str, length: int | None = None) -> str:
+    return text if len(text) <= _SHOWN else \
+        f"{text[:_SHOWN - 15]}... ({len(text) if length is None else length} characters)"
 
 
 def yaml_value(value: object) -> str:
