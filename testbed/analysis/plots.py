@@ -45,13 +45,36 @@ def _finish(axes: tuple[plt.Axes, ...], bands: list[tuple[float, float, str]]) -
     return _svg(axes[0].figure)
 
 
-_STATES = (("no leader", "#c0392b"), ("ISR short of the replicas", "#f39c12"), ("ISR full", "#2e8b57"))
+_STATES = (("no leader", "#c0392b"), ("ISR short of the replicas", "#f39c12"), ("ISR full", "#2e8b57"),
+           ("no acks=all service", "#7d3c98"))
+#: the Availability table's windows, drawn over the controller's states in this order
+_WINDOWS = (("no-acks-all", _STATES[3][1]), ("no-leader", _STATES[0][1]))
 
 
-def overview(events: list[dict], bands: list[tuple[float, float, str]], end: float) -> str:
+def lane_segments(changes: list[dict], windows: list[dict], end: float) -> list[tuple[float, float, str]]:
+    """One partition's lane as (start, stop, colour), drawn in order: its state from the
+    controller's changes (no leader, ISR short, ISR full), then over it the Availability
+    table's windows of that partition (no acks=all service, then no leader). From the
+    controller's changes alone, a killed or cut-off leader stayed "ISR full" until it was
+    fenced, while the table beside it said no leader from the fault on (trial30)."""
+    out = []
+    for i, e in enumerate(changes):
+        until = changes[i + 1]["t"] if i + 1 < len(changes) else end
+        led = e["leader"] is not None and e["leader"] >= 0
+        state = 0 if not led else 1 if len(e["isr"] or []) < len(e["replicas"] or []) else 2
+        out.append((e["t"], until, _STATES[state][1]))
+    for kind, color in _WINDOWS:
+        out += [(w["start_s"], w["end_s"], color) for w in windows if w["kind"] == kind]
+    return out
+
+
+def overview(events: list[dict], bands: list[tuple[float, float, str]], end: float,
+             windows: list[dict] | None = None, workload_end: float | None = None) -> str:
     """The whole run at a glance: the faults on a strip at the top, then one lane per
-    partition coloured by its state (no leader, ISR short, ISR full) from the controller's
-    changes, with the leader's broker id written where it changes."""
+    partition coloured by its state (`lane_segments`, with `windows`, the Availability
+    table's), with the leader's broker id written where it changes, and a dashed line at the
+    workload's end: what follows is the final read and the controlled shutdowns, whose
+    leaderless partitions read as an outage without it (trial30)."""
     changes: dict[tuple[str, int], list[dict]] = {}
     for e in events:
         if e["kind"] == "partition-changed":
@@ -62,23 +85,27 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
                                      height_ratios=[0.5, max(len(keys), 1) * 0.3])
     for row, key in enumerate(keys):
         rows = changes[key]
+        mine = [w for w in windows or () if (w["topic"], w["partition"]) == key]
+        for start, stop, color in lane_segments(rows, mine, end):
+            lanes.plot([start, stop], [row, row], color=color, lw=7, solid_capstyle="butt")
         for i, e in enumerate(rows):
-            until = rows[i + 1]["t"] if i + 1 < len(rows) else end
-            led = e["leader"] is not None and e["leader"] >= 0
-            state = 0 if not led else 1 if len(e["isr"] or []) < len(e["replicas"] or []) else 2
-            lanes.plot([e["t"], until], [row, row], color=_STATES[state][1], lw=7, solid_capstyle="butt")
-            if led and (i == 0 or rows[i - 1]["leader"] != e["leader"]):
+            if e["leader"] is not None and e["leader"] >= 0 and (i == 0 or rows[i - 1]["leader"] != e["leader"]):
                 lanes.text(e["t"], row, f" b{e['leader']}", fontsize=6, va="center", color="white")
     lanes.set_yticks(range(len(keys)), [f"{t}/{p}" for t, p in keys])
     lanes.set_ylim(max(len(keys), 1) - 0.5, -0.5)  # (a run with no partition: one empty lane, no warning)
     lanes.tick_params(axis="y", labelsize=6)
     for label, color in _STATES:
         lanes.plot([], [], color=color, lw=5, label=label)
-    lanes.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.25 / height * 3), ncols=3, frameon=False)
+    lanes.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.25 / height * 3), ncols=4, frameon=False)
     strip.set_yticks([])
     strip.set_title("faults (red, from each fault to its undo) and every partition's state", fontsize=9, loc="left")
     for start, stop, label in bands:
         strip.text(start, 0.5, f" {label}", fontsize=6, va="center", clip_on=True)
+    if workload_end is not None and 0 < workload_end < end:
+        for ax in (strip, lanes):
+            ax.axvline(workload_end, color="#555", lw=0.8, ls="--")
+        strip.text(workload_end, 0.5, "workload ended ", fontsize=6, va="center", ha="right", color="#555",
+                   clip_on=True)
     strip.set_xlim(0, max(end, 0.1))
     return _finish((strip, lanes), bands)
 

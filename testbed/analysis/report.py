@@ -82,6 +82,38 @@ def _attribution(r: dict, judged: bool = True) -> str:
             + "<h3>The first values of each check, with their causes</h3>" + _table(["check", "value(s)", "cause"], rows))
 
 
+#: the examples of a check the report shows (results.json holds more)
+_EXAMPLES_SHOWN = 10
+
+
+def _cell(value: object) -> str:
+    """An example's field as a cell: a list of places (a duplicate's `at`) as `t/p at o`."""
+    if isinstance(value, list):
+        return ", ".join(f"{v['topic']}/{v['partition']} at {v['offset']}"
+                         if isinstance(v, dict) and {"topic", "partition", "offset"} <= v.keys() else str(v)
+                         for v in value)
+    return str(value)
+
+
+def _other_checks(r: dict) -> str:
+    """The first examples of every other check that found something (regressions, duplicates,
+    reorderings, placement, the protocol's invariants), with the fields results.json gives
+    them: the report had only their counts, and lab 11's three rack-blind replica sets, its
+    point, were named nowhere in it (trial30)."""
+    out = []
+    for name in CHECK_NAMES:
+        check = r["checks"].get(name) or {}
+        examples = check.get("examples") or []
+        if name in ATTRIBUTED or not check.get("count") or not examples:
+            continue
+        shown = examples[:_EXAMPLES_SHOWN]
+        keys = list(dict.fromkeys(k for x in shown for k in x))
+        more = f" (the first {len(shown)})" if check["count"] > len(shown) else ""
+        out.append(f"<h3>{_e(name)}: {_e(check['count'])}{_e(more)}</h3>"
+                   + _table(keys, [[_e(_cell(x[k])) if k in x else "—" for k in keys] for x in shown]))
+    return "".join(out)
+
+
 def _figures(r: dict) -> str:
     f = r["figures"]
     windows = [[_e(f"{w['topic']}/{w['partition']}"), _e(w["kind"]), _e(w["start_s"]), _e(w["end_s"]),
@@ -111,10 +143,17 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
                  "committed log; otherwise it is <b>unseen</b>, not proven lost. Expectations come from the "
                  f"{_e(r.get('expect_source'))}.</p>")
     parts.append("<h2>Loss attribution</h2>" + _attribution(r, verdict.ok is not None))
+    others = _other_checks(r) if verdict.ok is not None else ""  # an unjudged run's examples prove nothing
+    if others:
+        parts.append("<h2>The other checks' findings</h2>" + others)
     if data is not None:
         bands = fault_bands(data.timeline["faults"])
         end = max([e["t"] for e in data.timeline["events"]] + [b[1] for b in bands] + [0.0])
-        parts.append("<h2>Overview</h2>" + overview(data.timeline["events"], bands, end))
+        parts.append("<h2>Overview</h2><p class='note'>Each partition's state from the controller's changes, "
+                     "with the Availability table's windows over it: no leader (red) from the fault that took "
+                     "the leader, not from its fencing, and no acks=all service (purple).</p>"
+                     + overview(data.timeline["events"], bands, end, r["figures"].get("availability"),
+                                info.topology.duration if info.topology is not None else None))
         admin = data.timeline.get("admin") or []
         if admin:
             rows = admin_rows(admin, list(info.topology.broker_ids) if info.topology is not None else [])

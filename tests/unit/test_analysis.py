@@ -1586,6 +1586,16 @@ def test_faults_span_from_start_to_undo_and_only_applied_faults_count(judged: di
     assert "<td>None</td>" not in page and "<td>—</td>" in page  # the partition's target: none, shown as a dash
 
 
+def test_the_report_shows_the_first_examples_of_every_other_check_that_found_something(
+        judged: dict[str, RunVerdict]) -> None:
+    """trial30: only the loss checks had examples in the report; a reordering, a duplicate or
+    lab 11's rack-blind replica sets were a bare count."""
+    page = (judged["sends-backwards"].run_dir / "report.html").read_text()
+    assert "<h2>The other checks' findings</h2><h3>nonmonotonic_sends: 1</h3>" in page
+    assert "<td>w1</td>" in page and "<td>w0</td>" in page  # the value, and the one sent before it
+    assert "The other checks' findings" not in (judged["clean"].run_dir / "report.html").read_text()
+
+
 def test_a_spark_failure_leaves_the_run_unjudged_with_the_reason(tmp_path: Path, spark, monkeypatch) -> None:  # noqa: F811
     """A job that fails inside Spark gives no verdict at all (exit 2), never a partial one."""
     from testbed.analysis import pipeline

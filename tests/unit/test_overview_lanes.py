@@ -1,0 +1,19 @@
+"""The report's overview lanes (`plots.lane_segments`) agree with its Availability table."""
+from __future__ import annotations
+
+from testbed.analysis.plots import lane_segments
+
+RED, GREEN, PURPLE = "#c0392b", "#2e8b57", "#7d3c98"
+
+
+def test_a_killed_leader_reads_as_no_leader_from_the_kill_not_from_its_fencing() -> None:
+    """trial30: the controller kept broker 2 as the leader with a full ISR until it fenced it at
+    3.59 s; the lane was green to then, while the Availability table beside it said no leader
+    and no acks=all service from the kill at 3.023 s."""
+    changes = [{"t": 0.4, "leader": 2, "isr": [2, 1, 3], "replicas": [2, 1, 3]},
+               {"t": 3.59, "leader": 1, "isr": [1, 3], "replicas": [2, 1, 3]}]
+    windows = [{"kind": "no-acks-all", "start_s": 3.023, "end_s": 3.6},
+               {"kind": "no-leader", "start_s": 3.023, "end_s": 3.59}]
+    segments = lane_segments(changes, windows, 10.0)
+    assert segments[0] == (0.4, 3.59, GREEN)  # the controller's view, drawn first
+    assert segments[-2:] == [(3.023, 3.6, PURPLE), (3.023, 3.59, RED)]  # the table's, drawn over it
