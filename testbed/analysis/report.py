@@ -125,7 +125,10 @@ def _figures(r: dict) -> str:
                                                          "throughout.</p>")
             + "<h3>Recovery after each fault</h3>"
             + (_table(["at s", "undone at s", "fault", "target", "resolved", "to first acks=all write on every partition s",
-                       "to full ISR s"], faults) if faults else "<p>No fault was applied.</p>"))
+                       "to full ISR s"], faults)
+               + "<p class='note'>Both counted from the fault, up to the next fault (or the end): to full ISR "
+                 "is 0 when no ISR shrank before then, and a dash when one was not full again by then.</p>"
+               if faults else "<p>No fault was applied.</p>"))
 
 
 def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
@@ -165,8 +168,10 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
         parts.append("<h2>Availability</h2>" + ("" if verdict.ok is not None else _UNJUDGED_NOTE) + _figures(r))
         parts.append("<h2>Throughput and latency</h2>" + (series_plot(r["figures"]["series"], bands)
                                                           if r["figures"]["series"] else "<p>No operation.</p>"))
-        parts.append("<h2>Partitions</h2><p class='note'>Lanes: leader (dark), ISR (blue), ELR (orange); "
-                     "below, the HWM each replica reported; faults in red, from each fault to its undo.</p>")
+        parts.append("<h2>Partitions</h2><p class='note'>Lanes: leader (dark), ISR (blue), ELR (orange), "
+                     "from the controller's changes; below, the HWM as each leader reported it (a follower "
+                     "reports none: its line stays where it last led, or at 0); faults in red, from each "
+                     "fault to its undo.</p>")
         keys = sorted({(e["topic"], e["partition"]) for e in data.timeline["events"] if e["topic"] is not None})
         if keys:
             parts.append(partition_timelines([(f"{topic}/{p}", [e for e in data.timeline["events"]
