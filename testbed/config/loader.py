@@ -30,13 +30,20 @@ MAX_FILE_BYTES = 16 * 2**20
 MATRIX_ONLY_KEYS = frozenset({"base", "vary", "seeds"})
 
 
+def matrix_file_problem(data: object) -> str | None:
+    """What a file's data is when it is a matrix file given where a topology is expected (its
+    keys read as a topology's unknown ones, and every topology key as missing); None for any
+    other data."""
+    keys = sorted(MATRIX_ONLY_KEYS.intersection(data)) if isinstance(data, dict) and "cluster" not in data else []
+    return f"a matrix file (it has {', '.join(f'{k}:' for k in keys)}), not a topology" if keys else None
+
+
 def load_topology(path: str | Path, seed: int | None = None) -> Topology:
     """Read, parse and validate a topology file; `seed` (from `--seed`) replaces the file's."""
     source = str(path)
     data = read_yaml(path)
-    if isinstance(data, dict) and "cluster" not in data and (keys := sorted(MATRIX_ONLY_KEYS.intersection(data))):
-        raise TopologyError([f"{source}: a matrix file (it has {', '.join(f'{k}:' for k in keys)}), not a topology: "
-                             f"run its cells with `python run.py matrix {source}`"])
+    if (problem := matrix_file_problem(data)) is not None:
+        raise TopologyError([f"{source}: {problem}: run its cells with `python run.py matrix {source}`"])
     if seed is not None:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise TopologyError([f"{source}: seed: --seed {seed!r} is not a non-negative integer"])

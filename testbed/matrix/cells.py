@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from testbed.config.loader import MATRIX_ONLY_KEYS, read_yaml
+from testbed.config.loader import matrix_file_problem, read_yaml
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.topology_spec import Topology
@@ -95,10 +95,9 @@ def expand(spec: MatrixSpec) -> list[Cell]:
         if not isinstance(data, dict):
             errors.append(f"{spec.source}: base: {base}: expected a topology (a mapping), got {describe(data)}")
             continue
-        if "cluster" not in data and (keys := sorted(MATRIX_ONLY_KEYS.intersection(data))):
-            # each of its keys read as a topology's unknown one, and every topology key as missing
-            errors.append(f"{spec.source}: base: {base}: a matrix file (it has {', '.join(f'{k}:' for k in keys)}), "
-                          f"not a topology: a base is a topology file (a matrix's bases can be listed: base: [a, b])")
+        if (problem := matrix_file_problem(data)) is not None:
+            errors.append(f"{spec.source}: base: {base}: {problem}: a base is a topology file (a matrix's bases can "
+                          f"be listed: base: [a, b])")
             continue
         name = str(data.get("name", base.stem))
         names.append(name)

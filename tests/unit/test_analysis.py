@@ -1596,6 +1596,16 @@ def test_the_report_shows_the_first_examples_of_every_other_check_that_found_som
     assert "The other checks' findings" not in (judged["clean"].run_dir / "report.html").read_text()
 
 
+def test_the_reports_overview_draws_the_availability_tables_windows(judged: dict[str, RunVerdict]) -> None:
+    """trial30: the overview's lanes came from the controller's changes alone and contradicted
+    the table beside them; `flapping`'s windows without acks=all service are drawn on its lane
+    (purple), beside the legend's one purple line."""
+    page = (judged["flapping"].run_dir / "report.html").read_text()
+    overview = page[page.index("<h2>Overview</h2>"):page.index("</svg>", page.index("<h2>Overview</h2>"))]
+    windows = [w for w in judged["flapping"].results["figures"]["availability"] if w["kind"] == "no-acks-all"]
+    assert windows and overview.count("stroke: #7d3c98") == 1 + len(windows)
+
+
 def test_a_spark_failure_leaves_the_run_unjudged_with_the_reason(tmp_path: Path, spark, monkeypatch) -> None:  # noqa: F811
     """A job that fails inside Spark gives no verdict at all (exit 2), never a partial one."""
     from testbed.analysis import pipeline
