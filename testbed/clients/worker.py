@@ -42,6 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     client = ClusterClient(cfg.brokers, cfg.process, request_timeout=cfg.request_timeout)
     history = History(cfg.history, cfg.process)
     stats = Stats(cfg.stats_endpoint, cfg.process)
+    stats.maybe_push(force=True)  # "running": the supervisor starts the workload's clock on it
     try:
         client.run(client_loop(cfg, client.steps, history, stats, Clock(time.monotonic, time.monotonic_ns), stop))
     finally:

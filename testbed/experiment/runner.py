@@ -126,7 +126,14 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         assert injector is not None
         injector.load(build_schedule(topology))
         try:
-            cluster.start_clients(inbox.endpoint)
+            clients = cluster.start_clients(inbox.endpoint)
+            # Time 0 of the schedule is when every client runs, not when it was spawned: on a
+            # loaded machine a client took 4 s to start, and a fault `at: 1s` found no write.
+            if late := inbox.wait_for(clients, cluster.scaled(30.0), cluster.exited_clients):
+                one = len(late) == 1
+                console.print(f"[yellow]warning:[/] {', '.join(late)} {'is' if one else 'are'} not running "
+                              f"{cluster.scaled(30.0):g} s after {'its' if one else 'their'} start: "
+                              f"the workload starts without {'it' if one else 'them'}")
             start, workload_ns = time.monotonic(), time.monotonic_ns()
             end = start + topology.duration * time_scale
             injector.elapsed = lambda: (time.monotonic() - start) / time_scale

@@ -374,6 +374,10 @@ class Cluster(ClusterAdmin):
             self.registry.add_process(proc.pid)
         return list(configs)
 
+    def exited_clients(self) -> set[str]:
+        """The client processes that have ended (a client that could not join its namespace)."""
+        return {name for name, p in self.client_procs.items() if p.poll() is not None}
+
     def stop_clients(self, timeout: float) -> None:
         """SIGTERM: each client finishes its operation in flight and records its completion."""
         for p in self.client_procs.values():

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,7 +21,8 @@ import yaml
 import run
 from broker.common.jsonl import read_jsonl
 from testbed.common import owned_dirs
-from testbed.experiment.runner import run_experiment
+from testbed.experiment.runner import run_cluster, run_experiment
+from testbed.supervisor.cluster import Cluster
 from testbed.topology import parse_topology
 from tests.integration.conftest import TIME_SCALE, committed_duplicates, topology_dict
 
@@ -262,3 +264,38 @@ def test_pipelined_producer_overlaps_requests_and_the_checks_count_what_it_cause
     acked = sorted((first_sent[h["value"]], h["offset"]) for h in history if h["type"] == "ok")
     backwards = sum(b[1] <= a[1] for a, b in itertools.pairwise(acked))
     assert checks["nonmonotonic_sends"]["count"] == backwards
+
+
+def test_the_schedules_time_0_is_when_every_client_runs_not_when_it_was_spawned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client process takes 0.2 s to start on an idle machine and took 4 s on a loaded one:
+    R30's run then crashed its leader before the producer's first send, and lost nothing to
+    show. The clients here are held stopped for 1.5 s after their spawn; the workload's time
+    0 (summary.json's `workload_start_ns`) follows their resume, and no fault fires before."""
+    resumed: list[int] = []
+    spawn = Cluster.start_clients
+
+    def spawn_held(self: Cluster, *args: object, **kwargs: object) -> list[str]:
+        names = spawn(self, *args, **kwargs)
+        procs = list(self.client_procs.values())
+        for p in procs:
+            os.kill(p.pid, signal.SIGSTOP)
+
+        def resume() -> None:
+            resumed.append(time.monotonic_ns())
+            for p in procs:
+                os.kill(p.pid, signal.SIGCONT)
+        timer.append(threading.Timer(1.5, resume))
+        timer[0].start()
+        return names
+    timer: list[threading.Timer] = []
+    monkeypatch.setattr(Cluster, "start_clients", spawn_held)
+    faults = [{"at": "200ms", "do": "pause", "target": "leader-of orders/0"}, {"at": "400ms", "do": "resume"}]
+    topo = parse_topology(topology_dict(partitions=1, duration="1s", faults=faults), "test")
+    out = run_cluster(topo, runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
+    timer[0].join()
+    start = json.loads((out.run_dir / "summary.json").read_text())["workload_start_ns"]
+    assert resumed and start > resumed[0], f"time 0 {start} came before the clients ran ({resumed})"
+    fired = [f["time_ns"] for f in read_jsonl(out.run_dir / "faults.jsonl")]
+    assert fired and min(fired) > resumed[0], "a fault fired while the clients were not running yet"
+    assert out.counts is not None and out.counts.acknowledged, f"no write acknowledged, see {out.run_dir}"
