@@ -28,6 +28,7 @@ MAX_NODE_ID = 2**31 - 1  # Kafka's broker and node ids are int32
 MAX_PARTITIONS = 10_000  # of one topic, its add-partitions over the run included
 MAX_CLIENTS = 1_000  # processes of one producers: or consumers: entry
 MAX_BATCH = 100_000  # records of one produce request, and requests in flight
+MAX_RETRIES = 2**31 - 1  # Kafka's `retries` is an int32, its default this maximum
 MAX_SEED = 2**63 - 1  # a seed is a 64-bit number (and a history's LongType)
 MIN_SEGMENT_BYTES = HEADER_SIZE  # a segment holds one batch's header at least (`segment_bytes`)
 

@@ -58,7 +58,7 @@ def _parse_producer(w: Walker, value: object, path: str, known: Known) -> Produc
     acks = w.field(m, "acks", path, scalars.acks, "all")
     rate = w.field(m, "rate", path, scalars.producer_rate, 100.0)
     batch = w.field(m, "batch", path, scalars.integer(1, scalars.MAX_BATCH), 10)
-    retries = w.field(m, "retries", path, scalars.integer(0), 5)
+    retries = w.field(m, "retries", path, scalars.integer(0, scalars.MAX_RETRIES), 5)
     in_flight = w.field(m, "in_flight", path, scalars.integer(1, scalars.MAX_BATCH), 1)
     partitions: Any = None
     if "partitions" in m:

@@ -312,6 +312,8 @@ MALFORMED = [
     pytest.param({**base(), "workload": {"producers": [{"count": 10**12}]}}, "workload.producers[0].count",
                  ["too large"], id="clients-beyond-one-host"),
     pytest.param(with_("seed", 2**63), "seed", ["too large"], id="seed-beyond-64-bits"),
+    pytest.param({**base(), "workload": {"producers": [{"retries": 10**23}]}}, "workload.producers[0].retries",
+                 ["too large", "from 0 to 2,147,483,647"], id="retries-beyond-int32"),
     pytest.param(with_("duration", "9" * 400 + "s"), "duration", ["expected a finite duration"], id="infinite-duration"),
     pytest.param({**base(), "workload": {"producers": [{"rate": float("nan")}]}}, "workload.producers[0].rate",
                  ["expected a finite rate, got NaN"], id="nan-rate"),
