@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import sys
 import threading
 import time
@@ -184,15 +185,19 @@ class SummaryError(RuntimeError):
 def _sole_judgment(warehouse: Path) -> Iterator[None]:
     """One judgment at a time fills and reads a warehouse: two `analyze` of one run at once
     replaced each other's tables, and the first failed reading files the second had removed.
-    A judgment that finds another under way says so and waits for it."""
+    A judgment that finds another under way says so and waits for it. The lock is the
+    warehouse's directory itself, so no lock file is left beside it."""
     warehouse.parent.mkdir(parents=True, exist_ok=True)
-    with open(warehouse.parent / ".judging", "a") as lock:
+    lock = os.open(warehouse.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             print(f"isrlab: another judgment is filling {warehouse}; waiting for it to end", file=sys.stderr, flush=True)
             fcntl.flock(lock, fcntl.LOCK_EX)
         yield
+    finally:
+        os.close(lock)  # and with it the lock
 
 
 def _judge(spark: RemoteSession, infos: dict[str, RunInfo], warehouse: Path,

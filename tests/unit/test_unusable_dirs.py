@@ -3,6 +3,7 @@
 NotADirectoryError traceback and exit 1, which means "an expectation did not hold")."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -85,5 +86,10 @@ def test_a_second_judgment_of_one_warehouse_waits_for_the_first(tmp_path: Path, 
     waiting.join(5)
     assert entered.is_set()
     assert f"another judgment is filling {warehouse}; waiting for it to end" in capsys.readouterr().err
-    with open(tmp_path / "run" / "analysis" / ".judging") as lock:  # released at the end of both
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    lock = os.open(tmp_path / "run" / "analysis", os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released at the end of both
+    finally:
+        os.close(lock)
+    assert not [p.name for p in (tmp_path / "run" / "analysis").iterdir() if p.name.startswith(".")], \
+        "a lock file was left beside the warehouse"
