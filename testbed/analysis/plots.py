@@ -88,9 +88,8 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
         mine = [w for w in windows or () if (w["topic"], w["partition"]) == key]
         for start, stop, color in lane_segments(rows, mine, end):
             lanes.plot([start, stop], [row, row], color=color, lw=7, solid_capstyle="butt")
-        for i, e in enumerate(rows):
-            if e["leader"] is not None and e["leader"] >= 0 and (i == 0 or rows[i - 1]["leader"] != e["leader"]):
-                lanes.text(e["t"], row, f" b{e['leader']}", fontsize=6, va="center", color="white")
+        for at, leader in leader_labels(rows, end):
+            lanes.text(at, row, f" b{leader}", fontsize=6, va="center", color="white")
     lanes.set_yticks(range(len(keys)), [f"{t}/{p}" for t, p in keys])
     lanes.set_ylim(max(len(keys), 1) - 0.5, -0.5)  # (a run with no partition: one empty lane, no warning)
     lanes.tick_params(axis="y", labelsize=6)
@@ -110,13 +109,33 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
     return _finish((strip, lanes), bands)
 
 
-def series_plot(series: list[dict], bands: list[tuple[float, float, str]]) -> str:
+def leader_labels(rows: list[dict], end: float) -> list[tuple[float, int]]:
+    """Where a lane names its leader (`rows`: its partition's changes in time order): at each
+    change of leader, the one in office at time 0 at 0 (the partition was made before the
+    workload began); a change within 3% of the span after the last label, which it would
+    overwrite (trial30: "b1b2"), renames that label instead: it names the leader that lasted."""
+    out: list[tuple[float, int]] = []
+    previous = None
+    for e in rows:
+        leader = e["leader"] if e["leader"] is not None and e["leader"] >= 0 else None
+        if leader is not None and leader != previous:
+            at = max(e["t"], 0.0)
+            if out and at - out[-1][0] < 0.03 * max(end, 0.1):
+                at = out.pop()[0]
+            out.append((at, leader))
+        previous = leader
+    return out
+
+
+def series_plot(series: list[dict], bands: list[tuple[float, float, str]], workload_end: float | None = None) -> str:
     """Records per second and p50/p99 latency of sends and polls, with faults as red bands."""
     _, (rate, lat) = plt.subplots(2, 1, figsize=(9, 3.2), sharex=True)
     for f, color in (("send", "#2c7fb8"), ("poll", "#41ab5d")):
         rows = [s for s in series if s["f"] == f]
+        if not rows:
+            continue
+        rate.step(*rate_steps(rows, workload_end), where="post", color=color, label=f"{f} records/s")
         xs = [s["second"] for s in rows]
-        rate.step(xs, [s["records"] for s in rows], where="post", color=color, label=f"{f} records/s")
         lat.plot(xs, [s["p50_ms"] for s in rows], color=color, lw=1, label=f"{f} p50")
         lat.plot(xs, [s["p99_ms"] for s in rows], color=color, lw=1, ls="--", label=f"{f} p99")
     rate.legend(fontsize=7)
@@ -124,6 +143,23 @@ def series_plot(series: list[dict], bands: list[tuple[float, float, str]]) -> st
     lat.set_ylabel("latency ms", fontsize=7)
     lat.set_yscale("symlog", linthresh=1)
     return _finish((rate, lat), bands)
+
+
+def rate_steps(rows: list[dict], workload_end: float | None) -> tuple[list[float], list[float]]:
+    """The step line of one kind's records per second (`rows`: its `figures.series`): every
+    second from the first to the last at its rate, 0 where nothing completed (the series has
+    no row for it, and the line bridged the stall), and the last second, which the
+    workload's end cuts short, as a rate over the part the workload ran (it drew as a fall:
+    trial30). A second with under 0.2 s of the workload in it (the requests in flight at a
+    10 s workload's end) is left out, where its rate would be a spike."""
+    count = {s["second"]: s["records"] for s in rows}
+    if workload_end is not None and any(x < workload_end - 0.2 for x in count):
+        count = {x: n for x, n in count.items() if x < workload_end - 0.2}
+    first, last = min(count), max(count)
+    cut = min(1.0, workload_end - last) if workload_end is not None and workload_end > last else 1.0
+    xs = [float(x) for x in range(first, last + 1)]
+    ys = [count.get(x, 0) / (cut if x == last else 1.0) for x in range(first, last + 1)]
+    return xs + [last + cut], ys + ys[-1:]
 
 
 _W, _LEFT, _RIGHT = 900, 56, 12  # the timelines' width and the margins of their panels, in px

@@ -156,7 +156,7 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
                      "with the Availability table's windows over it: no leader (red) from the fault that took "
                      "the leader, not from its fencing, and no acks=all service (purple).</p>"
                      + overview(data.timeline["events"], bands, end, r["figures"].get("availability"),
-                                info.topology.duration if info.topology is not None else None))
+                                info.workload_seconds))
         admin = data.timeline.get("admin") or []
         if admin:
             rows = admin_rows(admin, list(info.topology.broker_ids) if info.topology is not None else [])
@@ -166,7 +166,8 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
                          + _table(["at s", "action", "subject", "what it did", "brokers after"],
                                   [[_e(c) for c in row] for row in rows]))
         parts.append("<h2>Availability</h2>" + ("" if verdict.ok is not None else _UNJUDGED_NOTE) + _figures(r))
-        parts.append("<h2>Throughput and latency</h2>" + (series_plot(r["figures"]["series"], bands)
+        parts.append("<h2>Throughput and latency</h2>" + (series_plot(r["figures"]["series"], bands,
+                                                                      info.workload_seconds)
                                                           if r["figures"]["series"] else "<p>No operation.</p>"))
         parts.append("<h2>Partitions</h2><p class='note'>Lanes: leader (dark), ISR (blue), ELR (orange), "
                      "from the controller's changes; below, the HWM as each leader reported it (a follower "

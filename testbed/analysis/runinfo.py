@@ -40,6 +40,17 @@ class RunInfo:
     operations: int | None = None
     #: why `summary.json`, which the run wrote at its end, cannot be read
     summary_problem: str | None = None
+    #: when the workload ended (`time_ns` clock): `duration` after its start times the run's
+    #: `--time-scale`; None when `summary.json` does not say (an older run, or a hand-made one)
+    workload_end_ns: int | None = None
+
+    @property
+    def workload_seconds(self) -> float | None:
+        """How long the workload ran, in the report's seconds: from `summary.json`, else the
+        topology's `duration` (a run at `--time-scale` 1), else None."""
+        if self.workload_start_ns is not None and self.workload_end_ns is not None:
+            return (self.workload_end_ns - self.workload_start_ns) / 1e9
+        return self.topology.duration if self.topology is not None else None
 
     @property
     def run_id(self) -> str:
@@ -75,10 +86,11 @@ def _read_yaml(text: str) -> object:
 def load_run_info(run_dir: Path, run_id: str | None = None) -> RunInfo:
     path = run_dir / "topology.yaml"
     summary, summary_problem = _read_summary(run_dir)
-    start, operations = _start_of(summary), _operations_of(summary)
+    start, operations = _moment(summary, "workload_start_ns"), _operations_of(summary)
+    end = _moment(summary, "workload_end_ns")
 
     def info(topology: Topology | None, problem: str | None) -> RunInfo:
-        return RunInfo(run_dir, topology, problem, start, run_id, operations, summary_problem)
+        return RunInfo(run_dir, topology, problem, start, run_id, operations, summary_problem, end)
     try:
         data = _read_yaml(path.read_text(encoding="utf-8"))
         return info(parse_topology(data, str(path)), None)
@@ -92,7 +104,7 @@ def load_run_info(run_dir: Path, run_id: str | None = None) -> RunInfo:
 
 def workload_start(run_dir: Path) -> int | None:
     """`summary.json`'s `workload_start_ns`; None when it has none (or is missing or torn)."""
-    return _start_of(_read_summary(run_dir)[0])
+    return _moment(_read_summary(run_dir)[0], "workload_start_ns")
 
 
 def finished(run_dir: Path) -> bool:
@@ -116,8 +128,9 @@ def _read_summary(run_dir: Path) -> tuple[dict | None, str | None]:
     return value, None
 
 
-def _start_of(summary: dict | None) -> int | None:
-    value = summary.get("workload_start_ns") if summary is not None else None
+def _moment(summary: dict | None, key: str) -> int | None:
+    """A `time_ns` of `summary.json` (`workload_start_ns`, `workload_end_ns`), if it is one."""
+    value = summary.get(key) if summary is not None else None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 

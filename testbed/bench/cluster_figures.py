@@ -116,6 +116,7 @@ def throughput(runs: Path, repeat: int, window: float, producers: int, batch: in
         inbox = StatsInbox(f"ipc://{c.dir.socket_dir()}/stats.sock")
         try:
             c.start_clients(inbox.endpoint, value_bytes=RECORD_BYTES)
+            c.start_workload(inbox)
             _drain_for(inbox, 2.0)  # warm-up
             for _ in range(repeat):
                 inbox.drain()

@@ -3,8 +3,14 @@ supervisor from the topology's `workload:` section, read once by the client proc
 from __future__ import annotations
 
 import json
+import signal
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+#: the supervisor's go to a client that runs: the workload's time 0 (Jepsen opens every
+#: client before its generator starts; a client process takes 0.2 s to start, 4 s on a
+#: loaded machine, and a fault `at: 1s` found no write sent)
+START = signal.SIGUSR1
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,9 @@ class ClientConfig:
     share_of: tuple[int, int] = (0, 1)
     #: `backend: netns`: the clients' network namespace, joined before any socket opens
     netns: str | None = None
+    #: > 0: once running, the client says so to the supervisor and waits up to this many
+    #: seconds for its go (`START`), sent at the workload's time 0; 0: it starts at once
+    start_wait: float = 0.0
 
     def to_json(self) -> str:
         d = asdict(self)

@@ -4,7 +4,8 @@
 
 It runs its loop (`testbed/clients/loops.py`, shared with the simulation) on the host's
 clock over ZeroMQ, records every operation in `history.jsonl` and pushes its counters to
-the supervisor twice a second for the live display. SIGTERM ends it after the operation in
+the supervisor twice a second for the live display; its first push says it runs, and it
+waits for the supervisor's go (SIGUSR1) to begin. SIGTERM ends it after the operation in
 flight, so no invoke is left without its completion unless the process is killed.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from broker.client import ClusterClient
 from broker.common import netns
 from broker.common.lifetime import die_with_parent
-from testbed.clients.client_config import ClientConfig
+from testbed.clients.client_config import START, ClientConfig
 from testbed.clients.history import History
 from testbed.clients.loops import Clock, Stop, client_loop
 from testbed.clients.stats import Stats
@@ -28,6 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m testbed.clients.worker")
     ap.add_argument("--config", required=True, type=Path)
     args = ap.parse_args(argv)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {START})  # held for sigtimedwait: it may come at once
     cfg = ClientConfig.load(args.config)
     die_with_parent(cfg.supervisor_pid)
     if cfg.netns is not None:
@@ -42,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     client = ClusterClient(cfg.brokers, cfg.process, request_timeout=cfg.request_timeout)
     history = History(cfg.history, cfg.process)
     stats = Stats(cfg.stats_endpoint, cfg.process)
-    stats.maybe_push(force=True)  # "running": the supervisor starts the workload's clock on it
+    if cfg.start_wait > 0:
+        stats.maybe_push(force=True)  # "running"
+        signal.sigtimedwait({START}, cfg.start_wait)  # the go, sent at the workload's time 0
     try:
         client.run(client_loop(cfg, client.steps, history, stats, Clock(time.monotonic, time.monotonic_ns), stop))
     finally:

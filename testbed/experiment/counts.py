@@ -55,9 +55,12 @@ def count_operations(run_dir: Path) -> Counts:
     return c
 
 
-def write_summary(run_dir: Path, counts: Counts, workload_start_ns: int | None) -> None:
-    """`summary.json`: the counts, and the moment the workload started when there was one
-    (time 0 of the fault schedule, on the records' `time_ns` clock: the analysis reports
-    every time from it)."""
-    start = {} if workload_start_ns is None else {"workload_start_ns": workload_start_ns}
-    (run_dir / "summary.json").write_text(json.dumps(counts.to_dict() | start, indent=1))
+def write_summary(run_dir: Path, counts: Counts, workload_start_ns: int | None,
+                  workload_end_ns: int | None = None) -> None:
+    """`summary.json`: the counts, and the moments the workload started and ended when there
+    was one (the start is time 0 of the fault schedule, on the records' `time_ns` clock: the
+    analysis reports every time from it; the end is `duration` later times `--time-scale`,
+    and the pauses of a `--step` lab)."""
+    bounds = {k: v for k, v in (("workload_start_ns", workload_start_ns), ("workload_end_ns", workload_end_ns))
+              if v is not None}
+    (run_dir / "summary.json").write_text(json.dumps(counts.to_dict() | bounds, indent=1))

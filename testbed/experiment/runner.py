@@ -29,6 +29,7 @@ from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.experiment.progress import Monitor, describe_fault, did_nothing, print_counts
 from testbed.experiment.warm_up import settle_log, warm_up_for
 from testbed.supervisor.cluster import Cluster, ClusterError
+from testbed.supervisor.client_configs import CLIENT_START_WAIT
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.netns import refusal as netns_refusal
 from testbed.supervisor.run_dir import new_run_id
@@ -108,7 +109,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         return Outcome(run_dir or runs_dir / new_run_id(topology.name, topology.seed), False, None, EXIT_UNJUDGED)
     cluster = Cluster(topology, run_dir=run_dir, runs_dir=runs_dir, time_scale=time_scale, keep_data=keep_data)
     converged = False
-    workload_ns = None
+    workload_ns = workload_end_ns = None
     try:
         t0 = time.monotonic()
         cluster.start()
@@ -126,15 +127,16 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         assert injector is not None
         injector.load(build_schedule(topology))
         try:
-            clients = cluster.start_clients(inbox.endpoint)
+            cluster.start_clients(inbox.endpoint)
             # Time 0 of the schedule is when every client runs, not when it was spawned: on a
             # loaded machine a client took 4 s to start, and a fault `at: 1s` found no write.
-            if late := inbox.wait_for(clients, cluster.scaled(30.0), cluster.exited_clients):
+            late, workload_ns = cluster.start_workload(inbox)
+            start = workload_ns / 1e9
+            if late:
                 one = len(late) == 1
                 console.print(f"[yellow]warning:[/] {', '.join(late)} {'is' if one else 'are'} not running "
-                              f"{cluster.scaled(30.0):g} s after {'its' if one else 'their'} start: "
+                              f"{cluster.scaled(CLIENT_START_WAIT):g} s after {'its' if one else 'their'} start: "
                               f"the workload starts without {'it' if one else 'them'}")
-            start, workload_ns = time.monotonic(), time.monotonic_ns()
             end = start + topology.duration * time_scale
             injector.elapsed = lambda: (time.monotonic() - start) / time_scale
             injector.duration = topology.duration  # a fault's wait gives up then, for the heal below
@@ -167,6 +169,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                 # A fault that waited up to the workload's end, where its wait gave up (a
                 # remove-broker whose moves never completed), held back those due after it: they
                 # fire now, late, not never; and so do those due at the end itself.
+                workload_end_ns = time.monotonic_ns()
                 for rec in injector.fire_overdue(topology.duration):
                     console.print(describe_fault(rec, ended(rec)))
                 injector.elapsed = None
@@ -191,7 +194,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         cluster.close()
         if not keep_data:
             shutil.rmtree(cluster.dir.data, ignore_errors=True)
-    counts = write_counts(cluster.dir.root, workload_ns)
+    counts = write_counts(cluster.dir.root, workload_ns, workload_end_ns)
     print_counts(console, counts, converged)
     return Outcome(cluster.dir.root, converged, counts, EXIT_UNJUDGED)
 
@@ -233,12 +236,12 @@ def _unconverged(cluster: Cluster, topology: Topology, most: int = 8) -> list[st
     return out
 
 
-def write_counts(run_dir: Path, workload_start_ns: int | None = None) -> Counts:
+def write_counts(run_dir: Path, workload_start_ns: int | None = None, workload_end_ns: int | None = None) -> Counts:
     """The run's operation counts, read back from its history, into `summary.json`, with the
     moment its workload started (time 0 of its fault schedule, and so of every time the
     analysis reports; `time_ns` clock)."""
     counts = count_operations(run_dir)
-    write_summary(run_dir, counts, workload_start_ns)
+    write_summary(run_dir, counts, workload_start_ns, workload_end_ns)
     return counts
 
 

@@ -45,7 +45,7 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
     loop = cluster.loop
     begin = loop.now
     converged = False
-    workload_ns = None
+    workload_ns = workload_end_ns = None
     try:
         cluster.start()
         injector = cluster.injector
@@ -60,6 +60,7 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
             loop.run_until(start + due)
             injector.fire_due(due)  # its own time: start + due - start may round below it
         loop.run_until(start + topology.duration)
+        workload_end_ns = loop.clock_ns()
         injector.fire_overdue(topology.duration)  # as processes do: those due at the end itself
         injector.elapsed = None
         cluster.workload_start = None
@@ -84,5 +85,5 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         cluster.close()
         release_data(cluster.dir.data, keep_data)
     counts = cluster.counts
-    write_summary(run_dir, counts, workload_ns)
+    write_summary(run_dir, counts, workload_ns, workload_end_ns)
     return SeedOutcome(converged, counts, None, loop.now - begin)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import secrets
 import subprocess
 import time
@@ -32,7 +33,9 @@ from faults.fault_spec import DURATION_PARAMS
 from faults.process import sigcont, sigkill, sigstop
 from faults.schedule import ScheduledFault
 from faults.storage import TmpfsMounts
+from testbed.clients.client_config import START
 from testbed.clients.history import History
+from testbed.clients.stats import StatsInbox
 from testbed.config.faults_section import parse_fault_entry
 from testbed.config.references import Known
 from testbed.supervisor.admin import (
@@ -42,7 +45,7 @@ from testbed.supervisor.admin import (
     split_partition,
     topology_topics,
 )
-from testbed.supervisor.client_configs import build_client_configs
+from testbed.supervisor.client_configs import CLIENT_START_WAIT, build_client_configs
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.control_client import ControlClient
 from testbed.supervisor.netns import NetnsError, NetnsNetwork, refusal
@@ -373,6 +376,21 @@ class Cluster(ClusterAdmin):
             self.client_procs[name] = proc
             self.registry.add_process(proc.pid)
         return list(configs)
+
+    def start_workload(self, inbox: StatsInbox) -> tuple[list[str], int]:
+        """Wait until every client started with `inbox`'s endpoint runs (has pushed once), then
+        give each its go (`START`, which it waits for): time 0 of the schedule is when all
+        run, not when they were spawned. Returns the clients that were not running by the
+        deadline (they begin on their own, later) and time 0 (`time.monotonic_ns`), taken
+        before the first go so that no record precedes it."""
+        clients = list(self.client_procs)
+        late = inbox.wait_for(clients, self.scaled(CLIENT_START_WAIT), self.exited_clients)
+        time_0 = time.monotonic_ns()
+        for name in clients:
+            proc = self.client_procs[name]
+            if name not in late and proc.poll() is None:
+                os.kill(proc.pid, START)
+        return late, time_0
 
     def exited_clients(self) -> set[str]:
         """The client processes that have ended (a client that could not join its namespace)."""

@@ -20,6 +20,7 @@ import yaml
 
 import run
 from broker.common.jsonl import read_jsonl
+from testbed.analysis.runinfo import load_run_info
 from testbed.common import owned_dirs
 from testbed.experiment.runner import run_cluster, run_experiment
 from testbed.supervisor.cluster import Cluster
@@ -271,7 +272,8 @@ def test_the_schedules_time_0_is_when_every_client_runs_not_when_it_was_spawned(
     """A client process takes 0.2 s to start on an idle machine and took 4 s on a loaded one:
     R30's run then crashed its leader before the producer's first send, and lost nothing to
     show. The clients here are held stopped for 1.5 s after their spawn; the workload's time
-    0 (summary.json's `workload_start_ns`) follows their resume, and no fault fires before."""
+    0 (summary.json's `workload_start_ns`) follows their resume, and no fault and no client
+    record comes before it."""
     resumed: list[int] = []
     spawn = Cluster.start_clients
 
@@ -294,8 +296,14 @@ def test_the_schedules_time_0_is_when_every_client_runs_not_when_it_was_spawned(
     topo = parse_topology(topology_dict(partitions=1, duration="1s", faults=faults), "test")
     out = run_cluster(topo, runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
     timer[0].join()
-    start = json.loads((out.run_dir / "summary.json").read_text())["workload_start_ns"]
+    summary = json.loads((out.run_dir / "summary.json").read_text())
+    start = summary["workload_start_ns"]
     assert resumed and start > resumed[0], f"time 0 {start} came before the clients ran ({resumed})"
+    # its end, which the report's "workload ended" line is drawn at, is its scaled duration on
+    assert summary["workload_end_ns"] - start >= 1e9 * TIME_SCALE
+    assert load_run_info(out.run_dir).workload_seconds == (summary["workload_end_ns"] - start) / 1e9
     fired = [f["time_ns"] for f in read_jsonl(out.run_dir / "faults.jsonl")]
     assert fired and min(fired) > resumed[0], "a fault fired while the clients were not running yet"
     assert out.counts is not None and out.counts.acknowledged, f"no write acknowledged, see {out.run_dir}"
+    # each client begins at its go, given after time 0 was taken: no record precedes it
+    assert min(h["time_ns"] for h in read_jsonl(out.run_dir / "history.jsonl")) > start

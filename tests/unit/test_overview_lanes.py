@@ -1,7 +1,7 @@
 """The report's overview lanes (`plots.lane_segments`) agree with its Availability table."""
 from __future__ import annotations
 
-from testbed.analysis.plots import lane_segments
+from testbed.analysis.plots import lane_segments, leader_labels
 
 RED, GREEN, PURPLE = "#c0392b", "#2e8b57", "#7d3c98"
 
@@ -17,3 +17,12 @@ def test_a_killed_leader_reads_as_no_leader_from_the_kill_not_from_its_fencing()
     segments = lane_segments(changes, windows, 10.0)
     assert segments[0] == (0.4, 3.59, GREEN)  # the controller's view, drawn first
     assert segments[-2:] == [(3.023, 3.6, PURPLE), (3.023, 3.59, RED)]  # the table's, drawn over it
+
+
+def test_a_lane_names_its_leader_at_time_0_and_never_over_the_label_before() -> None:
+    """The partition is made, and led, before the workload's time 0: its first leader was
+    written off the plot. Leaders that change within 3% of the span wrote "b1b2" (trial30):
+    the label names the one that lasted."""
+    changes = [{"t": -0.7, "leader": 3}, {"t": -0.2, "leader": 1}, {"t": 4.0, "leader": -1},
+               {"t": 4.1, "leader": 2}, {"t": 4.15, "leader": 1}, {"t": 7.0, "leader": 1}, {"t": 8.0, "leader": 2}]
+    assert leader_labels(changes, 10.0) == [(0.0, 1), (4.1, 1), (8.0, 2)]

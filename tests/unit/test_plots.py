@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from testbed.analysis.plots import partition_timelines
+from testbed.analysis.plots import partition_timelines, rate_steps
 
 NS = "{http://www.w3.org/2000/svg}"
 LEADER, ISR, ELR, FAULT = "#1f3b73", "#5b9bd5", "#f39c12", "#e74c3c"
@@ -147,3 +147,17 @@ def test_no_leader_and_missing_sets_draw_no_bar():
     assert rects(root, LEADER) == [] and rects(root, ELR) == []
     (isr,), panel = rects(root, ISR), rects(root, "none")[0]  # b2 from 4 s to the end; the lanes' frame
     assert float(isr.get("width")) == pytest.approx(0.6 * float(panel.get("width")), abs=0.1)
+
+
+def test_the_throughput_line_drops_to_0_where_nothing_completed_and_rates_the_last_second_over_its_part():
+    """trial30: a second in which nothing completed has no row of the series, and the step
+    line bridged it at the second before's rate; the last second, 0.3 s of the workload, drew
+    as a fall to a third of the rate."""
+    rows = [{"f": "send", "second": s, "records": n} for s, n in ((0, 100), (1, 100), (3, 100), (4, 30))]
+    xs, ys = rate_steps(rows, workload_end=4.3)
+    assert xs == [0.0, 1.0, 2.0, 3.0, 4.0, 4.3]
+    assert ys[:4] == [100, 100, 0, 100] and ys[4] == pytest.approx(100) and ys[5] == ys[4]
+    xs, ys = rate_steps(rows, workload_end=None)  # a run whose end is not known: whole seconds
+    assert xs[-1] == 5.0 and ys[-2:] == [30, 30]
+    xs, ys = rate_steps(rows, workload_end=4.0004)  # a sliver: the sends in flight at the end
+    assert xs[-1] == 4.0 and max(ys) == 100

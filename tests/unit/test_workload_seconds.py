@@ -1,0 +1,34 @@
+"""How long a run's workload ran, in the report's seconds (its "workload ended" line): a run
+at `--time-scale 3` ran its `duration: 5s` for 15 s, and the line was drawn at 5 s, in the
+middle of the workload."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from testbed.analysis.runinfo import load_run_info
+from tests.unit.analysis_fixtures import topology
+
+T0 = 1_000_000_000_000
+
+
+def _run(tmp_path: Path, summary: dict | None) -> Path:
+    (tmp_path / "topology.yaml").write_text(yaml.safe_dump(topology()))
+    if summary is not None:
+        (tmp_path / "summary.json").write_text(json.dumps(summary))
+    return tmp_path
+
+
+def test_the_workload_ran_from_its_start_to_its_end_as_summary_json_has_them(tmp_path: Path) -> None:
+    run = _run(tmp_path, {"operations": {}, "workload_start_ns": T0, "workload_end_ns": T0 + 15_000_000_000})
+    assert load_run_info(run).workload_seconds == 15.0
+
+
+def test_without_its_end_the_workload_ran_the_topologys_duration(tmp_path: Path) -> None:
+    assert load_run_info(_run(tmp_path, {"operations": {}, "workload_start_ns": T0})).workload_seconds == 5.0
+    (tmp_path / "summary.json").unlink()
+    assert load_run_info(tmp_path).workload_seconds == 5.0
+    (tmp_path / "summary.json").write_text(json.dumps({"workload_start_ns": T0, "workload_end_ns": "late"}))
+    assert load_run_info(tmp_path).workload_seconds == 5.0
