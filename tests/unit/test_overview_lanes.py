@@ -1,7 +1,7 @@
 """The report's overview lanes (`plots.lane_segments`) agree with its Availability table."""
 from __future__ import annotations
 
-from testbed.analysis.plots import lane_segments, leader_labels
+from testbed.analysis.plots import label_rows, lane_segments, leader_labels
 
 RED, GREEN, PURPLE = "#c0392b", "#2e8b57", "#7d3c98"
 
@@ -26,3 +26,9 @@ def test_a_lane_names_its_leader_at_time_0_and_never_over_the_label_before() -> 
     changes = [{"t": -0.7, "leader": 3}, {"t": -0.2, "leader": 1}, {"t": 4.0, "leader": -1},
                {"t": 4.1, "leader": 2}, {"t": 4.15, "leader": 1}, {"t": 7.0, "leader": 1}, {"t": 8.0, "leader": 2}]
     assert leader_labels(changes, 10.0) == [(0.0, 1), (4.1, 1), (8.0, 2)]
+
+
+def test_fault_labels_close_in_time_go_to_rows_of_their_own() -> None:
+    """trial30: "kill broker:1" and "kill broker:2", 47 ms apart, were written over each other."""
+    assert label_rows([(2.006, 2.5), (2.053, 2.55), (3.0, 3.4), (3.1, 3.5), (3.2, 3.6), (3.3, 3.7)]) == \
+        [0, 1, 0, 1, 2, 0]
