@@ -119,9 +119,12 @@ def _first_after(rows: DataFrame, causes: DataFrame, key: list[str], when: str, 
 def _crash(rows: DataFrame, crashes: DataFrame, election: DataFrame, key: list[str]) -> DataFrame:
     """For each row, the lossy crash that explains it: the crash of the broker the election
     (if any) then made leader, before that election (its own files lost what it led with),
-    else the first crash after the write of a broker holding the partition. An election that
-    explains the row made the loss final: a crash after it explains nothing."""
-    joined = (rows.select(*key, "time_ns").distinct().join(crashes, PART).where(F.col("c_ns") >= F.col("time_ns"))
+    else the first crash done after the write of a broker holding the partition (a write
+    its leader acknowledged as the crash began, before its kill, was in the files it cut:
+    trial30). An election that explains the row made the loss final: a crash after it
+    explains nothing."""
+    joined = (rows.select(*key, "time_ns").distinct().join(crashes, PART)
+              .where(F.col("c_applied") >= F.col("time_ns"))
               .join(election.select(*key, "e_leader", "elected_ns"), key, "left")
               .where(F.col("elected_ns").isNull() | (F.col("c_ns") <= F.col("elected_ns"))))
     own = F.coalesce((F.col("c_node") == F.concat(F.lit("broker-"), F.col("e_leader").cast("string")))
@@ -152,7 +155,8 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
     hosts = t.final_replicas.select(*PART, "node").distinct()
     crashes = (spans.where(F.col("do").isin(*_LOSSY))
                .select("run_id", F.col("do").alias("c_do"), F.col("loss").alias("c_loss"),
-                       F.col("start_ns").alias("c_ns"), F.explode("resolved").alias("node"), "written_back")
+                       F.col("start_ns").alias("c_ns"), F.col("applied_ns").alias("c_applied"),
+                       F.explode("resolved").alias("node"), "written_back")
                .where(~F.coalesce(F.array_contains("written_back", F.col("node")), F.lit(False)))
                .drop("written_back").join(hosts, ["run_id", "node"]).withColumnRenamed("node", "c_node"))
     crash = _crash(rows, crashes, election, key)

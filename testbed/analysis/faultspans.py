@@ -25,7 +25,8 @@ UNDONE_BY: dict[str, str] = {
 
 def applied(t: Tables) -> DataFrame:
     """Every action that did something, at the time it started: its `end` line (with the
-    effect) paired with the `start` line just before it of the same origin and action."""
+    effect) paired with the `start` line just before it of the same origin and action;
+    `applied_ns` is its `end` line's time, once it had done what it did."""
     lines = t.faults.select("run_id", "seq", "time_ns", "do", "target", "resolved", "phase", "effect",
                             F.coalesce(F.col("origin"), F.lit("")).alias("origin"),
                             F.get_json_object("params", "$.undo_of").alias("undo_of"),
@@ -42,14 +43,15 @@ def applied(t: Tables) -> DataFrame:
     return (lines.withColumn("start_ns", F.last(F.when(F.col("phase") == "start", F.col("time_ns")), True)
                              .over(started.rowsBetween(Window.unboundedPreceding, 0)))
             .where((F.col("phase") == "end") & ~F.coalesce(did_nothing, F.lit(False)))
-            .select("run_id", "seq", F.coalesce("start_ns", "time_ns").alias("start_ns"), "do", "target",
-                    "resolved", "origin", "undo_of", "loss", "shape", "groups", "written_back"))
+            .select("run_id", "seq", F.coalesce("start_ns", "time_ns").alias("start_ns"),
+                    F.col("time_ns").alias("applied_ns"), "do", "target", "resolved", "origin", "undo_of", "loss",
+                    "shape", "groups", "written_back"))
 
 
 def fault_spans(t: Tables, bounds: DataFrame) -> DataFrame:
-    """(run_id, do, target, resolved, loss, shape, groups, written_back, start_ns, end_ns, undone)
-    per applied fault (`groups`: a partition's, as applied; `written_back`: a lossy crash's
-    brokers that lost nothing);
+    """(run_id, do, target, resolved, loss, shape, groups, written_back, start_ns, applied_ns,
+    end_ns, undone) per applied fault (`groups`: a partition's, as applied; `written_back`: a
+    lossy crash's brokers that lost nothing; `applied_ns`: when it had done what it did);
     `bounds` gives each run's `t_last`, the end of a fault never undone."""
     acts = applied(t)
     undone_by = F.create_map(*[F.lit(x) for kv in UNDONE_BY.items() for x in kv])
@@ -69,5 +71,5 @@ def fault_spans(t: Tables, bounds: DataFrame) -> DataFrame:
                   .groupBy("run_id", "seq").agg(F.min("u_ns").alias("undo_ns")))
     return (faults.join(first_undo, ["run_id", "seq"], "left").join(bounds.select("run_id", "t_last"), "run_id")
             .select("run_id", "do", "target", "resolved", "loss", "shape", "groups", "written_back", "start_ns",
-                    F.coalesce("undo_ns", F.greatest("t_last", "start_ns")).alias("end_ns"),
+                    "applied_ns", F.coalesce("undo_ns", F.greatest("t_last", "start_ns")).alias("end_ns"),
                     F.col("undo_ns").isNotNull().alias("undone")))

@@ -307,10 +307,10 @@ def _merge_close(windows: DataFrame) -> DataFrame:
 def fault_recovery(t: Tables, acks: DataFrame, spans: DataFrame, bounds: DataFrame) -> DataFrame:
     """For each applied fault (`faultspans.fault_spans`): the time until every partition took
     an acknowledged acks=all write again, and until every partition's ISR was full again
-    (0 when no ISR shrank before the next fault; null when one had not recovered by then).
-    `acks` are `values.acknowledgements`."""
+    (0 when no ISR shrank before the next fault; null when one had not recovered by then);
+    a partition's `shape` and `groups` as applied. `acks` are `values.acknowledgements`."""
     starts = (spans.join(bounds, "run_id")
-              .select("run_id", "do", "target", "resolved", F.col("start_ns").alias("fault_ns"),
+              .select("run_id", "do", "target", "resolved", "shape", "groups", F.col("start_ns").alias("fault_ns"),
                       F.col("end_ns").alias("undo_ns"), "t0", "t_end"))
     nxt = Window.partitionBy("run_id").orderBy("fault_ns")
     starts = starts.withColumn("next_ns", F.coalesce(F.lead("fault_ns").over(nxt), F.col("t_end")))
@@ -332,7 +332,7 @@ def fault_recovery(t: Tables, acks: DataFrame, spans: DataFrame, bounds: DataFra
             .agg(F.max(F.when(F.col("full_ns") > 0, F.col("full_ns"))).alias("full_isr_ns"),
                  F.max(F.col("full_ns").isNull().cast("int")).alias("unrecovered")))
     return (starts.join(first_ack, ["run_id", "fault_ns"], "left").join(full, ["run_id", "fault_ns"], "left")
-            .select("run_id", "do", "target", "resolved", seconds("fault_ns").alias("at_s"),
+            .select("run_id", "do", "target", "resolved", "shape", "groups", seconds("fault_ns").alias("at_s"),
                     seconds("undo_ns").alias("until_s"),
                     F.round((F.col("all_acked_ns") - F.col("fault_ns")) / 1e9, 3).alias("to_first_ack_s"),
                     F.when(F.col("unrecovered") == 1, F.lit(None))

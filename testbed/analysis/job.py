@@ -375,7 +375,7 @@ def _collect_figures(t: Tables, config: ConfigTables, scope: Scope, bounds: Data
               .select("run_id", "kind", "node", "topic", "partition", seconds("time_ns").alias("t"), "leader",
                       "isr", "elr", "replicas", "hwm", "reason", "from", "to"))
     bands = (spans.join(bounds, "run_id")
-             .select("run_id", "do", "target", "resolved", seconds("start_ns").alias("start"),
+             .select("run_id", "do", "target", "resolved", "shape", "groups", seconds("start_ns").alias("start"),
                      seconds("end_ns").alias("end"), "undone"))
     admin = (t.faults.where(F.col("do").isin(*ADMIN_ACTIONS) & (F.col("phase") == "end")).join(bounds, "run_id")
              .select("run_id", "seq", "do", "target", seconds("time_ns").alias("t"), "params", "effect"))

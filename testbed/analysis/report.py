@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 
 from testbed.analysis.job import ATTRIBUTED, RunData
 from testbed.analysis.membership import admin_rows
-from testbed.analysis.plots import fault_bands, overview, partition_timelines, series_plot
+from testbed.analysis.plots import fault_bands, fault_subject, overview, partition_timelines, series_plot
 from testbed.analysis.runinfo import RunInfo
 from testbed.analysis.terminal import ranges_text
 from testbed.analysis.verdict import RunVerdict
@@ -118,8 +118,9 @@ def _figures(r: dict) -> str:
     f = r["figures"]
     windows = [[_e(f"{w['topic']}/{w['partition']}"), _e(w["kind"]), _e(w["start_s"]), _e(w["end_s"]),
                 _e(round(w["end_s"] - w["start_s"], 3))] for w in f.get("availability", [])]
-    faults = [[_e(x["at_s"]), _e(x["until_s"]), _e(x["do"]), _e(x["target"]), _e(", ".join(x["resolved"] or [])),
-               _e(x["to_first_ack_s"]), _e(x["to_full_isr_s"])] for x in f.get("faults", [])]
+    faults = [[_e(x["at_s"]), _e(x["until_s"]), _e(x["do"]), _e(fault_subject(x) or None),
+               _e(", ".join(x["resolved"] or [])), _e(x["to_first_ack_s"]), _e(x["to_full_isr_s"])]
+              for x in f.get("faults", [])]
     return ("<h3>Unavailability</h3>" + (_table(["partition", "window", "from s", "to s", "seconds"], windows)
                                          if windows else "<p>Every partition was led and took acks=all writes "
                                                          "throughout.</p>")

@@ -44,6 +44,22 @@ def _lost(root: Path) -> None:
     r.write()
 
 
+def _acked_as_it_crashed(root: Path) -> None:
+    """Broker 1, the leader, acknowledges v5 (acks=1) 100 ns after its lossy crash began, before
+    the kill; broker 2 is elected with LEO 5 (trial30: the cause named only the election)."""
+    r = RunBuilder(root, "acked-as-it-crashed", expect={"lost_writes_acks1": ">0"})
+    r.fault(T0 + 3 * S, "lossy-crash", "broker:1", ["broker-1"], {"loss": "unsynced"},
+            {"killed": {"broker-1": 41}, "files": {"broker-1": {"bytes_cut": 24}}})
+    r.send("v5", 5, at=T0 + 3 * S + 100, acks="1", node="broker-1")
+    r.events += [RunBuilder.change(T0 + 4 * S, leader=2, epoch=1, isr=[2, 3], reason="fence"),
+                 {"node": "broker-2", "time_ns": T0 + 4 * S + 200, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 3], "elr": [],
+                  "last_known_elr": [], "leo": 5, "hwm": 5}]
+    r.replicas["broker-1"]["is_leader"] = False
+    r.replicas["broker-2"]["is_leader"] = True
+    r.write()
+
+
 def _crashed_after_the_loss(root: Path) -> None:
     """Broker 1 acknowledges v5; broker 2, elected with LEO 5 (broker 1 fenced, a zombie),
     leads without it and broker 1 truncates back to 5; broker 3 loses power two seconds
@@ -1164,7 +1180,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1176,6 +1192,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "faults": ZERO,
     "torn-tail": ZERO,
     "lost": {**ZERO, "lost_writes": 1, "lost_writes_acks1": 1},
+    "acked-as-it-crashed": {**ZERO, "lost_writes_acks1": 1},
     "crashed-after-the-loss": {**ZERO, "lost_writes": 1},
     "crash-written-back": {**ZERO, "lost_writes": 1},
     "duplicate": {**ZERO, "duplicates": 1},
@@ -1361,6 +1378,10 @@ def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict
         "offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader epoch 1 by a clean election after "
         "its predecessor was fenced (at 3.000 s, R25); after broker-1 truncated its log from 6 to 5 (diverging-epoch, "
         "at 3.000 s, R10)")  # and not "after lossy-crash of broker-3 ... at 5.000 s", made after the loss
+    [as_it_crashed] = judged["acked-as-it-crashed"].results["checks"]["lost_writes_acks1"]["examples"]
+    assert as_it_crashed["cause"] == (
+        "offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader epoch 1 by a clean election after "
+        "its predecessor was fenced (at 4.000 s, R25); after lossy-crash of broker-1 (loss unsynced) at 3.000 s")
     kept = judged["crash-written-back"].results["checks"]["lost_writes"]["examples"][0]["cause"]
     assert kept == ("offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader epoch 1 by a clean "
                     "election after its predecessor was fenced (at 3.000 s, R25)")  # not "after lossy-crash ..."
@@ -1563,8 +1584,9 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
     alone, row = (r for r in rows if r["topology"] == "handmade")
     assert "elr=false" in alone["protocol"] and (alone["runs_with_loss"], alone["lost_writes"]) == (1, 5)
     # the `lost`, `crashed-after-the-loss`, `crash-written-back`, `recovered`, `manual-elect`,
-    # `remade-while-delete-waits`, `served-deleted`, `batch-ties`, `same-time` and `far` runs
-    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (10, 14, 1)
+    # `remade-while-delete-waits`, `served-deleted`, `batch-ties`, `same-time` and `far` runs,
+    # and `acked-as-it-crashed` (acks=1 only)
+    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (11, 14, 2)
     # `mismatch`, `garbage-tail`, `cut-after`, `history-cut`, `logs-holed`, `summary-garbage`,
     # `replicas-removed`, `leaderless`, `follower-behind` (not converged) and `faults-file-gone`
     # (`deleted-topic`, its one topic gone, converged with nothing to replicate);

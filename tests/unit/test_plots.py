@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from testbed.analysis.plots import partition_timelines, rate_steps
+from testbed.analysis.plots import fault_bands, fault_subject, partition_timelines, rate_steps
 
 NS = "{http://www.w3.org/2000/svg}"
 LEADER, ISR, ELR, FAULT = "#1f3b73", "#5b9bd5", "#f39c12", "#e74c3c"
@@ -161,3 +161,14 @@ def test_the_throughput_line_drops_to_0_where_nothing_completed_and_rates_the_la
     assert xs[-1] == 5.0 and ys[-2:] == [30, 30]
     xs, ys = rate_steps(rows, workload_end=4.0004)  # a sliver: the sends in flight at the end
     assert xs[-1] == 4.0 and max(ys) == 100
+
+
+def test_a_partition_is_named_by_its_shape_and_groups_as_applied():
+    """trial30: a partition read only "partition" in the overview and the Recovery table."""
+    halves = {"do": "partition", "target": None, "resolved": [], "shape": "halves",
+              "groups": [["broker-1", "broker-2"], ["broker-3", "controller-1", "clients"]]}
+    assert fault_subject(halves) == "halves [broker-1,broker-2 | broker-3,controller-1,clients]"
+    isolate = {**halves, "shape": "isolate", "target": "leader-of orders/0", "groups": [["broker-2"], ["broker-1"]]}
+    assert fault_subject(isolate) == "isolate leader-of orders/0 [broker-2 | broker-1]"
+    assert fault_subject({"do": "kill", "target": None, "resolved": ["broker-1"]}) == "broker-1"
+    assert fault_bands([{**halves, "start": 1.0, "end": 2.0}]) == [(1.0, 2.0, "partition " + fault_subject(halves))]
