@@ -50,9 +50,9 @@ class ClientConfig:
     share_of: tuple[int, int] = (0, 1)
     #: `backend: netns`: the clients' network namespace, joined before any socket opens
     netns: str | None = None
-    #: > 0: once running, the client says so to the supervisor and waits up to this many
-    #: seconds for its go (`START`), sent at the workload's time 0; 0: it starts at once
-    start_wait: float = 0.0
+    #: once running, the client says so to the supervisor and waits for its go (`START`),
+    #: sent at the workload's time 0; else (no supervisor listens) it starts at once
+    wait_for_go: bool = False
 
     def to_json(self) -> str:
         d = asdict(self)

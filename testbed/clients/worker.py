@@ -44,9 +44,10 @@ def main(argv: list[str] | None = None) -> int:
     client = ClusterClient(cfg.brokers, cfg.process, request_timeout=cfg.request_timeout)
     history = History(cfg.history, cfg.process)
     stats = Stats(cfg.stats_endpoint, cfg.process)
-    if cfg.start_wait > 0:
+    if cfg.wait_for_go:
         stats.maybe_push(force=True)  # "running"
-        signal.sigtimedwait({START}, cfg.start_wait)  # the go, sent at the workload's time 0
+        while not stop.requested and signal.sigtimedwait({START}, 0.5) is None:
+            stats.maybe_push()  # the go comes at the workload's time 0, once every client runs
     try:
         client.run(client_loop(cfg, client.steps, history, stats, Clock(time.monotonic, time.monotonic_ns), stop))
     finally:

@@ -22,7 +22,6 @@ from testbed.analysis.cli import EXIT_UNJUDGED, exit_code
 from testbed.analysis.session import full_priority
 from testbed.clients.final_read import final_read
 from testbed.clients.history import History
-from testbed.clients.stats import StatsInbox
 from testbed.common.console import user_console
 from testbed.experiment.counts import Counts, count_operations, write_summary
 from testbed.experiment.final_state import partitions_now, record_final_state
@@ -112,25 +111,21 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
     workload_ns = workload_end_ns = None
     try:
         t0 = time.monotonic()
-        cluster.start()
+        cluster.start(workload=True)
         console.print(f"cluster ready in {time.monotonic() - t0:.2f}s: {len(topology.cluster.brokers)} brokers, "
                       f"{(n := sum(tp.partitions for tp in topology.topics))} partition{'s' * (n != 1)} led  "
                       f"[dim]({cluster.dir.root})[/]")
-        sock = cluster.dir.socket_dir()
-        # ipc reaches the clients inside their namespace on the netns backend; loopback would not
-        inbox = StatsInbox(f"ipc://{sock}/stats.sock"
-                           if topology.network.transport != "tcp" or topology.network.backend == "netns"
-                           else "tcp://127.0.0.1:0")
+        inbox = cluster.inbox
+        assert inbox is not None
         for w in cluster.warnings:
             console.print(f"[yellow]warning:[/] {w}")
         injector = cluster.injector
         assert injector is not None
         injector.load(build_schedule(topology))
         try:
-            cluster.start_clients(inbox.endpoint)
             # Time 0 of the schedule is when every client runs, not when it was spawned: on a
             # loaded machine a client took 4 s to start, and a fault `at: 1s` found no write.
-            late, workload_ns = cluster.start_workload(inbox)
+            late, workload_ns = cluster.start_workload()
             start = workload_ns / 1e9
             if late:
                 one = len(late) == 1
@@ -182,7 +177,6 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                     console.print(describe_fault(rec, ended(rec)))
         finally:
             cluster.stop_clients(timeout=0.1)
-            inbox.close()
         converged = end_of_run(cluster, topology, console)
     except ClusterError as e:
         # a tester's --time-scale 0.01: the start's 0.1 s wait was the only hint of the cause

@@ -18,7 +18,7 @@ CLIENT_REQUEST_TIMEOUT = 2.0
 RETRY_BACKOFF = 0.05
 CONSUMER_MAX_WAIT = 0.1
 #: how long the supervisor waits for every client to run before the workload's time 0
-#: (`StatsInbox.wait_for`), before --time-scale; a client waits a little longer for its go
+#: (`StatsInbox.wait_for`), before --time-scale; one not running by then gets no go
 CLIENT_START_WAIT = 30.0
 
 
@@ -30,7 +30,7 @@ def build_client_configs(t: Topology, brokers: dict[int, str], history: Path, st
     `netns`: the clients' namespace on the netns backend."""
     common = {"brokers": dict(brokers), "history": history, "supervisor_pid": os.getpid(),
               "stats_endpoint": stats_endpoint, "request_timeout": CLIENT_REQUEST_TIMEOUT * time_scale,
-              "netns": netns, "start_wait": (CLIENT_START_WAIT + 5.0) * time_scale if stats_endpoint else 0.0}
+              "netns": netns, "wait_for_go": stats_endpoint is not None}
     out: dict[str, ClientConfig] = {}
     for spec in t.workload.producers:
         parts = tuple(spec.partitions) if spec.partitions else tuple(range(t.first_partitions(spec.topic)))

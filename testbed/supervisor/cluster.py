@@ -79,6 +79,8 @@ class Cluster(ClusterAdmin):
         self.closed = False  # `close` ran: the run directory is complete, and nothing more goes to it
         #: workload client processes, sampled into metrics.jsonl with the nodes
         self.client_procs: dict[str, subprocess.Popen] = {}
+        #: where the workload's clients push their counters (`start(workload=True)`)
+        self.inbox: StatsInbox | None = None
         self.configs: dict[str, NodeConfig] = {}
         self.stopped: set[str] = set()
         self.paused: set[str] = set()
@@ -128,8 +130,11 @@ class Cluster(ClusterAdmin):
     def data_dir(self, name: str) -> Path:
         return self.dir.data_dir(name)
 
-    def start(self) -> None:
-        """Start every node, create the topics, and wait until every partition is led."""
+    def start(self, workload: bool = False) -> None:
+        """Start every node, create the topics, and wait until every partition is led; with
+        `workload`, the workload's client processes too, spawned with the nodes so that their
+        own start (0.2 s, seconds on a loaded machine) passes while the cluster's does: each
+        then waits for `start_workload`'s go."""
         reap_leftovers(self.runs_dir)
         if (self.dir.root / "topology.yaml").exists():  # its data and metadata would be taken up again
             raise ClusterError(f"{self.dir.root} already holds a run (its topology.yaml): a run directory holds one "
@@ -153,6 +158,9 @@ class Cluster(ClusterAdmin):
             self._spawn(spec.name)
         self.metrics = MetricsSampler(self.dir.metrics, self._pids)
         self.metrics.start()
+        if workload:
+            self.inbox = StatsInbox(self._stats_endpoint())
+            self.start_clients(self.inbox.endpoint)
         n = len(self.brokers)
         self.wait_until(lambda s: sum(1 for b in s.registered_brokers().values() if not b["fenced"]) == n,
                         timeout=self.scaled(15), what=f"all {n} brokers registered and unfenced")
@@ -377,12 +385,20 @@ class Cluster(ClusterAdmin):
             self.registry.add_process(proc.pid)
         return list(configs)
 
-    def start_workload(self, inbox: StatsInbox) -> tuple[list[str], int]:
-        """Wait until every client started with `inbox`'s endpoint runs (has pushed once), then
-        give each its go (`START`, which it waits for): time 0 of the schedule is when all
-        run, not when they were spawned. Returns the clients that were not running by the
-        deadline (they begin on their own, later) and time 0 (`time.monotonic_ns`), taken
-        before the first go so that no record precedes it."""
+    def _stats_endpoint(self) -> str:
+        """ipc reaches the clients inside their namespace on the netns backend; loopback would not."""
+        t = self.topology.network
+        return (f"ipc://{self.dir.socket_dir()}/stats.sock" if t.transport != "tcp" or t.backend == "netns"
+                else "tcp://127.0.0.1:0")
+
+    def start_workload(self, inbox: StatsInbox | None = None) -> tuple[list[str], int]:
+        """Wait until every client started with `inbox`'s endpoint (by default the cluster's
+        own) runs (has pushed once), then give each its go (`START`, which it waits for): time
+        0 of the schedule is when all run, not when they were spawned. Returns the clients
+        that were not running by the deadline (they begin on their own, later) and time 0
+        (`time.monotonic_ns`), taken before the first go so that no record precedes it."""
+        inbox = inbox or self.inbox
+        assert inbox is not None, "start(workload=True) first, or give the inbox the clients push to"
         clients = list(self.client_procs)
         late = inbox.wait_for(clients, self.scaled(CLIENT_START_WAIT), self.exited_clients)
         time_0 = time.monotonic_ns()
@@ -667,6 +683,9 @@ class Cluster(ClusterAdmin):
             self.metrics.stop()
         if self.injector is not None:
             self.injector.close()
+        if self.inbox is not None:
+            self.inbox.close()
+            self.inbox = None
         for c in (self._client, self.control):
             if c is not None:
                 c.close()

@@ -68,6 +68,16 @@ class RunBuilder:
         self.history = [h for h in self.history if h["process"] != "final-reader"]
         self.poll("final-reader", self.logs["broker-1"], at=T0 + 4 * S)
 
+    def fence_over_to(self, at: int, leader: int, leo: int) -> None:
+        """The controller fences broker 1 and elects `leader` (ISR it and 3) at leader epoch 1;
+        the new leader, with LEO `leo`, says so 200 ns later and leads at the end."""
+        self.events += [RunBuilder.change(at, leader=leader, epoch=1, isr=[leader, 3], reason="fence"),
+                        {"node": f"broker-{leader}", "time_ns": at + 200, "kind": "became-leader", "topic": "orders",
+                         "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [leader, 3], "elr": [],
+                         "last_known_elr": [], "leo": leo, "hwm": leo}]
+        for node, replica in self.replicas.items():
+            replica["is_leader"] = node == f"broker-{leader}"
+
     @staticmethod
     def change(at: int, leader: int, epoch: int, isr: list[int], reason: str, elr: list[int] | None = None,
                replicas: list[int] | None = None) -> dict:

@@ -51,12 +51,7 @@ def _acked_as_it_crashed(root: Path) -> None:
     r.fault(T0 + 3 * S, "lossy-crash", "broker:1", ["broker-1"], {"loss": "unsynced"},
             {"killed": {"broker-1": 41}, "files": {"broker-1": {"bytes_cut": 24}}})
     r.send("v5", 5, at=T0 + 3 * S + 100, acks="1", node="broker-1")
-    r.events += [RunBuilder.change(T0 + 4 * S, leader=2, epoch=1, isr=[2, 3], reason="fence"),
-                 {"node": "broker-2", "time_ns": T0 + 4 * S + 200, "kind": "became-leader", "topic": "orders",
-                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 3], "elr": [],
-                  "last_known_elr": [], "leo": 5, "hwm": 5}]
-    r.replicas["broker-1"]["is_leader"] = False
-    r.replicas["broker-2"]["is_leader"] = True
+    r.fence_over_to(T0 + 4 * S, leader=2, leo=5)
     r.write()
 
 
@@ -1072,12 +1067,7 @@ def _same_time(root: Path) -> None:
     write, and the loss was left with no recorded election)."""
     r = RunBuilder(root, "same-time", expect={"lost_writes": ">0"})
     r.send("v5", 5, at=T0 + 2 * S)
-    r.events += [RunBuilder.change(T0 + 3 * S, leader=2, epoch=1, isr=[2, 3], reason="fence"),
-                 {"node": "broker-2", "time_ns": T0 + 3 * S + 200, "kind": "became-leader", "topic": "orders",
-                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 3], "elr": [],
-                  "last_known_elr": [], "leo": 5, "hwm": 5}]
-    r.replicas["broker-1"]["is_leader"] = False
-    r.replicas["broker-2"]["is_leader"] = True
+    r.fence_over_to(T0 + 3 * S, leader=2, leo=5)
     for line in (*r.history, *r.events):
         line["time_ns"] = T0
     r.write()
