@@ -16,6 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.transforms import offset_copy
 
 
 def _svg(fig: plt.Figure) -> str:
@@ -86,11 +87,15 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
     partition coloured by its state (`lane_segments`, with `windows`, the Availability
     table's), with the leader's broker id written where it changes, and a dashed line at the
     workload's end: what follows is the final read and the controlled shutdowns, whose
-    leaderless partitions read as an outage without it (trial30)."""
+    leaderless partitions read as an outage without it (trial30); a black mark over a lane
+    where a replica of it truncated records away (the loss's moment in a lab)."""
     changes: dict[tuple[str, int], list[dict]] = {}
+    cuts: dict[tuple[str, int], list[float]] = defaultdict(list)
     for e in events:
         if e["kind"] == "partition-changed":
             changes.setdefault((e["topic"], e["partition"]), []).append(e)
+        elif e["kind"] == "truncated" and (e["to"] or 0) < (e["from"] or 0):  # a replica lost records
+            cuts[(e["topic"], e["partition"])].append(e["t"])
     keys = sorted(changes)
     height = 0.9 + 0.22 * max(len(keys), 1)
     _, (strip, lanes) = plt.subplots(2, 1, figsize=(9, height), sharex=True,
@@ -102,12 +107,19 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
             lanes.plot([start, stop], [row, row], color=color, lw=7, solid_capstyle="butt")
         for at, leader in leader_labels(rows, end):
             lanes.text(at, row, f" b{leader}", fontsize=6, va="center", color="white")
+        if cuts[key]:
+            lanes.plot(cuts[key], [row - 0.32] * len(cuts[key]), ls="none", marker="v", ms=3.5, color="black")
     lanes.set_yticks(range(len(keys)), [f"{t}/{p}" for t, p in keys])
     lanes.set_ylim(max(len(keys), 1) - 0.5, -0.5)  # (a run with no partition: one empty lane, no warning)
     lanes.tick_params(axis="y", labelsize=6)
     for label, color in _STATES:
         lanes.plot([], [], color=color, lw=5, label=label)
-    lanes.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.25 / height * 3), ncols=4, frameon=False)
+    if any(cuts.values()):
+        lanes.plot([], [], ls="none", marker="v", ms=3.5, color="black", label="a replica truncated")
+    # under the axis title at any height: 26 pt below the lanes, the ticks' and the title's room
+    below = offset_copy(lanes.transAxes, lanes.figure, y=-26, units="points")
+    lanes.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, 0), bbox_transform=below, ncols=5,
+                 frameon=False)
     strip.set_yticks([])
     strip.set_title("faults (red, from each fault to its undo) and every partition's state", fontsize=9, loc="left")
     span = max(end, 0.1)

@@ -1,7 +1,7 @@
 """The report's overview lanes (`plots.lane_segments`) agree with its Availability table."""
 from __future__ import annotations
 
-from testbed.analysis.plots import label_rows, lane_segments, leader_labels
+from testbed.analysis.plots import label_rows, lane_segments, leader_labels, overview
 
 RED, GREEN, PURPLE = "#c0392b", "#2e8b57", "#7d3c98"
 
@@ -32,3 +32,13 @@ def test_fault_labels_close_in_time_go_to_rows_of_their_own() -> None:
     """trial30: "kill broker:1" and "kill broker:2", 47 ms apart, were written over each other."""
     assert label_rows([(2.006, 2.5), (2.053, 2.55), (3.0, 3.4), (3.1, 3.5), (3.2, 3.6), (3.3, 3.7)]) == \
         [0, 1, 0, 1, 2, 0]
+
+
+def test_a_truncation_that_cut_records_is_marked_over_its_lane() -> None:
+    """trial30: a lab's key moment, broker 1 truncated 355 -> 5, was only in a cause sentence."""
+    lane = [{"kind": "partition-changed", "topic": "orders", "partition": 0, "t": 0.0, "leader": 1, "isr": [1, 2],
+             "replicas": [1, 2]}]
+    cut = {"kind": "truncated", "topic": "orders", "partition": 0, "t": 2.0, "node": "broker-1", "from": 355, "to": 5}
+    level = {**cut, "from": 5}  # a truncation to its own end removed nothing
+    assert "a replica truncated" in overview([*lane, cut], [], 4.0)
+    assert "a replica truncated" not in overview([*lane, level], [], 4.0)
