@@ -97,9 +97,17 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
         elif e["kind"] == "truncated" and (e["to"] or 0) < (e["from"] or 0):  # a replica lost records
             cuts[(e["topic"], e["partition"])].append(e["t"])
     keys = sorted(changes)
-    height = 0.9 + 0.22 * max(len(keys), 1)
+    span = max(end, 0.1)
+    texts = [(start, f" {_shortened(label, _LABEL_CHARS)}", "left", "black") for start, _, label in bands]
+    if workload_end is not None and 0 < workload_end < end:
+        texts.append((workload_end, "workload ended ", "right", "#555"))
+    texts = [_within(span, *t) for t in texts]
+    placed = label_rows([(at - w if ha == "right" else at, at if ha == "right" else at + w)
+                         for at, text, ha, _ in texts for w in [len(text) * _CHAR * span]])
+    n_rows = max(3, max(placed, default=0) + 1)
+    height = 0.9 + 0.22 * max(len(keys), 1) + 0.12 * (n_rows - 3)
     _, (strip, lanes) = plt.subplots(2, 1, figsize=(9, height), sharex=True,
-                                     height_ratios=[0.5, max(len(keys), 1) * 0.3])
+                                     height_ratios=[0.5 * n_rows / 3, max(len(keys), 1) * 0.3])
     for row, key in enumerate(keys):
         rows = changes[key]
         mine = [w for w in windows or () if (w["topic"], w["partition"]) == key]
@@ -122,33 +130,44 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
                  frameon=False)
     strip.set_yticks([])
     strip.set_title("faults (red, from each fault to its undo) and every partition's state", fontsize=9, loc="left")
-    span = max(end, 0.1)
-    texts = [(start, f" {label}", "left", "black") for start, _, label in bands]
     if workload_end is not None and 0 < workload_end < end:
         for ax in (strip, lanes):
             ax.axvline(workload_end, color="#555", lw=0.8, ls="--")
-        texts.append((workload_end, "workload ended ", "right", "#555"))
-    widths = [len(text) * _CHAR * span for _, text, _, _ in texts]
-    rows = label_rows([(at - w if ha == "right" else at, at if ha == "right" else at + w)
-                       for (at, _, ha, _), w in zip(texts, widths)])
-    for (at, text, ha, color), row in zip(texts, rows):
-        strip.text(at, _LABEL_Y[row], text, fontsize=6, va="center", ha=ha, color=color, clip_on=True)
+    for (at, text, ha, color), row in zip(texts, placed):
+        strip.text(at, 1 - (row + 0.5) / n_rows, text, fontsize=6, va="center", ha=ha, color=color, clip_on=True,
+                   transform=strip.get_xaxis_transform())
     strip.set_xlim(0, max(end, 0.1))
     return _finish((strip, lanes), bands)
 
 
 _CHAR = 0.0065  # the width of one character of a 6 pt label, as a share of the overview's time span
-_LABEL_Y = (0.75, 0.45, 0.15)  # the strip's rows of fault labels
+_LABEL_CHARS = 60  # a fault's label on the strip at most (a partition's groups in full are in the Recovery table)
+
+
+def _shortened(text: str, most: int) -> str:
+    return text if len(text) <= most else text[:most - 1] + "…"
+
+
+def _within(span: float, at: float, text: str, ha: str, color: str) -> tuple[float, str, str, str]:
+    """A label that would run past the right edge, cut to the room there is, or, with room
+    for fewer than 12 characters, ending at the edge (cut to 24, to stay near its band)."""
+    room = int((span - at) / (_CHAR * span))
+    if ha == "right" or len(text) <= room:
+        return at, text, ha, color
+    return (at, _shortened(text, room), ha, color) if room >= 12 else (span, _shortened(text, 24), "right", color)
 
 
 def label_rows(spans: list[tuple[float, float]]) -> list[int]:
     """A row of the strip for each label (`spans`: where each would be written, in seconds):
-    the first row whose labels so far end before it begins, else the row that frees first.
-    Two kills 47 ms apart were written over each other (trial30)."""
-    ends = [float("-inf")] * len(_LABEL_Y)
+    the first row whose labels so far end before it begins, else a new row below them. Two
+    kills 47 ms apart were written over each other (trial30), and a nemesis's five faults
+    in 3 s over three rows (trial31)."""
+    ends: list[float] = []
     out = []
     for begin, finish in spans:
-        row = next((r for r, e in enumerate(ends) if e <= begin), min(range(len(ends)), key=ends.__getitem__))
+        row = next((r for r, e in enumerate(ends) if e <= begin), len(ends))
+        if row == len(ends):
+            ends.append(finish)
         ends[row] = finish
         out.append(row)
     return out

@@ -29,9 +29,10 @@ def test_a_lane_names_its_leader_at_time_0_and_never_over_the_label_before() -> 
 
 
 def test_fault_labels_close_in_time_go_to_rows_of_their_own() -> None:
-    """trial30: "kill broker:1" and "kill broker:2", 47 ms apart, were written over each other."""
+    """trial30: "kill broker:1" and "kill broker:2", 47 ms apart, were written over each other;
+    trial31: a nemesis's faults over the three rows there were, a fourth over the first."""
     assert label_rows([(2.006, 2.5), (2.053, 2.55), (3.0, 3.4), (3.1, 3.5), (3.2, 3.6), (3.3, 3.7)]) == \
-        [0, 1, 0, 1, 2, 0]
+        [0, 1, 0, 1, 2, 3]
 
 
 def test_a_truncation_that_cut_records_is_marked_over_its_lane() -> None:
@@ -42,3 +43,13 @@ def test_a_truncation_that_cut_records_is_marked_over_its_lane() -> None:
     level = {**cut, "from": 5}  # a truncation to its own end removed nothing
     assert "a replica truncated" in overview([*lane, cut], [], 4.0)
     assert "a replica truncated" not in overview([*lane, level], [], 4.0)
+
+
+def test_a_label_past_the_right_edge_is_cut_to_the_room_there_is_not_clipped() -> None:
+    """trial31: a partition's label of 100 characters was clipped mid-name at the right edge."""
+    lane = [{"kind": "partition-changed", "topic": "orders", "partition": 0, "t": 0.0, "leader": 1, "isr": [1],
+             "replicas": [1]}]
+    groups = "partition halves [broker-4,broker-3,controller-3 | controller-2,broker-1,controller-1,broker-2]"
+    svg = overview(lane, [(6.2, 7.0, groups)], 12.6)
+    assert groups not in svg and " partition halves [broker-4,broker-3,controller-3 | controll…" in svg
+    assert " partition halves [brok…" in overview(lane, [(11.7, 12.0, groups)], 12.6)  # ends at the edge
