@@ -3,7 +3,7 @@
 A `faults.jsonl` line pair (`start`, `end`) records one action; its `end` line is written
 once the action was applied, with what it did. A fault is an action that disrupts (a kill,
 a pause, a partition...) and did something: an `effect` with `skipped` (max_down) or
-`error` means nothing happened, so it is neither a band in the report nor a cause of a
+`error`, or a kill, pause or shutdown that took no node, means nothing happened, so it is neither a band in the report nor a cause of a
 loss. Its span ends at its undo: the first later restart of a node it took down, resume
 of a node it paused, heal (without `undo_of`: of every layer) after a partition or slow
 link, or the line that names it in `params.undo_of` (a nemesis undo, of its own fault
@@ -23,6 +23,11 @@ UNDONE_BY: dict[str, str] = {
 }
 
 
+#: the effect's map of the nodes each action took down (DESIGN section 6's actions on nodes;
+#: a lossy crash or disk loss of a node already down still cuts its files)
+_TAKES = {"kill": "killed", "pause": "paused", "shutdown": "clean"}
+
+
 def applied(t: Tables) -> DataFrame:
     """Every action that did something, at the time it started: its `end` line (with the
     effect) paired with the `start` line just before it of the same origin and action;
@@ -38,8 +43,13 @@ def applied(t: Tables) -> DataFrame:
                             F.from_json(F.get_json_object("effect", "$.written_back"), "array<string>")
                             .alias("written_back"))
     started = Window.partitionBy("run_id", "origin", "do").orderBy("seq")
+    # a kill, pause or shutdown of nodes that were all down already took none (`"paused": {}`):
+    # its undo resolves to none either, and it read as in force to the run's end (trial31)
+    took = F.get_json_object("effect", F.concat(F.lit("$."), F.element_at(F.create_map(
+        *[F.lit(x) for kv in _TAKES.items() for x in kv]), F.col("do"))))
     did_nothing = (F.get_json_object("effect", "$.skipped").isNotNull()
-                   | F.get_json_object("effect", "$.error").isNotNull())
+                   | F.get_json_object("effect", "$.error").isNotNull()
+                   | (F.col("do").isin(*_TAKES) & (F.coalesce(took, F.lit("{}")) == "{}")))
     return (lines.withColumn("start_ns", F.last(F.when(F.col("phase") == "start", F.col("time_ns")), True)
                              .over(started.rowsBetween(Window.unboundedPreceding, 0)))
             .where((F.col("phase") == "end") & ~F.coalesce(did_nothing, F.lit(False)))

@@ -306,19 +306,27 @@ def _merge_close(windows: DataFrame) -> DataFrame:
 
 def fault_recovery(t: Tables, acks: DataFrame, spans: DataFrame, bounds: DataFrame) -> DataFrame:
     """For each applied fault (`faultspans.fault_spans`): the time until every partition took
-    an acknowledged acks=all write again, and until every partition's ISR was full again
-    (0 when no ISR shrank before the next fault; null when one had not recovered by then);
-    a partition's `shape` and `groups` as applied. `acks` are `values.acknowledgements`."""
+    an acks=all write sent after the fault again (null when one never did: a partition
+    without one was passed over, and a write in flight as the fault began, acknowledged 8 ms
+    later by the cluster it cut off, read as a recovery: trial31), and until every
+    partition's ISR was full again (0 when no ISR shrank before the next fault; null when one
+    had not recovered by then); a partition's `shape` and `groups` as applied. "Every
+    partition" is every one with an acks=all write in the run. `acks` are
+    `values.acknowledgements`."""
     starts = (spans.join(bounds, "run_id")
               .select("run_id", "do", "target", "resolved", "shape", "groups", F.col("start_ns").alias("fault_ns"),
                       F.col("end_ns").alias("undo_ns"), "t0", "t_end"))
     nxt = Window.partitionBy("run_id").orderBy("fault_ns")
     starts = starts.withColumn("next_ns", F.coalesce(F.lead("fault_ns").over(nxt), F.col("t_end")))
-    acks = acks.where(F.col("acks") == "all").select("run_id", "pp", "ack_ns")
+    acks = acks.where(F.col("acks") == "all").select("run_id", "pp", "sent_ns", "ack_ns")
+    written = acks.groupBy("run_id").agg(F.countDistinct("pp").alias("written"))
     first_ack = (acks.join(F.broadcast(starts.select("run_id", "fault_ns")), "run_id")
-                 .where(F.col("ack_ns") > F.col("fault_ns"))
+                 .where(F.col("sent_ns") > F.col("fault_ns"))
                  .groupBy("run_id", "fault_ns", "pp").agg(F.min("ack_ns").alias("ack_ns"))
-                 .groupBy("run_id", "fault_ns").agg(F.max("ack_ns").alias("all_acked_ns")))
+                 .groupBy("run_id", "fault_ns").agg(F.max("ack_ns").alias("last_first_ns"), F.count("pp").alias("took"))
+                 .join(written, "run_id")
+                 .select("run_id", "fault_ns",
+                         F.when(F.col("took") == F.col("written"), F.col("last_first_ns")).alias("all_acked_ns")))
     changes = (partition_changes(t)
                .select(*PART, F.col("time_ns").alias("change_ns"), (F.size("isr") == F.size("replicas")).alias("full")))
     inside = starts.join(changes, "run_id").where((F.col("change_ns") > F.col("fault_ns"))

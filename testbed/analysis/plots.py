@@ -211,6 +211,7 @@ def series_plot(series: list[dict], bands: list[tuple[float, float, str]], workl
         for q, ls in (("p50", "-"), ("p99", "--")):
             ys = [math.nan if at.get(x, {}).get(f"{q}_ms") is None else at[x][f"{q}_ms"] for x in xs]
             lat.plot(xs, ys, color=color, lw=1, ls=ls, label=f"{f} {q}")
+    rate.set_ylim(bottom=0)  # a rate of 80/s read as 0 on an axis from 70 (trial31)
     rate.legend(fontsize=7)
     lat.legend(fontsize=7, ncols=4)
     lat.set_ylabel("latency ms", fontsize=7)
@@ -228,6 +229,8 @@ def rate_steps(rows: list[dict], workload_end: float | None) -> tuple[list[float
     count = {s["second"]: s["records"] for s in rows}
     if workload_end is not None and any(x < workload_end - 0.2 for x in count):
         count = {x: n for x, n in count.items() if x < workload_end - 0.2}
+        # to the workload's end: a stall that outlived its fault ends the run at 0 (trial31)
+        count.setdefault(max(0, math.ceil(workload_end - 0.2) - 1), 0)
     first, last = min(count), max(count)
     cut = min(1.0, workload_end - last) if workload_end is not None and workload_end > last else 1.0
     xs = [float(x) for x in range(first, last + 1)]

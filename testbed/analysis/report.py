@@ -132,6 +132,17 @@ def _figures(r: dict) -> str:
                if faults else "<p>No fault was applied.</p>"))
 
 
+def _late_clients(info: RunInfo) -> str:
+    """The clients that were not running at the workload's time 0: the workload judged is not
+    all the topology's (trial31: a producer that never ran was named nowhere)."""
+    if not info.clients_late:
+        return ""
+    said = [f"{_e(name)} {'never ran' if at is None else f'joined {at:g} s into it'}"
+            for name, at in sorted(info.clients_late.items())]
+    return ("<p class='unjudged'>Not every client was running when the workload began: "
+            + "; ".join(said) + ". The checks judge the operations that were made.</p>")
+
+
 def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
     r = verdict.results
     cls, word = _WORD[verdict.ok]
@@ -145,7 +156,7 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
     parts.append("<h2>Verdict</h2>" + _verdicts(r) + "<p class='note'>A value acknowledged but missing from the "
                  "final committed log counts as lost only when the final read reached the end of that partition's "
                  "committed log; otherwise it is <b>unseen</b>, not proven lost. Expectations come from the "
-                 f"{_e(r.get('expect_source'))}.</p>")
+                 f"{_e(r.get('expect_source'))}.</p>" + _late_clients(info))
     parts.append("<h2>Loss attribution</h2>" + _attribution(r, verdict.ok is not None))
     others = _other_checks(r) if verdict.ok is not None else ""  # an unjudged run's examples prove nothing
     if others:

@@ -4,7 +4,7 @@ when its workload started (`summary.json`), time 0 of every time the analysis re
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
@@ -43,6 +43,9 @@ class RunInfo:
     #: when the workload ended (`time_ns` clock): `duration` after its start times the run's
     #: `--time-scale`; None when `summary.json` does not say (an older run, or a hand-made one)
     workload_end_ns: int | None = None
+    #: the clients not running at the workload's time 0, with the seconds after it each
+    #: joined (None: never); `summary.json`'s `clients_late`
+    clients_late: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def workload_seconds(self) -> float | None:
@@ -88,9 +91,12 @@ def load_run_info(run_dir: Path, run_id: str | None = None) -> RunInfo:
     summary, summary_problem = _read_summary(run_dir)
     start, operations = _moment(summary, "workload_start_ns"), _operations_of(summary)
     end = _moment(summary, "workload_end_ns")
+    late = summary.get("clients_late") if summary is not None else None
+    late = {str(k): v if isinstance(v, int | float) and not isinstance(v, bool) else None
+            for k, v in late.items()} if isinstance(late, dict) else {}
 
     def info(topology: Topology | None, problem: str | None) -> RunInfo:
-        return RunInfo(run_dir, topology, problem, start, run_id, operations, summary_problem, end)
+        return RunInfo(run_dir, topology, problem, start, run_id, operations, summary_problem, end, late)
     try:
         data = _read_yaml(path.read_text(encoding="utf-8"))
         return info(parse_topology(data, str(path)), None)

@@ -56,11 +56,12 @@ def count_operations(run_dir: Path) -> Counts:
 
 
 def write_summary(run_dir: Path, counts: Counts, workload_start_ns: int | None,
-                  workload_end_ns: int | None = None) -> None:
+                  workload_end_ns: int | None = None, clients_late: dict[str, float | None] | None = None) -> None:
     """`summary.json`: the counts, and the moments the workload started and ended when there
     was one (the start is time 0 of the fault schedule, on the records' `time_ns` clock: the
     analysis reports every time from it; the end is `duration` later times `--time-scale`,
-    and the pauses of a `--step` lab)."""
-    bounds = {k: v for k, v in (("workload_start_ns", workload_start_ns), ("workload_end_ns", workload_end_ns))
-              if v is not None}
+    and the pauses of a `--step` lab); and, only when a client was not running at time 0,
+    `clients_late`: the seconds after it each such client joined (null: never)."""
+    bounds = {k: v for k, v in (("workload_start_ns", workload_start_ns), ("workload_end_ns", workload_end_ns),
+                                ("clients_late", clients_late or None)) if v is not None}
     (run_dir / "summary.json").write_text(json.dumps(counts.to_dict() | bounds, indent=1))

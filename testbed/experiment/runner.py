@@ -131,7 +131,8 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                 one = len(late) == 1
                 console.print(f"[yellow]warning:[/] {', '.join(late)} {'is' if one else 'are'} not running "
                               f"{cluster.scaled(CLIENT_START_WAIT):g} s after {'its' if one else 'their'} start: "
-                              f"the workload starts without {'it' if one else 'them'}")
+                              f"the workload starts without {'it' if one else 'them'} (summary.json's "
+                              f"clients_late says when {'it joins' if one else 'each joins'}, if ever)")
             end = start + topology.duration * time_scale
             injector.elapsed = lambda: (time.monotonic() - start) / time_scale
             injector.duration = topology.duration  # a fault's wait gives up then, for the heal below
@@ -155,6 +156,9 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                     if now >= next_display:
                         next_display = now + 0.5
                         inbox.drain()  # a node that does not answer (starting again) holds no fault back
+                        for name in cluster.release_late():
+                            console.print(f"[yellow]warning:[/] {name} runs now, {cluster.late_clients[name]:g} s "
+                                          f"into the workload: it joins it")
                         wait = 0.2 if next_fault is None else min(0.2, max(0.02, next_fault - time.monotonic()))
                         mon.update(inbox.totals(), cluster.status(timeout=wait))
                     wake = [end, next_display]
@@ -188,7 +192,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         cluster.close()
         if not keep_data:
             shutil.rmtree(cluster.dir.data, ignore_errors=True)
-    counts = write_counts(cluster.dir.root, workload_ns, workload_end_ns)
+    counts = write_counts(cluster.dir.root, workload_ns, workload_end_ns, cluster.late_clients)
     print_counts(console, counts, converged)
     return Outcome(cluster.dir.root, converged, counts, EXIT_UNJUDGED)
 
@@ -230,12 +234,13 @@ def _unconverged(cluster: Cluster, topology: Topology, most: int = 8) -> list[st
     return out
 
 
-def write_counts(run_dir: Path, workload_start_ns: int | None = None, workload_end_ns: int | None = None) -> Counts:
+def write_counts(run_dir: Path, workload_start_ns: int | None = None, workload_end_ns: int | None = None,
+                 clients_late: dict[str, float | None] | None = None) -> Counts:
     """The run's operation counts, read back from its history, into `summary.json`, with the
     moment its workload started (time 0 of its fault schedule, and so of every time the
     analysis reports; `time_ns` clock)."""
     counts = count_operations(run_dir)
-    write_summary(run_dir, counts, workload_start_ns, workload_end_ns)
+    write_summary(run_dir, counts, workload_start_ns, workload_end_ns, clients_late)
     return counts
 
 

@@ -81,6 +81,9 @@ class Cluster(ClusterAdmin):
         self.client_procs: dict[str, subprocess.Popen] = {}
         #: where the workload's clients push their counters (`start(workload=True)`)
         self.inbox: StatsInbox | None = None
+        #: clients not running at time 0: the seconds after it each got its go (None: never)
+        self.late_clients: dict[str, float | None] = {}
+        self._time_0 = 0
         self.configs: dict[str, NodeConfig] = {}
         self.stopped: set[str] = set()
         self.paused: set[str] = set()
@@ -395,18 +398,36 @@ class Cluster(ClusterAdmin):
         """Wait until every client started with `inbox`'s endpoint (by default the cluster's
         own) runs (has pushed once), then give each its go (`START`, which it waits for): time
         0 of the schedule is when all run, not when they were spawned. Returns the clients
-        that were not running by the deadline (they begin on their own, later) and time 0
-        (`time.monotonic_ns`), taken before the first go so that no record precedes it."""
+        that were not running by the deadline (each gets its go from `release_late` once it
+        runs; `late_clients` says when) and time 0 (`time.monotonic_ns`), taken before the
+        first go so that no record precedes it."""
         inbox = inbox or self.inbox
         assert inbox is not None, "start(workload=True) first, or give the inbox the clients push to"
         clients = list(self.client_procs)
         late = inbox.wait_for(clients, self.scaled(CLIENT_START_WAIT), self.exited_clients)
-        time_0 = time.monotonic_ns()
+        self._time_0 = time_0 = time.monotonic_ns()
         for name in clients:
-            proc = self.client_procs[name]
-            if name not in late and proc.poll() is None:
-                os.kill(proc.pid, START)
+            if name not in late:
+                self._go(name)
+        self.late_clients = dict.fromkeys(late)
         return late, time_0
+
+    def release_late(self, inbox: StatsInbox | None = None) -> list[str]:
+        """The go to each late client that runs now (its first push came); returns them. Its
+        seconds after time 0 go to `late_clients` (and summary.json): the workload it joins
+        has run without it so far."""
+        inbox = inbox or self.inbox
+        assert inbox is not None
+        now = [n for n, at in self.late_clients.items() if at is None and n in inbox.latest]
+        for name in now:
+            self._go(name)
+            self.late_clients[name] = round((time.monotonic_ns() - self._time_0) / 1e9, 3)
+        return now
+
+    def _go(self, name: str) -> None:
+        proc = self.client_procs[name]
+        if proc.poll() is None:
+            os.kill(proc.pid, START)
 
     def exited_clients(self) -> set[str]:
         """The client processes that have ended (a client that could not join its namespace)."""

@@ -267,35 +267,46 @@ def test_pipelined_producer_overlaps_requests_and_the_checks_count_what_it_cause
     assert checks["nonmonotonic_sends"]["count"] == backwards
 
 
+def _hold_clients(monkeypatch: pytest.MonkeyPatch, seconds: float, names: tuple[str, ...] | None = None) -> list[int]:
+    """Stop the clients (or those of `names`) as they are spawned and resume them `seconds`
+    after the cluster's start has ended; returns the list the moment of the resume goes into."""
+    resumed: list[int] = []
+    spawn, begin = Cluster.start_clients, Cluster.start_workload
+    held: list[int] = []
+
+    def spawn_held(self: Cluster, *args: object, **kwargs: object) -> list[str]:
+        started = spawn(self, *args, **kwargs)
+        held.extend(p.pid for n, p in self.client_procs.items() if names is None or n in names)
+        for pid in held:
+            os.kill(pid, signal.SIGSTOP)
+        return started
+
+    def resume() -> None:
+        resumed.append(time.monotonic_ns())
+        for pid in held:
+            os.kill(pid, signal.SIGCONT)
+
+    def begin_held(self: Cluster, *args: object, **kwargs: object) -> tuple[list[str], int]:
+        timer = threading.Timer(seconds, resume)
+        timer.daemon = True
+        timer.start()
+        return begin(self, *args, **kwargs)
+    monkeypatch.setattr(Cluster, "start_clients", spawn_held)
+    monkeypatch.setattr(Cluster, "start_workload", begin_held)
+    return resumed
+
+
 def test_the_schedules_time_0_is_when_every_client_runs_not_when_it_was_spawned(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A client process takes 0.2 s to start on an idle machine and took 4 s on a loaded one:
     R30's run then crashed its leader before the producer's first send, and lost nothing to
-    show. The clients here are held stopped for 1.5 s after their spawn; the workload's time
-    0 (summary.json's `workload_start_ns`) follows their resume, and no fault and no client
-    record comes before it."""
-    resumed: list[int] = []
-    spawn = Cluster.start_clients
-
-    def spawn_held(self: Cluster, *args: object, **kwargs: object) -> list[str]:
-        names = spawn(self, *args, **kwargs)
-        procs = list(self.client_procs.values())
-        for p in procs:
-            os.kill(p.pid, signal.SIGSTOP)
-
-        def resume() -> None:
-            resumed.append(time.monotonic_ns())
-            for p in procs:
-                os.kill(p.pid, signal.SIGCONT)
-        timer.append(threading.Timer(1.5, resume))
-        timer[0].start()
-        return names
-    timer: list[threading.Timer] = []
-    monkeypatch.setattr(Cluster, "start_clients", spawn_held)
+    show. The clients here are held stopped until 1.5 s after the cluster's start; the
+    workload's time 0 (summary.json's `workload_start_ns`) follows their resume, and no
+    fault and no client record comes before it."""
+    resumed = _hold_clients(monkeypatch, 1.5)
     faults = [{"at": "200ms", "do": "pause", "target": "leader-of orders/0"}, {"at": "400ms", "do": "resume"}]
     topo = parse_topology(topology_dict(partitions=1, duration="1s", faults=faults), "test")
     out = run_cluster(topo, runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
-    timer[0].join()
     summary = json.loads((out.run_dir / "summary.json").read_text())
     start = summary["workload_start_ns"]
     assert resumed and start > resumed[0], f"time 0 {start} came before the clients ran ({resumed})"
@@ -307,3 +318,24 @@ def test_the_schedules_time_0_is_when_every_client_runs_not_when_it_was_spawned(
     assert out.counts is not None and out.counts.acknowledged, f"no write acknowledged, see {out.run_dir}"
     # each client begins at its go, given after time 0 was taken: no record precedes it
     assert min(h["time_ns"] for h in read_jsonl(out.run_dir / "history.jsonl")) > start
+
+
+def test_a_client_not_running_by_the_deadline_joins_when_it_runs_and_the_run_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trial31: a producer stopped past the supervisor's wait never got its go, and nothing in
+    the run directory said the workload judged was half the topology's. Here the wait is cut
+    to 0.2 s (before the time scale) and producer-0 held 2 s: the consumer begins at time 0,
+    the producer when it runs, and summary.json's `clients_late` says when."""
+    from testbed.supervisor import cluster
+    monkeypatch.setattr(cluster, "CLIENT_START_WAIT", 0.2)
+    resumed = _hold_clients(monkeypatch, 2.0, ("producer-0",))
+    topo = parse_topology(topology_dict(partitions=1, duration="2s"), "test")
+    out = run_cluster(topo, runs_dir=tmp_path / "runs", time_scale=TIME_SCALE)
+    summary = json.loads((out.run_dir / "summary.json").read_text())
+    start = summary["workload_start_ns"]
+    assert resumed and start < resumed[0], "the supervisor waited for the held producer"
+    joined = summary["clients_late"]["producer-0"]
+    assert joined is not None and joined >= (resumed[0] - start) / 1e9
+    sends = [h for h in read_jsonl(out.run_dir / "history.jsonl") if h["process"] == "producer-0"]
+    assert sends and min(h["time_ns"] for h in sends) >= start + joined * 1e9 - 1e6
+    assert load_run_info(out.run_dir).clients_late == {"producer-0": joined}

@@ -55,6 +55,21 @@ def _acked_as_it_crashed(root: Path) -> None:
     r.write()
 
 
+def _in_flight_across_a_pause(root: Path) -> None:
+    """v5 is sent 100 ns before broker 1, the leader, is paused and acknowledged 400 ns after;
+    v6, the first write sent after the pause, 1 s after it; a pause of broker 3, already
+    paused, takes no node, and its resume none (trial31: the first read as a recovery in
+    0 s, the second as in force to the run's end)."""
+    r = RunBuilder(root, "in-flight-across-a-pause")
+    r.send("v5", 5, at=T0 + 3 * S - 100)
+    r.send("v6", 6, at=T0 + 4 * S)
+    r.extend_log([(5, "v5"), (6, "v6")])
+    r.fault(T0 + 3 * S, "pause", "leader-of orders/0", ["broker-1"], effect={"paused": {"broker-1": 41}})
+    r.fault(T0 + 3 * S + 2_000_000, "pause", "broker:3", ["broker-3"], effect={"paused": {}}, origin="faults[1]")
+    r.fault(T0 + 5 * S, "resume", None, ["broker-1"], effect={"resumed": {"broker-1": 41}}, origin="faults[2]")
+    r.write()
+
+
 def _crashed_after_the_loss(root: Path) -> None:
     """Broker 1 acknowledges v5; broker 2, elected with LEO 5 (broker 1 fenced, a zombie),
     leads without it and broker 1 truncates back to 5; broker 3 loses power two seconds
@@ -1170,7 +1185,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1183,6 +1198,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "torn-tail": ZERO,
     "lost": {**ZERO, "lost_writes": 1, "lost_writes_acks1": 1},
     "acked-as-it-crashed": {**ZERO, "lost_writes_acks1": 1},
+    "in-flight-across-a-pause": ZERO,
     "crashed-after-the-loss": {**ZERO, "lost_writes": 1},
     "crash-written-back": {**ZERO, "lost_writes": 1},
     "duplicate": {**ZERO, "duplicates": 1},
@@ -1606,6 +1622,16 @@ def test_the_report_shows_the_first_examples_of_every_other_check_that_found_som
     assert "<h2>The other checks' findings</h2><h3>nonmonotonic_sends: 1</h3>" in page
     assert "<td>w1</td>" in page and "<td>w0</td>" in page  # the value, and the one sent before it
     assert "The other checks' findings" not in (judged["clean"].run_dir / "report.html").read_text()
+
+
+def test_recovery_counts_writes_sent_after_the_fault_and_a_fault_that_took_no_node_is_none(
+        judged: dict[str, RunVerdict]) -> None:
+    """trial31: a write in flight as its leader was paused, acknowledged just after, read as a
+    recovery in 0 s (the first write sent after the pause took 1 s); a pause of a node already
+    paused took none, yet was drawn as in force to the run's end."""
+    [pause] = judged["in-flight-across-a-pause"].results["figures"]["faults"]
+    assert (pause["target"], pause["at_s"], pause["until_s"]) == ("leader-of orders/0", 3.0, 5.0)
+    assert pause["to_first_ack_s"] == 1.0
 
 
 def test_the_reports_overview_draws_the_availability_tables_windows(judged: dict[str, RunVerdict]) -> None:

@@ -172,3 +172,12 @@ def test_a_partition_is_named_by_its_shape_and_groups_as_applied():
     assert fault_subject(isolate) == "isolate leader-of orders/0 [broker-2 | broker-1]"
     assert fault_subject({"do": "kill", "target": None, "resolved": ["broker-1"]}) == "broker-1"
     assert fault_bands([{**halves, "start": 1.0, "end": 2.0}]) == [(1.0, 2.0, "partition " + fault_subject(halves))]
+
+
+def test_the_throughput_line_runs_to_the_workloads_end_through_a_stall_that_outlived_its_fault():
+    """trial31: nothing completed in the last second of a 9 s workload, and the line ended at 8."""
+    rows = [{"f": "send", "second": s, "records": 100} for s in range(8)]
+    xs, ys = rate_steps(rows, workload_end=9.0)
+    assert xs[-2:] == [8.0, 9.0] and ys[-2:] == [0, 0]
+    xs, ys = rate_steps(rows, workload_end=8.1)  # a sliver of the 9th second: not drawn
+    assert xs[-1] == 8.0 and ys[-1] == 100

@@ -32,3 +32,11 @@ def test_without_its_end_the_workload_ran_the_topologys_duration(tmp_path: Path)
     assert load_run_info(tmp_path).workload_seconds == 5.0
     (tmp_path / "summary.json").write_text(json.dumps({"workload_start_ns": T0, "workload_end_ns": "late"}))
     assert load_run_info(tmp_path).workload_seconds == 5.0
+
+
+def test_the_clients_late_at_time_0_are_read_from_summary_json_and_garbage_is_none(tmp_path: Path) -> None:
+    run = _run(tmp_path, {"workload_start_ns": T0, "clients_late": {"producer-1": 17.2, "consumer-0": None,
+                                                                     "producer-2": "soon"}})
+    assert load_run_info(run).clients_late == {"producer-1": 17.2, "consumer-0": None, "producer-2": None}
+    (tmp_path / "summary.json").write_text(json.dumps({"clients_late": ["producer-1"]}))
+    assert load_run_info(tmp_path).clients_late == {}
