@@ -49,7 +49,7 @@ def applied(t: Tables) -> DataFrame:
         *[F.lit(x) for kv in _TAKES.items() for x in kv]), F.col("do"))))
     did_nothing = (F.get_json_object("effect", "$.skipped").isNotNull()
                    | F.get_json_object("effect", "$.error").isNotNull()
-                   | (F.col("do").isin(*_TAKES) & (F.coalesce(took, F.lit("{}")) == "{}")))
+                   | (F.col("do").isin(*_TAKES) & (took == "{}")))  # (an effect without the map: not known)
     return (lines.withColumn("start_ns", F.last(F.when(F.col("phase") == "start", F.col("time_ns")), True)
                              .over(started.rowsBetween(Window.unboundedPreceding, 0)))
             .where((F.col("phase") == "end") & ~F.coalesce(did_nothing, F.lit(False)))

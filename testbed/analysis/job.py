@@ -373,7 +373,7 @@ def _collect_figures(t: Tables, config: ConfigTables, scope: Scope, bounds: Data
                                                 "became-follower", "truncated"))
               .join(bounds, "run_id")
               .select("run_id", "kind", "node", "topic", "partition", seconds("time_ns").alias("t"), "leader",
-                      "isr", "elr", "replicas", "hwm", "reason", "from", "to"))
+                      "isr", "elr", "replicas", "hwm", "reason", "from", "to", "time_ns", "seq"))
     bands = (spans.join(bounds, "run_id")
              .select("run_id", "do", "target", "resolved", "shape", "groups", seconds("start_ns").alias("start"),
                      seconds("end_ns").alias("end"), "undone"))
@@ -385,7 +385,9 @@ def _collect_figures(t: Tables, config: ConfigTables, scope: Scope, bounds: Data
                  t, acknowledgements(scope.values, t.history, eager=scope.narrow), spans, bounds), ("at_s",)),
              ("figures", "series"): (figures.throughput_latency(t, scope.values, bounds, scope.narrow),
                                      ("f", "second")),
-             ("timeline", "events"): (states, ("t",)),
+             # by the time itself, not `t` to the millisecond: two changes 19 us apart came back
+             # in the wrong order and the overview named the fenced leader (trial31)
+             ("timeline", "events"): (states, ("time_ns", "seq")),
              ("timeline", "faults"): (bands, ("start",)),
              ("timeline", "admin"): (admin, ("seq",))}  # in the order they were written
     rows = reduce(DataFrame.unionByName, [

@@ -70,6 +70,18 @@ def _in_flight_across_a_pause(root: Path) -> None:
     r.write()
 
 
+def _two_changes_in_a_millisecond(root: Path) -> None:
+    """Broker 2 is elected at 2 s and broker 3 19 us later, the controller's two records
+    written in the other order (trial31: ordered by their time to the millisecond, the
+    overview named broker 2, fenced, as the leader)."""
+    r = RunBuilder(root, "two-changes-in-a-millisecond", expect={"lost_writes": ">0"})  # a report is written
+    r.events += [RunBuilder.change(T0 + 2 * S, leader=2, epoch=1, isr=[2, 3], reason="election"),
+                 RunBuilder.change(T0 + 2 * S + 19_000, leader=3, epoch=2, isr=[3, 1], reason="election")]
+    events = r.write() / "events.jsonl"
+    lines = events.read_text().splitlines(keepends=True)
+    events.write_text("".join(lines[:-2] + lines[-1:] + lines[-2:-1]))  # the later change first
+
+
 def _crashed_after_the_loss(root: Path) -> None:
     """Broker 1 acknowledges v5; broker 2, elected with LEO 5 (broker 1 fenced, a zombie),
     leads without it and broker 1 truncates back to 5; broker 3 loses power two seconds
@@ -1185,7 +1197,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _two_changes_in_a_millisecond, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1199,6 +1211,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "lost": {**ZERO, "lost_writes": 1, "lost_writes_acks1": 1},
     "acked-as-it-crashed": {**ZERO, "lost_writes_acks1": 1},
     "in-flight-across-a-pause": ZERO,
+    "two-changes-in-a-millisecond": ZERO,
     "crashed-after-the-loss": {**ZERO, "lost_writes": 1},
     "crash-written-back": {**ZERO, "lost_writes": 1},
     "duplicate": {**ZERO, "duplicates": 1},
@@ -1632,6 +1645,13 @@ def test_recovery_counts_writes_sent_after_the_fault_and_a_fault_that_took_no_no
     [pause] = judged["in-flight-across-a-pause"].results["figures"]["faults"]
     assert (pause["target"], pause["at_s"], pause["until_s"]) == ("leader-of orders/0", 3.0, 5.0)
     assert pause["to_first_ack_s"] == 1.0
+
+
+def test_the_report_takes_events_in_the_order_of_their_times_not_of_their_milliseconds(
+        judged: dict[str, RunVerdict]) -> None:
+    page = (judged["two-changes-in-a-millisecond"].run_dir / "report.html").read_text()
+    overview = page[page.index("<h2>Overview</h2>"):page.index("</svg>", page.index("<h2>Overview</h2>"))]
+    assert "<!--  b3 -->" in overview and "<!--  b2 -->" not in overview  # 3 leads from 2 s on
 
 
 def test_the_reports_overview_draws_the_availability_tables_windows(judged: dict[str, RunVerdict]) -> None:
