@@ -29,7 +29,7 @@ from testbed.config.specs import (
     Timing,
 )
 from testbed.config.topics_section import parse_topics
-from testbed.config.topology_spec import Topology
+from testbed.config.topology_spec import TOPIC_ACTIONS, Topology, fault_topic
 from testbed.config.units import format_duration, format_rate, parse_duration
 from testbed.config.walker import INVALID, Walker, describe, join, valid
 from testbed.config.workload_section import parse_workload
@@ -88,11 +88,26 @@ def _parse_topology(w: Walker, data: object) -> Topology | None:
     run_length = None if duration is INVALID else duration
     faults = parse_faults(w, m.get("faults", []), "faults", known, run_length, total_nodes)
     expect = _parse_expect(w, m.get("expect", {}), "expect")
+    if valid(workload, topics, faults):
+        _note_idle_consumers(w, workload, topics, faults)
     parts = (name, description, seed, duration, timing, cluster, protocol, storage, network,
              topics, workload, faults, expect)  # fmt: skip
     if not valid(*parts) or w.errors:
         return None
     return Topology(*parts, source=w.source, notes=tuple(w.notes))
+
+
+def _note_idle_consumers(w: Walker, workload: Any, topics: Any, faults: Any) -> None:
+    """Consumers of a topic share its partitions (p to consumer p mod count); those beyond its
+    partition count get none and are not started, unless a topic fault may give them one
+    (trial31: 10 asked for over 6 partitions, 6 started, nothing said)."""
+    partitions = {t.name: t.partitions for t in topics}
+    changed = {fault_topic(f.do, f.params) for f in faults if getattr(f, "do", None) in TOPIC_ACTIONS}
+    for i, c in enumerate(workload.consumers):
+        have = partitions.get(c.topic)
+        if have is not None and c.count > have and c.topic not in changed:
+            w.note(f"workload.consumers[{i}].count", f"{c.count} consumers share the {have} partition(s) of "
+                                                     f"{c.topic}: {c.count - have} get none and are not started")
 
 
 def _note_lone_batches(w: Walker, workload: Any, duration: float) -> None:

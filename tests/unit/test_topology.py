@@ -1265,6 +1265,18 @@ def test_a_disk_loss_that_may_strike_the_only_controller_is_noted() -> None:
     assert never_firing(parse_topology(data, SRC)) == []
 
 
+def test_consumers_beyond_their_topics_partitions_are_noted_unless_a_topic_fault_may_give_them_one() -> None:
+    """trial31: 10 consumers over 6 partitions started 6, with nothing said."""
+    from testbed.topology import never_firing
+    data = base()
+    data["workload"] = {"consumers": [{"topic": "orders", "count": 10}, {"topic": "orders", "count": 6}]}
+    [note] = never_firing(parse_topology(data, SRC))
+    assert note.endswith("workload.consumers[0].count: 10 consumers share the 6 partition(s) of orders: 4 get "
+                         "none and are not started"), note
+    data["faults"] = [{"at": "1s", "do": "add-partitions", "topic": "orders", "count": 12}]
+    assert never_firing(parse_topology(data, SRC)) == []
+
+
 def test_a_producer_whose_one_batch_outlasts_the_run_is_noted() -> None:
     """The rate paces whole batches: a tester's `rate: 100/s` with `batch: 100000` sent its
     100,000 values at 0 s of a 5 s run, 200 times the rate it read as (trial23)."""
