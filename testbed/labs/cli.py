@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import termios
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,5 +119,15 @@ def _pause(console: Console) -> BeforeFault:
     def before(status: ClusterStatus, faults: list[ScheduledFault]) -> None:
         console.print(cluster_view(status, "the cluster now", []))
         what = "; ".join(f"{f.do} {f.target}" if f.target else f.do for f in faults)
+        _forget_typed_ahead()
         console.input(f"next at {faults[0].at:g}s: [bold]{what}[/]; press Enter to fire ")
     return before
+
+
+def _forget_typed_ahead() -> None:
+    """Enter pressed before the prompt showed would fire its fault unread (trial31): what the
+    terminal holds unread is dropped first."""
+    try:
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+    except (OSError, ValueError, termios.error):
+        pass  # not a terminal after all: nothing typed ahead to drop

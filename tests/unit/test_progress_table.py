@@ -3,9 +3,11 @@ a new user's quickstart showed three brokers' leaders on two rows ("b3:2" wrappe
 "b1:2 b2:2"), the width taken by the table's rules and the header "under-replicated"."""
 from __future__ import annotations
 
+import io
 from collections import Counter
 from types import SimpleNamespace
 
+import pytest
 from rich.console import Console
 
 from testbed.experiment.progress import render
@@ -45,3 +47,17 @@ def test_the_counts_say_that_acks_0_sends_are_not_acknowledged() -> None:
     print_counts(console, Counts(Counter({("send", "ok"): 1600}), {"0": 1535, "all": 65}), True)
     assert ("values acknowledged: acks=0: 1535 (sent; acks=0 is never acknowledged), acks=all: 65; converged: True"
             in console.export_text())
+
+
+def test_the_progress_clock_stands_still_while_a_lab_step_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """trial31: under `--step` the progress read 7.8 s / 10 s beside a fault line at 3.01 s: the
+    schedule's clock stood still at the prompt, the display's did not."""
+    from testbed.experiment import progress
+    now = [100.0]
+    monkeypatch.setattr(progress.time, "monotonic", lambda: now[0])
+    mon = progress.Monitor(Console(file=io.StringIO()), 10.0)
+    now[0] += 3.0
+    with mon.suspended():
+        now[0] += 4.8  # the student reads the prompt
+    now[0] += 0.5
+    assert now[0] - mon.start == pytest.approx(3.5)
