@@ -19,6 +19,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from testbed.common.run_files import STARTED
 from testbed.config.loader import FAST_SAFE_LOADER
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.specs import DEFAULT_EXPECT, Expectation
@@ -86,10 +87,21 @@ def _read_yaml(text: str) -> object:
         return yaml.safe_load(text)
 
 
+def _started(run_dir: Path) -> int | None:
+    """The workload's time 0 as `STARTED` says it, for a run without its summary.json."""
+    try:
+        value = json.loads((run_dir / STARTED).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return _moment(value if isinstance(value, dict) else None, "workload_start_ns")
+
+
 def load_run_info(run_dir: Path, run_id: str | None = None) -> RunInfo:
     path = run_dir / "topology.yaml"
     summary, summary_problem = _read_summary(run_dir)
     start, operations = _moment(summary, "workload_start_ns"), _operations_of(summary)
+    if start is None and summary is None:
+        start = _started(run_dir)
     end = _moment(summary, "workload_end_ns")
     late = summary.get("clients_late") if summary is not None else None
     late = {str(k): v if isinstance(v, int | float) and not isinstance(v, bool) else None

@@ -7,6 +7,7 @@ controlled shutdown -> final logs from the files -> counts -> the pipeline's ver
 """
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from testbed.analysis.session import full_priority
 from testbed.clients.final_read import final_read
 from testbed.clients.history import History
 from testbed.common.console import user_console
+from testbed.common.run_files import STARTED
 from testbed.experiment.counts import Counts, count_operations, write_summary
 from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.experiment.progress import Monitor, describe_fault, did_nothing, print_counts
@@ -127,6 +129,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             # loaded machine a client took 4 s to start, and a fault `at: 1s` found no write.
             late, workload_ns = cluster.start_workload()
             start = workload_ns / 1e9
+            (cluster.dir.root / STARTED).write_text(json.dumps({"workload_start_ns": workload_ns}))
             if late:
                 one = len(late) == 1
                 console.print(f"[yellow]warning:[/] {', '.join(late)} {'is' if one else 'are'} not running "

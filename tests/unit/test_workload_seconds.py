@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 from testbed.analysis.runinfo import load_run_info
+from testbed.common.run_files import STARTED
 from tests.unit.analysis_fixtures import topology
 
 T0 = 1_000_000_000_000
@@ -40,3 +41,17 @@ def test_the_clients_late_at_time_0_are_read_from_summary_json_and_garbage_is_no
     assert load_run_info(run).clients_late == {"producer-1": 17.2, "consumer-0": None, "producer-2": None}
     (tmp_path / "summary.json").write_text(json.dumps({"clients_late": ["producer-1"]}))
     assert load_run_info(tmp_path).clients_late == {}
+
+
+def test_a_run_that_never_ended_counts_from_the_time_0_it_wrote_as_its_workload_began(tmp_path: Path) -> None:
+    """trial31: a run whose supervisor was killed has no summary.json; it was judged on a clock
+    from the cluster's first event, and its kill at 3 s read 3.483 s."""
+    run = _run(tmp_path, None)
+    (run / "clients").mkdir()
+    (run / STARTED).write_text(json.dumps({"workload_start_ns": T0}))
+    assert load_run_info(run).workload_start_ns == T0
+    (run / "summary.json").write_text(json.dumps({"operations": {}}))  # it ended: its summary says all
+    assert load_run_info(run).workload_start_ns is None
+    (run / "summary.json").unlink()
+    (run / STARTED).write_text("{")  # torn as the supervisor died
+    assert load_run_info(run).workload_start_ns is None

@@ -1,0 +1,8 @@
+"""Names of run-directory files that one layer writes and another reads (the experiment writes,
+the analysis reads), kept here so that neither imports the other for a name."""
+from __future__ import annotations
+
+#: the workload's time 0 (`{"workload_start_ns": ...}`), written as the workload begins: a run
+#: whose supervisor was killed writes no summary.json, and was judged on a clock starting at
+#: the cluster's first event, 0.5 s before the workload (trial31)
+STARTED = "clients/started.json"
