@@ -420,8 +420,9 @@ class Cluster(ClusterAdmin):
         assert inbox is not None
         now = [n for n, at in self.late_clients.items() if at is None and n in inbox.latest]
         for name in now:
+            # taken before the go, and cut to the millisecond: never after its first record
+            self.late_clients[name] = (time.monotonic_ns() - self._time_0) // 1_000_000 / 1000
             self._go(name)
-            self.late_clients[name] = round((time.monotonic_ns() - self._time_0) / 1e9, 3)
         return now
 
     def _go(self, name: str) -> None:
