@@ -240,8 +240,9 @@ def _unconverged(cluster: Cluster, topology: Topology, most: int = 8) -> list[st
 def write_counts(run_dir: Path, workload_start_ns: int | None = None, workload_end_ns: int | None = None,
                  clients_late: dict[str, float | None] | None = None) -> Counts:
     """The run's operation counts, read back from its history, into `summary.json`, with the
-    moment its workload started (time 0 of its fault schedule, and so of every time the
-    analysis reports; `time_ns` clock)."""
+    moments its workload started (time 0 of its fault schedule, and so of every time the
+    analysis reports; `time_ns` clock) and ended, and the clients late at its start
+    (`counts.write_summary`)."""
     counts = count_operations(run_dir)
     write_summary(run_dir, counts, workload_start_ns, workload_end_ns, clients_late)
     return counts

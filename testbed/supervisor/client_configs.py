@@ -18,7 +18,8 @@ CLIENT_REQUEST_TIMEOUT = 2.0
 RETRY_BACKOFF = 0.05
 CONSUMER_MAX_WAIT = 0.1
 #: how long the supervisor waits for every client to run before the workload's time 0
-#: (`StatsInbox.wait_for`), before --time-scale; one not running by then gets no go
+#: (`StatsInbox.wait_for`), before --time-scale; one not running by then gets its go once it
+#: runs (`Cluster.release_late`)
 CLIENT_START_WAIT = 30.0
 
 
