@@ -136,7 +136,7 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
     for (at, text, ha, color), row in zip(texts, placed):
         strip.text(at, 1 - (row + 0.5) / n_rows, text, fontsize=6, va="center", ha=ha, color=color, clip_on=True,
                    transform=strip.get_xaxis_transform())
-    strip.set_xlim(0, max(end, 0.1))
+    strip.set_xlim(0, span)
     return _finish((strip, lanes), bands)
 
 

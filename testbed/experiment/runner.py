@@ -127,7 +127,8 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
         try:
             # Time 0 of the schedule is when every client runs, not when it was spawned: on a
             # loaded machine a client took 4 s to start, and a fault `at: 1s` found no write.
-            late, workload_ns = cluster.start_workload()
+            workload_ns = cluster.start_workload()
+            late = list(cluster.late_clients)
             start = workload_ns / 1e9
             (cluster.dir.root / STARTED).write_text(json.dumps({"workload_start_ns": workload_ns}))
             if late:

@@ -394,13 +394,13 @@ class Cluster(ClusterAdmin):
         return (f"ipc://{self.dir.socket_dir()}/stats.sock" if t.transport != "tcp" or t.backend == "netns"
                 else "tcp://127.0.0.1:0")
 
-    def start_workload(self, inbox: StatsInbox | None = None) -> tuple[list[str], int]:
+    def start_workload(self, inbox: StatsInbox | None = None) -> int:
         """Wait until every client started with `inbox`'s endpoint (by default the cluster's
         own) runs (has pushed once), then give each its go (`START`, which it waits for): time
-        0 of the schedule is when all run, not when they were spawned. Returns the clients
-        that were not running by the deadline (each gets its go from `release_late` once it
-        runs; `late_clients` says when) and time 0 (`time.monotonic_ns`), taken before the
-        first go so that no record precedes it."""
+        0 of the schedule is when all run, not when they were spawned. Returns time 0
+        (`time.monotonic_ns`), taken before the first go so that no record precedes it; the
+        clients not running by the deadline are `late_clients`' keys (each gets its go from
+        `release_late` once it runs)."""
         inbox = inbox or self.inbox
         assert inbox is not None, "start(workload=True) first, or give the inbox the clients push to"
         clients = list(self.client_procs)
@@ -410,7 +410,7 @@ class Cluster(ClusterAdmin):
             if name not in late:
                 self._go(name)
         self.late_clients = dict.fromkeys(late)
-        return late, time_0
+        return time_0
 
     def release_late(self, inbox: StatsInbox | None = None) -> list[str]:
         """The go to each late client that runs now (its first push came); returns them. Its

@@ -287,7 +287,7 @@ def _hold_clients(monkeypatch: pytest.MonkeyPatch, seconds: float, names: tuple[
         for pid in held:
             os.kill(pid, signal.SIGCONT)
 
-    def begin_held(self: Cluster, *args: object, **kwargs: object) -> tuple[list[str], int]:
+    def begin_held(self: Cluster, *args: object, **kwargs: object) -> int:
         timer = threading.Timer(seconds, resume)
         timer.daemon = True
         timer.start()
