@@ -427,7 +427,7 @@ def stop_spark() -> None:
         # and keep the process from exiting.
         others = _others[:]
         _others.clear()
-        gone = driver is None and url is not None and not connect_server_accepts(url)  # a server that died mid-judgment
+        gone = driver is None and url is not None and not connect_server_accepts(url, 2.0)  # died mid-judgment
         stopped = _stop_sessions([each for each in (*others, session) if each is not None], gone)
         # this process's JVM: its driver's, or one whose start was cut short (`_kill_starting_jvm`)
         proc = getattr(SparkContext._gateway, "proc", None)

@@ -115,7 +115,8 @@ def spark_master_problem(master: str | None) -> str | None:
     if master.startswith("local") and any(not 1 <= int(n) <= 1_000_000 for n in re.findall(r"[0-9]+", master)):
         return f"--spark-master {master}: its numbers (threads, workers, cores, MB) must be from 1 to 1,000,000"
     if master.startswith("sc://") and not connect_server_accepts(master):
-        return f"--spark-master {master}: no Spark Connect server answers there (nothing answered HTTP/2 in 2 s)"
+        return (f"--spark-master {master}: no Spark Connect server answers there "
+                f"(nothing answered HTTP/2 in {ANSWER_WAIT:g} s)")
     if master.startswith("spark://") and not standalone_master_accepts(master):
         return (f"--spark-master {master}: no Spark master accepts a connection there in 2 s (a standalone "
                 f"master's URL is spark://host:port, port {STANDALONE_PORT} unless it says)")
@@ -155,7 +156,13 @@ def _address(netloc: str, default_port: int) -> tuple[str, int]:
     return host, int(port)
 
 
-def connect_server_accepts(url: str, timeout: float = 2.0) -> bool:
+#: how long a Spark Connect URL's listener has to answer HTTP/2 before it is called silent. A
+#: refused connection fails at once; a live server's JVM starved of CPU answers late, and at 2 s
+#: a CI run of 2,774 s (three times the usual) had a `sim` refuse its tests' warm server
+ANSWER_WAIT = 10.0
+
+
+def connect_server_accepts(url: str, timeout: float = ANSWER_WAIT) -> bool:
     """Something answers HTTP/2, as a gRPC server does, at the host and port of a Spark
     Connect URL (`sc://host[:port][/;param=value...]`): a silent listener that only accepts
     connections made `analyze` retry for a minute and then leave the run unjudged."""

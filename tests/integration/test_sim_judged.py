@@ -51,6 +51,7 @@ def test_unsafe_settings_lose_acknowledged_writes_over_many_seeds_and_their_fixe
     proc = subprocess.run([sys.executable, "run.py", "sim", *map(str, files.values()), "--seeds", str(SEEDS),
                            "--jobs", "1", "--runs-dir", str(tmp_path / "sim"), "--spark-master", warm_master],
                           cwd=ROOT, capture_output=True, text=True, timeout=900, env={**os.environ, "COLUMNS": "200"})
+    assert (tmp_path / "sim").is_dir(), f"sim made no directory (exit {proc.returncode}): {proc.stdout[-3000:]}"
     [sim_dir] = (tmp_path / "sim").iterdir()
     results: dict[str, list[dict]] = {}
     failing = []

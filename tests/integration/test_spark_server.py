@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow(seconds=185)
-@pytest.mark.timeout(600)
+@pytest.mark.timeout(900)  # 600 s was passed by a CI run of 2,774 s (about three times the usual)
 def test_a_shared_server_judges_like_an_embedded_session_and_its_loss_falls_back(tmp_path: Path) -> None:
     state = tmp_path / "server.json"
     env = {**os.environ, "ISRLAB_SPARK_SERVER_FILE": str(state)}
