@@ -49,8 +49,9 @@ def test_a_master_spark_does_not_know_is_refused_saying_what_is_expected(master:
     assert problem is not None and problem.startswith(f"--spark-master {master!r}: expected local, local[N]")
 
 
-def _answering_listener() -> socket.socket:
-    """A port that answers every HTTP/2 greeting with a SETTINGS frame, as a gRPC server does."""
+def _answering_listener(delay: float = 0.0) -> socket.socket:
+    """A port that answers every HTTP/2 greeting with a SETTINGS frame, as a gRPC server does,
+    `delay` seconds after it came."""
     listener = socket.create_server(("127.0.0.1", 0))
 
     def serve() -> None:
@@ -60,6 +61,7 @@ def _answering_listener() -> socket.socket:
             except OSError:
                 return
             conn.recv(64)
+            time.sleep(delay)
             conn.sendall(bytes([0, 0, 0, 4, 0, 0, 0, 0, 0]))
             conn.close()
     threading.Thread(target=serve, daemon=True).start()
@@ -78,6 +80,13 @@ def test_a_connect_url_is_refused_when_nothing_answers_there() -> None:
         assert connect_server_accepts(f"sc://127.0.0.1:{port}")
         assert not connect_server_accepts("sc://127.0.0.1:notaport")
         assert not connect_server_accepts("sc://127.0.0.1:99999")
+
+
+def test_a_connect_server_slow_to_answer_is_not_called_silent() -> None:
+    """A live server's JVM starved of CPU answers late: at a 2 s wait a CI run three times the
+    usual length had `sim` refuse its tests' warm server."""
+    with _answering_listener(delay=3.0) as listener:
+        assert spark_master_problem(f"sc://127.0.0.1:{listener.getsockname()[1]}") is None
 
 
 @pytest.mark.parametrize("master", ["local[0]", "local[2,0]", "local-cluster[0,1,1024]", "local[99999999999]"])
