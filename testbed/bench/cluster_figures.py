@@ -172,6 +172,7 @@ def netns_setup(runs: Path, repeat: int, brokers: int = 6) -> list[float]:
     names = ["controller-1", *(f"broker-{i}" for i in range(1, brokers + 1)), CLIENTS]
     for i in range(repeat):
         registry = Registry(runs, f"netns-setup-{i}", runs / "sock")
+        registry.start_watchman()  # a bench killed mid-setup leaves no namespace until the next run
         network = NetnsNetwork(runs / f"netns-setup-{i}", registry.add_netns)
         try:
             t0 = time.monotonic()
