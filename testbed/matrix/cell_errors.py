@@ -38,15 +38,16 @@ def explain(spec: MatrixSpec, base: Path, failed: list[Failed], cells: int,
     each once. `alone(settings, schedule)` gives the errors of the base with only those
     applied: an error a cell has is pinned on a part of the matrix only when that part
     alone gives it and every cell holding that part has it."""
-    left = {f.id: list(f.errors) for f in failed}
+    # by position: two values that show alike (`2`, `"2"`) give two cells one id (refused too)
+    left = [list(f.errors) for f in failed]
     out: list[str] = []
 
     def claim(errors: list[str], holds: Callable[[Failed], bool], expected: int, label: str) -> None:
         for error in errors:
-            holders = [f for f in failed if holds(f) and error in left[f.id]]
+            holders = [k for k, f in enumerate(failed) if holds(f) and error in left[k]]
             if len(holders) == expected:
-                for f in holders:
-                    left[f.id].remove(error)
+                for k in holders:
+                    left[k].remove(error)
                 out.append(f"{label}: {error}")
 
     claim(alone((), None), lambda f: True, cells, f"{spec.source} (base {base})")
@@ -57,15 +58,15 @@ def explain(spec: MatrixSpec, base: Path, failed: list[Failed], cells: int,
                   f"{spec.source} (vary {key}, base {base})")
         for value, found in zip(values, each, strict=True):
             claim(found, lambda f, k=key, v=value: same(dict(f.settings)[k], v), cells // len(values),
-                  f"{spec.source} (vary {key}={shown(value)}, base {base})")
+                  f"{spec.source} (vary {key}={quoted(value, values)}, base {base})")
     files = dict(spec.schedule_files)
     for name, _ in spec.schedules:
         for error in alone((), name):
             claim([error], lambda f, s=name: f.schedule == s, cells // len(spec.schedules),
                   _label(spec, files, name, error, f"base {base}", f"faults {name}, base {base}"))
     shared: dict[str, list[Failed]] = {}
-    for f in failed:
-        for error in dict.fromkeys(left[f.id]):
+    for f, errors in zip(failed, left, strict=True):
+        for error in dict.fromkeys(errors):
             shared.setdefault(error, []).append(f)
     for error, holders in shared.items():
         others = len(holders) - 1
@@ -92,3 +93,11 @@ def shown(value: Any) -> str:
 def same(actual: Any, wanted: Any) -> bool:
     """YAML's `1` and `true` are equal in Python; a value is told apart by its type too."""
     return type(actual) is type(wanted) and actual == wanted
+
+
+def quoted(value: Any, values: tuple[Any, ...]) -> str:
+    """`value` as the matrix writes it, a string quoted where another of `values` shows
+    alike (`'1'` beside `1`)."""
+    text = shown(value)
+    alike = any(shown(v) == text and not same(v, value) for v in values)
+    return repr(value) if alike and isinstance(value, str) else text

@@ -18,7 +18,7 @@ from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.topology_spec import Topology
 from testbed.config.walker import describe, is_digits
-from testbed.matrix.cell_errors import Failed, Settings, explain, same, shown
+from testbed.matrix.cell_errors import Failed, Settings, explain, quoted, same, shown
 from testbed.matrix.spec import (
     SCHEDULE_KEY,
     SEED_KEY,
@@ -188,7 +188,7 @@ def _one_setting_twice(spec: MatrixSpec, cells: list[Cell]) -> list[str]:
                 if pair not in decided:
                     decided.add(pair)
                     if _bare(twin.topology) == _bare(cell.topology):
-                        both = f"{_quoted(twin.settings[i][1], values)} and {_quoted(value, values)}"
+                        both = f"{quoted(twin.settings[i][1], values)} and {quoted(value, values)}"
                         out.append(f"{spec.source}: vary.{key}: lists a value twice: {both} are one setting as the "
                                    f"topology reads them (their cells would run the same topology)")
             alike.append(cell)
@@ -198,14 +198,6 @@ def _one_setting_twice(spec: MatrixSpec, cells: list[Cell]) -> list[str]:
 def _bare(topology: Topology) -> Topology:
     """What a cell runs, without what names or judges it."""
     return dataclasses.replace(topology, source="", expect={})
-
-
-def _quoted(value: Any, values: tuple[Any, ...]) -> str:
-    """`value` as the matrix writes it, a string quoted where another value shows alike (`'1'`
-    beside `1`)."""
-    text = shown(value)
-    alike = any(shown(v) == text and not same(v, value) for v in values)
-    return repr(value) if alike and isinstance(value, str) else text
 
 
 #: The longest cell id kept whole (bytes): a cell's id names its run directory and the files

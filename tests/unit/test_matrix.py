@@ -685,3 +685,18 @@ def test_varied_values_that_are_one_setting_once_read_are_a_value_listed_twice(t
                                                                       "protocol.elr": [True, False]}, "seeds": 2}))
     assert text == (f"{m}: vary.duration: lists a value twice: 3s and 3000ms are one setting as the topology reads "
                     f"them (their cells would run the same topology)"), text
+
+
+def test_a_bad_value_showing_like_a_good_one_beside_another_error_is_said_with_its_quotes(tmp_path: Path) -> None:
+    """Found by a tester: `partitions: [2, "2"]` beside any other error ended `matrix` and
+    `validate` in a traceback (the two cells share the id `partitions=2`, and the error
+    claimed for one was removed from both), and the error read `partitions=2`, naming neither."""
+    m = tmp_path / "m.yaml"
+    text = errors_of(write(tmp_path, {"base": "base.yaml",
+                                      "vary": {"topics.0.partitions": [2, "2"], "protocol.nonsense": ["a"]}}))
+    lines = text.splitlines()
+    assert len(lines) == 2, text
+    assert lines[0].startswith(f"{m} (vary topics.0.partitions='2', base ") and \
+        lines[0].endswith("topics[0].partitions: expected an integer >= 1, got '2'"), text
+    assert lines[1].startswith(f"{m} (vary protocol.nonsense=a, base ") and \
+        "protocol.nonsense: unknown key" in lines[1], text
