@@ -54,10 +54,29 @@ def observations(acked: DataFrame, polls: DataFrame, prefixes: DataFrame) -> Dat
                                          F.lit(None).cast("long").alias("time_ns"))))
 
 
+def acked_past_the_end(unsure: DataFrame, committed: DataFrame, leaders: DataFrame) -> DataFrame:
+    """Observations (as `observations` gives them) of acks=all acknowledgements at or past
+    the end of the final committed log (the final leader's HWM, `leaders`: `final_leaders`)
+    whose value the log holds elsewhere, each beside a valueless one from the log's end: the
+    offset was committed and the log no longer has it (I1 wants the value at its
+    acknowledged offset; a tester's ack moved past the end was flagged by nothing). A value
+    the log does not hold at all is a lost write, counted there. `unsure` holds the
+    acknowledgements `offsets.suspects` flagged `unsure_ack`, among which every such one is."""
+    past = (unsure.where(F.col("acks") == "all")
+            .join(F.broadcast(leaders.select(*PART, "leader_hwm")), PART)
+            .where(F.col("offset") >= F.col("leader_hwm"))
+            .join(committed.select(*PART, "value"), [*PART, "value"], "left_semi"))
+    return (past.select(*PART, "offset", "value", F.concat(F.lit("ack:"), "process").alias("source"), "time_ns")
+            .unionByName(past.select(*PART, "offset", F.lit(None).cast("string").alias("value"),
+                                     F.format_string("final-log-end:%d", "leader_hwm").alias("source"),
+                                     F.lit(None).cast("long").alias("time_ns"))))
+
+
 def inconsistent_offsets(obs: DataFrame) -> DataFrame:
     """Offsets for which two observations disagree on the value (`obs` holds only the
-    offsets `offsets.suspects` flagged `disagree`); `time_ns` is the first observation of
-    that offset, after which attribution looks for what replaced it."""
+    offsets `offsets.suspects` flagged `disagree`, and those of `acked_past_the_end`);
+    `time_ns` is the first observation of that offset, after which attribution looks for
+    what replaced it."""
     return (obs.groupBy(*PART, "offset")
             .agg(F.sort_array(F.collect_set("value")).alias("values"),
                  F.slice(F.sort_array(F.collect_set("source")), 1, 10).alias("sources"),

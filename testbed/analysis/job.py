@@ -25,7 +25,8 @@ from testbed.analysis.attribution import attribute
 from testbed.analysis.faultspans import fault_spans
 from testbed.analysis.held import hold
 from testbed.analysis.ingest import Tables
-from testbed.analysis.observations import PART, committed_log, partitions, replica_prefixes, run_bounds, seconds
+from testbed.analysis.observations import (PART, committed_log, final_leaders, partitions, replica_prefixes, run_bounds,
+                                          seconds)
 from testbed.analysis.offsets import FLAGS, only, suspects
 from testbed.analysis.runinfo import ConfigTables
 from testbed.analysis.scope import Observed, Scope, narrowed, observe, whole
@@ -76,13 +77,17 @@ def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, sta
     # each use would carry the whole lineage of acked, polls, logs and committed again (see
     # `_run_checks`).
     pending = {}
+    obs = []
     if any_["unsure_ack"]:
         unsure = only(scope.acked, found, "unsure_ack")
-        pending["missing"] = H.missing_acknowledged(unsure, of_values(o.committed, unsure), scope.coverage)
+        committed = of_values(o.committed, unsure)
+        pending["missing"] = H.missing_acknowledged(unsure, committed, scope.coverage)
+        obs.append(H.acked_past_the_end(unsure, committed, final_leaders(t)))
     if any_["disagree"]:
-        obs = H.observations(only(scope.acked, found, "disagree"), only(scope.polls, found, "disagree"),
-                             replica_prefixes(only(scope.logs, found, "disagree")))
-        pending["inconsistent"] = H.inconsistent_offsets(obs)
+        obs.append(H.observations(only(scope.acked, found, "disagree"), only(scope.polls, found, "disagree"),
+                                  replica_prefixes(only(scope.logs, found, "disagree"))))
+    if obs:
+        pending["inconsistent"] = H.inconsistent_offsets(reduce(DataFrame.unionByName, obs))
     starting = hold(pending)
     if "missing" in starting:
         missing = starting["missing"]

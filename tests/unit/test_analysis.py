@@ -126,6 +126,15 @@ def _duplicate(root: Path) -> None:
     r.write()
 
 
+def _acked_past_the_end(root: Path) -> None:
+    """v4, in the log at offset 4 only, sent again and acknowledged at offset 5, where the
+    committed log (HWM 5) has nothing: found by a tester, who moved an ack past the end
+    and was told nothing (the value is in the log, so no write is lost)."""
+    r = RunBuilder(root, "acked-past-the-end")
+    r.send("v4", offset=5, at=T0 + S + 10_000)
+    r.write()
+
+
 def _two_values(root: Path) -> None:
     """Another consumer read x at offset 3 before it was replaced by v3 (committed log)."""
     r = RunBuilder(root, "two-values")
@@ -1197,7 +1206,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _two_changes_in_a_millisecond, _crashed_after_the_loss, _crash_written_back, _duplicate, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _two_changes_in_a_millisecond, _crashed_after_the_loss, _crash_written_back, _duplicate, _acked_past_the_end, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1216,6 +1225,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "crash-written-back": {**ZERO, "lost_writes": 1},
     "duplicate": {**ZERO, "duplicates": 1},
     "two-values": {**ZERO, "inconsistent_offsets": 1, "committed_regressions": 1},
+    "acked-past-the-end": {**ZERO, "inconsistent_offsets": 1},
     "backwards": {**ZERO, "nonmonotonic_polls": 1},
     "skip": {**ZERO, "poll_skips": 1},
     "two-leaders": {**ZERO, "leader_conflicts": 1},
@@ -1387,6 +1397,8 @@ def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict
     overwritten = judged["two-values"].results["checks"]["inconsistent_offsets"]
     assert overwritten["examples"][0]["values"] == ["v3", "x"] and overwritten["unattributed"] == 1
     assert "with no recorded election" in overwritten["examples"][0]["cause"]
+    [past] = judged["acked-past-the-end"].results["checks"]["inconsistent_offsets"]["examples"]
+    assert (past["offset"], past["values"], past["sources"]) == (5, ["v4"], ["ack:producer-0", "final-log-end:5"])
     recovered = judged["recovered"].results["checks"]["lost_writes"]
     assert recovered["unattributed"] == 0
     assert ("when broker 2 (its LEO 5) was elected at leader epoch 1 by unclean recovery (balanced, from the log "
