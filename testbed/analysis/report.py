@@ -55,6 +55,8 @@ def _verdicts(r: dict) -> str:
         count = r["checks"].get(name, {}).get("count", "") if name != "converged" else r.get("converged")
         if isinstance(count, bool):  # converged: 1 or 0, as the terminal and expect: write it
             count = int(count)
+        if r.get("ok", True) is None:  # an unjudged run's counts prove nothing (a 0 read as "none lost")
+            count = ""
         cls, word = _WORD[e["held"]] if e else ("", "")
         rows.append([_e(name), _e(count), _e(e["expected"] if e else ""),
                      f'<span class="{cls}">{word}</span>'])

@@ -112,3 +112,20 @@ def test_a_run_that_broke_as_its_expect_wants_says_so_beside_its_ok() -> None:
     lines = console.export_text().splitlines()
     assert "OK (it broke as its expect: wants: lost_writes 350)  report: runs/bug/report.html" in lines
     assert "OK  report: runs/fix/report.html" in lines
+
+
+def test_an_unjudged_runs_table_shows_no_count() -> None:
+    """trial32: `lost_writes │ 0 │ 0 │ UNJUDGED` (its faults.jsonl gone) read as "none lost", and
+    a killed run's table showed `unseen 660` beside UNJUDGED rows; its results.json keeps them."""
+    from testbed.analysis.report import _verdicts
+    results = {"ok": None, "checks": {"lost_writes": {"count": 0}, "unseen": {"count": 660}}, "converged": True,
+               "problems": ["why"], "expect": {"lost_writes": {"expected": "0", "observed": 0, "held": None}}}
+    console = Console(record=True, width=200)
+    print_verdict(console, RunVerdict(Path("runs/r"), None, results))
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]]
+            for line in console.export_text().splitlines() if line.count("│") >= 4}
+    assert rows["lost_writes"] == ["", "0"] and rows["unseen"] == ["", ""] and rows["converged"] == ["", ""], rows
+    html = _verdicts(results)
+    assert "<td>lost_writes</td><td></td><td>0</td>" in html and "<td>unseen</td><td></td>" in html, html
+    judged = {**results, "ok": True, "expect": {"lost_writes": {"expected": "0", "observed": 0, "held": True}}}
+    assert "<td>lost_writes</td><td>0</td><td>0</td>" in _verdicts(judged)
