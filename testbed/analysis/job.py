@@ -383,7 +383,7 @@ def _collect_figures(t: Tables, config: ConfigTables, scope: Scope, bounds: Data
              .select("run_id", "do", "target", "resolved", "shape", "groups", seconds("start_ns").alias("start"),
                      seconds("end_ns").alias("end"), "undone"))
     admin = (t.faults.where(F.col("do").isin(*ADMIN_ACTIONS) & (F.col("phase") == "end")).join(bounds, "run_id")
-             .select("run_id", "seq", "do", "target", seconds("time_ns").alias("t"), "params", "effect"))
+             .select("run_id", "seq", "do", "target", seconds("time_ns").alias("t"), "params", "effect", "origin"))
     parts = {("figures", "availability"): (figures.availability_windows(t, config, bounds, spans),
                                            ("topic", "partition", "start_s")),
              ("figures", "faults"): (figures.fault_recovery(

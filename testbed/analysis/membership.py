@@ -11,6 +11,11 @@ def admin_rows(entries: list[dict], brokers: list[int]) -> list[list[str]]:
     """One row per admin action: [at s, action, subject, what it did, brokers after it].
     `brokers` are the ids the run started with."""
     members = set(brokers)
+    # an add-broker registers its broker, then rebalances onto it, then ends: its rebalance's
+    # row (same origin, ended first) already has the broker (trial32: "brokers after: 1, 2, 3"
+    # beside a move onto 4)
+    adding = {entry.get("origin"): _json(entry.get("params"))["broker"]["id"] for entry in entries
+              if entry["do"] == "add-broker" and _json(entry.get("effect")).get("added")}
     rows = []
     for entry in entries:
         params, effect = _json(entry.get("params")), _json(entry.get("effect"))
@@ -19,6 +24,8 @@ def admin_rows(entries: list[dict], brokers: list[int]) -> list[list[str]]:
         # its broker, a remove-broker whose unregistration failed still took its broker out
         if do == "add-broker" and effect.get("added"):
             members.add(params["broker"]["id"])
+        elif do == "rebalance" and entry.get("origin") in adding:
+            members.add(adding[entry["origin"]])
         elif do == "remove-broker" and effect.get("removed"):
             members.discard(int(str(entry["target"]).removeprefix("broker:")))  # validated broker:N
         subject = entry.get("target") or _subject(do, params)
@@ -45,8 +52,13 @@ def _what(do: str, effect: dict) -> str:
         return f"error: {effect['error']}"
     if do == "rebalance":
         moves = "; ".join(f"{m['partition']}: {m['from']} -> {m['to']}" for m in effect.get("moves", []))
-        return (f"{effect.get('replicas_moved', 0)} replica moves (lower bound {effect.get('lower_bound', 0)}, "
-                f"balanced: {effect.get('balanced')}){': ' + moves if moves else ''}; "
+        n = effect.get("replicas_moved", 0)
+        # (a plan short of balance moved fewer than a balanced one needs: trial32 read "lower
+        # bound 2" beside 1 move without a word on why)
+        balance = ("balanced" if effect.get("balanced") else
+                   "not balanced: distinct brokers per partition and the racks' spread left no better plan")
+        return (f"{n} replica move{'' if n == 1 else 's'} (a balanced plan needs at least "
+                f"{effect.get('lower_bound', 0)}; {balance}){': ' + moves if moves else ''}; "
                 f"new leaders elected: {', '.join(effect.get('elected', [])) or 'none'}")
     if do == "add-broker":
         shared = "; it took its share by the rebalance just before" if "rebalance" in effect else ""
