@@ -226,6 +226,28 @@ def brokers_added(run_dir: Path) -> list[tuple[int, str | None]]:
     return out
 
 
+def faults_failed(run_dir: Path) -> list[str]:
+    """`origin do: error` of each fault whose end line in faults.jsonl says it failed (a
+    target that resolved to no node, an admin request the controller refused), in the order
+    they ended: a run whose `create-topic` was refused ended with a plain OK (trial32)."""
+    try:
+        text = (run_dir / "faults.jsonl").read_text(encoding="utf-8")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        if '"error"' not in line:
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        effect = rec.get("effect") if isinstance(rec, dict) else None
+        if rec.get("phase") == "end" and isinstance(effect, dict) and effect.get("error"):
+            out.append(f"{rec.get('origin')} {rec.get('do')}: {effect['error']}")
+    return out
+
+
 #: what `_committed` finds when a topic fault took effect
 _EVIDENCE = {"create-topic": "create", "add-partitions": "create", "delete-topic": "delete"}
 

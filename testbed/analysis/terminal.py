@@ -10,6 +10,7 @@ from rich.table import Table
 from rich.text import Text
 
 from testbed.analysis.job import ATTRIBUTED
+from testbed.analysis.runinfo import faults_failed
 from testbed.analysis.verdict import RunVerdict
 from testbed.config.scalars import expectation
 from testbed.config.specs import CHECK_NAMES
@@ -65,6 +66,11 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
             console.print(f"[red]{name}:[/] and {len(groups) - _MAX_CAUSES} more causes (see the report)")
     for problem in r.get("problems", []):
         console.print(f"[yellow]not judged:[/] {escape(problem)}", emoji=False, soft_wrap=True)
+    failed = faults_failed(verdict.run_dir)
+    for line in failed[:_MAX_CAUSES]:
+        console.print(f"[yellow]fault failed:[/] {escape(line)}", emoji=False, soft_wrap=True)
+    if len(failed) > _MAX_CAUSES:
+        console.print(f"[yellow]fault failed:[/] and {len(failed) - _MAX_CAUSES} more (see faults.jsonl)")
     unavailable = r.get("figures", {}).get("unavailable_s")
     if unavailable and verdict.ok is not None:  # an unjudged run's figures, like its counts, prove nothing
         console.print(f"partition-seconds without a leader: {unavailable['no-leader']}, "

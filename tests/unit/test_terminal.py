@@ -129,3 +129,19 @@ def test_an_unjudged_runs_table_shows_no_count() -> None:
     assert "<td>lost_writes</td><td></td><td>0</td>" in html and "<td>unseen</td><td></td>" in html, html
     judged = {**results, "ok": True, "expect": {"lost_writes": {"expected": "0", "observed": 0, "held": True}}}
     assert "<td>lost_writes</td><td>0</td><td>0</td>" in _verdicts(judged)
+
+
+def test_a_fault_that_failed_is_named_under_the_verdict(tmp_path: Path) -> None:
+    """trial32: a `create-topic` the controller refused (a broker down, RF 3 unplaceable) ended
+    in a plain OK; only the live progress and the report's administration table had it."""
+    import json
+    lines = [{"do": "create-topic", "origin": "faults[2]", "phase": "start", "effect": {}},
+             {"do": "create-topic", "origin": "faults[2]", "phase": "end",
+              "effect": {"error": "create-topic pay: INVALID_REPLICATION_FACTOR"}},
+             {"do": "kill", "origin": "faults[3]", "phase": "end", "effect": {"killed": ["broker-1"]}}]
+    (tmp_path / "faults.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"do": "ki')
+    console = Console(record=True, width=200)
+    print_verdict(console, RunVerdict(tmp_path, True, {"checks": {}, "expect": {}, "problems": []}))
+    text = console.export_text()
+    assert "fault failed: faults[2] create-topic: create-topic pay: INVALID_REPLICATION_FACTOR" in text, text
+    assert text.count("fault failed") == 1
