@@ -87,6 +87,10 @@ def _warm_up(info: spark_server.ServerInfo, rounds: int) -> int:
         print(f"the server is up but could not judge the synthetic run (see {info.log}): "
               f"{str(exc).strip().splitlines()[0][:300]}")
         return 1
+    except BaseException:  # Ctrl-C or SIGTERM: the warm-up is `up`'s, and an interrupted `up` stops its server
+        stop_spark()  # (its session first: it would retry against the stopped server)
+        spark_server.down()  # (trial33: the server ran on at 99 % CPU after "everything it started is stopped")
+        raise
     finally:
         stop_spark()
     print(f"warmed up: {', '.join(f'{t:.1f} s' for t in times)}")

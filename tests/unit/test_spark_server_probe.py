@@ -200,3 +200,22 @@ def test_spark_up_refuses_a_master_it_cannot_run_on_before_a_jvm_starts(
     monkeypatch.setattr(spark_server, "up", lambda master: pytest.fail("a server was started"))
     assert spark_command.main(["up", "--master", master]) == 2
     assert capsys.readouterr().out.startswith("cannot start the Spark server: --master ")
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+def test_an_up_interrupted_in_its_warm_up_stops_the_server_it_started(monkeypatch: pytest.MonkeyPatch,
+                                                                      interrupt: type[BaseException]) -> None:
+    """trial33: Ctrl-C in `spark up`'s warm-up said "everything it started is stopped" and
+    left the server judging at 99 % CPU; only the wait for its port stopped it."""
+    from testbed.analysis import pipeline, session, spark_command
+    calls = []
+
+    def warm(url: str, rounds: int) -> list[float]:
+        raise interrupt()
+    monkeypatch.setattr(pipeline, "warm_server", warm)
+    monkeypatch.setattr(session, "stop_spark", lambda: calls.append("session stopped"))
+    monkeypatch.setattr(spark_server, "down", lambda: calls.append("server down"))
+    info = ServerInfo(1, 15002, "local[*]", "/tmp/x.log", 0.0)
+    with pytest.raises(interrupt):
+        spark_command._warm_up(info, 2)
+    assert calls[:2] == ["session stopped", "server down"], calls
