@@ -4,6 +4,7 @@ recording a fault once ended a run with 1."""
 from __future__ import annotations
 
 import errno
+import io
 
 import pytest
 
@@ -60,6 +61,23 @@ def test_an_output_whose_reader_went_away_stops_the_command_silently(
     assert run.main(["matrix", "m.yaml", "--dry-run"]) == run.EXIT_BROKEN_PIPE == 141
     assert redirected == [1]  # standard output: the exit's own flush of it cannot fail again
     assert capsys.readouterr().err == ""
+
+
+def test_a_rich_console_whose_reader_went_away_raises_for_exit_141(tmp_path) -> None:
+    """trial33: `analyze ... | head -1` exited 1 (an expectation failed), the same command
+    unpiped 0: rich's console exits 1 itself on a broken pipe, before run.py's 141."""
+    from testbed.common.console import UserConsole
+
+    class Gone(io.StringIO):
+        def write(self, text: str) -> int:
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def fileno(self) -> int:
+            raise io.UnsupportedOperation("no descriptor")
+    console = UserConsole(file=Gone())
+    with pytest.raises(BrokenPipeError):
+        console.print("verdict")
+    console.print("after")  # quiet from then on: the way out prints nothing
 
 
 def test_a_missing_dependency_is_named_with_how_to_install_it(
