@@ -36,6 +36,7 @@ from faults.storage import TmpfsMounts
 from testbed.clients.client_config import START
 from testbed.clients.history import History
 from testbed.clients.stats import StatsInbox
+from testbed.config import scalars
 from testbed.config.faults_section import parse_fault_entry
 from testbed.config.references import Known
 from testbed.supervisor.admin import (
@@ -356,15 +357,17 @@ class Cluster(ClusterAdmin):
         """Where the workload's clients reach each broker."""
         return {s.id: self.configs[s.name].endpoint for s in self.brokers}
 
-    def produce(self, topic: str, partition: int, values: list[str], acks: str = "all") -> ProduceResult:
+    def produce(self, topic: str, partition: int, values: list[str], acks: str | int = "all") -> ProduceResult:
         """One recorded send (process `api`), as a workload producer would make it. Its
         arguments are checked before anything is recorded: a bad one recorded an operation
-        the history's format refuses, which left the whole run unjudged."""
+        the history's format refuses, which left the whole run unjudged. `acks` as a
+        topology's: all, -1, 1 or 0, a string or an integer (trial33: `acks=1` was refused)."""
         self.ensure_open()
         problem = _produce_problem(topic, partition, values, acks) or _partition_problem(
             topic, partition, self._known_now().topics or {})
         if problem is not None:
             raise ValueError(f"Cluster.produce: {problem}")
+        acks = scalars.acks(acks)
         if self._api_history is None:
             self._api_history = History(self.dir.history, "api")
         c = self.client()
@@ -752,6 +755,8 @@ def _produce_problem(topic: object, partition: object, values: object, acks: obj
         return f"partition must be an integer >= 0, got {partition!r}"
     if not isinstance(values, list | tuple) or not values or not all(isinstance(v, str) for v in values):
         return f"values must be a non-empty list of strings, got {values!r}"
-    if acks not in ("all", "1", "0"):
-        return f"acks must be 'all', '1' or '0', got {acks!r}"
+    try:
+        scalars.acks(acks)
+    except ValueError:
+        return f"acks must be one of all, -1, 1, 0 (as in a topology), got {acks!r}"
     return None

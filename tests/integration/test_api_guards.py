@@ -62,6 +62,12 @@ def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(
         assert acted == [("kill", "broker:3", "api[", {"killed": {"broker-3": pid}}),
                          ("restart", "broker:3", "api[", {"restarted": {"broker-3": c.pid("broker-3")}})]
         assert c.produce("orders", 0, ["a"], acks="all").error.name == "NONE"
+        # acks as a topology spells it (trial33: `acks=1` was refused, "got 1" beside "'1'")
+        assert c.produce("orders", 0, ["b"], acks=1).error.name == "NONE"
+        assert c.produce("orders", 0, ["c"], acks=-1).error.name == "NONE"
+        sent = [(r["value"], r["acks"]) for r in _lines(run_dir / "history.jsonl")
+                if r["process"] == "api" and r["type"] == "ok"]
+        assert sent[-2:] == [("b", "1"), ("c", "all")], sent
         assert c.finish().ok is True
         judged = (run_dir / "history.jsonl").read_text()
         for call in (lambda: c.produce("orders", 0, ["late"]), lambda: c.fault("kill", target="broker:1"),
