@@ -196,6 +196,7 @@ def series_plot(series: list[dict], bands: list[tuple[float, float, str]], workl
     the operations that failed or ended unknown, per second, dotted (trial30: a 0.6 s stall
     of 40 indeterminate sends hid inside a second of 400 acknowledged records)."""
     _, (rate, lat) = plt.subplots(2, 1, figsize=(9, 3.2), sharex=True)
+    highest = 0.0  # the highest latency drawn, in ms
     for f, color in (("send", "#2c7fb8"), ("poll", "#41ab5d")):
         rows = [s for s in series if s["f"] == f]
         if not rows:
@@ -211,12 +212,24 @@ def series_plot(series: list[dict], bands: list[tuple[float, float, str]], workl
         for q, ls in (("p50", "-"), ("p99", "--")):
             ys = [math.nan if at.get(x, {}).get(f"{q}_ms") is None else at[x][f"{q}_ms"] for x in xs]
             lat.plot(xs, ys, color=color, lw=1, ls=ls, label=f"{f} {q}")
+            highest = max([highest, *(y for y in ys if not math.isnan(y))])
     rate.set_ylim(bottom=0)  # a rate of 80/s read as 0 on an axis from 70 (trial31)
     rate.legend(fontsize=7)
     lat.legend(fontsize=7, ncols=4)
     lat.set_ylabel("latency ms", fontsize=7)
     lat.set_yscale("symlog", linthresh=1)
+    _latency_ticks(lat, highest)
     return _finish((rate, lat), bands)
+
+
+def _latency_ticks(ax: plt.Axes, highest: float) -> None:
+    """From 0 (symlog drew half the panel for negative milliseconds) to a decade above the
+    highest latency, each decade labelled in plain milliseconds (one `10^0` was the only
+    label of some panels, and a p99 spike ran into the top edge: trial33)."""
+    decades = max(1, math.ceil(math.log10(max(highest, 1.0)) + 0.15))
+    ax.set_ylim(0, 10 ** decades)
+    ax.set_yticks([0, *(10 ** k for k in range(decades + 1))],
+                  ["0", *(f"{10 ** k:g}" for k in range(decades + 1))])
 
 
 def rate_steps(rows: list[dict], workload_end: float | None) -> tuple[list[float], list[float]]:

@@ -181,3 +181,19 @@ def test_the_throughput_line_runs_to_the_workloads_end_through_a_stall_that_outl
     assert xs[-2:] == [8.0, 9.0] and ys[-2:] == [0, 0]
     xs, ys = rate_steps(rows, workload_end=8.1)  # a sliver of the 9th second: not drawn
     assert xs[-1] == 8.0 and ys[-1] == 100
+
+
+def test_the_latency_axis_starts_at_0_and_labels_each_decade_above_the_highest():
+    """trial33: symlog drew half the latency panel for negative milliseconds, some panels had
+    one label (`10^0`), and a p99 spike ran into the top edge."""
+    import matplotlib.pyplot as plt
+
+    from testbed.analysis.plots import _latency_ticks
+    _, ax = plt.subplots()
+    ax.set_yscale("symlog", linthresh=1)
+    _latency_ticks(ax, 1100.0)
+    assert ax.get_ylim() == (0, 10_000)
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["0", "1", "10", "100", "1000", "10000"]
+    _latency_ticks(ax, 0.4)  # sub-millisecond: still 0 to 10
+    assert ax.get_ylim() == (0, 10)
+    plt.close("all")
