@@ -45,7 +45,8 @@ def main(argv: list[str]) -> int:
         return EXIT_UNJUDGED
     try:
         runs = find_runs(args.paths)
-        summary_dir = args.summary_dir or (default_summary_dir(runs) if len(runs) > 1 else None)
+        summary_dir = args.summary_dir or (default_summary_dir(runs) if len(runs) > 1 else
+                                           _tree_of_one(args.paths, runs))
         if summary_dir is not None and (unusable := unusable_dir(summary_dir, "--summary-dir")) is not None:
             console.print(unusable, style="red", markup=False, soft_wrap=True, emoji=False)
             return EXIT_UNJUDGED
@@ -72,17 +73,24 @@ def _judge(console: Console, paths: list[Path], spark_master: str | None, summar
         return EXIT_UNJUDGED
     if len(verdicts) == 1:
         print_verdict(console, verdicts[0])
+        _print_summary(console, summary_dir)
     else:
         _print_tree(console, verdicts, summary_dir)
     return exit_code(verdicts)
 
 
+def _tree_of_one(paths: list[Path], runs: list[Path]) -> Path | None:
+    """`<tree>/summary` when the one path given is a directory holding one run, not the run
+    (trial33: `analyze runs/` wrote a summary with two runs inside and none with one)."""
+    if len(paths) == 1 and len(runs) == 1 and paths[0].resolve() != runs[0]:
+        return paths[0] / "summary"
+    return None
+
+
 def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path | None) -> None:
-    from testbed.analysis.ingest import hadoop_path
-    from testbed.analysis.readable_paths import readable
     from testbed.analysis.terminal import verdict_word
     from testbed.analysis.verdict import broken_expectations
-    runs = Table(title=f"{len(verdicts)} runs")
+    runs = Table(title=f"{len(verdicts)} run{'' if len(verdicts) == 1 else 's'}")
     for col in ("run", "verdict", "lost_writes", "lost_writes_acks1", "failed expectations"):
         runs.add_column(col)
     for v in verdicts:
@@ -101,12 +109,18 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
         if v.ok is False:
             console.print(f"[red]failed:[/] {escape(v.run_id)}: {escape(broken_expectations(v))}  report: "
                           f"{escape(str(v.run_dir / 'report.html'))}", highlight=False, soft_wrap=True, emoji=False)
+    _print_summary(console, summary_dir)
+
+
+def _print_summary(console: Console, summary_dir: Path | None) -> None:
+    from testbed.analysis.ingest import hadoop_path
+    from testbed.analysis.readable_paths import readable
     if summary_dir is None or not (summary_dir / "summary.parquet").exists():
         return  # none was written: the judgment failed, and every run says why above
     summary = get_spark().read.parquet(hadoop_path(readable(summary_dir / "summary.parquet"))).collect()
     console.print("summary per topology and protocol setting:")
     for row in summary:  # a line each: eleven columns of a table fit no 80-column log
-        console.print(f"  {escape(row['topology'])} ({escape(row['protocol'])}): {row['runs']} runs, "
+        console.print(f"  {escape(row['topology'])} ({escape(row['protocol'])}): {row['runs']} run{'' if row['runs'] == 1 else 's'}, "
                       f"{row['failed']} failed, {row['unjudged']} not judged, {row['runs_with_loss']} with loss "
                       f"({row['lost_writes'] or 0} acks=all and {row['lost_writes_acks1'] or 0} acks=1 writes lost), "
                       f"{row['no_leader_s']} partition-s without a leader, {row['no_acks_all_s']} without acks=all "

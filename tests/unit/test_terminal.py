@@ -145,3 +145,11 @@ def test_a_fault_that_failed_is_named_under_the_verdict(tmp_path: Path) -> None:
     text = console.export_text()
     assert "fault failed: faults[2] create-topic: create-topic pay: INVALID_REPLICATION_FACTOR" in text, text
     assert text.count("fault failed") == 1
+
+
+def test_a_tree_holding_one_run_gets_its_summary_and_a_run_given_itself_none(tmp_path: Path) -> None:
+    """trial33: `analyze runs/` wrote `runs/summary/` with two runs inside and none with one."""
+    from testbed.analysis.cli import _tree_of_one
+    run = (tmp_path / "runs" / "r1").resolve()
+    assert _tree_of_one([tmp_path / "runs"], [run]) == tmp_path / "runs" / "summary"
+    assert _tree_of_one([run], [run]) is None
