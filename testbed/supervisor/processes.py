@@ -25,6 +25,7 @@ from pathlib import Path
 import psutil
 
 from testbed.common.cache import isrlab_cache
+from testbed.common.owned_dirs import reap_supervisor_scratch
 from testbed.common.pids import exited, start_time
 from testbed.supervisor.netns import delete_namespaces
 
@@ -151,7 +152,13 @@ def reap_leftovers(runs_dir: Path) -> list[str]:
     `INDEX` links to."""
     live = runs_dir / ".live"
     links = sorted(INDEX.glob("*.json")) if INDEX.is_dir() else []
-    reaped = [f.stem for f in _registries(runs_dir) if reap_registry(f)]
+    reaped = []
+    for f in _registries(runs_dir):
+        if reap_registry(f):
+            reaped.append(f.stem)
+            # what its watchman would have removed, had it not been killed too (trial33: a
+            # rehearsal's and an early JVM log's directories outlived `status` and other runs)
+            reap_supervisor_scratch(f.parent)
     for tmp in live.glob("*.tmp") if live.is_dir() else []:  # a registry's next version, cut off mid-write
         if not tmp.with_suffix(".json").exists() and _older_than(tmp, STALE_TMP_S):
             tmp.unlink(missing_ok=True)

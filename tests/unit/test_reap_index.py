@@ -28,7 +28,9 @@ def test_a_dead_supervisors_run_is_reaped_from_another_runs_directory(tmp_path: 
         child = subprocess.Popen(["sleep", "600"], start_new_session=True, stdout=subprocess.DEVNULL,
                                  stderr=subprocess.DEVNULL)
         reg.add_process(child.pid)
-        print(child.pid, flush=True)
+        from testbed.common import owned_dirs
+        owned_dirs.make(owned_dirs.EARLY_LOG_PREFIX, reg.path.parent)  # a JVM's early log, in .live
+        print(child.pid, owned_dirs.make(owned_dirs.REHEARSAL_PREFIX), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
         """)
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
@@ -41,6 +43,8 @@ def test_a_dead_supervisors_run_is_reaped_from_another_runs_directory(tmp_path: 
         assert reap_leftovers(tmp_path / "runs-b") == ["killed"]
         orphan.wait(timeout=10)  # killed by the reap (wait reaps it only if it is our child: it is not)
         assert not registry.exists() and not (tmp_path / "sock").exists()
+        # what its watchman would have removed, had it been killed too (trial33)
+        assert not Path(done.stdout.split()[1]).exists() and list(registry.parent.iterdir()) == []
         assert not (processes.INDEX / "killed.json").exists()
         assert reap_leftovers(tmp_path / "runs-b") == []
     finally:
