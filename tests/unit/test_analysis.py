@@ -759,6 +759,17 @@ def _deposed_deleted(root: Path) -> None:
     r.write()
 
 
+def _deposed_served(root: Path) -> None:
+    """As `deposed-unaware`, with the new leader, broker 2, acknowledging an acks=all write at
+    1.9 s: the clients write to it from then on, and the window of the clients still at the
+    old leader ends there, not at its hearing (trial33: three partitions counted 1.4 s each
+    while their new leaders acknowledged 160-180 acks=all writes)."""
+    r = _deposed_unaware_run(root, "deposed-served")
+    r.send("v10", offset=5, at=T0 + 1900 * MS, node="broker-2")
+    r.extend_log([(5, "v10")])
+    r.write()
+
+
 def _deposed_unaware_run(root: Path, name: str) -> RunBuilder:
     r = RunBuilder(root, name)
     r.events += [{**RunBuilder.change(T0 + 1500 * MS, leader=2, epoch=1, isr=[2, 3], reason="fence"),
@@ -1206,7 +1217,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _two_changes_in_a_millisecond, _crashed_after_the_loss, _crash_written_back, _duplicate, _acked_past_the_end, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _deposed_served, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _two_changes_in_a_millisecond, _crashed_after_the_loss, _crash_written_back, _duplicate, _acked_past_the_end, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1248,6 +1259,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "heard-late": ZERO,
     "isr-heard-late": ZERO,
     "deposed-unaware": ZERO,
+    "deposed-served": ZERO,
     "unclean": {**ZERO, "unclean_exclusion": 1, "metadata_divergence": 1},
     "unseen": {**ZERO, "unseen": 2, "log_divergence": 2},
     "aborted": {**ZERO, "aborted_reads": 1},
@@ -1520,6 +1532,9 @@ def test_a_leader_fenced_out_of_the_controllers_reach_serves_until_the_partition
     deposed = judged["deposed-unaware"].results  # a replaced leader, unaware, whose followers left
     assert [(w["kind"], w["start_s"], w["end_s"]) for w in deposed["figures"]["availability"]] == [
         ("no-acks-all", 1.501, 2.3)]
+    served = judged["deposed-served"].results  # or when another broker acknowledges an acks=all write
+    assert [(w["kind"], w["start_s"], w["end_s"]) for w in served["figures"]["availability"]] == [
+        ("no-acks-all", 1.501, 1.9)]
     gone = judged["deposed-deleted"].results  # and it ends with its topic
     assert [(w["kind"], w["start_s"], w["end_s"]) for w in gone["figures"]["availability"]] == [
         ("no-acks-all", 1.501, 2.0)]
