@@ -60,7 +60,7 @@ def run_matrix(cells: list[Cell], matrix_dir: Path, jobs: int = 1, time_scale: f
                                    "cells" if attempt == 0 else f"retry {attempt}", keep_going)
         ran = [runs[c.id] for c in todo if c.id not in why_not]
         if ran:
-            console.print(f"judging {len(ran)} cells in one Spark job ...")
+            console.print(f"judging {len(ran)} cell{'' if len(ran) == 1 else 's'} in one Spark job ...")
         judged = analyze_runs(ran, spark_master, summary_dir=matrix_dir / f"summary{suffix}") if ran else []
         verdicts = {v.run_dir.name: v for v in judged}
         for cell in todo:
@@ -159,7 +159,7 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
     for r in results:
         setting = " ".join(part for part in (r.cell.topology.name, r.cell.setting) if part)
         groups.setdefault((setting, r.cell.schedule or "(its own)"), []).append(r)
-    table = Table(title=f"matrix: {len(results)} cells")
+    table = Table(title=f"matrix: {len(results)} cell{'' if len(results) == 1 else 's'}")
     add_summary_columns(table, ("topology and setting", "faults"),
                         ("cells", "passed", "unjudged", "with loss", "lost writes"))
     for (setting, schedule), rs in groups.items():

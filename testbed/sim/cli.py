@@ -177,7 +177,8 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     busy = sum(o["wall_s"] for o in outcomes)
     speed = (f"{virtual:.0f}s of virtual time, {virtual / busy:.0f}x real time in each worker" if busy
              else "no seed ran to its end")  # a worker that died reports no time
-    console.print(f"{len(outcomes)} seeds in {wall:.1f}s ({60 * len(outcomes) / wall:.0f} seeds/min with {jobs} "
+    seeds = f"{len(outcomes)} seed{'' if len(outcomes) == 1 else 's'}"
+    console.print(f"{seeds} in {wall:.1f}s ({60 * len(outcomes) / wall:.0f} seeds/min with {jobs} "
                   f"job(s)); {speed}; run directories: {escape(str(sim_dir))}", highlight=False, soft_wrap=True,
                   emoji=False)
     ran = [o for o in outcomes if o["error"] is None]
@@ -199,7 +200,7 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     no_summary: str | None = None
     judged = [Path(o["run_dir"]) for o in ran] + list(cut_short)
     if judged:
-        console.print(f"judging {len(judged)} seeds in one Spark job ...")
+        console.print(f"judging {len(judged)} seed{'' if len(judged) == 1 else 's'} in one Spark job ...")
         try:
             # A sweep's reader opens the reports of the seeds it names (failed, unjudged):
             # a thousand reports of passing seeds cost minutes of plotting for nobody.

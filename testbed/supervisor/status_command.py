@@ -23,7 +23,7 @@ def print_status(runs_dir: Path) -> int:
     console = user_console()
     live = running_runs(runs_dir)
     if not live:
-        console.print(Text(f"no run is in progress under {runs_dir}/"))
+        console.print(Text(f"no run is in progress (under {runs_dir}/ or any runs directory of this machine)"))
         return 1
     for run_dir in map(_run_dir, live):
         status = read_status(run_dir, timeout=1.0)
@@ -56,30 +56,48 @@ def watch_status(runs_dir: Path, period: float = 0.25, frames: int | None = None
     seconds until Ctrl-C, until no run is in progress any more, or after `frames` frames."""
     console = console or user_console()
     if not running_runs(runs_dir):
-        console.print(Text(f"no run is in progress under {runs_dir}/"))
+        console.print(Text(f"no run is in progress (under {runs_dir}/ or any runs directory of this machine)"))
         return 1
+    gone = Text(f"no run is in progress any more (under {runs_dir}/ or any runs directory of this machine)")
     drawn = 0
-    with Live(console=console, auto_refresh=False, transient=False) as live:
+    if not console.is_terminal:  # each frame printed: Live printed only its last (trial33: `--frames 3`, one)
         try:
             while frames is None or drawn < frames:
-                runs = [_run_dir(r) for r in running_runs(runs_dir)]
-                if not runs:
-                    live.update(Text(f"no run is in progress under {runs_dir}/ any more"), refresh=True)
+                view = _view(runs_dir)
+                console.print(view if view is not None else gone)
+                if view is None:
                     break
-                views = []
-                for run_dir in runs:
-                    status = read_status(run_dir)
-                    faults = faults_in_force(read_jsonl(run_dir / "faults.jsonl"))
-                    views.append(cluster_view(status, run_dir.name, faults) if status is not None
-                                 else Text(f"{run_dir.name}: starting"))
-                live.update(Group(*views), refresh=True)
                 drawn += 1
                 time.sleep(period)  # the redraw period of a live view
         except KeyboardInterrupt:
             pass
-    if not console.is_terminal:  # Live leaves its last frame without a newline where it only prints it
-        console.line()
+        return 0
+    with Live(console=console, auto_refresh=False, transient=False) as live:
+        try:
+            while frames is None or drawn < frames:
+                view = _view(runs_dir)
+                live.update(view if view is not None else gone, refresh=True)
+                if view is None:
+                    break
+                drawn += 1
+                time.sleep(period)  # the redraw period of a live view
+        except KeyboardInterrupt:
+            pass
     return 0
+
+
+def _view(runs_dir: Path) -> Group | None:
+    """One frame of the runs in progress; None when there is none any more."""
+    runs = [_run_dir(r) for r in running_runs(runs_dir)]
+    if not runs:
+        return None
+    views = []
+    for run_dir in runs:
+        status = read_status(run_dir)
+        faults = faults_in_force(read_jsonl(run_dir / "faults.jsonl"))
+        views.append(cluster_view(status, run_dir.name, faults) if status is not None
+                     else Text(f"{run_dir.name}: starting"))
+    return Group(*views)
 
 
 def _run_dir(registration: Path) -> Path:

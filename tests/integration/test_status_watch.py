@@ -26,6 +26,9 @@ def test_the_live_view_changes_when_a_fault_fires(make_cluster) -> None:  # noqa
     assert before.endswith("faults in force: none\n"), "a frame printed to a file or pipe ends its line"
     assert "orders/0" in before and "[1, 2, 3]" in before and "faults in force: none" in before, before
     assert " / " in before and "broker-2" in before  # a LEO / HWM column per replica
+    piped = Console(record=True, width=200, force_terminal=False)  # trial33: `--frames 3` in a pipe printed one
+    assert watch_status(runs_dir, period=0.0, frames=3, console=piped) == 0
+    assert piped.export_text().count("faults in force: ") == 3
     p = c.status().partition("orders", 0)
     follower = next(b for b in p.replicas if b != p.leader)
     c.fault("pause", target=f"broker:{follower}")
