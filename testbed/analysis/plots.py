@@ -98,6 +98,7 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
             cuts[(e["topic"], e["partition"])].append(e["t"])
     keys = sorted(changes)
     span = max(end, 0.1)
+    after = workload_end if workload_end is not None and 0 < workload_end < end else None
     texts = [(start, f" {_shortened(label, _LABEL_CHARS)}", "left", "black") for start, _, label in bands]
     if workload_end is not None and 0 < workload_end < end:
         texts.append((workload_end, "workload ended ", "right", "#555"))
@@ -114,7 +115,8 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
         for start, stop, color in lane_segments(rows, mine, end):
             lanes.plot([start, stop], [row, row], color=color, lw=7, solid_capstyle="butt")
         for at, leader in leader_labels(rows, end):
-            lanes.text(at, row, f" b{leader}", fontsize=6, va="center", color="white")
+            if after is None or at < after:  # (the shutdowns' moves after it are not named: cut at the edge)
+                lanes.text(at, row, f" b{leader}", fontsize=6, va="center", color="white")
         if cuts[key]:
             lanes.plot(cuts[key], [row - 0.32] * len(cuts[key]), ls="none", marker="v", ms=3.5, color="black")
     lanes.set_yticks(range(len(keys)), [f"{t}/{p}" for t, p in keys])
@@ -130,9 +132,12 @@ def overview(events: list[dict], bands: list[tuple[float, float, str]], end: flo
                  frameon=False)
     strip.set_yticks([])
     strip.set_title("faults (red, from each fault to its undo) and every partition's state", fontsize=9, loc="left")
-    if workload_end is not None and 0 < workload_end < end:
+    if after is not None:
         for ax in (strip, lanes):
-            ax.axvline(workload_end, color="#555", lw=0.8, ls="--")
+            ax.axvline(after, color="#555", lw=0.8, ls="--")
+        # the final read and the controlled shutdowns, washed out: their leaderless moments
+        # read as outages (trial33), which the Availability table, ending with the workload, has not
+        lanes.axvspan(after, span, color="white", alpha=0.65, lw=0, zorder=2.5)
     for (at, text, ha, color), row in zip(texts, placed):
         strip.text(at, 1 - (row + 0.5) / n_rows, text, fontsize=6, va="center", ha=ha, color=color, clip_on=True,
                    transform=strip.get_xaxis_transform())

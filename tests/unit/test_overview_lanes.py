@@ -53,3 +53,16 @@ def test_a_label_past_the_right_edge_is_cut_to_the_room_there_is_not_clipped() -
     svg = overview(lane, [(6.2, 7.0, groups)], 12.6)
     assert groups not in svg and " partition halves [broker-4,broker-3,controller-3 | controll…" in svg
     assert " partition halves [brok…" in overview(lane, [(11.7, 12.0, groups)], 12.6)  # ends at the edge
+
+
+def test_what_follows_the_workload_is_washed_out_and_its_leaders_unnamed() -> None:
+    """trial33: the controlled shutdowns after the workload drew red and orange "outages" the
+    Availability table (which ends with the workload) has not, and their leaders' labels were
+    cut at the right edge."""
+    lane = [{"kind": "partition-changed", "topic": "orders", "partition": 0, "t": t, "leader": leader,
+             "isr": isr, "replicas": [1, 2, 3]}
+            for t, leader, isr in ((0.0, 1, [1, 2, 3]), (4.0, 2, [2, 3]), (10.3, 3, [3]))]
+    svg = overview(lane, [], 10.8, [], workload_end=10.0)
+    assert "b2" in svg and "b3" not in svg  # a leader after the workload's end is not named
+    assert 'style="fill: #ffffff; opacity: 0.65' in svg  # the wash over the lanes after it
+    assert "b3" in overview(lane, [], 10.8, [], workload_end=None)
