@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from testbed.analysis.ingest import Tables
-from testbed.analysis.observations import FINAL_READER, PART, broker_id, partition_changes, seconds
+from testbed.analysis.observations import FINAL_READER, PART, acknowledged, broker_id, partition_changes, seconds
 from testbed.analysis.runinfo import ConfigTables
 from testbed.analysis.values import send_latencies
 
@@ -135,7 +135,7 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
                .where(F.coalesce("was_down", F.lit(0)) == 0)
                .select(*PART, "t0", "old", "start_ns", F.least("heard_ns", "down_ns").alias("end_ns"))
                .where(F.col("start_ns") < F.col("end_ns")))
-    windows.append(_until_served_elsewhere(unaware, t.history).withColumn("kind", F.lit("no-acks-all")))
+    windows.append(_until_served_elsewhere(unaware, t).withColumn("kind", F.lit("no-acks-all")))
     # a leader its clients cannot reach (a partition naming `clients`) serves none of them
     unreached = (changes.where(~F.col("no_leader"))
                  .select(*PART, "time_ns", "t0", "until",
@@ -152,15 +152,14 @@ def availability_windows(t: Tables, config: ConfigTables, bounds: DataFrame, spa
             .select(*PART, "kind", seconds("start_ns").alias("start_s"), seconds("end_ns").alias("end_s")))
 
 
-def _until_served_elsewhere(unaware: DataFrame, history: DataFrame) -> DataFrame:
+def _until_served_elsewhere(unaware: DataFrame, t: Tables) -> DataFrame:
     """The windows of leaders deposed unaware (PART, t0, old, start_ns, end_ns), each ended
     by the first acks=all write another broker acknowledged on its partition within it: the
     window is the clients' that are still at the old leader, and from then on they write to
     the new one (trial33: three partitions counted 1.4 s each without acks=all service while
     their new leaders acknowledged 160-180 acks=all writes, and the unaware leader had no
     client left). A run whose records name no acknowledging broker keeps the whole window."""
-    served = (history.where((F.col("f") == "send") & (F.col("type") == "ok") & (F.col("acks") == "all")
-                            & F.col("node").isNotNull())
+    served = (acknowledged(t, served=True).where((F.col("acks") == "all") & F.col("node").isNotNull())
               .select(*PART, "node", F.col("time_ns").alias("served_ns"))
               .join(F.broadcast(unaware.select(*PART, "old", "start_ns", "end_ns")), PART)
               .where((F.col("node") != F.concat(F.lit("broker-"), F.col("old").cast("string")))

@@ -4,6 +4,7 @@ when its workload started (`summary.json`), time 0 of every time the analysis re
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -203,23 +204,11 @@ def topic_faults_done(run_dir: Path) -> list[tuple[str, dict]] | None:
 def brokers_added(run_dir: Path) -> list[tuple[int, str | None]]:
     """(id, rack) of each broker an `add-broker` of faults.jsonl added (its end line says
     `added`), a scheduled one's or the Python API's."""
-    try:
-        text = (run_dir / "faults.jsonl").read_text(encoding="utf-8")
-    except OSError:
-        return []
     out = []
-    for line in text.splitlines():
-        if '"add-broker"' not in line:
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if not (isinstance(rec, dict) and rec.get("do") == "add-broker" and rec.get("phase") == "end"):
-            continue
-        params, effect = rec.get("params"), rec.get("effect")
+    for rec in _end_lines(run_dir, '"add-broker"'):
+        params, effect = rec.get("params"), rec["effect"]
         broker = params.get("broker") if isinstance(params, dict) else None
-        if isinstance(effect, dict) and effect.get("added") and isinstance(broker, dict):
+        if rec.get("do") == "add-broker" and effect.get("added") and isinstance(broker, dict):
             broker_id, rack = broker.get("id"), broker.get("rack")
             if isinstance(broker_id, int) and not isinstance(broker_id, bool):
                 out.append((broker_id, rack if isinstance(rack, str) else None))
@@ -230,22 +219,27 @@ def faults_failed(run_dir: Path) -> list[str]:
     """`origin do: error` of each fault whose end line in faults.jsonl says it failed (a
     target that resolved to no node, an admin request the controller refused), in the order
     they ended: a run whose `create-topic` was refused ended with a plain OK (trial32)."""
+    return [f"{rec.get('origin')} {rec.get('do')}: {rec['effect']['error']}"
+            for rec in _end_lines(run_dir, '"error"') if rec["effect"].get("error")]
+
+
+def _end_lines(run_dir: Path, needle: str) -> Iterator[dict]:
+    """The end lines of faults.jsonl holding `needle` (a cheap test before parsing), each a
+    mapping whose `effect` is one; none without the file. A torn or foreign line is passed
+    over: the supervisor may have been killed while writing it."""
     try:
         text = (run_dir / "faults.jsonl").read_text(encoding="utf-8")
     except OSError:
-        return []
-    out = []
+        return
     for line in text.splitlines():
-        if '"error"' not in line:
+        if needle not in line:
             continue
         try:
             rec = json.loads(line)
         except ValueError:
             continue
-        effect = rec.get("effect") if isinstance(rec, dict) else None
-        if rec.get("phase") == "end" and isinstance(effect, dict) and effect.get("error"):
-            out.append(f"{rec.get('origin')} {rec.get('do')}: {effect['error']}")
-    return out
+        if isinstance(rec, dict) and rec.get("phase") == "end" and isinstance(rec.get("effect"), dict):
+            yield rec
 
 
 #: what `_committed` finds when a topic fault took effect

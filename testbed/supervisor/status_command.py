@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from rich.console import Console, Group
@@ -60,23 +61,18 @@ def watch_status(runs_dir: Path, period: float = 0.25, frames: int | None = None
         return 1
     gone = Text(f"no run is in progress any more (under {runs_dir}/ or any runs directory of this machine)")
     drawn = 0
-    if not console.is_terminal:  # each frame printed: Live printed only its last (trial33: `--frames 3`, one)
+    # on a terminal a Live view redrawn in place; elsewhere each frame printed (a Live printed
+    # only its last there: trial33's `--frames 3` in a pipe showed one)
+    with Live(console=console, auto_refresh=False, transient=False) if console.is_terminal else nullcontext() as live:
+        def show(frame: Group | Text) -> None:
+            if live is None:
+                console.print(frame)
+            else:
+                live.update(frame, refresh=True)
         try:
             while frames is None or drawn < frames:
                 view = _view(runs_dir)
-                console.print(view if view is not None else gone)
-                if view is None:
-                    break
-                drawn += 1
-                time.sleep(period)  # the redraw period of a live view
-        except KeyboardInterrupt:
-            pass
-        return 0
-    with Live(console=console, auto_refresh=False, transient=False) as live:
-        try:
-            while frames is None or drawn < frames:
-                view = _view(runs_dir)
-                live.update(view if view is not None else gone, refresh=True)
+                show(view if view is not None else gone)
                 if view is None:
                     break
                 drawn += 1

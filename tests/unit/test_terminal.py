@@ -139,7 +139,8 @@ def test_a_fault_that_failed_is_named_under_the_verdict(tmp_path: Path) -> None:
              {"do": "create-topic", "origin": "faults[2]", "phase": "end",
               "effect": {"error": "create-topic pay: INVALID_REPLICATION_FACTOR"}},
              {"do": "kill", "origin": "faults[3]", "phase": "end", "effect": {"killed": ["broker-1"]}}]
-    (tmp_path / "faults.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '{"do": "ki')
+    # (a line that is no mapping, and a torn last one, are passed over)
+    (tmp_path / "faults.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines) + '["error"]\n{"do": "ki')
     console = Console(record=True, width=200)
     print_verdict(console, RunVerdict(tmp_path, True, {"checks": {}, "expect": {}, "problems": []}))
     text = console.export_text()
