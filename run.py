@@ -43,6 +43,7 @@ def _run_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python run.py", description="Run one isrlab experiment.",
                                  epilog="Other commands: " + ", ".join(COMMANDS) + " (python run.py CMD --help)")
     ap.add_argument("topology", type=path_arg, help="a topology YAML file (schema v1)")
+    ap.add_argument("--version", action="version", version=f"isrlab {_version()}")
     ap.add_argument("--seed", type=int_arg, help="override the topology's seed")
     ap.add_argument("--time-scale", type=float_arg, default=1.0,
                     help="multiply every protocol timeout and wait, 0.01 to 1000 (use >1 on a slow or loaded "
@@ -53,6 +54,25 @@ def _run_parser() -> argparse.ArgumentParser:
     ap.add_argument("--spark-master", default=None,
                     help="where the analysis job runs: local[N], spark://host:port, ... (default embedded local[*])")
     return ap
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("isrlab")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "(not installed)"
+
+
+def cmd_help(argv: list[str]) -> int:
+    """`python run.py help [CMD]`: the word a user tries after `-h`, answered like `CMD --help`."""
+    if argv and argv[0] in HANDLERS:
+        return HANDLERS[argv[0]](["--help"])
+    _run_parser().print_help()
+    if argv:
+        print(f"\npython run.py: no command {argv[0]!r} (commands: {', '.join(COMMANDS)})", file=sys.stderr)
+        return EXIT_UNJUDGED
+    return 0
 
 
 def cmd_run(argv: list[str]) -> int:
@@ -179,17 +199,23 @@ _OWN_PACKAGES = frozenset({"testbed", "broker", "faults", "topologies"})
 _MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
 
 
+HANDLERS = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench, "analyze": cmd_analyze,
+            "spark": cmd_spark, "matrix": cmd_matrix, "lab": cmd_lab, "sim": cmd_sim}
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = joined_negative_numbers(list(sys.argv[1:] if argv is None else argv))
     if not argv:
         _run_parser().print_help()
         return 2
     cmd = argv[0]
-    handlers = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench, "analyze": cmd_analyze,
-                "spark": cmd_spark, "matrix": cmd_matrix, "lab": cmd_lab, "sim": cmd_sim}
     try:
-        if cmd in handlers:
-            return handlers[cmd](argv[1:])
+        if cmd in HANDLERS:
+            return HANDLERS[cmd](argv[1:])
+        if cmd == "help":
+            return cmd_help(argv[1:])
+        if cmd.startswith("-"):  # -h, --version, or the run's options before its topology: its parser reads them
+            return cmd_run(argv)
         close = difflib.get_close_matches(cmd, COMMANDS, n=1, cutoff=0.7)
         if not Path(cmd).exists() and (close or ("/" not in cmd and not Path(cmd).suffix)):
             # (a word that looks like no file, `frobnicate`, read as a missing topology file)

@@ -68,3 +68,29 @@ def test_a_word_that_is_no_command_and_no_file_names_the_commands(word: str, gue
     assert (f"did you mean `python run.py {guess}`" in said) if guess else "did you mean" not in said
     assert run.main(["nope.yaml"]) == 2
     assert "nope.yaml: no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["-h"], "usage: python run.py [-h] [--version]"),
+    (["--help"], "Other commands: validate, status"),
+    (["help"], "positional arguments:"),
+    (["help", "matrix"], "usage: python run.py matrix"),
+    (["--version"], "isrlab 0.1.0"),
+])
+def test_the_help_a_new_user_asks_for_is_given(argv: list[str], said: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`python run.py --help` answered "'--help' is neither a command nor a file", exit 2."""
+    assert _exit_code(argv) == 0
+    captured = capsys.readouterr()
+    assert said in captured.out and "neither a command" not in captured.err
+
+
+def test_the_runs_options_may_come_before_its_topology(capsys: pytest.CaptureFixture[str]) -> None:
+    """`python run.py --seed 77 --dry-run x.yaml` was read as a command named --seed."""
+    assert _exit_code(["--seed", "77", "--dry-run", QUICKSTART]) == 0
+    assert "seed: 77" in capsys.readouterr().out
+
+
+def test_help_for_no_command_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _exit_code(["help", "frobnicate"]) == 2
+    assert "no command 'frobnicate' (commands: validate" in capsys.readouterr().err
