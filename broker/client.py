@@ -41,7 +41,9 @@ from broker.wire.transport import Expired, Response, Transport
 class ProduceResult:
     error: Errors
     base_offset: int = -1
-    appended: bool = False  # the error may have come after the append (outcome unknown)
+    #: the records were appended: always on success; on an error, that it came after the append
+    #: (outcome unknown, R20)
+    appended: bool = False
     leader: int = -1
 
 
@@ -280,7 +282,7 @@ class StepClient:
             return ProduceResult(Errors.REQUEST_TIMED_OUT, appended=True, leader=leader)
         if resp.error in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH):
             self.leaders.pop((topic, partition), None)
-        return ProduceResult(resp.error, resp.base_offset, resp.appended, leader)
+        return ProduceResult(resp.error, resp.base_offset, resp.appended or resp.error == Errors.NONE, leader)
 
 
 def _readable(records: bytes, offset: int, high_watermark: int) -> list[tuple[int, str]]:
