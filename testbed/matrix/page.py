@@ -10,7 +10,7 @@ from pathlib import Path
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from testbed.analysis.session import get_spark
-from testbed.matrix.results import CellResult, check_count
+from testbed.matrix.results import CellResult, check_count, met_line
 from testbed.config.specs import CHECK_NAMES
 
 _COLUMNS = StructType([StructField(name, StringType()) for name in ("cell", "setting", "faults", "status", "report")]
@@ -45,10 +45,9 @@ def _page(results: list[CellResult], summary_dir: Path) -> str:
             title = f" title='expected {html.escape(expect[name]['expected'])}'" if name in expect else ""
             cells.append(f"<td{style}{title}>{'' if count is None else count}</td>")
         body.append("<tr>" + "".join(cells) + "</tr>")
-    passed = sum(r.status == "passed" for r in results)
     return ("<!doctype html><html><head><meta charset='utf-8'><title>isrlab matrix</title><style>"
             "td,th{border:1px solid #ccc;padding:3px 6px;font:13px sans-serif}table{border-collapse:collapse}"
             "th{writing-mode:vertical-rl}</style></head><body>"
-            f"<h1>isrlab matrix: {passed} of {len(results)} cells met their expectations</h1>"
+            f"<h1>isrlab matrix: {met_line(results)}</h1>"
             "<p>A red count broke the cell's expectation (hover for it); the cell's name opens its report.</p>"
             f"<table><tr>{head}</tr>{''.join(body)}</table></body></html>")

@@ -48,6 +48,13 @@ def judged_loss(verdict: RunVerdict) -> int:
     return (check_count(verdict, "lost_writes") or 0) if verdict.ok is not None else 0
 
 
+def met_line(results: list[CellResult]) -> str:
+    """"2 of 4 cells met their expectations"; of a single cell, "0 of 1 cell met its ..."."""
+    passed = sum(1 for r in results if r.status == "passed")
+    return (f"{passed} of {len(results)} " + ("cell met its expectations" if len(results) == 1
+                                              else "cells met their expectations"))
+
+
 def matrix_exit_code(results: list[CellResult], keep_going: bool = False) -> int:
     """0 when every cell met its expectation, 1 when one failed, 2 when one was not judged
     (1 under `--keep-going`: the matrix ran to its end, and an unjudged cell did not pass)."""

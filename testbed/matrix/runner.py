@@ -34,7 +34,8 @@ from testbed.common.console import user_console
 from testbed.config.cli_values import runs_dir_flag
 from testbed.matrix.cells import Cell
 from testbed.matrix.page import write_cells
-from testbed.matrix.results import CellResult, add_summary_columns, fit_labels, judged_loss, matrix_exit_code
+from testbed.matrix.results import (CellResult, add_summary_columns, fit_labels, judged_loss, matrix_exit_code,
+                                    met_line)
 
 ROOT = Path(__file__).resolve().parents[2]
 CELLS_DIR = ".cells"  # hidden: `find_runs` does not take the cells' topologies for runs
@@ -122,7 +123,8 @@ def _run_cells(cells: list[Cell], matrix_dir: Path, suffix: str, jobs: int, time
                         progress.console.print(f"[yellow]{cell.id} could not run: starting no further cell "
                                                f"(--keep-going runs them)[/]")
             # a line per cell, above the bar on a terminal and alone in a CI log
-            progress.console.print(f"{cell.id}: {'ran' if code == 0 else f'its supervisor exited {code}'}")
+            attempt = "" if label == "cells" else f" ({label})"  # a --deflake round's run of a failed cell
+            progress.console.print(f"{cell.id}{attempt}: {'ran' if code == 0 else f'its supervisor exited {code}'}")
             progress.update(task, advance=1, failed=len(why_not))
     return runs, why_not
 
@@ -184,9 +186,7 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
                 console.print(f"  replay: python run.py matrix {shlex.quote(str(source))} --only "
                               f"{shlex.quote(r.cell.id)}{again}{runs_dir_flag(matrix_dir.parent)}", style="dim",
                               markup=False, highlight=False, soft_wrap=True, emoji=False)
-    passed = sum(1 for r in results if r.status == "passed")
-    console.print(f"{passed} of {len(results)} cells met their expectations; run directories: "
-                  f"{escape(str(matrix_dir))}", emoji=False)
+    console.print(f"{met_line(results)}; run directories: {escape(str(matrix_dir))}", emoji=False)
 
 
 def new_matrix_dir(runs_dir: Path, source: str, shard: tuple[int, int] | None,

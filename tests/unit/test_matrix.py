@@ -700,3 +700,23 @@ def test_a_bad_value_showing_like_a_good_one_beside_another_error_is_said_with_i
         lines[0].endswith("topics[0].partitions: expected an integer >= 1, got '2'"), text
     assert lines[1].startswith(f"{m} (vary protocol.nonsense=a, base ") and \
         "protocol.nonsense: unknown key" in lines[1], text
+
+
+def test_a_deflake_round_names_itself_and_one_cell_is_one_cell(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """trial33: `--deflake` printed a failed cell's second run as "c: ran", like its first, and
+    a matrix of one cell ended "0 of 1 cells met their expectations". The supervisor and the
+    Spark job are stand-ins: the first attempt fails its expectation, the retry too."""
+    from rich.console import Console
+
+    from testbed.matrix import runner
+    [cell] = expand_file(write(tmp_path, {"base": "base.yaml", "seeds": [1]}))
+    monkeypatch.setattr(runner, "_run_cell", lambda *_: 0)
+    failed = {"expect": {"lost_writes": {"observed": 3, "expected": "0", "held": False}}}
+    monkeypatch.setattr(runner, "analyze_runs", lambda runs, *_, **__: [RunVerdict(r, False, failed) for r in runs])
+    monkeypatch.setattr(runner, "write_cells", lambda *_: None)
+    console = Console(record=True, width=300)
+    assert runner.run_matrix([cell], tmp_path / "m", deflake=1, console=console) == 1
+    out = console.export_text()
+    assert f"{cell.id}: ran" in out and f"{cell.id} (retry 1): ran" in out, out
+    assert "0 of 1 cell met its expectations" in out, out
