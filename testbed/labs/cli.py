@@ -48,11 +48,8 @@ def main(argv: list[str]) -> int:
         print(unusable, file=sys.stderr)
         return 2
     from testbed.analysis.session import stop_spark
-    try:
+    try:  # Ctrl-C reaches run.py's one line and exit 130, as from every command
         return run_lab(lab, console, args.runs_dir, args.time_scale, args.spark_master, args.step)
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted: the cluster is stopped[/]")
-        return 130
     finally:
         stop_spark()
 

@@ -49,7 +49,7 @@ def test_ctrl_c_during_a_lab_stops_its_cluster_and_leaves_nothing(tmp_path: Path
     import psutil
     lab = subprocess.Popen([sys.executable, "run.py", "lab", "3", "--runs-dir", str(tmp_path), "--time-scale",
                             str(TIME_SCALE)], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+                           stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60 * TIME_SCALE
         pids: list[int] = []
@@ -61,8 +61,10 @@ def test_ctrl_c_during_a_lab_stops_its_cluster_and_leaves_nothing(tmp_path: Path
         lab.send_signal(signal.SIGINT)
         # read on while it stops: a pipe nobody drains blocks the lab's last lines, and its exit
         # (a CI run under load waited the whole 90 s here)
-        rest, _ = lab.communicate(timeout=30 * TIME_SCALE)
+        _, rest = lab.communicate(timeout=30 * TIME_SCALE)
         assert lab.returncode == 130, rest[-3000:].decode(errors="replace")
+        # the line every command ends an interrupt with (the lab said its own on standard output)
+        assert b"isrlab: interrupted; everything it started is stopped" in rest, rest[-3000:]
         alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
         assert not alive, f"processes outlived the interrupted lab: {alive}"
         assert not list((tmp_path / ".live").glob("*.json")), "the run stayed registered as running"
@@ -113,7 +115,7 @@ def test_step_on_a_terminal_shows_the_cluster_and_fires_each_fault_on_enter(tmp_
         lab.send_signal(signal.SIGINT)
         # read on while it stops: a pipe nobody drains blocks the lab's last lines, and its exit
         # (a CI run under load waited the whole 90 s here)
-        rest, _ = lab.communicate(timeout=30 * TIME_SCALE)
+        _, rest = lab.communicate(timeout=30 * TIME_SCALE)
         assert lab.returncode == 130, rest[-3000:].decode(errors="replace")
     finally:
         os.close(master)
