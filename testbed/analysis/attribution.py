@@ -12,9 +12,10 @@ observed (causes of one time in epoch order):
   was applied (`faultspans.applied`: a skipped or failed fault did nothing) and cut its
   files (not a broker the OS had written back), and not after the election that made the
   loss final.
-A clean election of a broker that registered unclean after the write, in a run with
-ZooKeeper-era fencing, is R13a's (the ABA problem: the restart kept its ISR membership), not
-R25's, and says so.
+A clean election of a broker that registered unclean after the write, unfenced since its
+registration before, in a run with ZooKeeper-era fencing, is R13a's (the ABA problem: the
+restart kept its ISR membership), not R25's, and says so. Of the truncations, the elected
+broker's own before its election comes first.
 """
 from __future__ import annotations
 
@@ -134,6 +135,42 @@ def _crash(rows: DataFrame, crashes: DataFrame, election: DataFrame, key: list[s
             .select(*key, "c_node", "c_do", "c_loss", "c_ns"))
 
 
+def _truncation(rows: DataFrame, cuts: DataFrame, election: DataFrame, key: list[str]) -> DataFrame:
+    """For each row, the truncation that explains it: the one that cut the offset from the
+    broker the election then made leader, before that election (the log it led with had lost
+    it: a `high-watermark` truncation on its return, R13), else the first after the write
+    that cut the offset from any replica. trial34: broker 2, the ISR's last member, truncated
+    910 -> 5 on its return and was elected with LEO 5; the cause named broker 1's truncation
+    4.5 s before, of a replica that never led again."""
+    joined = (rows.select(*key, "time_ns").distinct().join(cuts, PART)
+              .where((F.col("t_ns") >= F.col("time_ns")) & (F.col("t_to") <= F.col("offset"))
+                     & (F.col("offset") < F.col("t_from")))
+              .join(election.select(*key, "e_leader", "elected_ns"), key, "left"))
+    own = F.coalesce((F.col("t_node") == F.concat(F.lit("broker-"), F.col("e_leader").cast("string")))
+                     & (F.col("t_ns") <= F.col("elected_ns")), F.lit(False))
+    order = Window.partitionBy(*key).orderBy(F.when(own, 0).otherwise(1), "t_ns", "t_epoch")
+    return (joined.withColumn("n", F.row_number().over(order)).where(F.col("n") == 1)
+            .select(*key, "t_node", "t_from", "t_to", "t_reason", "t_ns"))
+
+
+def _unnoticed_restarts(t: Tables) -> DataFrame:
+    """Each broker's unclean registrations the controller had not fenced it before (no
+    `fenced` of it since its registration before): R13a's ABA, a restart faster than the
+    session, that keeps the broker's ISR memberships under ZooKeeper-era fencing. A broker
+    fenced first and back later kept them only as the ISR's last member (R30): trial34's
+    broker 2, killed, fenced at 4.9 s and back at 9.4 s, was said to be R13a's."""
+    registered = (t.events.where(F.col("kind") == "registered")
+                  .select("run_id", F.col("broker_id").alias("e_leader"), F.col("time_ns").alias("u_ns"), "clean")
+                  .withColumn("before_ns", F.lag("u_ns").over(Window.partitionBy("run_id", "e_leader")
+                                                              .orderBy("u_ns"))))
+    fenced = t.events.where(F.col("kind") == "fenced").select(
+        F.col("run_id").alias("f_run"), F.col("broker_id").alias("f_broker"), F.col("time_ns").alias("f_ns"))
+    noticed = ((F.col("f_run") == F.col("run_id")) & (F.col("f_broker") == F.col("e_leader"))
+               & (F.col("f_ns") < F.col("u_ns")) & (F.col("f_ns") > F.coalesce("before_ns", F.lit(-1))))
+    return (registered.where(~F.coalesce(F.col("clean"), F.lit(True))).join(fenced, noticed, "left_anti")
+            .select("run_id", "e_leader", "u_ns"))
+
+
 def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, runs: DataFrame,
               what: str) -> DataFrame:
     """`rows` (PART, offset, time_ns, ...) with a `cause` sentence, `why` (the sentence without
@@ -150,8 +187,7 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
             .select(*PART, F.col("node").alias("t_node"), F.col("from").alias("t_from"), F.col("to").alias("t_to"),
                     F.col("reason").alias("t_reason"), F.col("time_ns").alias("t_ns"),
                     F.col("leader_epoch").alias("t_epoch")))
-    truncation = _first_after(rows, cuts, key, "t_ns", "t_epoch", (F.col("t_to") <= F.col("offset"))
-                              & (F.col("offset") < F.col("t_from")), ["t_node", "t_from", "t_to", "t_reason", "t_ns"])
+    truncation = _truncation(rows, cuts, election, key)
     hosts = t.final_replicas.select(*PART, "node").distinct()
     crashes = (spans.where(F.col("do").isin(*_LOSSY))
                .select("run_id", F.col("do").alias("c_do"), F.col("loss").alias("c_loss"),
@@ -160,11 +196,9 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
                .where(~F.coalesce(F.array_contains("written_back", F.col("node")), F.lit(False)))
                .drop("written_back").join(hosts, ["run_id", "node"]).withColumnRenamed("node", "c_node"))
     crash = _crash(rows, crashes, election, key)
-    # the elected broker's last unclean registration between the write and its election
-    unclean = (t.events.where((F.col("kind") == "registered") & ~F.coalesce(F.col("clean"), F.lit(True)))
-               .select("run_id", F.col("broker_id").alias("e_leader"), F.col("time_ns").alias("u_ns")))
+    # the elected broker's last unnoticed unclean registration between the write and its election
     restarted = (rows.select(*key, "time_ns").join(election.select(*key, "e_leader", "elected_ns"), key)
-                 .join(unclean, ["run_id", "e_leader"])
+                 .join(_unnoticed_restarts(t), ["run_id", "e_leader"])
                  .where((F.col("u_ns") >= F.col("time_ns")) & (F.col("u_ns") < F.col("elected_ns")))
                  .groupBy(*key).agg(F.max("u_ns").alias("u_ns")))
     out = (rows.join(election, key, "left").join(truncation, key, "left").join(crash, key, "left")

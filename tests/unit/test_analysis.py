@@ -1917,3 +1917,44 @@ def test_R13a_a_loss_by_an_unclean_restart_that_kept_its_isr_membership_cites_R1
         "offset 0 of orders/0 lost when broker 2 (its LEO 0) was elected at leader epoch 1 by a clean election "
         "after its predecessor was fenced, its ISR membership kept across its unclean restart at 2.300 s "
         "(fencing: zookeeper) (at 3.000 s, R13a); after lossy-crash of broker-2 (loss unsynced) at 2.000 s")
+
+
+def test_R30_the_last_isr_member_fenced_then_back_truncated_is_named_with_its_own_truncation(
+        tmp_path: Path, spark) -> None:  # noqa: F811
+    """trial34's run, in small: `fencing: zookeeper`, `elr: false`, `truncation:
+    high-watermark`. Broker 2, the ISR's last member, is killed; the controller fences it
+    (R30: it stays the only candidate); it comes back unclean, truncates its own log to its
+    HWM checkpoint (R13) and is elected with LEO 0. The cause named R13a (its restart came
+    after its fence: no ABA) and broker 1's earlier truncation, of a replica that never led
+    again; it names R30 and broker 2's own truncation."""
+    r = RunBuilder(tmp_path, "last-standing-truncated", expect={"lost_writes": ">0"})
+    r.topology["protocol"] = {"fencing": "zookeeper", "elr": False, "truncation": "high-watermark"}
+
+    def cut(at: int, node: str, epoch: int) -> dict:
+        return {"node": node, "time_ns": at, "kind": "truncated", "topic": "orders", "partition": 0,
+                "reason": "high-watermark", "leader_epoch": epoch, "from": 5, "to": 0}
+    r.events += [RunBuilder.change(T0 + 2 * S, leader=2, epoch=1, isr=[2], reason="fence"),
+                 {"node": "broker-2", "time_ns": T0 + 2 * S + 200, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2], "elr": [],
+                  "last_known_elr": [], "leo": 5, "hwm": 5},
+                 cut(T0 + 25 * S // 10, "broker-1", 1),
+                 {"node": "controller-1", "time_ns": T0 + 3 * S, "kind": "fenced", "broker_id": 2, "broker_epoch": 2},
+                 RunBuilder.change(T0 + 3 * S + 10, leader=-1, epoch=2, isr=[2], reason="fence"),
+                 {"node": "controller-1", "time_ns": T0 + 35 * S // 10, "kind": "registered", "broker_id": 2,
+                  "broker_epoch": 5, "clean": False, "incarnation_id": "inc2-again"},
+                 cut(T0 + 36 * S // 10, "broker-2", 2),
+                 RunBuilder.change(T0 + 37 * S // 10, leader=2, epoch=3, isr=[2], reason="election"),
+                 {"node": "broker-2", "time_ns": T0 + 37 * S // 10 + 200, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 3, "partition_epoch": 3, "isr": [2], "elr": [],
+                  "last_known_elr": [], "leo": 0, "hwm": 0}]
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.logs = {node: [] for node in r.logs}
+    r.replicas = {node: {"leo": 0, "hwm": 0, "is_leader": node == "broker-2", "leader_epoch": 3} for node in r.logs}
+    r.write()
+    [verdict] = analyze_runs([r.dir])
+    lost = verdict.results["checks"]["lost_writes"]
+    assert lost["count"] == 5 and lost["unattributed"] == 0
+    assert lost["examples"][0]["cause"] == (
+        "offset 0 of orders/0 lost when broker 2 (its LEO 0) was elected at leader epoch 3 by the rule of the last "
+        "replica standing (the ISR's last member, elected again on its return) (at 3.700 s, R30); after broker-2 "
+        "truncated its log from 5 to 0 (high-watermark, at 3.600 s, R13)")
