@@ -180,6 +180,28 @@ def test_a_rule_on_a_base_without_expectations_keeps_the_defaults_it_does_not_na
     assert by_id["tiny-elr=false-seed=5"] == {**DEFAULT_EXPECT, "duplicates": Expectation("==", 0)}
 
 
+def test_a_rule_that_admits_lost_writes_does_not_keep_the_bases_inconsistent_offsets(tmp_path: Path) -> None:
+    """trial34: DESIGN's own rule `{when: {protocol.elr: false}, expect: {lost_writes: ">0"}}`
+    kept the base's `inconsistent_offsets: 0`, and the cell that lost 405 writes failed on the
+    offsets those writes had held, which later writes took. A rule that admits lost writes
+    keeps the base's other checks but that one, unless it names it; a guard keeps them all."""
+    base = {**BASE, "expect": {"lost_writes": 0, "inconsistent_offsets": 0, "placement_violations": 0}}
+    path = write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, False]},
+                            "faults": {"kill": [{"at": "1s", "do": "kill", "target": "leader-of orders/0"}],
+                                       "none": []},
+                            "expect": [{"when": {"protocol.elr": False, "faults": "kill"},
+                                        "expect": {"lost_writes": ">0"}},
+                                       {"when": {"protocol.elr": False, "faults": "none"},
+                                        "expect": {"lost_writes": "<=3", "inconsistent_offsets": "<=3"}},
+                                       {"when": {"protocol.elr": True}, "expect": {"duplicates": 0}}]}, base)
+    by_id = {c.id: c.topology.expect for c in expand_file(path)}
+    assert by_id["tiny-elr=false-kill-seed=5"] == {"lost_writes": Expectation(">", 0),
+                                                   "placement_violations": Expectation("==", 0)}
+    assert by_id["tiny-elr=false-none-seed=5"]["inconsistent_offsets"] == Expectation("<=", 3)  # its own
+    assert by_id["tiny-elr=true-kill-seed=5"] == {name: Expectation("==", 0) for name in (
+        "lost_writes", "inconsistent_offsets", "placement_violations", "duplicates")}
+
+
 def test_rules_and_only_select_a_base_by_its_topology_name(tmp_path: Path) -> None:
     (tmp_path / "other.yaml").write_text(yaml.safe_dump({**BASE, "name": "other"}), encoding="utf-8")
     path = write(tmp_path, {"base": ["base.yaml", "other.yaml"], "vary": {"protocol.elr": [True, False]},
