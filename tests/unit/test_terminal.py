@@ -114,6 +114,24 @@ def test_a_run_that_broke_as_its_expect_wants_says_so_beside_its_ok() -> None:
     assert "OK  report: runs/fix/report.html" in lines
 
 
+def test_a_fix_that_left_values_unreached_is_not_said_to_have_broken() -> None:
+    """trial34: lab 9's fix (no unclean election: the partition stays without a leader) ended
+    "OK (it broke as its expect: wants: unseen 805)": a student read the fix as a failure."""
+    console = Console(record=True, width=300)
+    unseen = {"expected": ">0", "observed": 805, "held": True}
+    fix = {"checks": {}, "problems": [], "expect": {"lost_writes": {"expected": "0", "observed": 0, "held": True},
+                                                    "unseen": unseen}}
+    print_verdict(console, RunVerdict(Path("runs/fix"), True, fix))
+    both = {"checks": {}, "problems": [], "expect": {
+        "lost_writes": {"expected": ">0", "observed": 3, "held": True}, "unseen": unseen}}
+    print_verdict(console, RunVerdict(Path("runs/both"), True, both))
+    lines = console.export_text().splitlines()
+    assert ("OK (as its expect: wants, unseen 805: acknowledged values the final read could not reach, none "
+            "proven lost)  report: runs/fix/report.html") in lines, lines
+    assert ("OK (it broke as its expect: wants: lost_writes 3; and unseen 805: acknowledged values the final read "
+            "could not reach, none proven lost)  report: runs/both/report.html") in lines, lines
+
+
 def test_an_unjudged_runs_table_shows_no_count() -> None:
     """trial32: `lost_writes │ 0 │ 0 │ UNJUDGED` (its faults.jsonl gone) read as "none lost", and
     a killed run's table showed `unseen 660` beside UNJUDGED rows; its results.json keeps them."""
