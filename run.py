@@ -113,7 +113,7 @@ def cmd_run(argv: list[str]) -> int:
 def cmd_validate(argv: list[str]) -> int:
     from testbed.supervisor.netns import refusal
     from testbed.topology import TopologyError, load_topology, never_firing
-    from testbed.matrix.cells import expand_file
+    from testbed.matrix.cells import cell_notes, expand_file
     from testbed.matrix.spec import MatrixError, is_matrix_file
     ap = argparse.ArgumentParser(prog="python run.py validate",
                                  description="Check topologies against schema v1, and matrix files with every cell.")
@@ -129,6 +129,8 @@ def cmd_validate(argv: list[str]) -> int:
                 code = 1
                 continue
             print(f"{f}: ok (a matrix of {len(cells)} cell{'' if len(cells) == 1 else 's'})")
+            for note in cell_notes(cells):
+                print(f"note: {note}")
             continue
         try:
             topology = load_topology(f)

@@ -54,6 +54,26 @@ def _selectors(settings: tuple[tuple[str, Any], ...], schedule: str | None, seed
     return dict(settings) | {SCHEDULE_KEY: schedule, SEED_KEY: seed, TOPOLOGY_KEY: topology}
 
 
+_ANY_CELL = "(cell \N{REPLACEMENT CHARACTER}, "  # a note's cell, taken out to find the notes alike
+
+
+def cell_notes(cells: list[Cell]) -> list[str]:
+    """The notes of the cells (valid, but will not do what it seems to: `validate`'s `note:`
+    lines of a topology), each said once with the first cell that has it and how many more
+    do. trial34: a matrix crossing `unclean_leader_election: true` with `unclean_recovery:
+    manual` ran the legacy election in silence; a topology of the same cell says why."""
+    shared: dict[str, list[str]] = {}
+    for cell in cells:
+        for note in cell.topology.notes:
+            shared.setdefault(note.replace(f"(cell {cell.id}, ", _ANY_CELL, 1), []).append(cell.id)
+    out = []
+    for note, ids in shared.items():
+        others = len(ids) - 1
+        alike = f" and {others} other cell{'s' if others > 1 else ''} alike" if others else ""
+        out.append(note.replace(_ANY_CELL, f"(cell {ids[0]}{alike}, ", 1))
+    return out
+
+
 def repeated_ids(cells: list[Cell]) -> list[str]:
     """Cell ids that two cells share (two bases of one name, two matrix files alike)."""
     return sorted(i for i, n in Counter(c.id for c in cells).items() if n > 1)

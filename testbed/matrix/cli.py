@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from testbed.common.console import user_console
-from testbed.matrix.cells import Cell, expand_file, parse_shard, select
+from testbed.matrix.cells import Cell, cell_notes, expand_file, parse_shard, select
 from testbed.matrix.spec import MAX_SEEDS, MatrixError, is_matrix_file
 from testbed.config.cli_values import float_arg, int_arg, path_arg, spark_master_problem, time_scale_problem, unusable_dir
 
@@ -74,11 +74,14 @@ def main(argv: list[str]) -> int:
                                                   f"{', '.join(keys)}, or a piece of a cell id)"
                                                   if args.only else ""), file=sys.stderr)
         return 2
+    notes = [f"note: {note}" for note in cell_notes(cells)]  # as a run says a topology's
     if args.dry_run:
         for cell in cells:
             print(f"{cell.id}\tseed={cell.seed}")
-        print(f"{len(cells)} cell{'' if len(cells) == 1 else 's'}", file=sys.stderr)
+        print("\n".join([f"{len(cells)} cell{'' if len(cells) == 1 else 's'}", *notes]), file=sys.stderr)
         return 0
+    if notes:
+        print("\n".join(notes))
     if (unusable := unusable_dir(args.runs_dir, "--runs-dir")) is not None:
         print(unusable, file=sys.stderr)
         return 2

@@ -742,3 +742,22 @@ def test_a_deflake_round_names_itself_and_one_cell_is_one_cell(tmp_path: Path,
     out = console.export_text()
     assert f"{cell.id}: ran" in out and f"{cell.id} (retry 1): ran" in out, out
     assert "0 of 1 cell met its expectations" in out, out
+
+
+def test_the_cells_notes_are_said_once_each_by_validate_and_the_dry_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """trial34: crossing `unclean_leader_election` with `unclean_recovery` gave cells whose
+    recovery mode R31 pre-empts; a topology of such a cell gets a `validate` note, the matrix
+    said nothing and ran the legacy election in silence."""
+    import run
+    path = write(tmp_path, {"base": "base.yaml", "seeds": [1, 2],
+                            "vary": {"protocol.unclean_leader_election": [False, True],
+                                     "protocol.unclean_recovery": ["balanced", "manual"]}})
+    assert run.main(["validate", str(path)]) == 0
+    out = capsys.readouterr().out
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert len(notes) == 2, out
+    assert all("unclean_leader_election=true" in n and "and 1 other cell alike, base " in n and "base.yaml): "
+               "protocol.unclean_recovery: " in n for n in notes), notes
+    assert run.main(["matrix", str(path), "--dry-run"]) == 0
+    assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")] == notes
