@@ -11,7 +11,7 @@ from rich.text import Text
 
 from testbed.analysis.job import ATTRIBUTED
 from testbed.analysis.runinfo import faults_failed
-from testbed.analysis.verdict import RunVerdict
+from testbed.analysis.verdict import RunVerdict, broken_expectations
 from testbed.config.scalars import expectation
 from testbed.config.specs import CHECK_NAMES
 
@@ -76,7 +76,8 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
         console.print(f"partition-seconds without a leader: {unavailable['no-leader']}, "
                       f"without acks=all service: {unavailable['no-acks-all']}")
     # a path is never broken across lines (a log or a pipe is 80 columns): the terminal wraps it
-    console.print(f"{verdict_word(verdict.ok)}{_broke_as_expected(verdict)}  report: "
+    broken = f": {escape(broken_expectations(verdict))}" if verdict.ok is False else ""  # as the matrix says a cell's
+    console.print(f"{verdict_word(verdict.ok)}{broken}{_broke_as_expected(verdict)}  report: "
                   f"{escape(str(verdict.run_dir / 'report.html'))}", emoji=False, soft_wrap=True)
 
 
