@@ -49,8 +49,8 @@ class WorkloadEnded(RuntimeError):
     gives up, so that the end of the run's heal (which may be what it waits for: a resume of
     the broker its moves need) comes now, not after the wait's timeout."""
 
-    def __init__(self) -> None:
-        super().__init__("the workload ended while it waited; the end of the run heals and converges")
+    def __init__(self, what: str = "the end of the run heals and converges") -> None:
+        super().__init__(f"the workload ended while it waited; {what}")
 
 
 class ClusterControl(Protocol):
