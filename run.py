@@ -21,6 +21,7 @@ import os
 import signal
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 if sys.version_info < (3, 11):  # before any import that needs a newer Python fails obscurely
@@ -66,8 +67,8 @@ def _version() -> str:
 
 def cmd_help(argv: list[str]) -> int:
     """`python run.py help [CMD]`: the word a user tries after `-h`, answered like `CMD --help`."""
-    if argv and argv[0] in HANDLERS:
-        return HANDLERS[argv[0]](["--help"])
+    if argv and argv[0] in COMMANDS:
+        return _handler(argv[0])(["--help"])
     _run_parser().print_help()
     if argv:
         print(f"\npython run.py: no command {argv[0]!r} (commands: {', '.join(COMMANDS)})", file=sys.stderr)
@@ -201,8 +202,9 @@ _OWN_PACKAGES = frozenset({"testbed", "broker", "faults", "topologies"})
 _MACHINE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO})
 
 
-HANDLERS = {"validate": cmd_validate, "status": cmd_status, "bench": cmd_bench, "analyze": cmd_analyze,
-            "spark": cmd_spark, "matrix": cmd_matrix, "lab": cmd_lab, "sim": cmd_sim}
+def _handler(cmd: str) -> Callable[[list[str]], int]:
+    """`cmd_<cmd>` of a command, looked up when called (a test replaces one)."""
+    return globals()[f"cmd_{cmd}"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -212,8 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cmd = argv[0]
     try:
-        if cmd in HANDLERS:
-            return HANDLERS[cmd](argv[1:])
+        if cmd in COMMANDS:
+            return _handler(cmd)(argv[1:])
         if cmd == "help":
             return cmd_help(argv[1:])
         if cmd.startswith("-"):  # -h, --version, or the run's options before its topology: its parser reads them
