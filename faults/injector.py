@@ -35,6 +35,8 @@ _LINKS = frozenset({"partition", "slow", "heal"})
 _DOWN_ACTIONS = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-loss", "partition"})
 #: the actions that stop a node's process (or its running, for a pause)
 _HALTING = frozenset({"kill", "pause", "shutdown", "lossy-crash", "disk-loss"})
+#: the origin of the faults of the end of the run's heal (`undo_all`), in faults.jsonl
+FINAL_HEAL = "final-heal"
 #: DESIGN section 6: `restart` without a target means `stopped`, `resume` means `paused`
 DEFAULT_TARGET = {"restart": "stopped", "resume": "paused"}
 
@@ -523,9 +525,9 @@ class FaultInjector:
         """Heal the network, resume paused nodes, restart stopped ones (DESIGN section 6)."""
         c = self.cluster
         self.pending.clear()
-        healed = self.fire(ScheduledFault(0.0, "heal", None, {}, "final-heal")) if self.layers else None
-        resumed = self.fire(ScheduledFault(0.0, "resume", "paused", {}, "final-heal")) if c.paused else None
-        restarted = self.fire(ScheduledFault(0.0, "restart", "stopped", {}, "final-heal")) if c.stopped else None
+        healed = self.fire(ScheduledFault(0.0, "heal", None, {}, FINAL_HEAL)) if self.layers else None
+        resumed = self.fire(ScheduledFault(0.0, "resume", "paused", {}, FINAL_HEAL)) if c.paused else None
+        restarted = self.fire(ScheduledFault(0.0, "restart", "stopped", {}, FINAL_HEAL)) if c.stopped else None
         return {"heal": healed, "resume": resumed, "restart": restarted}
 
     def close(self) -> None:

@@ -14,6 +14,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from faults.injector import FINAL_HEAL
+from testbed.config.units import format_duration
 from testbed.experiment.counts import Counts
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.cluster_view import partition_sides
@@ -68,20 +70,23 @@ class Monitor:
     @contextmanager
     def suspended(self) -> Iterator[None]:
         """The live display stopped (a lab's `--step` prompt writes and reads the terminal),
-        then resumed; its clock stands still meanwhile, as the schedule's does, so that it
-        reads the times the fault lines print (trial31: 7.8 s beside a fault at 3.01 s)."""
+        then resumed; the workload runs that much longer, and its clock counts the pause, as
+        the fault lines, the answers and the report do (trial31: 7.8 s beside a fault printed
+        at 3.01 s; trial34: the fault lines on the schedule's clock read the failover wrong)."""
         if self.live is not None:
             self.live.stop()
         stopped = time.monotonic()
         try:
             yield
         finally:
-            self.start += time.monotonic() - stopped
+            self.duration += time.monotonic() - stopped
             if self.live is not None:
                 self.live.start()
 
 
-def describe_fault(rec: dict, elapsed: float) -> str:
+def describe_fault(rec: dict, elapsed: float, on_schedule: float | None = None) -> str:
+    """The line of a fault's end `elapsed` seconds into the workload; `on_schedule`, where the
+    schedule was then when pauses (--step) set the two clocks apart."""
     effect = rec.get("effect", {})
     note = ""
     if effect.get("error") is not None:
@@ -113,6 +118,12 @@ def describe_fault(rec: dict, elapsed: float) -> str:
         note += "".join(f"\n  [yellow]caveat:[/] {c}" for c in effect["caveats"])
     target = f" {rec['target']}" if rec.get("target") else ""
     on = f" -> {', '.join(rec['resolved']) or '-'}" if rec.get("target") or rec.get("resolved") else ""
+    if rec["do"] == "slow":  # what it does to which links, as a partition's line names its sides
+        note = _slowed(rec) + note
+    if rec.get("origin") == FINAL_HEAL:  # not the schedule's: the end of the run's own heal
+        note += " (the end of the run's heal)"
+    if on_schedule is not None:
+        note += f" [dim](at {on_schedule:.2f}s of the schedule, after {elapsed - on_schedule:.2f}s of pauses)[/]"
     return f"[magenta]{elapsed:6.2f}s fault[/] {rec['do']}{target}{_admin_params(rec)}{on}{note}"
 
 
@@ -130,6 +141,17 @@ def _admin_params(rec: dict) -> str:
         if value is not None:
             shown.append(f"{key} {value}")
     return f" ({', '.join(shown)})" if shown else ""
+
+
+def _slowed(rec: dict) -> str:
+    """` delay 300ms, jitter 200ms, duplicate 10% (broker-1 <-> clients)`: trial34's line said
+    only `slow`."""
+    params, effect = rec.get("params") or {}, rec.get("effect") or {}
+    shown = [f"{key} {format_duration(params[key])}" for key in ("delay", "jitter") if key in params]
+    shown += [f"{key} {params[key]:.0%}" for key in ("loss", "duplicate") if key in params]
+    ends = effect.get("from"), effect.get("to")
+    links = f" ({', '.join(ends[0])} <-> {', '.join(ends[1])})" if all(ends) else ""
+    return (" " + ", ".join(shown) if shown else "") + links
 
 
 def did_nothing(rec: dict) -> bool:

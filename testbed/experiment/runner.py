@@ -141,8 +141,14 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             injector.elapsed = lambda: (time.monotonic() - start) / time_scale
             injector.duration = topology.duration  # a fault's wait gives up then, for the heal below
 
-            def ended(rec: dict) -> float:  # when a fault ended, on the workload's clock (start moves on --step)
-                return rec["time_ns"] / 1e9 - start
+            paused = 0.0  # the schedule's pauses so far (--step), which the records' clock counts
+
+            def said(rec: dict) -> str:
+                """A fault's line, at its end on the records' clock: the report's and a lab's
+                answers' (trial34: with --step's pauses left out, a kill at 6.93 s showed at
+                3.01 s and the failover after it read 4.5 s), and where the schedule was then."""
+                ended = rec["time_ns"] / 1e9 - start  # on the schedule's clock: start moves on at a pause
+                return describe_fault(rec, ended + paused, ended if paused else None)
             next_display = 0.0
             with Monitor(console, topology.duration * time_scale) as mon:
                 while (now := time.monotonic()) < end:
@@ -151,11 +157,11 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                         with mon.suspended():
                             before_fault(cluster.status(timeout=0.5), due)
                         waited = time.monotonic() - now
-                        start, end, now = start + waited, end + waited, now + waited
+                        start, end, now, paused = start + waited, end + waited, now + waited, paused + waited
                     for rec in injector.fire_due((now - start) / time_scale):
                         if rec["params"].get("undo_of") and did_nothing(rec):
                             continue  # the undo of a nemesis fault that was skipped (max_down)
-                        console.print(describe_fault(rec, ended(rec)))
+                        console.print(said(rec))
                     next_fault = None if injector.next_at() is None else start + injector.next_at() * time_scale
                     if now >= next_display:
                         next_display = now + 0.5
@@ -174,7 +180,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
                 # fire now, late, not never; and so do those due at the end itself.
                 workload_end_ns = time.monotonic_ns()
                 for rec in injector.fire_overdue(topology.duration):
-                    console.print(describe_fault(rec, ended(rec)))
+                    console.print(said(rec))
                 injector.elapsed = None
                 cluster.stop_clients(timeout=cluster.scaled(5.0))
                 inbox.drain()
@@ -182,7 +188,7 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             undone = injector.undo_all()
             for rec in undone.values():
                 if rec is not None and not did_nothing(rec):
-                    console.print(describe_fault(rec, ended(rec)))
+                    console.print(said(rec))
         finally:
             cluster.stop_clients(timeout=0.1)
         converged = end_of_run(cluster, topology, console)

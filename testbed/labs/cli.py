@@ -79,8 +79,8 @@ def run_lab(lab: Lab, console: Console, runs_dir: Path, time_scale: float, spark
         console.print("[yellow]--step needs a terminal on standard input: the lab runs unattended[/]")
     if interactive:
         console.print("[yellow]--step pauses the schedule, not the cluster: its timeouts go on while you read, "
-                      "so a lab about a race of timeouts may differ from its guide, and the report's times "
-                      "include the pauses[/]")
+                      "so a lab about a race of timeouts may differ from its guide; every time shown counts the "
+                      "pauses, as the report's do[/]")
     runs, codes = [], []
     unjudged: list[tuple[Part, Path]] = []
     for i, part in enumerate(lab.parts):

@@ -112,6 +112,8 @@ def test_step_on_a_terminal_shows_the_cluster_and_fires_each_fault_on_enter(tmp_
         os.write(master, b"\n")
         second = read_until("press Enter to fire", first + 1)  # the heal's prompt
         assert "fault partition" in out[0][first:second], "the fault did not fire after Enter"
+        # its time on the records' clock, the answers', and where the schedule was (trial34)
+        assert "of the schedule, after" in out[0][first:second], out[0][first:second]
         lab.send_signal(signal.SIGINT)
         # read on while it stops: a pipe nobody drains blocks the lab's last lines, and its exit
         # (a CI run under load waited the whole 90 s here)

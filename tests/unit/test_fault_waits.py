@@ -288,3 +288,20 @@ def test_a_one_way_cut_reads_as_one_way_and_a_partition_as_its_groups() -> None:
     assert describe_fault(halves, 2.0).endswith(" broker-1,broker-2 | broker-3")
     assert faults_in_force([{**cut, "phase": "end", "origin": "faults[0]"}]) == [
         "partition broker-1 cut off from sending to controller-1 (one way)"]
+
+
+def test_a_fault_line_says_what_a_slow_does_the_heals_origin_and_the_schedules_time_after_pauses() -> None:
+    """trial34: `2.04s fault slow` named no link and no delay; the end of the run's restart
+    read as a scheduled fault; and under `lab --step` a kill at 6.93 s on the records' (and the
+    answers') clock printed at 3.01 s, the schedule's, so a 0.57 s failover read 4.5 s."""
+    slow = {"do": "slow", "target": None, "resolved": [], "origin": "faults[0]",
+            "params": {"delay": 0.3, "jitter": 0.2, "duplicate": 0.1, "from": "leader-of orders/0", "to": "clients"},
+            "effect": {"from": ["broker-1"], "to": ["clients"]}}
+    assert describe_fault(slow, 2.04).endswith("slow delay 300ms, jitter 200ms, duplicate 10% (broker-1 <-> clients)")
+    heal = {"do": "restart", "target": "stopped", "resolved": ["broker-2"], "params": {}, "origin": "final-heal",
+            "effect": {"restarted": {"broker-2": 3}}}
+    assert describe_fault(heal, 9.28).endswith("restart stopped -> broker-2 (the end of the run's heal)")
+    kill = {"do": "kill", "target": "leader-of orders/0", "resolved": ["broker-2"], "params": {}, "origin": "faults[0]",
+            "effect": {"killed": {"broker-2": 9}}}
+    line = describe_fault(kill, 6.93, on_schedule=3.01)
+    assert line.startswith("[magenta]  6.93s fault[/] kill") and "(at 3.01s of the schedule, after 3.92s of pauses)" in line
