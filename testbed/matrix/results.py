@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from testbed.analysis.cli import EXIT_FAILED, EXIT_OK, EXIT_UNJUDGED
-from testbed.analysis.verdict import RunVerdict
+from testbed.analysis.verdict import RunVerdict, broken_expectations
 from testbed.matrix.cells import Cell
 
 
@@ -49,10 +49,22 @@ def judged_loss(verdict: RunVerdict) -> int:
 
 
 def met_line(results: list[CellResult]) -> str:
-    """"2 of 4 cells met their expectations"; of a single cell, "0 of 1 cell met its ..."."""
+    """"2 of 4 cells met their expectations"; of a single cell, "0 of 1 cell met its ...";
+    and the flaky ones apart, which met them only on a retry (trial34: "0 of 2 cells met
+    their expectations" of a matrix that exited 0, its one failed cell flaky)."""
     passed = sum(1 for r in results if r.status == "passed")
+    flaky = sum(1 for r in results if r.status == "flaky")
     return (f"{passed} of {len(results)} " + ("cell met its expectations" if len(results) == 1
-                                              else "cells met their expectations"))
+                                              else "cells met their expectations")
+            + (f", and {flaky} more only on a retry (flaky)" if flaky else ""))
+
+
+def flaky_line(result: CellResult) -> str:
+    """What a flaky cell did: `failed on attempt 1: lost_writes 4 (expected 0); met them on
+    attempt 2` (trial34: its line named nothing, as its last attempt broke nothing)."""
+    failed = [(i, v) for i, v in enumerate(result.verdicts, 1) if v.ok is False]
+    first, verdict = failed[0]
+    return f"failed on attempt {first}: {broken_expectations(verdict)}; met them on attempt {len(result.verdicts)}"
 
 
 def matrix_exit_code(results: list[CellResult], keep_going: bool = False) -> int:

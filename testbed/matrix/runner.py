@@ -34,8 +34,8 @@ from testbed.common.console import user_console
 from testbed.config.cli_values import runs_dir_flag
 from testbed.matrix.cells import Cell
 from testbed.matrix.page import write_cells
-from testbed.matrix.results import (CellResult, add_summary_columns, fit_labels, judged_loss, matrix_exit_code,
-                                    met_line)
+from testbed.matrix.results import (CellResult, add_summary_columns, fit_labels, flaky_line, judged_loss,
+                                    matrix_exit_code, met_line)
 
 ROOT = Path(__file__).resolve().parents[2]
 CELLS_DIR = ".cells"  # hidden: `find_runs` does not take the cells' topologies for runs
@@ -179,7 +179,8 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
     for status, colour in (("flaky", "yellow"), ("failed", "red"), ("unjudged", "yellow")):
         for r in (r for r in results if r.status == status):
             report = r.last.run_dir / "report.html"
-            console.print(f"[{colour}]{status}:[/] {escape(r.cell.id)}: {escape(broken_expectations(r.last))}"
+            why = flaky_line(r) if status == "flaky" else broken_expectations(r.last)
+            console.print(f"[{colour}]{status}:[/] {escape(r.cell.id)}: {escape(why)}"
                           + (f"  report: {escape(str(report))}" if report.is_file() else ""),
                           highlight=False, soft_wrap=True, emoji=False)
             if source is not None and status != "flaky":
