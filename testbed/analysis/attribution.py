@@ -214,9 +214,14 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
         "when broker %d (its LEO %d) was elected at leader epoch %d by %s%s (at %.3f s%s)",
         "e_leader", "e_leo", "e_epoch", reason, F.coalesce("e_recovery", F.lit("")), seconds("elected_ns"),
         F.when(aba, F.lit(", R13a")).otherwise(_election_rule(F.col("e_reason"), F.col("run_elr")))))
+    # a follower's truncation at or after the election (its log repaired to the new leader's,
+    # R10) came from it: "then", not "after" (trial34: "after" an event 1 s later)
+    following = F.coalesce((F.col("t_ns") >= F.col("elected_ns"))
+                           & (F.col("t_node") != F.concat(F.lit("broker-"), F.col("e_leader").cast("string"))),
+                           F.lit(False))
     truncation_text = F.when(F.col("t_node").isNotNull(), F.format_string(
-        "after %s truncated its log from %d to %d (%s, at %.3f s%s)", "t_node", "t_from", "t_to", "t_reason",
-        seconds("t_ns"), _rule(F.col("t_reason"))))
+        "%s %s truncated its log from %d to %d (%s, at %.3f s%s)", F.when(following, "then").otherwise("after"),
+        "t_node", "t_from", "t_to", "t_reason", seconds("t_ns"), _rule(F.col("t_reason"))))
     loss = F.when(F.col("c_loss").isNotNull(), F.concat(F.lit(" (loss "), "c_loss", F.lit(")"))).otherwise("")
     crash_text = F.when(F.col("c_node").isNotNull(), F.format_string(
         "after %s of %s%s at %.3f s", "c_do", "c_node", loss, seconds("c_ns")))

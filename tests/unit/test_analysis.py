@@ -1419,8 +1419,9 @@ def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict
     assert late["unattributed"] == 0
     assert late["examples"][0]["cause"] == (
         "offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader epoch 1 by a clean election after "
-        "its predecessor was fenced (at 3.000 s, R25); after broker-1 truncated its log from 6 to 5 (diverging-epoch, "
+        "its predecessor was fenced (at 3.000 s, R25); then broker-1 truncated its log from 6 to 5 (diverging-epoch, "
         "at 3.000 s, R10)")  # and not "after lossy-crash of broker-3 ... at 5.000 s", made after the loss
+    # (then: broker 1 repaired its log to the new leader's, trial34's "after" an event that came later)
     [as_it_crashed] = judged["acked-as-it-crashed"].results["checks"]["lost_writes_acks1"]["examples"]
     assert as_it_crashed["cause"] == (
         "offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader epoch 1 by a clean election after "
