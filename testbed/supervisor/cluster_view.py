@@ -109,8 +109,9 @@ class ClusterView:
     force. It is laid out when drawn: the bars take what the terminal's width leaves (`BAR`
     down to `MIN_BAR` characters), so that an 80-column terminal shows every field whole."""
 
-    def __init__(self, status: ClusterStatus, title: str, faults: list[str]) -> None:
-        self.status, self.title, self.faults = status, title, faults
+    def __init__(self, status: ClusterStatus, title: str, faults: list[str],
+                 removed: frozenset[str] = frozenset()) -> None:
+        self.status, self.title, self.faults, self.removed = status, title, faults, removed
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         rows = []  # (partition line, [(replica, leo, hwm) or (replica, None, None)], longest log)
@@ -154,11 +155,21 @@ class ClusterView:
         lines = Text("faults in force: " + ("; ".join(self.faults) if self.faults else "none"), style="magenta")
         down = [f"broker-{b}" for b, body in sorted(self.status.brokers.items()) if body is None]
         down += [name for name, body in sorted(self.status.quorum.items()) if body is None]
-        if down:
+        if gone := [name for name in down if name in self.removed]:  # out of the cluster on purpose
+            lines.append("\nremoved (R39): " + ", ".join(gone), style="dim")
+        if down := [name for name in down if name not in self.removed]:
             lines.append("\nnot answering: " + ", ".join(down), style="red")
         return lines
 
 
-def cluster_view(status: ClusterStatus, title: str, faults: list[str]) -> ClusterView:
+def removed_brokers(records: list[dict]) -> frozenset[str]:
+    """The brokers a `remove-broker` of a run's faults.jsonl took out of the cluster for good
+    (R39): trial34's `status --watch` called one "not answering"."""
+    return frozenset(node for r in records if r.get("do") == "remove-broker" and r.get("phase") == "end"
+                     and (r.get("effect") or {}).get("removed") for node in r.get("resolved") or [])
+
+
+def cluster_view(status: ClusterStatus, title: str, faults: list[str],
+                 removed: frozenset[str] = frozenset()) -> ClusterView:
     """The frame of the live view (see `ClusterView`)."""
-    return ClusterView(status, title, faults)
+    return ClusterView(status, title, faults, removed)

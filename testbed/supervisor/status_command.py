@@ -16,7 +16,7 @@ from rich.text import Text
 from broker.common.jsonl import read_jsonl
 from testbed.common.console import user_console
 from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.supervisor.cluster_view import cluster_view, faults_in_force, read_status
+from testbed.supervisor.cluster_view import cluster_view, faults_in_force, read_status, removed_brokers
 from testbed.supervisor.processes import running_runs
 
 
@@ -90,8 +90,9 @@ def _view(runs_dir: Path) -> Group | None:
     views = []
     for run_dir in runs:
         status = read_status(run_dir)
-        faults = faults_in_force(read_jsonl(run_dir / "faults.jsonl"))
-        views.append(cluster_view(status, run_dir.name, faults) if status is not None
+        records = read_jsonl(run_dir / "faults.jsonl")
+        views.append(cluster_view(status, run_dir.name, faults_in_force(records), removed_brokers(records))
+                     if status is not None
                      else Text(f"{run_dir.name}: starting"))
     return Group(*views)
 

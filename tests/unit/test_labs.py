@@ -366,3 +366,17 @@ def test_a_part_that_could_not_be_judged_is_named_under_the_answers(
     for part in lab.parts:
         assert f"{part.label}: not judged (see above)" in text
     assert "python run.py analyze" in text
+
+
+def test_the_live_view_says_a_removed_broker_is_removed_not_unanswering() -> None:
+    """trial34: `status --watch` called broker 2, which a remove-broker had taken out (R39),
+    "not answering"."""
+    from testbed.supervisor.cluster_view import removed_brokers
+    records = [{"do": "remove-broker", "phase": "start", "resolved": ["broker-3"], "effect": {}},
+               {"do": "remove-broker", "phase": "end", "resolved": ["broker-3"], "effect": {"removed": "broker:3"}},
+               {"do": "remove-broker", "phase": "end", "resolved": ["broker-2"], "effect": {"error": "refused"}}]
+    assert removed_brokers(records) == frozenset({"broker-3"})
+    console = Console(record=True, width=200)
+    console.print(cluster_view(_status({1: (10, 10), 2: None, 3: None}, [1]), "run-x", [], removed_brokers(records)))
+    text = console.export_text()
+    assert "removed (R39): broker-3" in text and "not answering: broker-2" in text and "broker-2, broker-3" not in text
