@@ -96,8 +96,8 @@ def _not_converged(info: RunInfo, unconverged: list[str], most: int = 5) -> str:
             return (f"{final} is missing or empty, though the run reached its end (its summary.json is written "
                     f"after it): the file was removed or emptied after the run, so there is no final state to "
                     f"judge against")
-        return (f"{final} is missing or empty: the run did not reach its end (its supervisor was killed, or the "
-                f"cluster failed), so there is no final state to judge against")
+        return (f"{final} is missing or empty: the run did not reach its end (it was interrupted, its supervisor "
+                f"was killed, or the cluster failed), so there is no final state to judge against")
     which = "; ".join(unconverged[:most]) + (f"; and {len(unconverged) - most} more" if len(unconverged) > most
                                             else "")
     return ("the cluster did not converge (final/replicas.jsonl: not every partition had one leader "
