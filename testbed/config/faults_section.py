@@ -80,6 +80,9 @@ class _Entry:
     at: Any = INVALID
     do: str | None = None
     partition_refs: list[tuple[str, str]] = field(default_factory=list)
+    #: the id of a broken add-broker whose id is right (its rack is wrong): the walk goes on
+    #: with it, so that the membership errors after it are said in the same pass
+    added_id: int | None = None
 
 
 def parse_faults(
@@ -162,11 +165,13 @@ def _check_firing_order(w: Walker, read: list[_Entry], path: str, known: Known, 
     A fault broken otherwise is walked too, for its partitions: each wrong one is its own
     error, all reported at once. Either side is skipped when its section is broken, or when
     an entry that may change it (an admin action of that side, or an unknown action) is
-    broken: its own error says why. With `by_moment` the entries were read without the
+    broken: its own error says why. An add-broker broken only past its id (its rack) still
+    adds that id: trial34's missing rack hid three membership errors after it. With `by_moment` the entries were read without the
     partition ranges; when the topics cannot be followed, those are checked against every
     partition the run ever has instead."""
     def blocks(entry: _Entry, actions: frozenset[str]) -> bool:
-        return entry.spec is INVALID and (entry.do is None or entry.do in actions)
+        known_change = entry.added_id is not None and entry.at is not INVALID  # its broker set is known
+        return entry.spec is INVALID and (entry.do is None or entry.do in actions) and not known_change
 
     brokers = None if known.broker_ids is None or any(blocks(e, _BROKER_ACTIONS) for e in read) \
         else set(known.broker_ids) - known.added_brokers
@@ -180,7 +185,10 @@ def _check_firing_order(w: Walker, read: list[_Entry], path: str, known: Known, 
                                 if e.do == "create-topic" and e.spec is not INVALID}
     for index, item in ordered:
         entry, when, spec = join(path, index), format_duration(item.at), item.spec
-        if spec is not INVALID and spec.do in ("add-broker", "remove-broker"):
+        if item.added_id is not None and spec is INVALID:  # its rack is wrong, its id is not
+            if brokers is not None:
+                _added_step(w, item.added_id, entry, when, brokers, removed)
+        elif spec is not INVALID and spec.do in ("add-broker", "remove-broker"):
             if brokers is not None:
                 _broker_step(w, spec, entry, when, brokers, topics or {}, removed)
         elif spec is not INVALID and spec.do in _ADMIN_ACTIONS:
@@ -269,14 +277,7 @@ def _named_topic_step(w: Walker, refs: list[tuple[str, str]], entry: str, when: 
 def _broker_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set[int], topics: dict[str, int],
                  removed: set[int]) -> None:
     if spec.do == "add-broker":
-        broker = spec.params["broker"]["id"]
-        if broker in brokers:
-            w.error(join(join(entry, "broker"), "id"), f"broker {broker} is in use at {when} "
-                    f"(brokers then: {sorted(brokers)}); add-broker needs a new id")
-        elif broker in removed:
-            w.error(join(join(entry, "broker"), "id"), f"broker {broker} was removed earlier in the run, and a run "
-                    f"does not bring a removed broker back (R39): add-broker needs a new id")
-        brokers.add(broker)
+        _added_step(w, spec.params["broker"]["id"], entry, when, brokers, removed)
         return
     broker = broker_id(str(spec.target))
     if broker not in brokers:
@@ -290,6 +291,16 @@ def _broker_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set
             w.error(join(entry, "target"), f"removing broker {broker} leaves {len(brokers)} brokers, fewer than "
                     f"the replication factor {rf} of topic {topic!r}; its partitions could not be placed elsewhere")
             return
+
+
+def _added_step(w: Walker, broker: int, entry: str, when: str, brokers: set[int], removed: set[int]) -> None:
+    if broker in brokers:
+        w.error(join(join(entry, "broker"), "id"), f"broker {broker} is in use at {when} "
+                f"(brokers then: {sorted(brokers)}); add-broker needs a new id")
+    elif broker in removed:
+        w.error(join(join(entry, "broker"), "id"), f"broker {broker} was removed earlier in the run, and a run "
+                f"does not bring a removed broker back (R39): add-broker needs a new id")
+    brokers.add(broker)
 
 
 def _topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[str, int],
@@ -345,7 +356,7 @@ def _read_fault(w: Walker, value: object, path: str, known: Known, duration: flo
     checker = _FaultChecker(w, path, value, known)
     target, params = checker.check(do)
     if not valid(at, target) or checker.failed or any(k not in allowed for k in value):
-        return _Entry(INVALID, at, do, checker.partition_refs)
+        return _Entry(INVALID, at, do, checker.partition_refs, checker.added_id)
     if do == "disk-loss" and may_name_only_controller(target, known):
         w.note(path, ONLY_CONTROLLER_KEPT)
     return _Entry(FaultSpec(at, do, target, params), at, do, checker.partition_refs)
@@ -359,6 +370,7 @@ class _FaultChecker:
         self.failed = False
         #: (key, selector as written) of each selector read that names a partition
         self.partition_refs: list[tuple[str, str]] = []
+        self.added_id: int | None = None  # an add-broker's id, read whatever else is wrong with it
 
     def error(self, key: str, message: str) -> None:
         self.w.error(join(self.path, key), message)
@@ -464,6 +476,7 @@ class _FaultChecker:
         if entry is None or not valid(broker_id, rack) or "id" not in entry:
             self.failed = True
             return
+        self.added_id = broker_id
         if self.known.racks is not None and bool(self.known.racks) != (rack is not None):
             self.w.error(join(path, "rack"), "the cluster's brokers have racks, so the new one needs one"
                          if self.known.racks else "the cluster's brokers have no rack, so the new one takes none")

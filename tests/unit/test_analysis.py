@@ -1907,12 +1907,7 @@ def test_R13a_a_loss_by_an_unclean_restart_that_kept_its_isr_membership_cites_R1
                  {"node": "broker-2", "time_ns": T0 + 3 * S + 200, "kind": "became-leader", "topic": "orders",
                   "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2, 3], "elr": [],
                   "last_known_elr": [], "leo": 0, "hwm": 0}]
-    r.history = [h for h in r.history if h["process"] != "final-reader"]
-    r.logs = {node: [] for node in r.logs}
-    r.replicas = {node: {"leo": 0, "hwm": 0, "is_leader": node == "broker-2", "leader_epoch": 1} for node in r.logs}
-    r.write()
-    [verdict] = analyze_runs([r.dir])
-    lost = verdict.results["checks"]["lost_writes"]
+    lost = _judged_led_by_broker_2_emptied(r, leader_epoch=1)
     assert lost["unattributed"] == 0
     assert lost["examples"][0]["cause"] == (
         "offset 0 of orders/0 lost when broker 2 (its LEO 0) was elected at leader epoch 1 by a clean election "
@@ -1948,14 +1943,21 @@ def test_R30_the_last_isr_member_fenced_then_back_truncated_is_named_with_its_ow
                  {"node": "broker-2", "time_ns": T0 + 37 * S // 10 + 200, "kind": "became-leader", "topic": "orders",
                   "partition": 0, "leader_epoch": 3, "partition_epoch": 3, "isr": [2], "elr": [],
                   "last_known_elr": [], "leo": 0, "hwm": 0}]
-    r.history = [h for h in r.history if h["process"] != "final-reader"]
-    r.logs = {node: [] for node in r.logs}
-    r.replicas = {node: {"leo": 0, "hwm": 0, "is_leader": node == "broker-2", "leader_epoch": 3} for node in r.logs}
-    r.write()
-    [verdict] = analyze_runs([r.dir])
-    lost = verdict.results["checks"]["lost_writes"]
+    lost = _judged_led_by_broker_2_emptied(r, leader_epoch=3)
     assert lost["count"] == 5 and lost["unattributed"] == 0
     assert lost["examples"][0]["cause"] == (
         "offset 0 of orders/0 lost when broker 2 (its LEO 0) was elected at leader epoch 3 by the rule of the last "
         "replica standing (the ISR's last member, elected again on its return) (at 3.700 s, R30); after broker-2 "
         "truncated its log from 5 to 0 (high-watermark, at 3.600 s, R13)")
+
+
+def _judged_led_by_broker_2_emptied(r: RunBuilder, leader_epoch: int) -> dict:
+    """`r` ending with every log empty and broker 2 leading at `leader_epoch`, no final read:
+    its judged `lost_writes`."""
+    r.history = [h for h in r.history if h["process"] != "final-reader"]
+    r.logs = {node: [] for node in r.logs}
+    r.replicas = {node: {"leo": 0, "hwm": 0, "is_leader": node == "broker-2", "leader_epoch": leader_epoch}
+                  for node in r.logs}
+    r.write()
+    [verdict] = analyze_runs([r.dir])
+    return verdict.results["checks"]["lost_writes"]

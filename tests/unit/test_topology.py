@@ -1302,3 +1302,17 @@ def test_a_reassignment_below_the_topics_min_isr_is_noted() -> None:
     assert never_firing(parse_topology(data, SRC)) == [
         f"{SRC}: faults[0].replicas: 1 replica(s), fewer than the min_insync_replicas of orders (2): acks=all writes "
         f"are then acknowledged with 1 copy (R20: the ISR must reach min(MinISR, RF))"]
+
+
+def test_an_add_broker_missing_only_its_rack_still_counts_in_the_membership_walk() -> None:
+    """trial34: `add-broker {id: 4}` in a racked cluster stopped the walk of the broker set at
+    its own error; the removal leaving too few brokers and the id in use after it came out
+    only once the rack was added. Every one of them is said in one pass now."""
+    data = base()
+    data["faults"] = [{"at": "1s", "do": "remove-broker", "target": "broker:3"},
+                      {"at": "2s", "do": "add-broker", "broker": {"id": 4}},
+                      {"at": "3s", "do": "add-broker", "broker": {"id": 4, "rack": "d"}}]
+    errors = errors_of(data)
+    assert f"{SRC}: faults[1].broker.rack: the cluster's brokers have racks, so the new one needs one" in errors
+    assert any(e.startswith(f"{SRC}: faults[0].target: removing broker 3 leaves 2 brokers") for e in errors), errors
+    assert any(e.startswith(f"{SRC}: faults[2].broker.id: broker 4 is in use at 3s") for e in errors), errors
