@@ -94,3 +94,15 @@ def test_the_runs_options_may_come_before_its_topology(capsys: pytest.CaptureFix
 def test_help_for_no_command_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     assert _exit_code(["help", "frobnicate"]) == 2
     assert "no command 'frobnicate' (commands: validate" in capsys.readouterr().err
+
+
+def test_status_says_what_it_reaped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """trial34: after a kill -9 of a supervisor and its watchman, `status` removed the run's
+    mounts and registry in silence and said only "no run is in progress"."""
+    from testbed.supervisor import processes
+    monkeypatch.setattr(processes, "reap_leftovers", lambda runs_dir: ["20261201T000000Z-killed-s1"])
+    assert _exit_code(["status", "--runs-dir", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert "reaped what run 20261201T000000Z-killed-s1 left (its supervisor and its watchman were killed)" in captured.err
+    assert "no run is in progress" in captured.out
