@@ -173,3 +173,12 @@ def test_a_tree_holding_one_run_gets_its_summary_and_a_run_given_itself_none(tmp
     run = (tmp_path / "runs" / "r1").resolve()
     assert _tree_of_one([tmp_path / "runs"], [run]) == tmp_path / "runs" / "summary"
     assert _tree_of_one([run], [run]) is None
+
+
+def test_a_window_under_a_millisecond_reads_as_such_not_as_none() -> None:
+    """trial34: `audit/0 no-acks-all 11.243 11.243 0.0` in the report's Unavailability table."""
+    from testbed.analysis.report import _figures
+    windows = [{"topic": "audit", "partition": 0, "kind": "no-acks-all", "start_s": 11.243, "end_s": 11.243},
+               {"topic": "audit", "partition": 0, "kind": "no-leader", "start_s": 4.016, "end_s": 4.575}]
+    html = _figures({"figures": {"availability": windows, "faults": []}})
+    assert "<td>11.243</td><td>11.243</td><td>&lt;0.001</td>" in html and "<td>0.559</td>" in html, html
