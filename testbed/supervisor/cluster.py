@@ -104,6 +104,7 @@ class Cluster(ClusterAdmin):
         self.metrics: MetricsSampler | None = None
         self._client: ClusterClient | None = None
         self._api_history: History | None = None
+        self._api_values: set[str] = set()  # every value the API sent: a run's values are unique (DESIGN 7)
         #: the run's one fault injector: it owns the network layers in force and records
         #: `faults.jsonl`, for the schedule of a run and for `fault()` alike
         self.injector: FaultInjector | None = None
@@ -364,13 +365,20 @@ class Cluster(ClusterAdmin):
         topology's: all, -1, 1 or 0, a string or an integer (trial33: `acks=1` was refused)."""
         self.ensure_open()
         problem = _produce_problem(topic, partition, values, acks) or _partition_problem(
-            topic, partition, self._known_now().topics or {})
+            topic, partition, self._known_now().topics or {}) or _reused(values, self._api_values)
         if problem is not None:
             raise ValueError(f"Cluster.produce: {problem}")
         acks = scalars.acks(acks)
         if self._api_history is None:
             self._api_history = History(self.dir.history, "api")
+        self._api_values.update(values)
         c = self.client()
+        cached = c.leaders.get((topic, partition))
+        if cached is not None and broker_name(cached.leader) in self.stopped | self.removed:
+            # a leader the supervisor stopped: its metadata is asked again, as a producer does on a
+            # broken connection (trial35: after kill and a wait for the new leader, the send went
+            # to the dead one and came back an outcome-unknown timeout)
+            c.leaders.pop((topic, partition), None)
         self._api_history.send_invoke(topic, partition, values, acks)
         r = c.produce(topic, partition, values, acks)
         self._api_history.send_complete(topic, partition, values, acks, r.error, r.base_offset, r.appended,
@@ -744,6 +752,16 @@ def _partition_problem(topic: str, partition: int, topics: dict[str, int | None]
     count = topics[topic]
     if count is not None and partition >= count:
         return f"topic {topic!r} has no partition {partition} (partitions 0..{count - 1})"
+    return None
+
+
+def _reused(values: list[str], sent: set[str]) -> str | None:
+    """A value sent before, or twice in one call: the checks read each value as one write (a
+    reused one was judged a duplicate and a send gone backwards, trial35)."""
+    again = sorted({v for v in values if v in sent or values.count(v) > 1})
+    if again:
+        return (f"values must be unique in a run (DESIGN 7: the checks tell writes apart by value); "
+                f"{', '.join(map(repr, again[:5]))} {'was' if len(again) == 1 else 'were'} sent before or twice")
     return None
 
 

@@ -68,6 +68,17 @@ def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(
         sent = [(r["value"], r["acks"]) for r in _lines(run_dir / "history.jsonl")
                 if r["process"] == "api" and r["type"] == "ok"]
         assert sent[-2:] == [("b", "1"), ("c", "all")], sent
+        # a value sent before, or twice at once: judged a duplicate and a send gone backwards (trial35)
+        for reused in (["a"], ["d", "d"]):
+            with pytest.raises(ValueError, match="values must be unique in a run"):
+                c.produce("orders", 0, reused)
+        # after the leader's kill and a wait for the next, the send goes to the next (trial35:
+        # to the dead one, from the client's cache, an outcome-unknown timeout)
+        leader = c.status().partition("orders", 0).leader
+        c.kill(f"broker-{leader}")
+        c.wait_until(lambda s: s.partition("orders", 0).leader not in (-1, leader), timeout=15 * TIME_SCALE)
+        assert c.produce("orders", 0, ["e"]).error.name == "NONE"
+        c.restart(f"broker-{leader}")
         assert c.finish().ok is True
         judged = (run_dir / "history.jsonl").read_text()
         for call in (lambda: c.produce("orders", 0, ["late"]), lambda: c.fault("kill", target="broker:1"),
