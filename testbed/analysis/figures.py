@@ -323,9 +323,11 @@ def _merge_close(windows: DataFrame) -> DataFrame:
 
 def fault_recovery(t: Tables, acks: DataFrame, spans: DataFrame, bounds: DataFrame) -> DataFrame:
     """For each applied fault (`faultspans.fault_spans`): the time until every partition took
-    an acks=all write sent after the fault again (null when one never did: a partition
-    without one was passed over, and a write in flight as the fault began, acknowledged 8 ms
-    later by the cluster it cut off, read as a recovery: trial31), and until every
+    an acks=all write sent after the fault again, before the next fault (null when one did
+    not: a partition without one was passed over, and a write in flight as the fault began,
+    acknowledged 8 ms later by the cluster it cut off, read as a recovery: trial31; one after
+    the next fault counted that fault's recovery too, where the report says both columns stop
+    at the next fault: trial35), and until every
     partition's ISR was full again (0 when no ISR shrank before the next fault; null when one
     had not recovered by then); a partition's `shape` and `groups` as applied. "Every
     partition" is every one with an acks=all write in the run. `acks` are
@@ -337,8 +339,8 @@ def fault_recovery(t: Tables, acks: DataFrame, spans: DataFrame, bounds: DataFra
     starts = starts.withColumn("next_ns", F.coalesce(F.lead("fault_ns").over(nxt), F.col("t_end")))
     acks = acks.where(F.col("acks") == "all").select("run_id", "pp", "sent_ns", "ack_ns")
     written = acks.groupBy("run_id").agg(F.countDistinct("pp").alias("written"))
-    first_ack = (acks.join(F.broadcast(starts.select("run_id", "fault_ns")), "run_id")
-                 .where(F.col("sent_ns") > F.col("fault_ns"))
+    first_ack = (acks.join(F.broadcast(starts.select("run_id", "fault_ns", "next_ns")), "run_id")
+                 .where((F.col("sent_ns") > F.col("fault_ns")) & (F.col("ack_ns") <= F.col("next_ns")))
                  .groupBy("run_id", "fault_ns", "pp").agg(F.min("ack_ns").alias("ack_ns"))
                  .groupBy("run_id", "fault_ns").agg(F.max("ack_ns").alias("last_first_ns"), F.count("pp").alias("took"))
                  .join(written, "run_id")

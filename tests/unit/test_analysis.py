@@ -70,6 +70,18 @@ def _in_flight_across_a_pause(root: Path) -> None:
     r.write()
 
 
+def _ack_after_the_next_fault(root: Path) -> None:
+    """Broker 2 killed at 2 s, broker 3 at 3 s; the first acks=all write after either is v5,
+    sent at 3.5 s (trial35: the first kill's recovery read 1.5 s, past the next fault, where
+    the report says both columns stop there)."""
+    r = RunBuilder(root, "ack-after-the-next-fault")
+    r.send("v5", 5, at=T0 + 35 * S // 10)
+    r.extend_log([(5, "v5")])
+    r.fault(T0 + 2 * S, "kill", "broker:2", ["broker-2"], effect={"killed": {"broker-2": 7}})
+    r.fault(T0 + 3 * S, "kill", "broker:3", ["broker-3"], effect={"killed": {"broker-3": 8}}, origin="faults[1]")
+    r.write()
+
+
 def _two_changes_in_a_millisecond(root: Path) -> None:
     """Broker 2 is elected at 2 s and broker 3 19 us later, the controller's two records
     written in the other order (trial31: ordered by their time to the millisecond, the
@@ -1217,7 +1229,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _deposed_served, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _two_changes_in_a_millisecond, _crashed_after_the_loss, _crash_written_back, _duplicate, _acked_past_the_end, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _deposed_served, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _ack_after_the_next_fault, _two_changes_in_a_millisecond, _crashed_after_the_loss, _crash_written_back, _duplicate, _acked_past_the_end, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1231,6 +1243,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "lost": {**ZERO, "lost_writes": 1, "lost_writes_acks1": 1},
     "acked-as-it-crashed": {**ZERO, "lost_writes_acks1": 1},
     "in-flight-across-a-pause": ZERO,
+    "ack-after-the-next-fault": ZERO,
     "two-changes-in-a-millisecond": ZERO,
     "crashed-after-the-loss": {**ZERO, "lost_writes": 1},
     "crash-written-back": {**ZERO, "lost_writes": 1},
@@ -1673,6 +1686,9 @@ def test_recovery_counts_writes_sent_after_the_fault_and_a_fault_that_took_no_no
     [pause] = judged["in-flight-across-a-pause"].results["figures"]["faults"]
     assert (pause["target"], pause["at_s"], pause["until_s"]) == ("leader-of orders/0", 3.0, 5.0)
     assert pause["to_first_ack_s"] == 1.0
+    first, second = judged["ack-after-the-next-fault"].results["figures"]["faults"]
+    assert (first["at_s"], first["to_first_ack_s"]) == (2.0, None)  # none before the next fault (trial35)
+    assert (second["at_s"], second["to_first_ack_s"]) == (3.0, 0.5)
 
 
 def test_the_report_takes_events_in_the_order_of_their_times_not_of_their_milliseconds(
