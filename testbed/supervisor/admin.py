@@ -113,10 +113,21 @@ class ClusterAdmin:
     #: called at every look of `wait_until` (the fault injector's: faults that fall due while
     #: one waits fire meanwhile; `WorkloadEnded` once the workload's time is up)
     while_waiting: Callable[[], None] | None = None
+    #: what a wait's predicate last could not find (its `KeyError`), for the wait's timeout
+    missed: str | None = None
 
     def _looked(self, predicate: Callable[[ClusterStatus], bool], status: ClusterStatus) -> bool:
-        """One look of a `wait_until`: whether `predicate` holds, and if not, `_meanwhile`."""
-        if predicate(status):
+        """One look of a `wait_until`: whether `predicate` holds, and if not, `_meanwhile`. A
+        predicate that asks for a partition the status does not hold (`KeyError`: no active
+        controller answered, as in a failover) does not hold yet: the wait looks again, and
+        says so if it times out (trial35: README's own `s.partition(...)` ended a wait at once
+        after a kill of the active controller)."""
+        try:
+            held = predicate(status)
+        except KeyError as exc:
+            self.missed = str(exc).strip("'\"")
+            held = False
+        if held:
             return True
         self._meanwhile()
         return False

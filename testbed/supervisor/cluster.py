@@ -316,11 +316,13 @@ class Cluster(ClusterAdmin):
             last[:] = [s]
             return self._looked(predicate, s)
 
+        self.missed = None
         try:
             Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(0.05),
                      retry=retry_if_result(lambda ok: not ok))(check)
         except RetryError:
-            raise ClusterError(f"timed out after {timeout:.1f}s waiting for {what} "
+            missed = f"; it last found no {self.missed}" if self.missed else ""
+            raise ClusterError(f"timed out after {timeout:.1f}s waiting for {what}{missed} "
                                f"(run dir {self.dir.root})") from None
         return last[0]
 

@@ -78,7 +78,9 @@ class ClusterStatus:
         for p in self.partitions():
             if p.topic == topic and p.partition == partition:
                 return p
-        raise KeyError(f"{topic}/{partition} is unknown to the controller")
+        if not self.controller:
+            raise KeyError(f"{topic}/{partition}: no active controller answered")
+        raise KeyError(f"{topic}/{partition}: the controller has no such partition")
 
     def registered_brokers(self) -> dict[int, dict]:
         if not self.controller:

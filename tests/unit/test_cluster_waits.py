@@ -20,7 +20,7 @@ from broker.common.jsonl import read_jsonl
 from faults.injector import FaultInjector, WorkloadEnded
 from faults.schedule import ScheduledFault
 from faults.targets import ClusterView
-from testbed.supervisor.cluster import Cluster
+from testbed.supervisor.cluster import Cluster, ClusterError
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.control_client import ControlClient
 
@@ -184,3 +184,16 @@ def test_a_cut_shutdown_outside_the_injector_raises_after_stopping_its_node(slee
     with pytest.raises(WorkloadEnded):
         waits.shutdown_node("broker-3", timeout=10)
     assert sleeping_node.poll() is not None and "broker-3" in waits.stopped
+
+
+def test_a_wait_for_a_partition_no_controller_holds_looks_again_and_says_so_at_its_timeout(
+        tmp_path: Path, sleeping_node: subprocess.Popen) -> None:
+    """trial35: `c.wait_until(lambda s: s.partition("orders", 0).leader ...)` right after a kill
+    of the active controller ended at once in `KeyError 'orders/0 is unknown to the
+    controller'`: the wait now looks again until its timeout, and says what it last missed."""
+    cluster = _NoController(sleeping_node, tmp_path)
+    begun = time.monotonic()
+    with pytest.raises(ClusterError, match=r"timed out after 0\.3s waiting for the condition; it last found no "
+                                           r"orders/0: no active controller answered"):
+        cluster.wait_until(lambda s: s.partition("orders", 0).leader >= 0, timeout=0.3)
+    assert time.monotonic() - begun >= 0.3 and cluster.looks >= 3
