@@ -293,6 +293,17 @@ def _broker_step(w: Walker, spec: FaultSpec, entry: str, when: str, brokers: set
             return
 
 
+def membership_problems(source: str, spec: FaultSpec, brokers: set[int], replication: dict[str, int],
+                        removed: set[int]) -> list[str]:
+    """What R38 and R39 refuse of an `add-broker` or `remove-broker` fired now on a cluster of
+    `brokers` (`removed` gone for good) whose topics have `replication` factors: the checks a
+    topology's walk in firing order makes, for the Python API's `fault()` (trial35: a second
+    `add_broker(4)` was refused only by the controller, its fault recorded as failed)."""
+    w = Walker(source)
+    _broker_step(w, spec, "fault", "this moment", set(brokers), replication, set(removed))
+    return w.errors
+
+
 def _added_step(w: Walker, broker: int, entry: str, when: str, brokers: set[int], removed: set[int]) -> None:
     if broker in brokers:
         w.error(join(join(entry, "broker"), "id"), f"broker {broker} is in use at {when} "

@@ -29,7 +29,7 @@ from broker.noderuntime.config import NodeConfig
 from broker.wire.linkfilter import CLIENTS, LinkTable
 from faults import kernel_rules
 from faults.injector import FaultInjector
-from faults.fault_spec import DURATION_PARAMS
+from faults.fault_spec import DURATION_PARAMS, FaultSpec
 from faults.process import sigcont, sigkill, sigstop
 from faults.schedule import ScheduledFault
 from faults.storage import TmpfsMounts
@@ -37,7 +37,7 @@ from testbed.clients.client_config import START
 from testbed.clients.history import History
 from testbed.clients.stats import StatsInbox
 from testbed.config import scalars
-from testbed.config.faults_section import parse_fault_entry
+from testbed.config.faults_section import membership_problems, parse_fault_entry
 from testbed.config.references import Known
 from testbed.supervisor.admin import (
     ClusterAdmin,
@@ -593,9 +593,21 @@ class Cluster(ClusterAdmin):
         spec, errors = parse_fault_entry("Cluster.fault", entry, self._known_now())
         if spec is None:  # checked before anything acts: a bad loss mode used to kill its broker first
             raise ClusterError("; ".join(errors))
+        if spec.do in ("add-broker", "remove-broker") and (problems := self._membership_problems(spec)):
+            raise ClusterError("; ".join(problems))
         origin = f"api[{self._api_faults}]"
         self._api_faults += 1
         return self.injector.fire(ScheduledFault(0.0, spec.do, spec.target, dict(spec.params), origin))
+
+    def _membership_problems(self, spec: FaultSpec) -> list[str]:
+        """R38/R39 against the cluster now: the brokers in it (the API's added ones too, not
+        those removed) and each topic's replication factor as the controller has it."""
+        removed = {int(name.split("-")[1]) for name in self.removed}
+        replication: dict[str, int] = {}
+        for p in self.status().partitions():
+            replication[p.topic] = max(replication.get(p.topic, 0), len(p.replicas))
+        return membership_problems("Cluster.fault", spec, {b.id for b in self.brokers} - removed, replication,
+                                   removed)
 
     def _known_now(self) -> Known:
         """The cluster as a fault's entry is checked against: its brokers and racks now (the

@@ -105,6 +105,12 @@ def test_r38_r40_the_apis_admin_calls_are_recorded_and_a_topic_it_deleted_owes_n
     run_dir = tmp_path / "run"
     with Cluster.from_yaml(path, run_dir=run_dir, time_scale=TIME_SCALE) as c:
         assert c.add_broker(4, rack="d") == "broker-4"
+        # refused before it acts (R38, R39), nothing recorded (trial35: only the controller refused
+        # a second add_broker(4), and its failed fault went to faults.jsonl and the report)
+        with pytest.raises(ClusterError, match=r"broker 4 is in use at this moment"):
+            c.add_broker(4, rack="d")
+        with pytest.raises(ClusterError, match=r"broker 9 is not in the cluster at this moment"):
+            c.fault("remove-broker", target="broker:9")
         assert c.reassign("orders/0", [4, 1, 2])["accepted"] is True
         c.wait_until(lambda s: s.partition("orders", 0).replicas == [4, 1, 2], timeout=c.scaled(20),
                      what="the move to brokers 4, 1, 2")
