@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from testbed.analysis.places import default_summary_dir, jvm_log_for, warehouse_for
-from testbed.analysis.run_dirs import IngestError, find_runs, input_bytes, refusal
+from testbed.analysis.run_dirs import IngestError, find_runs, input_bytes, is_run, refusal
 from testbed.analysis.session import C1_INPUT_BYTES, SparkUnreachable, get_spark, start_in_background, stop_spark
 from testbed.common.console import user_console
 from testbed.config.cli_values import path_arg, spark_master_problem, unusable_dir
@@ -47,7 +47,8 @@ def main(argv: list[str]) -> int:
         runs = find_runs(args.paths)
         summary_dir = args.summary_dir or (default_summary_dir(runs) if len(runs) > 1 else
                                            _tree_of_one(args.paths, runs))
-        if summary_dir is not None and (unusable := unusable_dir(summary_dir, "--summary-dir")) is not None:
+        if summary_dir is not None and (unusable := unusable_dir(summary_dir, "--summary-dir")
+                                        or _a_run(summary_dir)) is not None:
             console.print(unusable, style="red", markup=False, soft_wrap=True, emoji=False)
             return EXIT_UNJUDGED
         if refusal(runs) is None:  # else `analyze_runs` refuses them, and nothing is written
@@ -60,6 +61,15 @@ def main(argv: list[str]) -> int:
         return EXIT_UNJUDGED
     finally:
         stop_spark()
+
+
+def _a_run(summary_dir: Path) -> str | None:
+    """Why `--summary-dir` may not be a run's directory: the summary's tables and log went in
+    among that run's records (trial35), which a later `analyze` of it would read beside them."""
+    if is_run(summary_dir):
+        return (f"--summary-dir {summary_dir}: a run's directory (it holds history.jsonl or topology.yaml); "
+                f"give the summary a directory of its own")
+    return None
 
 
 def _judge(console: Console, paths: list[Path], spark_master: str | None, summary_dir: Path | None) -> int:

@@ -22,7 +22,7 @@ class IngestError(ValueError):
 _RUN_MARKS = ("history.jsonl", "topology.yaml")
 
 
-def _is_run(path: Path) -> bool:
+def is_run(path: Path) -> bool:
     return any((path / name).is_file() for name in _RUN_MARKS)
 
 
@@ -34,7 +34,7 @@ def find_runs(paths: list[Path]) -> list[Path]:
         if not path.is_dir():
             raise IngestError(f"{path}: no such run directory" if not path.exists() else
                               f"{path}: a file, not a directory (expected a run directory or a directory holding runs)")
-        if _is_run(path):
+        if is_run(path):
             runs.append(path.resolve())
             continue
         found = sorted({p.parent.resolve() for name in _RUN_MARKS for p in path.rglob(name)

@@ -63,7 +63,8 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
         for group in groups[:_MAX_CAUSES]:
             console.print(f"[red]{name}:[/] {cause_line(name, group)}")
         if len(groups) > _MAX_CAUSES:
-            console.print(f"[red]{name}:[/] and {len(groups) - _MAX_CAUSES} more causes (see the report)")
+            more = len(groups) - _MAX_CAUSES
+            console.print(f"[red]{name}:[/] and {more} more cause{'' if more == 1 else 's'} (see the report)")
     for problem in r.get("problems", []):
         console.print(f"[yellow]not judged:[/] {escape(problem)}", emoji=False, soft_wrap=True)
     failed = faults_failed(verdict.run_dir)
