@@ -24,6 +24,7 @@ import yaml
 from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 from broker.client import ClusterClient, ProduceResult
+from broker.common.errors import Errors
 from broker.common.names import broker_name
 from broker.noderuntime.config import NodeConfig
 from broker.wire.linkfilter import CLIENTS, LinkTable
@@ -104,7 +105,7 @@ class Cluster(ClusterAdmin):
         self.metrics: MetricsSampler | None = None
         self._client: ClusterClient | None = None
         self._api_history: History | None = None
-        self._api_values: set[str] = set()  # every value the API sent: a run's values are unique (DESIGN 7)
+        self._api_values: set[str] = set()  # every value the API had acknowledged: unique in a run (DESIGN 7)
         #: the run's one fault injector: it owns the network layers in force and records
         #: `faults.jsonl`, for the schedule of a run and for `fault()` alike
         self.injector: FaultInjector | None = None
@@ -373,7 +374,6 @@ class Cluster(ClusterAdmin):
         acks = scalars.acks(acks)
         if self._api_history is None:
             self._api_history = History(self.dir.history, "api")
-        self._api_values.update(values)
         c = self.client()
         cached = c.leaders.get((topic, partition))
         if cached is not None and broker_name(cached.leader) in self.stopped | self.removed:
@@ -385,6 +385,8 @@ class Cluster(ClusterAdmin):
         r = c.produce(topic, partition, values, acks)
         self._api_history.send_complete(topic, partition, values, acks, r.error, r.base_offset, r.appended,
                                           r.leader)
+        if r.error == Errors.NONE:  # a send that failed may be sent again: a retry, as a producer's
+            self._api_values.update(values)
         return r
 
     def start_clients(self, stats_endpoint: str | None, value_bytes: int = 0) -> list[str]:
@@ -770,12 +772,14 @@ def _partition_problem(topic: str, partition: int, topics: dict[str, int | None]
 
 
 def _reused(values: list[str], sent: set[str]) -> str | None:
-    """A value sent before, or twice in one call: the checks read each value as one write (a
-    reused one was judged a duplicate and a send gone backwards, trial35)."""
+    """A value acknowledged before, or twice in one call: the checks read each value as one
+    write (a reused one was judged a duplicate and a send gone backwards, trial35). A value
+    whose send failed may be sent again: that is a retry, which the checks judge as such."""
     again = sorted({v for v in values if v in sent or values.count(v) > 1})
     if again:
         return (f"values must be unique in a run (DESIGN 7: the checks tell writes apart by value); "
-                f"{', '.join(map(repr, again[:5]))} {'was' if len(again) == 1 else 'were'} sent before or twice")
+                f"{', '.join(map(repr, again[:5]))} {'was' if len(again) == 1 else 'were'} acknowledged before "
+                f"or given twice")
     return None
 
 
