@@ -112,6 +112,7 @@ def cmd_run(argv: list[str]) -> int:
 
 
 def cmd_validate(argv: list[str]) -> int:
+    from testbed.common.words import counted
     from testbed.supervisor.netns import refusal
     from testbed.topology import TopologyError, load_topology, never_firing
     from testbed.matrix.cells import cell_notes, expand_file
@@ -129,7 +130,7 @@ def cmd_validate(argv: list[str]) -> int:
                 print(e, file=sys.stderr)
                 code = 1
                 continue
-            print(f"{f}: ok (a matrix of {len(cells)} cell{'' if len(cells) == 1 else 's'})")
+            print(f"{f}: ok (a matrix of {counted(len(cells), 'cell')})")
             for note in cell_notes(cells):
                 print(f"note: {note}")
             continue

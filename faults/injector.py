@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from broker.common.errors import Errors
 from broker.common.jsonl import JsonlAppender
+from broker.common.names import node_id
 from broker.wire.linkfilter import LinkTable
 from faults import network
 from faults.network_layers import NetworkLayers, merge_counters
@@ -383,7 +384,7 @@ class FaultInjector:
             brokers = [n for n in nodes if n.startswith("broker-")]
             if len(brokers) != 1:
                 return {"error": f"elect: target {f.target!r} resolved to {nodes}, expected one broker"}
-            return _refusal_as_error(c.elect_leader(f.params["partition"], int(brokers[0].split("-")[1])))
+            return _refusal_as_error(c.elect_leader(f.params["partition"], node_id(brokers[0])))
         raise ValueError(f"unknown fault action {do!r}")
 
     def _written_back(self, halted_ns: int | None) -> bool:

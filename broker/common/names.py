@@ -9,3 +9,8 @@ def node_name(kind: str, node_id: int) -> str:
 
 def broker_name(broker_id: int) -> str:
     return node_name("broker", broker_id)
+
+
+def node_id(name: str) -> int:
+    """The id of `broker-3` or `controller-1`: 3, 1."""
+    return int(name.rpartition("-")[2])

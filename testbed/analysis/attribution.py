@@ -117,6 +117,11 @@ def _first_after(rows: DataFrame, causes: DataFrame, key: list[str], when: str, 
     return joined.withColumn("n", F.row_number().over(order)).where(F.col("n") == 1).select(*key, *fields)
 
 
+def _elected() -> Column:
+    """The node name of the broker the election made leader (`e_leader`), as events name nodes."""
+    return F.concat(F.lit("broker-"), F.col("e_leader").cast("string"))
+
+
 def _crash(rows: DataFrame, crashes: DataFrame, election: DataFrame, key: list[str]) -> DataFrame:
     """For each row, the lossy crash that explains it: the crash of the broker the election
     (if any) then made leader, before that election (its own files lost what it led with),
@@ -128,7 +133,7 @@ def _crash(rows: DataFrame, crashes: DataFrame, election: DataFrame, key: list[s
               .where(F.col("c_applied") >= F.col("time_ns"))
               .join(election.select(*key, "e_leader", "elected_ns"), key, "left")
               .where(F.col("elected_ns").isNull() | (F.col("c_ns") <= F.col("elected_ns"))))
-    own = F.coalesce((F.col("c_node") == F.concat(F.lit("broker-"), F.col("e_leader").cast("string")))
+    own = F.coalesce((F.col("c_node") == _elected())
                      & (F.col("c_ns") < F.col("elected_ns")), F.lit(False))
     order = Window.partitionBy(*key).orderBy(F.when(own, 0).otherwise(1), "c_ns")
     return (joined.withColumn("n", F.row_number().over(order)).where(F.col("n") == 1)
@@ -146,7 +151,7 @@ def _truncation(rows: DataFrame, cuts: DataFrame, election: DataFrame, key: list
               .where((F.col("t_ns") >= F.col("time_ns")) & (F.col("t_to") <= F.col("offset"))
                      & (F.col("offset") < F.col("t_from")))
               .join(election.select(*key, "e_leader", "elected_ns"), key, "left"))
-    own = F.coalesce((F.col("t_node") == F.concat(F.lit("broker-"), F.col("e_leader").cast("string")))
+    own = F.coalesce((F.col("t_node") == _elected())
                      & (F.col("t_ns") <= F.col("elected_ns")), F.lit(False))
     order = Window.partitionBy(*key).orderBy(F.when(own, 0).otherwise(1), "t_ns", "t_epoch")
     return (joined.withColumn("n", F.row_number().over(order)).where(F.col("n") == 1)
@@ -217,7 +222,7 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
     # a follower's truncation at or after the election (its log repaired to the new leader's,
     # R10) came from it: "then", not "after" (trial34: "after" an event 1 s later)
     following = F.coalesce((F.col("t_ns") >= F.col("elected_ns"))
-                           & (F.col("t_node") != F.concat(F.lit("broker-"), F.col("e_leader").cast("string"))),
+                           & (F.col("t_node") != _elected()),
                            F.lit(False))
     truncation_text = F.when(F.col("t_node").isNotNull(), F.format_string(
         "%s %s truncated its log from %d to %d (%s, at %.3f s%s)", F.when(following, "then").otherwise("after"),

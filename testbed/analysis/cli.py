@@ -16,6 +16,7 @@ from testbed.analysis.places import default_summary_dir, jvm_log_for, warehouse_
 from testbed.analysis.run_dirs import IngestError, find_runs, input_bytes, is_run, refusal
 from testbed.analysis.session import C1_INPUT_BYTES, SparkUnreachable, get_spark, start_in_background, stop_spark
 from testbed.common.console import user_console
+from testbed.common.words import counted
 from testbed.config.cli_values import path_arg, spark_master_problem, unusable_dir
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def _tree_of_one(paths: list[Path], runs: list[Path]) -> Path | None:
 def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path | None) -> None:
     from testbed.analysis.terminal import verdict_word
     from testbed.analysis.verdict import broken_expectations
-    runs = Table(title=f"{len(verdicts)} run{'' if len(verdicts) == 1 else 's'}")
+    runs = Table(title=counted(len(verdicts), "run"))
     for col in ("run", "verdict", "lost_writes", "lost_writes_acks1", "failed expectations"):
         runs.add_column(col)
     for v in verdicts:
@@ -130,7 +131,7 @@ def _print_summary(console: Console, summary_dir: Path | None) -> None:
     summary = get_spark().read.parquet(hadoop_path(readable(summary_dir / "summary.parquet"))).collect()
     console.print("summary per topology and protocol setting:")
     for row in summary:  # a line each: eleven columns of a table fit no 80-column log
-        console.print(f"  {escape(row['topology'])} ({escape(row['protocol'])}): {row['runs']} run{'' if row['runs'] == 1 else 's'}, "
+        console.print(f"  {escape(row['topology'])} ({escape(row['protocol'])}): {counted(row['runs'], 'run')}, "
                       f"{row['failed']} failed, {row['unjudged']} not judged, {row['runs_with_loss']} with loss "
                       f"({row['lost_writes'] or 0} acks=all and {row['lost_writes_acks1'] or 0} acks=1 writes lost), "
                       f"{row['no_leader_s']} partition-s without a leader, {row['no_acks_all_s']} without acks=all "

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from testbed.common.words import counted
+
 
 def admin_rows(entries: list[dict], brokers: list[int]) -> list[list[str]]:
     """One row per admin action: [at s, action, subject, what it did, brokers after it].
@@ -57,7 +59,7 @@ def _what(do: str, effect: dict) -> str:
         # bound 2" beside 1 move without a word on why)
         balance = ("balanced" if effect.get("balanced") else
                    "not balanced: distinct brokers per partition and the racks' spread left no better plan")
-        return (f"{n} replica move{'' if n == 1 else 's'} (a balanced plan needs at least "
+        return (f"{counted(n, 'replica move')} (a balanced plan needs at least "
                 f"{effect.get('lower_bound', 0)}; {balance}){': ' + moves if moves else ''}; "
                 f"new leaders elected: {', '.join(effect.get('elected', [])) or 'none'}")
     if do == "add-broker":

@@ -9,6 +9,7 @@ import argparse
 import time
 
 from testbed.analysis import spark_server
+from testbed.common.words import counted
 from testbed.config.cli_values import int_arg, spark_master_problem
 
 #: Judgments of a synthetic run a new server makes before `up` returns (see `pipeline.warm_server`)
@@ -80,7 +81,7 @@ def _warm_up(info: spark_server.ServerInfo, rounds: int) -> int:
 
     from testbed.analysis.pipeline import warm_server
     from testbed.analysis.session import stop_spark
-    print(f"warming it up: a small synthetic run judged {rounds} time{'s' if rounds > 1 else ''} ...", flush=True)
+    print(f"warming it up: a small synthetic run judged {counted(rounds, 'time')} ...", flush=True)
     try:
         times = warm_server(info.url, rounds)
     except PySparkException as exc:

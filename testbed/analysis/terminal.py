@@ -12,6 +12,7 @@ from rich.text import Text
 from testbed.analysis.job import ATTRIBUTED
 from testbed.analysis.runinfo import faults_failed
 from testbed.analysis.verdict import RunVerdict, broken_expectations
+from testbed.common.words import counted
 from testbed.config.scalars import expectation
 from testbed.config.specs import CHECK_NAMES
 
@@ -63,8 +64,7 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
         for group in groups[:_MAX_CAUSES]:
             console.print(f"[red]{name}:[/] {cause_line(name, group)}")
         if len(groups) > _MAX_CAUSES:
-            more = len(groups) - _MAX_CAUSES
-            console.print(f"[red]{name}:[/] and {more} more cause{'' if more == 1 else 's'} (see the report)")
+            console.print(f"[red]{name}:[/] and {counted(len(groups) - _MAX_CAUSES, 'more cause')} (see the report)")
     for problem in r.get("problems", []):
         console.print(f"[yellow]not judged:[/] {escape(problem)}", emoji=False, soft_wrap=True)
     failed = faults_failed(verdict.run_dir)

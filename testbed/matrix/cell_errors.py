@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testbed.common.words import counted
 from testbed.config.walker import yaml_value
 from testbed.matrix.spec import MatrixSpec
 
@@ -69,11 +70,15 @@ def explain(spec: MatrixSpec, base: Path, failed: list[Failed], cells: int,
         for error in dict.fromkeys(errors):
             shared.setdefault(error, []).append(f)
     for error, holders in shared.items():
-        others = len(holders) - 1
-        alike = f" and {others} other cell{'s' if others > 1 else ''} alike" if others else ""
-        where = f"cell {holders[0].id}{alike}, base {base}"
+        where = f"{first_and_alike([h.id for h in holders])}, base {base}"
         out.append(f"{_label(spec, files, holders[0].schedule, error, where, where)}: {error}")
     return list(dict.fromkeys(out))
+
+
+def first_and_alike(ids: list[str]) -> str:
+    """`cell X and 2 other cells alike`: what many cells share, said once with the first."""
+    others = len(ids) - 1
+    return f"cell {ids[0]}" + (f" and {counted(others, 'other cell')} alike" if others else "")
 
 
 def _label(spec: MatrixSpec, files: dict[str, Path], schedule: str | None, error: str, in_file: str,

@@ -19,7 +19,7 @@ from testbed.config import scalars
 from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.topology_spec import Topology
 from testbed.config.walker import describe, is_digits
-from testbed.matrix.cell_errors import Failed, Settings, explain, quoted, same, shown
+from testbed.matrix.cell_errors import Failed, Settings, explain, first_and_alike, quoted, same, shown
 from testbed.matrix.spec import (
     SCHEDULE_KEY,
     SEED_KEY,
@@ -66,12 +66,7 @@ def cell_notes(cells: list[Cell]) -> list[str]:
     for cell in cells:
         for note in cell.topology.notes:
             shared.setdefault(note.replace(f"(cell {cell.id}, ", _ANY_CELL, 1), []).append(cell.id)
-    out = []
-    for note, ids in shared.items():
-        others = len(ids) - 1
-        alike = f" and {others} other cell{'s' if others > 1 else ''} alike" if others else ""
-        out.append(note.replace(_ANY_CELL, f"(cell {ids[0]}{alike}, ", 1))
-    return out
+    return [note.replace(_ANY_CELL, f"({first_and_alike(ids)}, ", 1) for note, ids in shared.items()]
 
 
 def repeated_ids(cells: list[Cell]) -> list[str]:

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from testbed.common.console import user_console
+from testbed.common.words import counted
 from testbed.matrix.cells import Cell, cell_notes, expand_file, parse_shard, select
 from testbed.matrix.spec import MAX_SEEDS, MatrixError, is_matrix_file
 from testbed.config.cli_values import float_arg, int_arg, path_arg, spark_master_problem, time_scale_problem, unusable_dir
@@ -78,7 +79,7 @@ def main(argv: list[str]) -> int:
     if args.dry_run:
         for cell in cells:
             print(f"{cell.id}\tseed={cell.seed}")
-        print("\n".join([f"{len(cells)} cell{'' if len(cells) == 1 else 's'}", *notes]), file=sys.stderr)
+        print("\n".join([counted(len(cells), "cell"), *notes]), file=sys.stderr)
         return 0
     if notes:
         print("\n".join(notes))

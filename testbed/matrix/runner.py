@@ -32,6 +32,7 @@ from rich.text import Text
 from testbed.analysis.pipeline import analyze_runs
 from testbed.analysis.verdict import RunVerdict, broken_expectations
 from testbed.common.console import user_console
+from testbed.common.words import counted
 from testbed.config.cli_values import runs_dir_flag
 from testbed.matrix.cells import Cell
 from testbed.matrix.page import write_cells
@@ -62,7 +63,7 @@ def run_matrix(cells: list[Cell], matrix_dir: Path, jobs: int = 1, time_scale: f
                                    "cells" if attempt == 0 else f"retry {attempt}", keep_going)
         ran = [runs[c.id] for c in todo if c.id not in why_not]
         if ran:
-            console.print(f"judging {len(ran)} cell{'' if len(ran) == 1 else 's'} in one Spark job ...")
+            console.print(f"judging {counted(len(ran), 'cell')} in one Spark job ...")
         judged = analyze_runs(ran, spark_master, summary_dir=matrix_dir / f"summary{suffix}") if ran else []
         verdicts = {v.run_dir.name: v for v in judged}
         for cell in todo:
@@ -126,7 +127,7 @@ def _run_cells(cells: list[Cell], matrix_dir: Path, suffix: str, jobs: int, time
                         progress.console.print(f"[yellow]{cell.id} could not run: starting no further cell "
                                                f"(--keep-going runs them)[/]")
             # a line per cell, above the bar on a terminal and alone in a CI log
-            attempt = "" if label == "cells" else f" ({label})"  # a --deflake round's run of a failed cell
+            attempt = f" ({label})" if suffix else ""  # a --deflake round's run of a failed cell
             progress.console.print(f"{cell.id}{attempt}: {'ran' if code == 0 else f'its supervisor exited {code}'}")
             progress.update(task, advance=1, failed=len(why_not))
     return runs, why_not
@@ -164,7 +165,7 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
     for r in results:
         setting = " ".join(part for part in (r.cell.topology.name, r.cell.setting) if part)
         groups.setdefault((setting, r.cell.schedule or "(its own)"), []).append(r)
-    table = Table(title=f"matrix: {len(results)} cell{'' if len(results) == 1 else 's'}")
+    table = Table(title=f"matrix: {counted(len(results), 'cell')}")
     add_summary_columns(table, ("topology and setting", "faults"),
                         ("cells", "passed", "unjudged", "with loss", "lost writes"))
     for (setting, schedule), rs in groups.items():

@@ -35,6 +35,7 @@ from rich.text import Text
 from testbed.analysis.cli import EXIT_FAILED, EXIT_OK, EXIT_UNJUDGED
 from testbed.analysis.verdict import RunVerdict, broken_expectations
 from testbed.common.console import user_console
+from testbed.common.words import counted
 from testbed.config.cli_values import int_arg, path_arg, runs_dir_flag, spark_master_problem, unusable_dir
 from testbed.config.loader import load_topology, read_yaml
 from testbed.config.nemesis_section import never_firing
@@ -177,7 +178,7 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     busy = sum(o["wall_s"] for o in outcomes)
     speed = (f"{virtual:.0f}s of virtual time, {virtual / busy:.0f}x real time in each worker" if busy
              else "no seed ran to its end")  # a worker that died reports no time
-    seeds = f"{len(outcomes)} seed{'' if len(outcomes) == 1 else 's'}"
+    seeds = counted(len(outcomes), "seed")
     console.print(f"{seeds} in {wall:.1f}s ({60 * len(outcomes) / wall:.0f} seeds/min with {jobs} "
                   f"job(s)); {speed}; run directories: {escape(str(sim_dir))}", highlight=False, soft_wrap=True,
                   emoji=False)
@@ -200,7 +201,7 @@ def run_sim(runs: list[tuple[Target, int]], sim_dir: Path, jobs: int = 1, keep: 
     no_summary: str | None = None
     judged = [Path(o["run_dir"]) for o in ran] + list(cut_short)
     if judged:
-        console.print(f"judging {len(judged)} seed{'' if len(judged) == 1 else 's'} in one Spark job ...")
+        console.print(f"judging {counted(len(judged), 'seed')} in one Spark job ...")
         try:
             # A sweep's reader opens the reports of the seeds it names (failed, unjudged):
             # a thousand reports of passing seeds cost minutes of plotting for nobody.

@@ -37,10 +37,6 @@ from broker.protocol.messages import (
 from broker.protocol.rebalance import plan_rebalance
 from broker.wire.linkfilter import LinkTable
 from faults.injector import WorkloadEnded
-
-#: why an admin request cut off by the workload's end is not done by the run's end either
-#: (trial34: "the end of the run heals and converges" read as if it completed the request)
-NOT_ASKED = "no active controller took the request, so it was not made (the end of the run does not make it)"
 from faults.targets import ClusterView
 from testbed.config import scalars
 from testbed.supervisor.cluster_status import ClusterStatus
@@ -55,6 +51,9 @@ class ClusterError(RuntimeError):
 
 #: `_admin`'s answer while no controller is active
 _NO_ACTIVE = object()
+#: why an admin request cut off by the workload's end is not done by the run's end either
+#: (trial34: "the end of the run heals and converges" read as if it completed the request)
+NOT_ASKED = "no active controller took the request, so it was not made (the end of the run does not make it)"
 
 
 def split_partition(text: str) -> tuple[str, int]:

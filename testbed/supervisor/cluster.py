@@ -25,7 +25,7 @@ from tenacity import RetryError, Retrying, retry_if_result, stop_after_delay, wa
 
 from broker.client import ClusterClient, ProduceResult
 from broker.common.errors import Errors
-from broker.common.names import broker_name
+from broker.common.names import broker_name, node_id
 from broker.noderuntime.config import NodeConfig
 from broker.wire.linkfilter import CLIENTS, LinkTable
 from faults import kernel_rules
@@ -604,7 +604,7 @@ class Cluster(ClusterAdmin):
     def _membership_problems(self, spec: FaultSpec) -> list[str]:
         """R38/R39 against the cluster now: the brokers in it (the API's added ones too, not
         those removed) and each topic's replication factor as the controller has it."""
-        removed = {int(name.split("-")[1]) for name in self.removed}
+        removed = {node_id(name) for name in self.removed}
         replication: dict[str, int] = {}
         for p in self.status().partitions():
             replication[p.topic] = max(replication.get(p.topic, 0), len(p.replicas))
@@ -771,11 +771,11 @@ def _partition_problem(topic: str, partition: int, topics: dict[str, int | None]
     return None
 
 
-def _reused(values: list[str], sent: set[str]) -> str | None:
+def _reused(values: list[str], acknowledged: set[str]) -> str | None:
     """A value acknowledged before, or twice in one call: the checks read each value as one
     write (a reused one was judged a duplicate and a send gone backwards, trial35). A value
     whose send failed may be sent again: that is a retry, which the checks judge as such."""
-    again = sorted({v for v in values if v in sent or values.count(v) > 1})
+    again = sorted({v for v in values if v in acknowledged or values.count(v) > 1})
     if again:
         return (f"values must be unique in a run (DESIGN 7: the checks tell writes apart by value); "
                 f"{', '.join(map(repr, again[:5]))} {'was' if len(again) == 1 else 'were'} acknowledged before "

@@ -111,9 +111,9 @@ def test_status_says_what_it_reaped(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_a_summary_dir_that_is_a_run_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """trial35: `analyze ... --summary-dir <a run>` wrote the summary's tables and log in among
     that run's records."""
-    for run in ("a", "b"):
-        (tmp_path / run).mkdir()
-        (tmp_path / run / "topology.yaml").write_text("name: x\n")
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "topology.yaml").write_text("name: x\n")
     assert _exit_code(["analyze", str(tmp_path / "a"), str(tmp_path / "b"), "--summary-dir", str(tmp_path / "a")]) == 2
     assert (f"--summary-dir {tmp_path / 'a'}: a run's directory (it holds history.jsonl or topology.yaml)"
             in capsys.readouterr().out)
