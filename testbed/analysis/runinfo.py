@@ -20,7 +20,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from testbed.common.run_files import STARTED
+from testbed.common.run_files import FINAL_FILES, STARTED
 from testbed.config.loader import FAST_SAFE_LOADER
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.specs import DEFAULT_EXPECT, Expectation
@@ -48,6 +48,9 @@ class RunInfo:
     #: the clients not running at the workload's time 0, with the seconds after it each
     #: joined (None: never); `summary.json`'s `clients_late`
     clients_late: dict[str, float | None] = field(default_factory=dict)
+    #: the size of each file of `final/` as the run wrote it (`summary.json`'s `final_bytes`;
+    #: empty for an older or hand-made run)
+    final_bytes: dict[str, int] = field(default_factory=dict)
 
     @property
     def workload_seconds(self) -> float | None:
@@ -108,8 +111,12 @@ def load_run_info(run_dir: Path, run_id: str | None = None) -> RunInfo:
     late = {str(k): v if isinstance(v, int | float) and not isinstance(v, bool) else None
             for k, v in late.items()} if isinstance(late, dict) else {}
 
+    sizes = summary.get("final_bytes") if summary is not None else None
+    sizes = {name: n for name, n in sizes.items() if name in FINAL_FILES and isinstance(n, int)
+             and not isinstance(n, bool)} if isinstance(sizes, dict) else {}
+
     def info(topology: Topology | None, problem: str | None) -> RunInfo:
-        return RunInfo(run_dir, topology, problem, start, run_id, operations, summary_problem, end, late)
+        return RunInfo(run_dir, topology, problem, start, run_id, operations, summary_problem, end, late, sizes)
     try:
         data = _read_yaml(path.read_text(encoding="utf-8"))
         return info(parse_topology(data, str(path)), None)

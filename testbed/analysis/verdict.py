@@ -68,8 +68,10 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
 
 def _changed_after_the_run(info: RunInfo, data: RunData) -> list[str]:
     """What the final logs and the history show of lines taken out after the run: a replica
-    with records and no line, a replica's lines missing an offset, a history shorter or
-    longer than the count the run made of it as it ended (summary.json)."""
+    with records and no line, a replica's lines missing an offset, a file of `final/` of
+    another size than the run wrote (a log cut at a line's end holds whole lines, and was
+    judged as the replicas' divergence), a history shorter or longer than the count the run
+    made of it as it ended (summary.json)."""
     logs = info.run_dir / "final" / "logs.jsonl"
     out = []
     if data.short_logs:
@@ -79,6 +81,13 @@ def _changed_after_the_run(info: RunInfo, data: RunData) -> list[str]:
         out.append(f"{logs} misses or repeats offsets inside the records of {data.holed_logs} replica(s): a log "
                    f"read from its files holds every offset from its first to its last once, so lines were taken "
                    f"out of the file (or copied) after the run, and what survived cannot be told")
+    for name, size in info.final_bytes.items():
+        path = info.run_dir / "final" / name
+        now = path.stat().st_size if path.is_file() else None
+        if now is not None and now != size:
+            out.append(f"{path} is {now} bytes where the run wrote {size} as it ended "
+                       f"({info.run_dir / 'summary.json'}): the file was changed after the run, so what "
+                       f"survived cannot be told")
     if info.operations is not None and data.history_lines != info.operations:
         out.append(f"{info.run_dir / 'history.jsonl'} holds {data.history_lines} records where the run counted "
                    f"{info.operations} as it ended ({info.run_dir / 'summary.json'}): the history was changed after "

@@ -6,3 +6,8 @@ from __future__ import annotations
 #: whose supervisor was killed writes no summary.json, and was judged on a clock starting at
 #: the cluster's first event, 0.5 s before the workload (trial31)
 STARTED = "clients/started.json"
+
+#: the files of a run's `final/` whose sizes, as the run wrote them, `summary.json` keeps
+#: (`final_bytes`): a log cut at a line's end still reads as whole lines, so only its size
+#: tells the judgment that it was changed after the run
+FINAL_FILES = ("replicas.jsonl", "logs.jsonl")

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.common.jsonl import read_jsonl
+from testbed.common.run_files import FINAL_FILES
 
 
 #: the (f, type) of a record that acknowledges a value
@@ -61,7 +62,13 @@ def write_summary(run_dir: Path, counts: Counts, workload_start_ns: int | None,
     was one (the start is time 0 of the fault schedule, on the records' `time_ns` clock: the
     analysis reports every time from it; the end is `duration` later times `--time-scale`,
     and the pauses of a `--step` lab); and, only when a client was not running at time 0,
-    `clients_late`: the seconds after it each such client joined (null: never)."""
+    `clients_late`: the seconds after it each such client joined (null: never); and
+    `final_bytes`, the size of each file of `final/` as the run wrote it: a log cut at a
+    line's end, or rid of a replica's lines, reads as whole lines and was judged as the
+    cluster's divergence; against this size it is a change made after the run."""
+    final = {name: (run_dir / "final" / name).stat().st_size for name in FINAL_FILES
+             if (run_dir / "final" / name).is_file()}
     bounds = {k: v for k, v in (("workload_start_ns", workload_start_ns), ("workload_end_ns", workload_end_ns),
-                                ("clients_late", clients_late or None)) if v is not None}
+                                ("clients_late", clients_late or None), ("final_bytes", final or None))
+              if v is not None}
     (run_dir / "summary.json").write_text(json.dumps(counts.to_dict() | bounds, indent=1))

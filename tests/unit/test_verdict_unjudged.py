@@ -108,3 +108,38 @@ def test_a_damaged_line_quoted_in_a_reason_reaches_the_terminal_as_text() -> Non
     sequence with it, into the terminal (and `grep` called results.json binary)."""
     from testbed.analysis.ingest import printable
     assert printable('{"do": \x00 "kill"\x1b[31m\tx\ufffdé') == '{"do": \\x00 "kill"\\x1b[31m\\tx\ufffdé'
+
+
+def test_a_final_log_cut_at_a_line_end_after_the_run_is_not_judged(tmp_path: Path) -> None:
+    """A tester's `final/logs.jsonl` cut at a line's end still held whole lines, and was
+    judged FAILED for log divergence: the run's summary.json keeps the size of each file of
+    `final/` as it wrote them, and a file of another size was changed after the run."""
+    from testbed.experiment.counts import Counts, write_summary
+
+    final = tmp_path / "final"
+    final.mkdir()
+    (final / "replicas.jsonl").write_text('{"node": "broker-1"}\n')
+    lines = [f'{{"node": "broker-{b}", "offset": {o}}}\n' for b in (1, 2) for o in range(3)]
+    (final / "logs.jsonl").write_text("".join(lines))
+    write_summary(tmp_path, Counts(), T0)
+    assert load_run_info(tmp_path).final_bytes == {"replicas.jsonl": 21, "logs.jsonl": len("".join(lines))}
+
+    def changed() -> list[str]:  # the run has no topology.yaml: that is a problem of its own
+        return [p for p in judge(load_run_info(tmp_path), _data(True), None).results["problems"]
+                if "changed after the run" in p]
+    assert changed() == []
+    (final / "logs.jsonl").write_text("".join(lines[:-2]))
+    [problem] = changed()
+    assert problem == (f"{final / 'logs.jsonl'} is {len(''.join(lines[:-2]))} bytes where the run wrote "
+                       f"{len(''.join(lines))} as it ended ({tmp_path / 'summary.json'}): the file was changed "
+                       f"after the run, so what survived cannot be told")
+
+
+def test_final_bytes_of_another_shape_are_ignored(tmp_path: Path) -> None:
+    """An older run, or a hand-made one, has no `final_bytes`, or garbage there: nothing is
+    compared, as before."""
+    import json
+
+    for garbage in ([1, 2], {"logs.jsonl": "12", "replicas.jsonl": True, "other": 3}):
+        (tmp_path / "summary.json").write_text(json.dumps({"final_bytes": garbage}))
+        assert load_run_info(tmp_path).final_bytes == {}
