@@ -154,8 +154,17 @@ def _truncation(rows: DataFrame, cuts: DataFrame, election: DataFrame, key: list
     own = F.coalesce((F.col("t_node") == _elected())
                      & (F.col("t_ns") <= F.col("elected_ns")), F.lit(False))
     order = Window.partitionBy(*key).orderBy(F.when(own, 0).otherwise(1), "t_ns", "t_epoch")
-    return (joined.withColumn("n", F.row_number().over(order)).where(F.col("n") == 1)
-            .select(*key, "t_node", "t_from", "t_to", "t_reason", "t_ns"))
+    ranked = joined.withColumn("n", F.row_number().over(order))
+    chosen = ranked.where(F.col("n") == 1).select(*key, "t_node", "t_from", "t_to", "t_reason", "t_ns")
+    # the other replicas that cut the offset alike (for the same reason), each by its first
+    # such truncation: trial35's sentence named broker 2's truncation where broker 3's had
+    # cut the same records, and read as if broker 3 had kept them
+    alike = (ranked.where(F.col("n") > 1).join(chosen.select(*key, F.col("t_node").alias("first_node"),
+                                                             F.col("t_reason").alias("first_reason")), key)
+             .where((F.col("t_node") != F.col("first_node")) & (F.col("t_reason") == F.col("first_reason")))
+             .groupBy(*key, "t_node").agg(F.min_by(F.struct("t_node", "t_from", "t_to", "t_ns"), "n").alias("cut"))
+             .groupBy(*key).agg(F.sort_array(F.collect_list("cut")).alias("t_alike")))
+    return chosen.join(alike, key, "left")
 
 
 def _unnoticed_restarts(t: Tables) -> DataFrame:
@@ -227,6 +236,11 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
     truncation_text = F.when(F.col("t_node").isNotNull(), F.format_string(
         "%s %s truncated its log from %d to %d (%s, at %.3f s%s)", F.when(following, "then").otherwise("after"),
         "t_node", "t_from", "t_to", "t_reason", seconds("t_ns"), _rule(F.col("t_reason"))))
+    alike = F.array_join(F.transform("t_alike", lambda c: F.format_string(
+        "%s (from %d to %d, at %.3f s)", c["t_node"], c["t_from"], c["t_to"],
+        F.round((c["t_ns"] - F.col("t0")) / 1e9, 3))), " and ")
+    truncation_text = F.concat(truncation_text, F.when(F.col("t_alike").isNotNull(),
+                                                       F.concat(F.lit(", and so did "), alike)).otherwise(F.lit("")))
     loss = F.when(F.col("c_loss").isNotNull(), F.concat(F.lit(" (loss "), "c_loss", F.lit(")"))).otherwise("")
     crash_text = F.when(F.col("c_node").isNotNull(), F.format_string(
         "after %s of %s%s at %.3f s", "c_do", "c_node", loss, seconds("c_ns")))
@@ -238,4 +252,4 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
                         .otherwise(F.lit("with no recorded election, truncation or lossy crash that explains it")))
             .withColumn("cause", F.concat(head, F.col("why")))
             .drop("e_leader", "e_epoch", "e_reason", "e_leo", "elected_ns", "e_recovery", "t_node", "t_from", "t_to",
-                  "t_reason", "t_ns", "c_node", "c_do", "c_loss", "c_ns", "t0", "run_elr", "run_kraft", "u_ns"))
+                  "t_reason", "t_ns", "t_alike", "c_node", "c_do", "c_loss", "c_ns", "t0", "run_elr", "run_kraft", "u_ns"))

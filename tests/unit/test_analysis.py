@@ -113,6 +113,24 @@ def _crashed_after_the_loss(root: Path) -> None:
     r.write()
 
 
+def _truncated_alike(root: Path) -> None:
+    """`crashed-after-the-loss` without the crash, and broker 3 truncates back to 5 as broker 1
+    did: the cause names both (trial35: one of two brokers that cut the same records was
+    named, and the other read as if it had kept them)."""
+    r = RunBuilder(root, "truncated-alike", expect={"lost_writes": ">0"})
+    r.send("v5", 5, at=T0 + 2 * S)
+    r.events += [RunBuilder.change(T0 + 3 * S, leader=2, epoch=1, isr=[2], reason="fence"),
+                 {"node": "broker-2", "time_ns": T0 + 3 * S + 200, "kind": "became-leader", "topic": "orders",
+                  "partition": 0, "leader_epoch": 1, "partition_epoch": 1, "isr": [2], "elr": [],
+                  "last_known_elr": [], "leo": 5, "hwm": 5}]
+    r.events += [{"node": f"broker-{b}", "time_ns": T0 + 3 * S + at, "kind": "truncated", "topic": "orders",
+                  "partition": 0, "from": 6, "to": 5, "reason": "diverging-epoch", "leader_epoch": 1}
+                 for b, at in ((3, 400 * MS), (1, 900))]
+    r.replicas["broker-1"]["is_leader"] = False
+    r.replicas["broker-2"]["is_leader"] = True
+    r.write()
+
+
 def _crash_written_back(root: Path) -> None:
     """`lost`'s schedule, but broker 1 had been paused longer than the OS writeback when it lost
     power: the crash kept every byte (`written_back`), so it explains nothing of the loss."""
@@ -1229,7 +1247,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _deposed_served, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _ack_after_the_next_fault, _two_changes_in_a_millisecond, _crashed_after_the_loss, _crash_written_back, _duplicate, _acked_past_the_end, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _deposed_served, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _ack_after_the_next_fault, _two_changes_in_a_millisecond, _crashed_after_the_loss, _truncated_alike, _crash_written_back, _duplicate, _acked_past_the_end, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1246,6 +1264,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "ack-after-the-next-fault": ZERO,
     "two-changes-in-a-millisecond": ZERO,
     "crashed-after-the-loss": {**ZERO, "lost_writes": 1},
+    "truncated-alike": {**ZERO, "lost_writes": 1},
     "crash-written-back": {**ZERO, "lost_writes": 1},
     "duplicate": {**ZERO, "duplicates": 1},
     "two-values": {**ZERO, "inconsistent_offsets": 1, "committed_regressions": 1},
@@ -1435,6 +1454,11 @@ def test_losses_are_attributed_to_the_election_truncation_and_crash(judged: dict
         "its predecessor was fenced (at 3.000 s, R25); then broker-1 truncated its log from 6 to 5 (diverging-epoch, "
         "at 3.000 s, R10)")  # and not "after lossy-crash of broker-3 ... at 5.000 s", made after the loss
     # (then: broker 1 repaired its log to the new leader's, trial34's "after" an event that came later)
+    [alike] = judged["truncated-alike"].results["checks"]["lost_writes"]["examples"]
+    assert alike["cause"] == (
+        "offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader epoch 1 by a clean election after "
+        "its predecessor was fenced (at 3.000 s, R25); then broker-1 truncated its log from 6 to 5 (diverging-epoch, "
+        "at 3.000 s, R10), and so did broker-3 (from 6 to 5, at 3.400 s)")
     [as_it_crashed] = judged["acked-as-it-crashed"].results["checks"]["lost_writes_acks1"]["examples"]
     assert as_it_crashed["cause"] == (
         "offset 5 of orders/0 lost when broker 2 (its LEO 5) was elected at leader epoch 1 by a clean election after "
@@ -1643,10 +1667,10 @@ def test_summary_per_topology_and_protocol(judged: dict[str, RunVerdict], spark)
                                                           ("handmade", len(BUILDERS) - 2)]
     alone, row = (r for r in rows if r["topology"] == "handmade")
     assert "elr=false" in alone["protocol"] and (alone["runs_with_loss"], alone["lost_writes"]) == (1, 5)
-    # the `lost`, `crashed-after-the-loss`, `crash-written-back`, `recovered`, `manual-elect`,
-    # `remade-while-delete-waits`, `served-deleted`, `batch-ties`, `same-time` and `far` runs,
-    # and `acked-as-it-crashed` (acks=1 only)
-    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (11, 14, 2)
+    # the `lost`, `crashed-after-the-loss`, `truncated-alike`, `crash-written-back`, `recovered`,
+    # `manual-elect`, `remade-while-delete-waits`, `served-deleted`, `batch-ties`, `same-time`
+    # and `far` runs, and `acked-as-it-crashed` (acks=1 only)
+    assert (row["runs_with_loss"], row["lost_writes"], row["lost_writes_acks1"]) == (12, 15, 2)
     # `mismatch`, `garbage-tail`, `cut-after`, `history-cut`, `logs-holed`, `summary-garbage`,
     # `replicas-removed`, `leaderless`, `follower-behind` (not converged) and `faults-file-gone`
     # (`deleted-topic`, its one topic gone, converged with nothing to replicate);
@@ -1964,7 +1988,8 @@ def test_R30_the_last_isr_member_fenced_then_back_truncated_is_named_with_its_ow
     assert lost["examples"][0]["cause"] == (
         "offset 0 of orders/0 lost when broker 2 (its LEO 0) was elected at leader epoch 3 by the rule of the last "
         "replica standing (the ISR's last member, elected again on its return) (at 3.700 s, R30); after broker-2 "
-        "truncated its log from 5 to 0 (high-watermark, at 3.600 s, R13)")
+        "truncated its log from 5 to 0 (high-watermark, at 3.600 s, R13), and so did broker-1 (from 5 to 0, at "
+        "2.500 s)")  # broker 1's is named too, after broker 2's own: no replica kept the records
 
 
 def _judged_led_by_broker_2_emptied(r: RunBuilder, leader_epoch: int) -> dict:
