@@ -4,6 +4,7 @@ writes anything, and starts its JVM meanwhile (`analysis.cli`)."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 #: the record files of a run the ingest reads, by table (`schemas.RECORD_FILES` gives each
@@ -26,6 +27,12 @@ def is_run(path: Path) -> bool:
     return any((path / name).is_file() for name in _RUN_MARKS)
 
 
+def _natural(path: Path) -> list[str | int]:
+    """`path`'s order among runs with its numbers read as numbers: a sweep's seed-2 before
+    its seed-10 (trial35: seed=1, 10, 11, ..., 2 in a tree's listing)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", str(path))]
+
+
 def find_runs(paths: list[Path]) -> list[Path]:
     """Run directories under `paths`: a path holding `history.jsonl` or `topology.yaml` is a run,
     any other directory is searched for runs (hidden directories such as `.live` are skipped)."""
@@ -38,7 +45,7 @@ def find_runs(paths: list[Path]) -> list[Path]:
             runs.append(path.resolve())
             continue
         found = sorted({p.parent.resolve() for name in _RUN_MARKS for p in path.rglob(name)
-                        if not any(part.startswith(".") for part in p.relative_to(path).parts)})
+                        if not any(part.startswith(".") for part in p.relative_to(path).parts)}, key=_natural)
         if not found:
             raise IngestError(f"{path}: neither a run directory (no history.jsonl or topology.yaml) "
                               f"nor a directory holding runs")

@@ -142,3 +142,11 @@ def test_a_run_without_its_topology_is_found_in_a_tree_as_when_given_alone(tmp_p
     (bare / "topology.yaml").unlink()
     assert find_runs([tmp_path]) == [(tmp_path / "good").resolve(), bare.resolve()]
     assert find_runs([bare]) == [bare.resolve()]
+
+
+def test_a_tree_lists_its_runs_with_their_numbers_in_order(tmp_path: Path) -> None:
+    """trial35: a sweep's seeds were listed seed=1, seed=10, seed=11, ..., seed=2."""
+    for seed in (2, 10, 1, 11):
+        (tmp_path / "sweep" / f"mix-seed={seed}").mkdir(parents=True)
+        (tmp_path / "sweep" / f"mix-seed={seed}" / "history.jsonl").write_text("")
+    assert [p.name for p in find_runs([tmp_path])] == ["mix-seed=1", "mix-seed=2", "mix-seed=10", "mix-seed=11"]
