@@ -287,7 +287,14 @@ class FaultInjector:
                 # once its node has exited (`_restarts_shutting_down`) it restarts that node
                 self.done[f.origin] = list(resolved)
             try:
+                # the nodes' states it acts on, for what it leaves unchanged; not an undo's: it
+                # names the nodes its fault took, and one it finds as it would leave them is
+                # said of no one (a removed broker's restart, R39)
+                c, asked = self.cluster, f.do in _ACTED and undo_of is None
+                before = (set(c.stopped), set(c.paused), set(c.removed)) if asked else None
                 effect = self._apply(f, resolved, view)
+                if before is not None and (unchanged := _unchanged(f.do, resolved, effect, *before)):
+                    effect["unchanged"] = unchanged
             except WorkloadEnded as e:  # an admin request asked again while no controller was active
                 effect = {"error": f"{f.do}: {e}"}
             except TargetError as e:  # a partition's or slow link's ends, resolved as it fires
@@ -533,6 +540,34 @@ class FaultInjector:
 
     def close(self) -> None:
         self.out.close()
+
+
+#: the key of a process action's effect naming the nodes it acted on
+_ACTED = {"kill": "killed", "pause": "paused", "resume": "resumed", "restart": "restarted", "shutdown": "clean"}
+
+
+def _unchanged(do: str, nodes: list[str], effect: dict, stopped: set[str], paused: set[str],
+               removed: set[str]) -> dict[str, str]:
+    """The nodes a process action left as they were, with why, from their states before it
+    (`stopped`, `paused`, `removed`): a kill of a node down already recorded `killed {}`,
+    which read as done (trial35), and a restart of a running one nothing at all. A lossy
+    crash or a disk loss of a node down still loses its data: it is not listed."""
+    acted = effect.get(_ACTED.get(do, ""))
+    if not isinstance(acted, dict) or "error" in effect or "gave_up" in effect:
+        return {}
+    out = {}
+    for n in (n for n in nodes if n not in acted):
+        if n in removed:
+            out[n] = "removed from the cluster (R39)"
+        elif n in stopped and do != "restart":
+            out[n] = "not running"
+        elif do == "pause" and n in paused:
+            out[n] = "paused already"
+        elif do == "resume":
+            out[n] = "not paused"
+        elif do == "restart":
+            out[n] = "running already"
+    return out
 
 
 def _quorum_side(groups: list[list[str]], view: ClusterView) -> list[list[str]]:

@@ -114,6 +114,8 @@ def describe_fault(rec: dict, elapsed: float, on_schedule: float | None = None) 
         why = ("the workload ended during its controlled shutdown" if effect.get("gave_up")
                else "its controlled shutdown timed out")
         note += f" [yellow](not clean: {', '.join(killed)} killed when {why})[/]"
+    if effect.get("unchanged"):  # nodes it found as it would leave them (a kill of a node down)
+        note += " [yellow](unchanged: " + ", ".join(f"{n} {why}" for n, why in effect["unchanged"].items()) + ")[/]"
     if effect.get("caveats"):
         note += "".join(f"\n  [yellow]caveat:[/] {c}" for c in effect["caveats"])
     target = f" {rec['target']}" if rec.get("target") else ""
