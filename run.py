@@ -163,9 +163,11 @@ def cmd_status(argv: list[str]) -> int:
         print("--frames needs --watch and a count >= 1", file=sys.stderr)
         return 2
     from testbed.supervisor.processes import reap_leftovers
-    for run_id in reap_leftovers(args.runs_dir):  # what a killed supervisor left: every invocation reaps it
-        print(f"reaped what run {run_id} left (its supervisor and its watchman were killed): its processes, "
-              f"sockets, mounts and namespaces are gone; its run directory stays", file=sys.stderr)
+    for run in reap_leftovers(args.runs_dir):  # what a killed supervisor left: every invocation reaps it
+        print(f"reaped what run {run.run_id} left (its supervisor and its watchman were killed): its processes, "
+              f"sockets, mounts and namespaces are gone; "
+              + ("its run directory, made before any node of it started, held no run and is removed"
+                 if run.run_dir_removed else "its run directory stays"), file=sys.stderr)
     return watch_status(args.runs_dir, frames=args.frames) if args.watch else print_status(args.runs_dir)
 
 

@@ -145,13 +145,17 @@ class Cluster(ClusterAdmin):
         if (self.dir.root / "topology.yaml").exists():  # its data and metadata would be taken up again
             raise ClusterError(f"{self.dir.root} already holds a run (its topology.yaml): a run directory holds one "
                                f"run; give a new run_dir, or remove that one")
+        # The registry and its watchman come first: a supervisor killed before its first node
+        # started left a run directory of empty files that nothing removed (trial36); the
+        # reaper removes such a directory, if the run made it (`reap_registry`).
+        self.registry = Registry(self.runs_dir, self.dir.root.name, None, self.dir.root.resolve(),
+                                 made=not self.dir.root.exists())
+        self.registry.start_watchman()
         self.dir.create()
+        self.registry.set_sock_dir(self.dir.socket_dir())
         scaled = (f"# run with --time-scale {self.time_scale:g}: every time below (the duration, each fault's "
                   f"`at`, every timeout) took {self.time_scale:g} times as long\n" if self.time_scale != 1 else "")
         (self.dir.root / "topology.yaml").write_text(scaled + yaml.safe_dump(self.topology.to_dict(), sort_keys=False))
-        self.registry = Registry(self.runs_dir, self.dir.root.name, self.dir.socket_dir())
-        self.registry.data["run_dir"] = str(self.dir.root.resolve())
-        self.registry.start_watchman()
         self.control = ControlClient(self.token)
         self.injector = FaultInjector(self, [], self.topology.seed, self.dir.faults,
                                       writeback=self.topology.storage.writeback * self.time_scale)

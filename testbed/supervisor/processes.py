@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import psutil
 
@@ -73,13 +74,18 @@ class Registry:
     """`<runs>/.live/<run-id>.json`: what this run started, for reaping after a crash; linked
     from `INDEX`."""
 
-    def __init__(self, runs_dir: Path, run_id: str, sock_dir: Path) -> None:
+    def __init__(self, runs_dir: Path, run_id: str, sock_dir: Path | None, run_dir: Path | None = None,
+                 made: bool = False) -> None:
+        """`sock_dir` may come later (`set_sock_dir`); `made`: the run makes `run_dir` (it did
+        not exist), and a run reaped before its first process started left nothing in it to
+        judge, so the reaper removes it."""
         self.path = runs_dir / ".live" / f"{run_id}.json"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.watchman: subprocess.Popen | None = None
         me = os.getpid()
         self.data = {"supervisor_pid": me, "supervisor_create_time": start_time(me),
-                     "sock_dir": str(sock_dir), "processes": [], "mounts": [], "netns": []}
+                     "run_dir": str(run_dir) if run_dir else None, "made_run_dir": made,
+                     "sock_dir": str(sock_dir) if sock_dir else None, "processes": [], "mounts": [], "netns": []}
         self._save()
         self.link = INDEX / f"{run_id}.json"
         try:
@@ -95,6 +101,12 @@ class Registry:
             [sys.executable, "-m", "testbed.supervisor.watchman", str(self.path.resolve()), str(os.getpid())],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, close_fds=True, env=child_env())
+
+    def set_sock_dir(self, path: Path) -> None:
+        """The run's socket directory, once its run directory is made (it may be a short
+        directory under /tmp that the run directory links to)."""
+        self.data["sock_dir"] = str(path)
+        self._save()
 
     def add_process(self, pid: int) -> None:
         self.data["processes"].append({"pid": pid, "create_time": start_time(pid)})
@@ -146,7 +158,15 @@ def kill_tree(pid: int, create_time: float | None) -> None:
         pass
 
 
-def reap_leftovers(runs_dir: Path) -> list[str]:
+class Reaped(NamedTuple):
+    """A run whose leftovers were reaped, and whether its run directory went with them (its
+    supervisor died before the run's first process started: `reap_registry`)."""
+
+    run_id: str
+    run_dir_removed: bool
+
+
+def reap_leftovers(runs_dir: Path) -> list[Reaped]:
     """Kill the processes, remove the sockets, mounts and network namespaces of runs whose
     supervisor died: those registered in `runs_dir`, and those of any runs directory that
     `INDEX` links to."""
@@ -154,8 +174,8 @@ def reap_leftovers(runs_dir: Path) -> list[str]:
     links = sorted(INDEX.glob("*.json")) if INDEX.is_dir() else []
     reaped = []
     for f in _registries(runs_dir):
-        if reap_registry(f):
-            reaped.append(f.stem)
+        if (how := reap_registry(f)) is not None:
+            reaped.append(Reaped(f.stem, how == "removed"))
             # what its watchman would have removed, had it not been killed too (trial33: a
             # rehearsal's and an early JVM log's directories outlived `status` and other runs)
             reap_supervisor_scratch(f.parent)
@@ -168,15 +188,16 @@ def reap_leftovers(runs_dir: Path) -> list[str]:
     return reaped
 
 
-def reap_registry(f: Path) -> bool:
-    """Reap one registry's run if its supervisor is gone; whether it was."""
+def reap_registry(f: Path) -> str | None:
+    """Reap one registry's run if its supervisor is gone: "reaped", or "removed" when its run
+    directory went too; None when it was not reaped."""
     try:
         data = json.loads(f.read_text())
     except (OSError, json.JSONDecodeError):
         f.unlink(missing_ok=True)
-        return False
+        return None
     if not exited(data.get("supervisor_pid", -1), data.get("supervisor_create_time")):
-        return False  # a run in progress in another process
+        return None  # a run in progress in another process
     for proc in data.get("processes", []):
         kill_tree(proc["pid"], proc.get("create_time"))
     for mount in data.get("mounts", []):
@@ -185,12 +206,18 @@ def reap_registry(f: Path) -> bool:
     sock = data.get("sock_dir")
     if sock and Path(sock).exists():
         shutil.rmtree(sock, ignore_errors=True)
+    run_dir = data.get("run_dir")
+    removed = bool(data.get("made_run_dir") and not data.get("processes") and run_dir)
+    if removed:
+        # its supervisor died before the run's first process started: the directory it made
+        # holds empty record files and no run to judge (README: "leaves no run directory")
+        shutil.rmtree(run_dir, ignore_errors=True)
     f.unlink(missing_ok=True)
     f.with_suffix(".tmp").unlink(missing_ok=True)
     link = INDEX / f.name
     if link.is_symlink() and not link.exists():  # its link in the machine's index, dangling now
         link.unlink(missing_ok=True)
-    return True
+    return "removed" if removed else "reaped"
 
 
 #: A registry's `.tmp` without its `.json` older than this (s) was left by a supervisor killed

@@ -285,7 +285,7 @@ def test_a_supervisor_killed_in_the_middle_of_the_setup_leaves_nothing_after_the
     assert len(names) == 4 and names[0].endswith("-bridge")
     made = set(names) & set(existing_namespaces())
     assert made == {names[0]}, made  # the bridge's namespace was made, the nodes' not yet
-    assert reap_leftovers(tmp_path / "runs") == ["halfway"]
+    assert reap_leftovers(tmp_path / "runs") == [("halfway", False)]
     assert not set(names) & set(existing_namespaces())
 
 

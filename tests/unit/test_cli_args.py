@@ -101,10 +101,16 @@ def test_status_says_what_it_reaped(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     """trial34: after a kill -9 of a supervisor and its watchman, `status` removed the run's
     mounts and registry in silence and said only "no run is in progress"."""
     from testbed.supervisor import processes
-    monkeypatch.setattr(processes, "reap_leftovers", lambda runs_dir: ["20261201T000000Z-killed-s1"])
+    monkeypatch.setattr(processes, "reap_leftovers",
+                        lambda runs_dir: [processes.Reaped("20261201T000000Z-killed-s1", False),
+                                          processes.Reaped("20261201T000001Z-husk-s1", True)])
     assert _exit_code(["status", "--runs-dir", str(tmp_path)]) == 1
     captured = capsys.readouterr()
-    assert "reaped what run 20261201T000000Z-killed-s1 left (its supervisor and its watchman were killed)" in captured.err
+    assert ("reaped what run 20261201T000000Z-killed-s1 left (its supervisor and its watchman were killed): its "
+            "processes, sockets, mounts and namespaces are gone; its run directory stays\n") in captured.err
+    assert ("reaped what run 20261201T000001Z-husk-s1 left (its supervisor and its watchman were killed): its "
+            "processes, sockets, mounts and namespaces are gone; its run directory, made before any node of it "
+            "started, held no run and is removed\n") in captured.err
     assert "no run is in progress" in captured.out
 
 

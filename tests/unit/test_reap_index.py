@@ -40,7 +40,7 @@ def test_a_dead_supervisors_run_is_reaped_from_another_runs_directory(tmp_path: 
     assert json.loads(registry.read_text())["processes"][0]["pid"] == orphan.pid
     assert (processes.INDEX / "killed.json").is_symlink()
     try:
-        assert reap_leftovers(tmp_path / "runs-b") == ["killed"]
+        assert reap_leftovers(tmp_path / "runs-b") == [("killed", False)]
         orphan.wait(timeout=10)  # killed by the reap (wait reaps it only if it is our child: it is not)
         assert not registry.exists() and not (tmp_path / "sock").exists()
         # what its watchman would have removed, had it been killed too (trial33)
@@ -66,3 +66,32 @@ def test_a_registry_cut_off_mid_write_is_removed_once_stale(tmp_path: Path) -> N
     os.utime(stale, (old, old))
     reap_leftovers(tmp_path / "runs")
     assert not stale.exists() and fresh.exists()
+
+
+def test_a_run_directory_made_before_any_node_started_is_removed_with_its_leftovers(tmp_path: Path) -> None:
+    """trial36: a supervisor killed 0.37 s into a run, after it made its run directory and
+    before its registry, left a directory of empty record files that nothing removed, and
+    `analyze runs/` of the tree then exited 2 for it. The registry comes first now, and a run
+    reaped before its first process started loses the directory it made; one given to it
+    that existed before, or one whose nodes had started (a prefix to judge), stays."""
+    script = textwrap.dedent(f"""
+        import os, signal
+        from pathlib import Path
+        from testbed.supervisor.processes import Registry
+        from testbed.supervisor.run_dir import RunDir
+        runs = Path({str(tmp_path / 'runs')!r})
+        made, given, started = runs / "made", runs / "given", runs / "started"
+        given.mkdir(parents=True)
+        for root in (made, given, started):
+            reg = Registry(runs, root.name, None, root, made=not root.exists())
+            RunDir(root).create(sockets=False)
+            if root is started:
+                reg.add_process(os.getpid())  # a node (its pid: the supervisor's own, dead soon)
+        os.kill(os.getpid(), signal.SIGKILL)
+        """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == -signal.SIGKILL, done.stderr
+    runs = tmp_path / "runs"
+    assert sorted(reap_leftovers(runs)) == [("given", False), ("made", True), ("started", False)]
+    assert not (runs / "made").exists()
+    assert (runs / "given" / "history.jsonl").is_file() and (runs / "started" / "history.jsonl").is_file()
