@@ -107,14 +107,14 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
     for v in verdicts:
         checks = v.results.get("checks", {})
         failed = [k for k, e in v.results.get("expect", {}).items() if e["held"] is False]
-        counts = [str(checks.get(name, {}).get("count", "")) if v.ok is not None else "—"  # no partial verdict
+        counts = [str(checks.get(name, {}).get("count", "")) if v.whole else "—"  # no partial verdict
                   for name in ("lost_writes", "lost_writes_acks1")]
         runs.add_row(Text(v.run_id), verdict_word(v.ok), *counts, ", ".join(failed))
     console.print(runs)
     # the table cuts run ids to fit the terminal (80 columns in a CI log): each run that did
     # not pass is named whole, on a line of its own
     for v in verdicts:
-        for problem in v.results.get("problems", []) if v.ok is None else []:
+        for problem in v.results.get("problems", []):
             console.print(f"[yellow]not judged:[/] {escape(v.run_id)}: {escape(problem)}", highlight=False,
                           soft_wrap=True, emoji=False)
         if v.ok is False:

@@ -50,13 +50,14 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def _verdicts(r: dict) -> str:
     rows = []
+    shown = _counted(r)
     for name in CHECK_NAMES + ("converged",):
         e = r["expect"].get(name)
         count = r["checks"].get(name, {}).get("count", "") if name != "converged" else r.get("converged")
         if isinstance(count, bool):  # converged: 1 or 0, as the terminal and expect: write it
             count = int(count)
-        if r.get("ok", True) is None:  # an unjudged run's counts prove nothing (a 0 read as "none lost")
-            count = ""
+        if shown is not None and name not in shown:  # an unjudged run's counts prove nothing (a 0 read as
+            count = ""  # "none lost"), but for those its records alone stand by (`verdict.counted_checks`)
         cls, word = _WORD[e["held"]] if e else ("", "")
         rows.append([_e(name), _e(count), _e(e["expected"] if e else ""),
                      f'<span class="{cls}">{word}</span>'])
@@ -97,16 +98,22 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def _counted(r: dict) -> set[str] | None:
+    """The checks whose counts the verdict stands by (`verdict.counted_checks`): None for all."""
+    return set(r.get("counted_from_records", ())) if r.get("problems") else None
+
+
 def _other_checks(r: dict) -> str:
     """The first examples of every other check that found something (regressions, duplicates,
     reorderings, placement, the protocol's invariants), with the fields results.json gives
     them: the report had only their counts, and lab 11's three rack-blind replica sets, its
     point, were named nowhere in it (trial30)."""
     out = []
+    shown = _counted(r)
     for name in CHECK_NAMES:
         check = r["checks"].get(name) or {}
         examples = check.get("examples") or []
-        if name in ATTRIBUTED or not check.get("count") or not examples:
+        if name in ATTRIBUTED or not check.get("count") or not examples or shown is not None and name not in shown:
             continue
         shown = examples[:_EXAMPLES_SHOWN]
         keys = list(dict.fromkeys(k for x in shown for k in x))
@@ -166,8 +173,8 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
                  "final committed log counts as lost only when the final read reached the end of that partition's "
                  "committed log; otherwise it is <b>unseen</b>, not proven lost. Expectations come from the "
                  f"{_e(r.get('expect_source'))}.</p>" + _late_clients(info))
-    parts.append("<h2>Loss attribution</h2>" + _attribution(r, verdict.ok is not None))
-    others = _other_checks(r) if verdict.ok is not None else ""  # an unjudged run's examples prove nothing
+    parts.append("<h2>Loss attribution</h2>" + _attribution(r, not r.get("problems")))
+    others = _other_checks(r)  # an unjudged run's examples prove nothing, but for its records' own
     if others:
         parts.append("<h2>The other checks' findings</h2>" + others)
     if data is not None:
@@ -186,7 +193,7 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
                          "the first one.</p>"
                          + _table(["at s", "action", "subject", "what it did", "brokers after"],
                                   [[_e(c) for c in row] for row in rows]))
-        parts.append("<h2>Availability</h2>" + ("" if verdict.ok is not None else _UNJUDGED_NOTE) + _figures(r))
+        parts.append("<h2>Availability</h2>" + ("" if verdict.whole else _UNJUDGED_NOTE) + _figures(r))
         parts.append("<h2>Throughput and latency</h2>" + (series_plot(r["figures"]["series"], bands,
                                                                       info.workload_seconds)
                                                           if r["figures"]["series"] else "<p>No operation.</p>"))

@@ -34,8 +34,9 @@ def write_summary(spark: SparkSession, infos: dict[str, RunInfo], verdicts: list
     rows = []
     for v in verdicts:
         info = infos[v.run_id]
-        checks = v.results.get("checks", {})
-        unavailable = v.results.get("figures", {}).get("unavailable_s", {})
+        # an unjudged run's loss and figures are not summed, a run failed on its records alone neither
+        checks = v.results.get("checks", {}) if v.whole else {}
+        unavailable = v.results.get("figures", {}).get("unavailable_s", {}) if v.whole else {}
         rows.append((info.run_id, info.topology.name if info.topology else "unknown", info.protocol_setting, v.ok,
                      checks.get("lost_writes", {}).get("count"), checks.get("lost_writes_acks1", {}).get("count"),
                      float(unavailable.get("no-leader", 0.0)), float(unavailable.get("no-acks-all", 0.0))))

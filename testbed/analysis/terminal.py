@@ -11,7 +11,7 @@ from rich.text import Text
 
 from testbed.analysis.job import ATTRIBUTED
 from testbed.analysis.runinfo import faults_failed
-from testbed.analysis.verdict import RunVerdict, broken_expectations
+from testbed.analysis.verdict import RunVerdict, broken_expectations, counted_checks
 from testbed.common.words import counted
 from testbed.config.scalars import expectation
 from testbed.config.specs import CHECK_NAMES
@@ -46,6 +46,7 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
     for col in ("check", "count", "expected", "verdict"):
         table.add_column(col, justify="left" if col == "check" else "right")
     expect = r.get("expect", {})
+    shown = counted_checks(verdict)
     for name in CHECK_NAMES + ("converged",):
         check = r.get("checks", {}).get(name)
         e = expect.get(name)
@@ -54,12 +55,12 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
             count = "" if r.get("converged") is None else str(int(r["converged"]))
         if check is None and e is None and name != "converged":
             continue
-        if verdict.ok is None:  # a 0 beside UNJUDGED read as "none lost" (trial32): it proves nothing
-            count = ""
+        if shown is not None and name not in shown:  # a 0 beside UNJUDGED read as "none lost" (trial32): it
+            count = ""  # proves nothing, but for the counts its records alone stand by (`verdict.counted_checks`)
         held = "" if e is None else verdict_word(e["held"]) if e["held"] is not None else verdict_word(None)
         table.add_row(name, count, "" if e is None else e["expected"], held)
     console.print(table)
-    for name in ATTRIBUTED if verdict.ok is not None else ():  # an unjudged run's counts prove nothing
+    for name in ATTRIBUTED if shown is None else ():  # an unjudged run's counts prove nothing
         groups = r.get("checks", {}).get(name, {}).get("causes", [])
         for group in groups[:_MAX_CAUSES]:
             console.print(f"[red]{name}:[/] {cause_line(name, group)}")
@@ -67,13 +68,17 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
             console.print(f"[red]{name}:[/] and {counted(len(groups) - _MAX_CAUSES, 'more cause')} (see the report)")
     for problem in r.get("problems", []):
         console.print(f"[yellow]not judged:[/] {escape(problem)}", emoji=False, soft_wrap=True)
+    if shown:  # a killed run's prefix: DESIGN section 7's "analysable prefix"
+        console.print(f"[yellow]counted all the same:[/] {', '.join(sorted(shown, key=CHECK_NAMES.index))}, which "
+                      f"read the history and events alone: what these records hold, the whole run held too",
+                      emoji=False, soft_wrap=True)
     failed = faults_failed(verdict.run_dir)
     for line in failed[:_MAX_CAUSES]:
         console.print(f"[yellow]fault failed:[/] {escape(line)}", emoji=False, soft_wrap=True)
     if len(failed) > _MAX_CAUSES:
         console.print(f"[yellow]fault failed:[/] and {len(failed) - _MAX_CAUSES} more (see faults.jsonl)")
     unavailable = r.get("figures", {}).get("unavailable_s")
-    if unavailable and verdict.ok is not None:  # an unjudged run's figures, like its counts, prove nothing
+    if unavailable and shown is None:  # an unjudged run's figures, like its counts, prove nothing
         console.print(f"partition-seconds without a leader: {unavailable['no-leader']}, "
                       f"without acks=all service: {unavailable['no-acks-all']}")
     # a path is never broken across lines (a log or a pipe is 80 columns): the terminal wraps it

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from testbed.analysis.job import RunData
 from testbed.analysis.runinfo import RunInfo, finished
+from testbed.config.specs import Expectation
 
 
 @dataclass
@@ -24,6 +25,13 @@ class RunVerdict:
     def run_id(self) -> str:
         return self.id or self.run_dir.name
 
+    @property
+    def whole(self) -> bool:
+        """Judged on all its records: no problem kept a check from it. A run cut short may
+        still fail (`ok` False) on what its records alone show (`RECORD_CHECKS`); its other
+        counts and its figures prove nothing."""
+        return not self.results.get("problems")
+
 
 def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdict:
     """The verdict of one run. A run that did not converge is unjudged unless its topology
@@ -31,10 +39,16 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     there may only be unavailable."""
     expect = info.expect
     explicit_convergence = info.topology is not None and "converged" in info.topology.expect
+    faults_missing = _faults_missing(info)
     problems = [p for p in (problem, info.problem, info.summary_problem, _final_logs_missing(info.run_dir),
-                            _faults_missing(info)) if p]
+                            faults_missing) if p]
+    damaged = any((problem, info.problem, info.summary_problem, faults_missing))
     if data is not None:
         problems += _changed_after_the_run(info, data)
+    # the history and events are whole (a killed run's are a prefix of what it would have
+    # recorded): the checks that read nothing else count at least what the whole run would
+    records_whole = (data is not None and not damaged
+                     and (info.operations is None or data.history_lines == info.operations))
     if data is not None and not data.converged and not explicit_convergence and info.problem is None:
         problems.append(_not_converged(info, data.unconverged))
     checks = data.checks if data is not None else {}
@@ -47,11 +61,17 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     verdicts = {}
     for name, expectation in expect.items():
         count = observed.get(name)
-        # an unjudged run's counts are not held to anything: no partial verdict
-        verdicts[name] = {"expected": str(expectation), "observed": count,
-                          "held": None if count is None or problems else expectation.holds(count)}
+        if count is None:
+            held = None
+        elif not problems:
+            held = expectation.holds(count)
+        else:  # an unjudged run's counts are not held to anything (no partial verdict), but for
+            # a count of its records that no rest of the run could bring back within bounds
+            held = False if records_whole and name in RECORD_CHECKS and _broken_for_good(expectation, count) \
+                else None
+        verdicts[name] = {"expected": str(expectation), "observed": count, "held": held}
     if problems:
-        ok = None
+        ok = False if any(v["held"] is False for v in verdicts.values()) else None
     else:
         ok = all(v["held"] for v in verdicts.values())
     results = {
@@ -63,7 +83,33 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
         "problems": problems,
         "expect_source": "topology" if info.topology is not None and info.topology.expect else "defaults",
     }
+    if problems and records_whole:
+        results["counted_from_records"] = list(RECORD_CHECKS)
     return RunVerdict(info.run_dir, ok, results, info.run_id)
+
+
+#: the checks that read the history, the events and the faults alone (DESIGN section 8), not
+#: the final state: a run cut short, or whose final state cannot be judged, holds at least the
+#: anomalies its records show (DESIGN section 7: a killed supervisor leaves an analysable prefix)
+RECORD_CHECKS = ("nonmonotonic_polls", "poll_skips", "internal_poll_skips", "nonmonotonic_sends",
+                 "leader_conflicts", "unclean_exclusion", "placement_violations", "elr_violations",
+                 "metadata_divergence")
+
+
+def _broken_for_good(expectation: Expectation, count: int) -> bool:
+    """Whether no count at or above `count` holds `expectation`: a prefix's anomalies stay in
+    the whole run, so `leader_conflicts: 0` is broken by 2 found before the end, whatever the
+    rest held, and `lost_writes: ">0"` is broken by nothing a prefix shows."""
+    return expectation.op in ("==", "<=") and count > expectation.value or \
+        expectation.op == "<" and count >= expectation.value
+
+
+def counted_checks(verdict: RunVerdict) -> set[str] | None:
+    """The checks whose counts a run's verdict stands by: all of a judged run's (None), the
+    record checks of an unjudged one whose records are whole, none of another's."""
+    if not verdict.results.get("problems"):
+        return None
+    return set(verdict.results.get("counted_from_records", ()))
 
 
 def _changed_after_the_run(info: RunInfo, data: RunData) -> list[str]:

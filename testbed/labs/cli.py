@@ -93,7 +93,7 @@ def run_lab(lab: Lab, console: Console, runs_dir: Path, time_scale: float, spark
         outcome = run_experiment(part.topology, runs_dir, time_scale, console=console, run_dir=run_dir,
                                  spark_master=spark_master, before_fault=_pause(console) if interactive else None)
         codes.append(outcome.exit_code)
-        if outcome.verdict is not None and outcome.verdict.ok is not None:
+        if outcome.verdict is not None and outcome.verdict.whole:
             runs.append((part, RunRecords.load(outcome.run_dir)))
         else:
             unjudged.append((part, outcome.run_dir))

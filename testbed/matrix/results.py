@@ -45,7 +45,7 @@ def check_count(verdict: RunVerdict, check: str) -> int | None:
 def judged_loss(verdict: RunVerdict) -> int:
     """The acks=all writes a judged run lost, for a summary's totals: 0 for a run not judged,
     whose missing values may be unavailability (a cluster that did not converge), not loss."""
-    return (check_count(verdict, "lost_writes") or 0) if verdict.ok is not None else 0
+    return (check_count(verdict, "lost_writes") or 0) if verdict.whole else 0
 
 
 def met_line(results: list[CellResult]) -> str:

@@ -172,7 +172,7 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
         lost = [judged_loss(r.last) for r in rs]
         # of the judged cells: an unjudged one's 0.00 read as a cell that never lost its leader
         no_leader = [r.last.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for r in rs
-                     if r.last.ok is not None]
+                     if r.last.whole]
         failed = sorted({name for r in rs for name, e in r.last.results.get("expect", {}).items()
                          if e["held"] is False})
         table.add_row(Text(setting), Text(schedule), str(len(rs)), str(sum(1 for r in rs if r.status == "passed")),

@@ -297,7 +297,7 @@ def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[st
     for name, vs in groups.items():
         lost = [judged_loss(v) for v in vs]
         no_leader = [v.results.get("figures", {}).get("unavailable_s", {}).get("no-leader", 0.0) for v in vs
-                     if v.ok is not None]
+                     if v.whole]
         failed = sorted({k for v in vs for k, e in v.results.get("expect", {}).items() if e["held"] is False})
         table.add_row(Text(name), str(len(vs) + dead[name]), str(sum(1 for v in vs if v.ok)),
                       str(sum(1 for v in vs if v.ok is None) + dead[name]), str(sum(1 for n in lost if n)),

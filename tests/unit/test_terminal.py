@@ -146,7 +146,8 @@ def test_an_unjudged_runs_table_shows_no_count() -> None:
     assert rows["lost_writes"] == ["", "0"] and rows["unseen"] == ["", ""] and rows["converged"] == ["", ""], rows
     html = _verdicts(results)
     assert "<td>lost_writes</td><td></td><td>0</td>" in html and "<td>unseen</td><td></td>" in html, html
-    judged = {**results, "ok": True, "expect": {"lost_writes": {"expected": "0", "observed": 0, "held": True}}}
+    judged = {**results, "ok": True, "problems": [],
+              "expect": {"lost_writes": {"expected": "0", "observed": 0, "held": True}}}
     assert "<td>lost_writes</td><td>0</td><td>0</td>" in _verdicts(judged)
 
 

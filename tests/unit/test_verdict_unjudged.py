@@ -10,6 +10,7 @@ import pytest
 from testbed.analysis.job import RunData
 from testbed.analysis.runinfo import RunInfo, load_run_info
 from testbed.analysis.verdict import broken_expectations, judge
+from testbed.config.specs import Expectation
 from tests.unit.analysis_fixtures import T0, RunBuilder, S
 
 
@@ -143,3 +144,56 @@ def test_final_bytes_of_another_shape_are_ignored(tmp_path: Path) -> None:
     for garbage in ([1, 2], {"logs.jsonl": "12", "replicas.jsonl": True, "other": 3}):
         (tmp_path / "summary.json").write_text(json.dumps({"final_bytes": garbage}))
         assert load_run_info(tmp_path).final_bytes == {}
+
+
+def _cut_short(tmp_path: Path, counts: dict[str, int]) -> tuple[RunInfo, RunData]:
+    """A run whose supervisor was killed: its records end, it has no final state and no
+    summary.json; the job counted `counts` from what it recorded."""
+    d = RunBuilder(tmp_path, "killed").write()
+    for name in ("replicas.jsonl", "logs.jsonl"):
+        (d / "final" / name).unlink()
+    data = RunData(checks={name: {"count": n, "examples": []} for name, n in counts.items()}, converged=False)
+    return load_run_info(d), data
+
+
+def test_a_killed_run_fails_on_what_its_records_alone_prove(tmp_path: Path) -> None:
+    """DESIGN section 7: a killed supervisor leaves an analysable prefix. Two leaders in one
+    epoch (I4) found in it are in the whole run, whatever its rest held: the run fails on
+    them; its lost writes, which need the final state, stay unjudged (trial36: every count of
+    a killed run was blank, its prefix judged for nothing)."""
+    info, data = _cut_short(tmp_path, {"lost_writes": 550, "leader_conflicts": 2, "poll_skips": 0})
+    verdict = judge(info, data, None)
+    assert verdict.ok is False and not verdict.whole
+    assert verdict.results["expect"]["leader_conflicts"] == {"expected": "0", "observed": 2, "held": False}
+    assert verdict.results["expect"]["lost_writes"]["held"] is None
+    assert broken_expectations(verdict) == "leader_conflicts 2 (expected 0)"
+    assert "leader_conflicts" in verdict.results["counted_from_records"]
+    assert "lost_writes" not in verdict.results["counted_from_records"]
+    [problem] = verdict.results["problems"]
+    assert "the run did not reach its end" in problem
+
+    from rich.console import Console
+
+    from testbed.analysis.terminal import print_verdict
+    console = Console(record=True, width=200)
+    print_verdict(console, verdict)
+    text = console.export_text()
+    assert [[c.strip() for c in line.split("│")[1:3]] for line in text.splitlines()
+            if "leader_conflicts" in line and "│" in line] == [["leader_conflicts", "2"]]
+    assert not [line for line in text.splitlines() if "lost_writes " in line and "550" in line]
+    assert "counted all the same: nonmonotonic_polls, poll_skips" in text
+    assert "FAILED: leader_conflicts 2 (expected 0)" in text
+
+
+def test_a_killed_run_whose_records_break_nothing_for_good_is_unjudged(tmp_path: Path) -> None:
+    """None found in the prefix proves nothing of the rest, and neither does a count below an
+    expectation that wants more (a lab's `">0"`): unjudged, as before."""
+    info, data = _cut_short(tmp_path, {"lost_writes": 550, "leader_conflicts": 0})
+    assert judge(info, data, None).ok is None
+    info = RunInfo(**{**info.__dict__, "topology": info.topology.__class__(
+        **{**info.topology.__dict__, "expect": {"leader_conflicts": Expectation(">", 0)}})})
+    assert judge(info, data, None).ok is None
+    # records that cannot be trusted (a malformed line) prove nothing either
+    info, data = _cut_short(tmp_path / "again", {"leader_conflicts": 2})
+    verdict = judge(info, data, "history.jsonl line 3: not JSON")
+    assert verdict.ok is None and "counted_from_records" not in verdict.results
