@@ -18,7 +18,7 @@ from testbed.analysis.membership import admin_rows
 from testbed.analysis.plots import fault_bands, fault_subject, overview, partition_timelines, series_plot
 from testbed.analysis.runinfo import RunInfo
 from testbed.analysis.terminal import ranges_text
-from testbed.analysis.verdict import RunVerdict
+from testbed.analysis.verdict import RunVerdict, broke_as_expected
 from testbed.analysis.whole_files import write_whole
 from testbed.config.specs import CHECK_NAMES
 
@@ -163,7 +163,8 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
     r = verdict.results
     cls, word = _WORD[verdict.ok]
     head = (f"<!doctype html><html><head><meta charset='utf-8'><title>isrlab {_e(info.run_id)}</title>"
-            f"<style>{_CSS}</style></head><body><h1>{_e(info.run_id)} <span class='{cls}'>{word}</span></h1>")
+            f"<style>{_CSS}</style></head><body><h1>{_e(info.run_id)} <span class='{cls}'>{word}</span>"
+            f"{_e(broke_as_expected(verdict))}</h1>")
     parts = [head]
     parts += [f"<p class='unjudged'>Not judged: {_e(p)}</p>" for p in r.get("problems", [])]
     guide = info.run_dir / LAB_GUIDE

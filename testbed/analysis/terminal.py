@@ -11,9 +11,8 @@ from rich.text import Text
 
 from testbed.analysis.job import ATTRIBUTED
 from testbed.analysis.runinfo import faults_failed
-from testbed.analysis.verdict import RunVerdict, broken_expectations, counted_checks
+from testbed.analysis.verdict import RunVerdict, broke_as_expected, broken_expectations, counted_checks
 from testbed.common.words import counted
-from testbed.config.scalars import expectation
 from testbed.config.specs import CHECK_NAMES
 
 _MAX_CAUSES = 5
@@ -83,31 +82,7 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
                       f"without acks=all service: {unavailable['no-acks-all']}")
     # a path is never broken across lines (a log or a pipe is 80 columns): the terminal wraps it
     broken = f": {escape(broken_expectations(verdict))}" if verdict.ok is False else ""  # as the matrix says a cell's
-    console.print(f"{verdict_word(verdict.ok)}{broken}{_broke_as_expected(verdict)}  report: "
+    console.print(f"{verdict_word(verdict.ok)}{broken}{broke_as_expected(verdict)}  report: "
                   f"{escape(str(verdict.run_dir / 'report.html'))}", emoji=False, soft_wrap=True)
 
 
-#: a check whose count is no broken rule: acknowledged values out of the final read's reach (a
-#: partition left without a leader, the price of a safe setting), not proven lost
-_UNREACHED = ("unseen",)
-
-
-def _broke_as_expected(verdict: RunVerdict) -> str:
-    """What a run that met an `expect:` wanting a failure (a lab's part that breaks a rule,
-    `lost_writes: ">0"`) showed: a bare green OK beside 350 lost writes read as a pass of
-    the protocol (trial26)."""
-    if not verdict.ok:
-        return ""
-    broke, unreached = [], []
-    for name, e in verdict.results.get("expect", {}).items():
-        try:
-            wants_failure = not expectation(e["expected"]).holds(0)
-        except (ValueError, KeyError, TypeError):
-            continue
-        if wants_failure and e.get("held"):
-            (unreached if name in _UNREACHED else broke).append(f"{name} {e['observed']}")
-    said = [f"it broke as its expect: wants: {', '.join(broke)}"] if broke else []
-    if unreached:  # lab 9's fix: no write lost, the partition left without a leader (trial34)
-        said.append(f"{'and ' if broke else 'as its expect: wants, '}{', '.join(unreached)}: acknowledged "
-                    f"values the final read could not reach, none proven lost")
-    return f" ({'; '.join(said)})" if said else ""

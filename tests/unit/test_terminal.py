@@ -100,9 +100,10 @@ def test_an_unjudged_runs_figures_and_empty_loss_list_read_as_nothing_proven(tmp
     assert "No lost or inconsistent write." in render(info, judged, None)
 
 
-def test_a_run_that_broke_as_its_expect_wants_says_so_beside_its_ok() -> None:
+def test_a_run_that_broke_as_its_expect_wants_says_so_beside_its_ok(tmp_path: Path) -> None:
     """trial26: a lab's part that breaks a rule (`lost_writes: ">0"`) printed a bare green OK
-    beside 350 lost writes, which read as a pass of the protocol."""
+    beside 350 lost writes, which read as a pass of the protocol; trial36: so did the report's
+    headline."""
     console = Console(record=True, width=200)
     broke = {"checks": {"lost_writes": {"count": 350}}, "problems": [],
              "expect": {"lost_writes": {"expected": ">0", "observed": 350, "held": True},
@@ -113,6 +114,12 @@ def test_a_run_that_broke_as_its_expect_wants_says_so_beside_its_ok() -> None:
     lines = console.export_text().splitlines()
     assert "OK (it broke as its expect: wants: lost_writes 350)  report: runs/bug/report.html" in lines
     assert "OK  report: runs/fix/report.html" in lines
+    from testbed.analysis.report import render
+    from testbed.analysis.runinfo import load_run_info
+    from tests.unit.analysis_fixtures import RunBuilder
+    info = load_run_info(RunBuilder(tmp_path, "bug").write())
+    assert "<span class='ok'>OK</span> (it broke as its expect: wants: lost_writes 350)</h1>" in \
+        render(info, RunVerdict(tmp_path / "bug", True, {**broke, "figures": {}, "converged": True}), None)
 
 
 def test_a_fix_that_left_values_unreached_is_not_said_to_have_broken() -> None:
