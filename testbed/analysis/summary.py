@@ -25,6 +25,7 @@ _RUNS = StructType([
     StructField("protocol", StringType()), StructField("ok", BooleanType()),
     StructField("lost_writes", LongType()), StructField("lost_writes_acks1", LongType()),
     StructField("no_leader_s", DoubleType()), StructField("no_acks_all_s", DoubleType()),
+    StructField("whole", BooleanType()),
 ])
 
 
@@ -34,19 +35,19 @@ def write_summary(spark: SparkSession, infos: dict[str, RunInfo], verdicts: list
     rows = []
     for v in verdicts:
         info = infos[v.run_id]
-        # an unjudged run's loss and figures are not summed, a run failed on its records alone neither
-        checks = v.results.get("checks", {}) if v.whole else {}
-        unavailable = v.results.get("figures", {}).get("unavailable_s", {}) if v.whole else {}
+        checks = v.results.get("checks", {})
+        unavailable = v.results.get("figures", {}).get("unavailable_s", {})
         rows.append((info.run_id, info.topology.name if info.topology else "unknown", info.protocol_setting, v.ok,
                      checks.get("lost_writes", {}).get("count"), checks.get("lost_writes_acks1", {}).get("count"),
-                     float(unavailable.get("no-leader", 0.0)), float(unavailable.get("no-acks-all", 0.0))))
+                     float(unavailable.get("no-leader", 0.0)), float(unavailable.get("no-acks-all", 0.0)), v.whole))
     runs = spark.createDataFrame(rows, _RUNS)
-    # the loss and the unavailability of judged runs only: an unjudged run's missing values may
-    # be unavailability, and its figures are those of records that did not end or cannot be read
-    judged = F.col("ok").isNotNull()
+    # the loss and the unavailability of runs judged whole only: an unjudged run's missing values
+    # may be unavailability, and its figures are those of records that did not end or cannot be
+    # read (a run failed on its records alone, `verdict.RECORD_CHECKS`, too); a group without
+    # one has none (null), not 0.0, which read as measured (trial36)
+    judged = F.col("whole")
     lost, lost1 = (F.when(judged, F.col(c)) for c in ("lost_writes", "lost_writes_acks1"))
-    no_leader, no_acks_all = (F.coalesce(F.sum(F.when(judged, F.col(c))), F.lit(0.0))
-                              for c in ("no_leader_s", "no_acks_all_s"))
+    no_leader, no_acks_all = (F.sum(F.when(judged, F.col(c))) for c in ("no_leader_s", "no_acks_all_s"))
     loss = F.coalesce(lost, F.lit(0)) + F.coalesce(lost1, F.lit(0))
     summary = (runs.groupBy("topology", "protocol")
                .agg(F.count("*").alias("runs"), F.sum((loss > 0).cast("int")).alias("runs_with_loss"),
@@ -60,7 +61,8 @@ def write_summary(spark: SparkSession, infos: dict[str, RunInfo], verdicts: list
     summary.write.mode("overwrite").parquet(str(target / "summary.parquet"))
     out = [r.asDict() for r in summary.collect()]
     header = list(summary.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(r[c]))}</td>" for c in header) + "</tr>" for r in out)
+    body = "".join("<tr>" + "".join(f"<td>{'—' if r[c] is None else html.escape(str(r[c]))}</td>" for c in header)
+                   + "</tr>" for r in out)
     (target / "summary.html").write_text(
         "<!doctype html><html><head><meta charset='utf-8'><title>isrlab summary</title><style>"
         "td,th{border:1px solid #ccc;padding:3px 8px}table{border-collapse:collapse}</style></head><body>"

@@ -31,7 +31,7 @@ class RunVerdict:
         """Judged on all its records: no problem kept a check from it. A run cut short may
         still fail (`ok` False) on what its records alone show (`RECORD_CHECKS`); its other
         counts and its figures prove nothing."""
-        return not self.results.get("problems")
+        return self.ok is not None and not self.results.get("problems")
 
 
 def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdict:
