@@ -236,14 +236,21 @@ def controllers(run: RunRecords) -> list[str]:
 
 
 def final_state(run: RunRecords) -> list[str]:
+    """Each partition's leader and ISR at the end (lab 1 asks for both: trial36 found no ISR),
+    the ISR as the controller last committed it, and each replica's LEO and HWM."""
     by_partition: dict[str, list[dict]] = {}
     for r in run.replicas:
         by_partition.setdefault(_partition(r), []).append(r)
+    isr: dict[str, list] = {}
+    for e in sorted((e for e in run.events if e.get("kind") == "partition-changed"),
+                    key=lambda e: (e.get("time_ns", 0), e.get("partition_epoch", 0))):
+        isr[_partition(e)] = sorted(e.get("isr") or [])
     lines = []
     for key, reps in sorted(by_partition.items()):
         leader = next((r for r in reps if r.get("is_leader")), None)
         each = ", ".join(f"{r.get('node')} LEO {r.get('leo')} HWM {r.get('hwm')}" for r in reps)
-        lines.append(f"{key}: leader {leader.get('node') if leader else 'none'}; {each}")
+        lines.append(f"{key}: leader {leader.get('node') if leader else 'none'}"
+                     + (f", ISR {isr[key]}" if key in isr else "") + f"; {each}")
     return _capped(lines, "partitions") or ["no final replica state was recorded"]
 
 
