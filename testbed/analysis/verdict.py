@@ -121,7 +121,7 @@ def _changed_after_the_run(info: RunInfo, data: RunData) -> list[str]:
     made of it as it ended (summary.json)."""
     logs = info.run_dir / "final" / "logs.jsonl"
     out = []
-    if data.short_logs:
+    if data.short_logs and logs.is_file():  # without the file, `_final_logs_missing` says why (trial36)
         out.append(f"{logs} holds no record of {data.short_logs} replica(s) whose LEO in final/replicas.jsonl is "
                    f"above 0: the final logs are incomplete, so what survived cannot be told")
     if data.holed_logs:

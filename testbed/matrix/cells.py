@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from testbed.common.words import counted
 from testbed.config.loader import matrix_file_problem, read_yaml
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config import scalars
@@ -290,7 +291,8 @@ def _set_dotted(data: dict[str, Any], key: str, value: Any, source: str) -> None
                 node[int(part)] = value
             node = node[int(part)]
         elif isinstance(node, list):
-            raise TopologyError([f"{source}: vary: {key}: the base has no {where} (its list has {len(node)} entries)"])
+            raise TopologyError([f"{source}: vary: {key}: the base has no {where} "
+                               f"(its list has {counted(len(node), 'entry', 'entries')})"])
         elif isinstance(node, dict):
             if last:
                 node[part] = value

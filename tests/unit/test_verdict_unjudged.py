@@ -197,3 +197,13 @@ def test_a_killed_run_whose_records_break_nothing_for_good_is_unjudged(tmp_path:
     info, data = _cut_short(tmp_path / "again", {"leader_conflicts": 2})
     verdict = judge(info, data, "history.jsonl line 3: not JSON")
     assert verdict.ok is None and "counted_from_records" not in verdict.results
+
+
+def test_a_run_killed_between_its_final_files_says_so_once(tmp_path: Path) -> None:
+    """trial36: a run killed after `final/replicas.jsonl` and before `final/logs.jsonl` was
+    unjudged twice over: the logs missing, and "holds no record of 18 replica(s)"."""
+    info, data = _cut_short(tmp_path, {"lost_writes": 0})
+    (info.run_dir / "final" / "replicas.jsonl").write_text('{"node": "broker-1"}\n')
+    data.short_logs, data.converged = 18, True
+    [problem] = judge(info, data, None).results["problems"]
+    assert problem.startswith(f"{info.run_dir / 'final' / 'logs.jsonl'} is missing: the run stopped after")
