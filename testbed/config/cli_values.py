@@ -116,7 +116,7 @@ def spark_master_problem(master: str | None) -> str | None:
         return f"--spark-master {master}: its numbers (threads, workers, cores, MB) must be from 1 to 1,000,000"
     if master.startswith("sc://") and not connect_server_accepts(master):
         return (f"--spark-master {master}: no Spark Connect server answers there "
-                f"(nothing answered HTTP/2 in {ANSWER_WAIT:g} s)")
+                f"(the connection was refused, or nothing answered HTTP/2 within {ANSWER_WAIT:g} s)")
     if master.startswith("spark://") and not standalone_master_accepts(master):
         return (f"--spark-master {master}: no Spark master accepts a connection there in 2 s (a standalone "
                 f"master's URL is spark://host:port, port {STANDALONE_PORT} unless it says)")

@@ -71,7 +71,8 @@ def _answering_listener(delay: float = 0.0) -> socket.socket:
 def test_a_connect_url_is_refused_when_nothing_answers_there() -> None:
     port = _closed_port()
     assert spark_master_problem(f"sc://127.0.0.1:{port}") == (
-        f"--spark-master sc://127.0.0.1:{port}: no Spark Connect server answers there (nothing answered HTTP/2 in 10 s)")
+        f"--spark-master sc://127.0.0.1:{port}: no Spark Connect server answers there (the connection was "
+        f"refused, or nothing answered HTTP/2 within 10 s)")
     with socket.create_server(("127.0.0.1", 0)) as silent:  # accepts, answers nothing
         assert not connect_server_accepts(f"sc://127.0.0.1:{silent.getsockname()[1]}", timeout=0.5)
     with _answering_listener() as listener:
