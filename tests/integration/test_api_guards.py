@@ -74,6 +74,9 @@ def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(
                 c.produce("orders", 0, reused)
         # after the leader's kill and a wait for the next, the send goes to the next (trial35:
         # to the dead one, from the client's cache, an outcome-unknown timeout)
+        # (broker 3, restarted above, back in the ISR first: with it still out, the ISR left by
+        # the kill held the new leader alone, below MinISR, and the send was refused; ci116)
+        c.wait_until(lambda s: len(s.partition("orders", 0).isr) == 3, timeout=15 * TIME_SCALE)
         leader = c.status().partition("orders", 0).leader
         c.kill(f"broker-{leader}")
         c.wait_until(lambda s: s.partition("orders", 0).leader not in (-1, leader), timeout=15 * TIME_SCALE)
