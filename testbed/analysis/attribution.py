@@ -154,17 +154,21 @@ def _truncation(rows: DataFrame, cuts: DataFrame, election: DataFrame, key: list
     own = F.coalesce((F.col("t_node") == _elected())
                      & (F.col("t_ns") <= F.col("elected_ns")), F.lit(False))
     order = Window.partitionBy(*key).orderBy(F.when(own, 0).otherwise(1), "t_ns", "t_epoch")
-    ranked = joined.withColumn("n", F.row_number().over(order))
-    chosen = ranked.where(F.col("n") == 1).select(*key, "t_node", "t_from", "t_to", "t_reason", "t_ns")
+    whole = order.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    first = F.first(F.struct("t_node", "t_reason")).over(whole)
     # the other replicas that cut the offset alike (for the same reason), each by its first
     # such truncation: trial35's sentence named broker 2's truncation where broker 3's had
-    # cut the same records, and read as if broker 3 had kept them
-    alike = (ranked.where(F.col("n") > 1).join(chosen.select(*key, F.col("t_node").alias("first_node"),
-                                                             F.col("t_reason").alias("first_reason")), key)
-             .where((F.col("t_node") != F.col("first_node")) & (F.col("t_reason") == F.col("first_reason")))
-             .groupBy(*key, "t_node").agg(F.min_by(F.struct("t_node", "t_from", "t_to", "t_ns"), "n").alias("cut"))
-             .groupBy(*key).agg(F.sort_array(F.collect_list("cut")).alias("t_alike")))
-    return chosen.join(alike, key, "left")
+    # cut the same records, and read as if broker 3 had kept them. Windows of one partitioning
+    # and order, not a grouping joined back: 0.7 s less of a cold judgment with losses
+    ranked = joined.select("*", F.row_number().over(order).alias("n"), first.alias("first"))
+    cut = F.struct("t_node", "n", "t_from", "t_to", "t_ns")
+    alike = F.when((F.col("t_node") != F.col("first.t_node")) & (F.col("t_reason") == F.col("first.t_reason")), cut)
+    cuts = F.array_sort(F.collect_list(alike).over(whole))  # by node, then by rank: a node's first is first
+    return (ranked.select("*", cuts.alias("cuts")).where(F.col("n") == 1)
+            .select(*key, "t_node", "t_from", "t_to", "t_reason", "t_ns",
+                    F.filter("cuts", lambda c, i: F.coalesce(F.get("cuts", i - 1)["t_node"] != c["t_node"],
+                                                           F.lit(True)))
+                    .alias("t_alike")))
 
 
 def _unnoticed_restarts(t: Tables) -> DataFrame:
@@ -239,7 +243,7 @@ def attribute(rows: DataFrame, t: Tables, spans: DataFrame, starts: DataFrame, r
     alike = F.array_join(F.transform("t_alike", lambda c: F.format_string(
         "%s (from %d to %d, at %.3f s)", c["t_node"], c["t_from"], c["t_to"],
         F.round((c["t_ns"] - F.col("t0")) / 1e9, 3))), " and ")
-    truncation_text = F.concat(truncation_text, F.when(F.col("t_alike").isNotNull(),
+    truncation_text = F.concat(truncation_text, F.when(F.coalesce(F.size("t_alike") > 0, F.lit(False)),
                                                        F.concat(F.lit(", and so did "), alike)).otherwise(F.lit("")))
     loss = F.when(F.col("c_loss").isNotNull(), F.concat(F.lit(" (loss "), "c_loss", F.lit(")"))).otherwise("")
     crash_text = F.when(F.col("c_node").isNotNull(), F.format_string(
