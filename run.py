@@ -1,7 +1,7 @@
 """isrlab command line (DESIGN section 9). Thin: parses arguments and calls `testbed`.
 
     python run.py topologies/quickstart.yaml [--seed N] [--time-scale F] [--keep-data] [--runs-dir D] [--dry-run]
-    python run.py validate FILE [FILE ...]
+    python run.py validate FILE [FILE ...]   (a topology, a matrix, or a lab's directory or guide.md)
     python run.py status [--runs-dir D] [--watch [--frames N]]
     python run.py analyze runs/<id> | runs/ [--spark-master URL]
     python run.py bench [--json] [--repeat N] [--only GROUPS]
@@ -117,12 +117,38 @@ def cmd_validate(argv: list[str]) -> int:
     from testbed.topology import TopologyError, load_topology, never_firing
     from testbed.matrix.cells import cell_notes, expand_file
     from testbed.matrix.spec import MatrixError, is_matrix_file
+    from testbed.config.loader import read_yaml
+    from testbed.labs.catalog import GUIDE, LabError, load_lab
     ap = argparse.ArgumentParser(prog="python run.py validate",
-                                 description="Check topologies against schema v1, and matrix files with every cell.")
+                                 description="Check topologies against schema v1, matrix files with every cell, "
+                                             "and labs (a lab's directory or its guide.md) with every part.")
     ap.add_argument("files", nargs="+", type=path_arg)
     args = ap.parse_args(argv)
     code = 0
     for f in args.files:
+        if (lab := f if (f / GUIDE).is_file() else f.parent if f.name == GUIDE and f.is_file() else None) is not None:
+            try:
+                parts = load_lab(lab).parts
+            except LabError as e:
+                print(e, file=sys.stderr)
+                code = 1
+                continue
+            print(f"{f}: ok (a lab of {counted(len(parts), 'part')})")
+            continue
+        if f.is_dir():
+            print(f"{f}: a directory, not a file (expected a YAML file, or a lab's directory with a {GUIDE})",
+                  file=sys.stderr)
+            code = 1
+            continue
+        try:
+            empty = f.is_file() and read_yaml(f) is None
+        except TopologyError:
+            empty = False  # what is wrong is told below, by the topology's or the matrix's reading
+        if empty:  # neither a topology nor a matrix, and validate takes both
+            print(f"{f}: the file is empty (expected a topology, a mapping with at least name, cluster.brokers "
+                  f"and topics; or a matrix, a mapping with at least base)", file=sys.stderr)
+            code = 1
+            continue
         if f.is_file() and is_matrix_file(f):
             try:
                 cells = expand_file(f)

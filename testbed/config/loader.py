@@ -83,6 +83,8 @@ def parse_yaml(text: str, source: str) -> Any:
         return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as exc:
         raise TopologyError([_yaml_error(source, exc)]) from None
+    except yaml.reader.ReaderError as exc:  # PyYAML's own text spans two lines and counts characters
+        raise TopologyError([_character_error(source, text, exc)]) from None
     except yaml.YAMLError as exc:
         raise TopologyError([f"{source}: invalid YAML: {exc}"]) from None
     except RecursionError:
@@ -122,6 +124,15 @@ def _yaml_error(source: str, exc: yaml.MarkedYAMLError) -> str:
     problem = exc.problem or exc.context or "syntax error"
     context = f" ({exc.context})" if exc.context and exc.problem else ""
     return f"{source}: {where}invalid YAML: {problem}{context}"
+
+
+
+def _character_error(source: str, text: str, exc: yaml.reader.ReaderError) -> str:
+    before = text[:exc.position]
+    line, column = before.count("\n") + 1, exc.position - (before.rfind("\n") + 1) + 1
+    character = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+    return (f"{source}: line {line}, column {column}: invalid YAML: the character U+{character:04X} is not "
+            f"allowed (YAML allows no control character but tab and line ends: is this a binary file?)")
 
 
 # Integers as YAML 1.2 reads them, which is what "numbers of the digits 0-9" means: PyYAML reads

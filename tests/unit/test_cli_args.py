@@ -124,3 +124,40 @@ def test_a_summary_dir_that_is_a_run_is_refused(tmp_path: Path, capsys: pytest.C
     assert (f"--summary-dir {tmp_path / 'a'}: a run's directory (it holds history.jsonl or topology.yaml)"
             in capsys.readouterr().out)
     assert not (tmp_path / "a" / "summary.html").exists()
+
+
+def test_validate_names_both_kinds_an_empty_file_could_be(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """validate takes topologies and matrices: an empty file was told only a topology's keys (trial36)."""
+    empty = tmp_path / "m.yaml"
+    empty.write_text("# nothing yet\n")
+    assert run.main(["validate", str(empty)]) == 1
+    said = capsys.readouterr().err
+    assert f"{empty}: the file is empty" in said and "name, cluster.brokers and topics" in said and "at least base" in said
+
+
+def test_a_nul_byte_is_named_with_its_line_and_column_on_one_line(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """PyYAML's own message spans two lines and counts characters of the whole file (trial36)."""
+    binary = tmp_path / "t.yaml"
+    binary.write_bytes(b"name: x\ntopics:\x00 []\n")
+    assert run.main(["validate", str(binary)]) == 1
+    said = capsys.readouterr().err.strip()
+    assert said == (f"{binary}: line 2, column 8: invalid YAML: the character U+0000 is not allowed "
+                    f"(YAML allows no control character but tab and line ends: is this a binary file?)")
+
+
+def test_validate_checks_a_lab_by_its_directory_or_its_guide(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A teacher writing a lab checks it before a class: its guide was read as one YAML document."""
+    hw = ROOT / "topologies" / "labs" / "06-hw-truncation"
+    assert run.main(["validate", str(hw), str(hw / "guide.md")]) == 0
+    assert capsys.readouterr().out.count(": ok (a lab of 2 parts)") == 2
+    lab = tmp_path / "01-mine"
+    lab.mkdir()
+    (lab / "a.yaml").write_text(Path(QUICKSTART).read_text())
+    (lab / "guide.md").write_text("---\ntitle: mine\nrule: R1\nparts:\n  - topology: a.yaml\n    label: bug\n"
+                                  "  - topology: b.yaml\n    label: fix\npredict: what?\nquestions: []\n---\nbody\n")
+    assert run.main(["validate", str(lab)]) == 1
+    assert f"{lab / 'guide.md'}: parts[1].topology: {lab / 'b.yaml'}: no such file" in capsys.readouterr().err
+    assert run.main(["validate", str(tmp_path)]) == 1
+    assert "a directory, not a file (expected a YAML file, or a lab's directory with a guide.md)" in capsys.readouterr().err
