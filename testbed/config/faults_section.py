@@ -6,6 +6,8 @@ and a key that action does not take is an error rather than silently ignored.
 from __future__ import annotations
 
 import dataclasses
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -96,6 +98,7 @@ def parse_faults(
     # the partition ranges, and the walk in firing order checks those, with the time.
     by_moment = known.initial_partitions is not None and known.topics is not None
     reading = dataclasses.replace(known, topics=dict.fromkeys(known.topics or ())) if by_moment else known
+    first_error = len(w.errors)
     read: list[_Entry] = []
     for index, entry in enumerate(entries):
         entry_path = join(path, index)
@@ -109,11 +112,18 @@ def parse_faults(
     if valid(*specs):
         _check_elect_targets(w, specs, path, known)
     _check_firing_order(w, read, path, known, by_moment)
+    # the checks in firing order come last: told by entry, a fault's errors read together
+    w.errors[first_error:] = sorted(w.errors[first_error:], key=_entry_index(w.source, path))
     if not valid(*specs):
         return INVALID
     # In the file's order, not by time: `faults[i]` is then the same entry in validate's
     # errors, the resolved topology, --dry-run's schedule and faults.jsonl's origins.
     return tuple(specs)
+
+
+def _entry_index(source: str, path: str) -> Callable[[str], int]:
+    entry = re.compile(re.escape(f"{source}: {path}[") + r"(\d+)\]")
+    return lambda error: int(m.group(1)) if (m := entry.match(error)) else -1
 
 
 def parse_fault_entry(source: str, entry: dict[str, Any], known: Known) -> tuple[FaultSpec | None, list[str]]:

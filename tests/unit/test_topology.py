@@ -477,8 +477,8 @@ def test_r40_every_partition_named_out_of_range_is_reported_with_its_selector_an
                       {"at": "4s", "do": "lossy-crash", "target": "isr-of orders/5", "loss": "all"},
                       {"at": "5s", "do": "partition", "groups": [["leader-of orders/4"], ["clients"]]}]
     errors = errors_of(data)
-    assert errors[0].startswith(f"{SRC}: faults[3].loss: "), errors  # its own error, and its target's too
-    assert errors[1:] == [
+    assert errors[2].startswith(f"{SRC}: faults[3].loss: "), errors  # its own error, and its target's too
+    assert errors[:2] + errors[3:] == [
         f"{SRC}: faults[0].target: 'leader-of orders/2': topic orders has partitions 0..1 at 1s",
         f"{SRC}: faults[2].target: 'leader-of orders/3': topic orders has partitions 0..2 at 3s",
         f"{SRC}: faults[3].target: 'isr-of orders/5': topic orders has partitions 0..2 at 4s",
@@ -500,10 +500,10 @@ def test_r40_a_partition_the_run_never_has_is_refused_where_firing_order_cannot_
                       {"at": "2s", "do": "kill", "target": "leader-of orders/9"},
                       {"at": "2", "do": "slow", "delay": "5ms", "to": "isr-of orders/7"}]
     errors = errors_of(data)
-    assert [e.split(": ")[1] for e in errors] == ["faults[0].count", "faults[2].at", "faults[1].target",
+    assert [e.split(": ")[1] for e in errors] == ["faults[0].count", "faults[1].target", "faults[2].at",
                                                   "faults[2].to"]
-    assert errors[2:] == [f"{SRC}: faults[1].target: 'leader-of orders/9': topic orders has partitions 0..5",
-                          f"{SRC}: faults[2].to: 'isr-of orders/7': topic orders has partitions 0..5"]
+    assert errors[1::2] == [f"{SRC}: faults[1].target: 'leader-of orders/9': topic orders has partitions 0..5",
+                            f"{SRC}: faults[2].to: 'isr-of orders/7': topic orders has partitions 0..5"]
     data["faults"][0]["count"] = 4
     assert [e.split(": ")[1] for e in errors_of(data)] == ["faults[2].at"]  # orders/9 exists from 1s
 
@@ -568,6 +568,19 @@ def test_all_errors_are_collected_at_once() -> None:
         "faults[1].do",
         "expect.lost",
     ]
+
+
+def test_a_faults_errors_are_told_by_entry_though_its_partition_is_checked_in_firing_order() -> None:
+    """R40: a partition's range is checked in firing order, after every entry is read; its error
+    came after the last entry's, away from the rest of its own (trial36)."""
+    data = base()
+    data["faults"] = [{"at": "2s", "do": "reassign", "partition": "orders/9", "replicas": [1, 2, 3, 1]},
+                      {"at": "1s", "do": "kill", "target": "broker-7"},
+                      {"at": "3s", "do": "reassign", "partition": "orders/0", "replicas": [1, 1]}]
+    data["expect"] = {"lost": 0}
+    paths = [e.split(": ")[1] for e in errors_of(data)]
+    assert paths == ["faults[0].replicas", "faults[0].partition", "faults[1].target", "faults[2].replicas",
+                     "expect.lost"], paths
 
 
 def test_a_broken_cluster_does_not_cascade_into_target_errors() -> None:
