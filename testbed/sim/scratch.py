@@ -11,7 +11,8 @@ meant: what a power loss keeps is decided by the durability journal, never by th
 The run directory's `data` is a symbolic link to the seed's scratch directory, so every
 path the nodes, the fault injector and the final read use is the one a run of processes
 uses. `--keep` moves the files into the run directory at the end; without it they go.
-A worker killed mid-seed leaves its scratch directory behind: the next worker reaps it.
+A worker ended mid-seed (its `run.py sim` killed) removes its scratch directory and the link;
+one killed itself leaves the directory behind, and the next worker reaps it.
 """
 from __future__ import annotations
 
@@ -61,8 +62,21 @@ def release_data(data: Path, keep: bool) -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def remove_mine() -> None:
-    """Remove this process's scratch directories (it is about to exit mid-seed)."""
+def remove_mine(sim_dir: Path) -> None:
+    """Remove this process's scratch directories (it is about to exit mid-seed), and the links
+    to them in `sim_dir`'s run directories, which would point nowhere (trial36's killed sweep
+    kept its last seed's `data` link to a directory gone)."""
+    mine = f"{_PREFIX}{os.getpid()}-"
+    try:
+        links = [seed / "data" for seed in sim_dir.iterdir()]  # not a glob: a glob skips a link that dangles
+    except OSError:
+        links = []
+    for link in links:
+        try:
+            if link.is_symlink() and link.readlink().name.startswith(mine):
+                link.unlink()
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove: the scratch directory goes all the same
     owned_dirs.remove_own(_PREFIX, MEMORY)
 
 

@@ -9,6 +9,7 @@ the same in every process (`cli.py` sets it). It dies with the `run.py sim` that
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import json
 import os
@@ -41,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     # A killed `run.py sim` leaves no worker running, nor the seed's data in memory: the
     # worker is sent SIGTERM, and removes its scratch directories before it exits.
-    signal.signal(signal.SIGTERM, _die)
+    signal.signal(signal.SIGTERM, functools.partial(_die, args.sim_dir))
     die_with_parent(int(os.environ.get(PARENT_ENV, "0")), signal.SIGTERM)
     reap_orphans()  # the data of a worker killed mid-seed
     # The modules' objects, most of the process's, live as long as it does: frozen, the
@@ -66,10 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _die(signum: int, frame: object) -> None:
+def _die(sim_dir: Path, signum: int, frame: object) -> None:
     """Exit at once, the seed's data removed. Not by unwinding the seed: the signal may land
     in its clean-up, or before its `try`, and leave the data behind (1 kill in 4 did)."""
-    remove_mine()
+    remove_mine(sim_dir)
     os._exit(128 + signum)
 
 

@@ -526,6 +526,9 @@ def test_a_killed_sim_leaves_no_worker_running(tmp_path: Path) -> None:
     running = [w for w in alive if _running(w)]  # a zombie has exited: only its new parent has not looked
     assert running == [], f"workers outlived their run.py sim: {running}"
     assert mine() == [], "a killed worker left its seed's data in memory"
+    links = [seed / "data" for sim in (tmp_path / "runs").iterdir() if sim.is_dir() for seed in sim.iterdir()
+             if (seed / "data").is_symlink()]  # a glob skips a link that dangles
+    assert links == [], "a killed worker left its seed's run directory a link to its data, gone"
 
 
 def test_seeds_counts_from_seed_when_both_are_given() -> None:
