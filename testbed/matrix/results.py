@@ -2,6 +2,7 @@
 exit code."""
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field
 
 from rich.cells import cell_len
@@ -77,16 +78,27 @@ def matrix_exit_code(results: list[CellResult], keep_going: bool = False) -> int
 
 
 def add_summary_columns(table: Table, labels: tuple[str, ...], counts: tuple[str, ...]) -> None:
-    """The columns of a matrix's or a sweep's summary: `labels`, `counts`, the median
-    partition-seconds without a leader and the failed expectations. A count keeps its number
+    """The columns of a matrix's or a sweep's summary: `labels`, `counts`, the median and the
+    longest partition-seconds without a leader (`no_leader_cell`) and the failed expectations. A count keeps its number
     on one line and its header a word a line; `fit_labels` then widens the labels. The
     table has no outer edge: that is four more letters of a name on an 80-column terminal."""
     table.show_edge = table.pad_edge = False
     for col in labels:
         table.add_column(col, overflow="fold")
-    for col in (*counts, "median no-leader s"):
+    for col in counts:
         table.add_column(col.replace(" ", "\n"), justify="right", no_wrap=True)
+    # "0.60 (12.34)" goes on two lines where the labels need the room
+    table.add_column("no-leader s median (max)".replace(" ", "\n"), justify="right")
     table.add_column("failed\nexpectations", overflow="fold")
+
+
+def no_leader_cell(seconds: list[float]) -> str:
+    """The median partition-seconds without a leader of a group's judged runs, and the most:
+    a median alone hid the one seed of ten whose leaderless window was long (trial36)."""
+    if not seconds:
+        return "-"
+    median, most = statistics.median(seconds), max(seconds)
+    return f"{median:.2f}" if len(seconds) == 1 or f"{median:.2f}" == f"{most:.2f}" else f"{median:.2f} ({most:.2f})"
 
 
 def fit_labels(console: Console, table: Table, labels: int) -> None:
@@ -100,7 +112,7 @@ def fit_labels(console: Console, table: Table, labels: int) -> None:
         return max(map(cell_len, parts), default=0)
 
     gaps = 3 * (len(table.columns) - 1) + (4 if table.show_edge else 0) + (2 if table.pad_edge else 0)
-    room = (console.width - gaps - sum(width(c) for c in table.columns[labels:-1])
+    room = (console.width - gaps - sum(width(c, not c.no_wrap) for c in table.columns[labels:-1])
             - min(width(table.columns[-1], True), LABEL_MIN))
     for i, column in enumerate(table.columns[:labels]):  # a set width: rich does not narrow it
         column.width = max(LABEL_MIN, min(width(column), room // (labels - i)))

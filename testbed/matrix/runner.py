@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import threading
@@ -37,7 +36,7 @@ from testbed.config.cli_values import runs_dir_flag
 from testbed.matrix.cells import Cell
 from testbed.matrix.page import write_cells
 from testbed.matrix.results import (CellResult, add_summary_columns, fit_labels, flaky_line, judged_loss,
-                                    matrix_exit_code, met_line)
+                                    matrix_exit_code, met_line, no_leader_cell)
 
 ROOT = Path(__file__).resolve().parents[2]
 CELLS_DIR = ".cells"  # hidden: `find_runs` does not take the cells' topologies for runs
@@ -155,7 +154,7 @@ def _not_run(run_dir: Path, why: str) -> RunVerdict:
 def print_summary(console: Console, results: list[CellResult], matrix_dir: Path, source: Path | None = None,
                   again: str = "") -> None:
     """Per base topology and varied setting, and fault schedule: cells, those passed and
-    unjudged, cells with acks=all loss, lost writes, the median partition-seconds without a
+    unjudged, cells with acks=all loss, lost writes, the median (and most) partition-seconds without a
     leader of the judged cells, and the expectations
     that failed; then the flaky, failed and unjudged cells by name, each with its report (if
     it has one: a cell that never ran has none) and, given the matrix `source`, the command
@@ -177,7 +176,7 @@ def print_summary(console: Console, results: list[CellResult], matrix_dir: Path,
                          if e["held"] is False})
         table.add_row(Text(setting), Text(schedule), str(len(rs)), str(sum(1 for r in rs if r.status == "passed")),
                       str(sum(1 for r in rs if r.status == "unjudged")), str(sum(1 for n in lost if n)),
-                      str(sum(lost)), f"{statistics.median(no_leader):.2f}" if no_leader else "-", ", ".join(failed))
+                      str(sum(lost)), no_leader_cell(no_leader), ", ".join(failed))
     fit_labels(console, table, 2)
     console.print(table)
     for status, colour in (("flaky", "yellow"), ("failed", "red"), ("unjudged", "yellow")):

@@ -14,7 +14,6 @@ import argparse
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import time
@@ -42,7 +41,7 @@ from testbed.config.nemesis_section import never_firing
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.scalars import MAX_SEED
 from testbed.config.topology_spec import Topology
-from testbed.matrix.results import add_summary_columns, fit_labels, judged_loss
+from testbed.matrix.results import add_summary_columns, fit_labels, judged_loss, no_leader_cell
 from testbed.sim import scope
 from testbed.sim.worker import PARENT_ENV, seed_dir
 
@@ -281,7 +280,7 @@ def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[st
                   unbegun: Iterable[str] = ()) -> None:
     """The matrix's summary, a row per topology: seeds, passed, unjudged (`unbegun`: the
     topology of each seed whose worker died before it began, counted there), seeds with
-    acks=all loss, lost writes, the median partition-seconds without a leader of the judged
+    acks=all loss, lost writes, the median (and most) partition-seconds without a leader of the judged
     seeds, the expectations that failed; then every seed that failed or was not judged, with
     the command that replays it."""
     groups: dict[str, list[RunVerdict]] = {}
@@ -301,7 +300,7 @@ def print_summary(console: Console, verdicts: list[RunVerdict], sources: dict[st
         failed = sorted({k for v in vs for k, e in v.results.get("expect", {}).items() if e["held"] is False})
         table.add_row(Text(name), str(len(vs) + dead[name]), str(sum(1 for v in vs if v.ok)),
                       str(sum(1 for v in vs if v.ok is None) + dead[name]), str(sum(1 for n in lost if n)),
-                      str(sum(lost)), f"{statistics.median(no_leader):.2f}" if no_leader else "-", ", ".join(failed))
+                      str(sum(lost)), no_leader_cell(no_leader), ", ".join(failed))
     fit_labels(console, table, 1)
     console.print(table)
     for v in verdicts:

@@ -444,13 +444,19 @@ def test_the_summary_shows_whole_words_and_numbers_on_an_80_column_terminal() ->
 
     from testbed.analysis.verdict import RunVerdict
     from testbed.sim.cli import print_summary
-    verdicts = [RunVerdict(Path(f"/r/{name}-seed={seed}"), True, {"checks": {"lost_writes": {"count": 0}},
-                                                                   "expect": {}})
-                for name in ("kill-leader", "quickstart") for seed in range(3)]
+    no_leader = {"kill-leader": (0.5, 0.6, 12.34), "quickstart": (0.0, 0.0, 0.0)}
+    verdicts = [RunVerdict(Path(f"/r/{name}-seed={seed}"), True, {
+        "checks": {"lost_writes": {"count": 0}}, "expect": {},
+        "figures": {"unavailable_s": {"no-leader": no_leader[name][seed]}}})
+        for name in ("kill-leader", "quickstart") for seed in range(3)]
     console = Console(width=80, record=True)
     print_summary(console, verdicts, {"kill-leader": Path("k.yaml"), "quickstart": Path("q.yaml")})
-    words = console.export_text().split()
-    assert {"kill-leader", "quickstart", "unjudged", "seeds", "passed", "no-leader"} <= set(words), words
+    text = console.export_text()
+    words = text.split()
+    assert {"kill-leader", "quickstart", "unjudged", "seeds", "passed", "no-leader", "(max)"} <= set(words), words
+    # the median, and the most where it differs: one seed of three was 12 s without a leader (trial36)
+    # (on two lines here, where the topology needs the room)
+    assert {"0.60", "(12.34)"} <= set(words) and "0.00 (" not in text, text
 
 
 def test_the_summary_names_every_failed_and_unjudged_seed_with_its_replay_command(
