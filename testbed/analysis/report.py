@@ -166,6 +166,9 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
             f"<style>{_CSS}</style></head><body><h1>{_e(info.run_id)} <span class='{cls}'>{word}</span>"
             f"{_e(broke_as_expected(verdict))}</h1>")
     parts = [head]
+    if info.virtual_clock:  # its seconds read as wall time, which they are not
+        parts.append("<p class='note'>A run of the deterministic simulation (<code>run.py sim</code>): every "
+                     "time here is its virtual clock's, not wall time, and the seed replays it exactly.</p>")
     parts += [f"<p class='unjudged'>Not judged: {_e(p)}</p>" for p in r.get("problems", [])]
     guide = info.run_dir / LAB_GUIDE
     if guide.is_file():  # the run is a part of a lab: its guide comes first

@@ -20,7 +20,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from testbed.common.run_files import FINAL_FILES, STARTED
+from testbed.common.run_files import FINAL_FILES, STARTED, VIRTUAL_CLOCK
 from testbed.config.loader import FAST_SAFE_LOADER
 from testbed.config.parser import TopologyError, parse_topology
 from testbed.config.specs import DEFAULT_EXPECT, Expectation
@@ -51,6 +51,9 @@ class RunInfo:
     #: the size of each file of `final/` as the run wrote it (`summary.json`'s `final_bytes`;
     #: empty for an older or hand-made run)
     final_bytes: dict[str, int] = field(default_factory=dict)
+    #: a run of the deterministic simulation (`summary.json`'s `clock: virtual`): its times
+    #: are the event loop's, not wall time
+    virtual_clock: bool = False
 
     @property
     def workload_seconds(self) -> float | None:
@@ -114,9 +117,11 @@ def load_run_info(run_dir: Path, run_id: str | None = None) -> RunInfo:
     sizes = summary.get("final_bytes") if summary is not None else None
     sizes = {name: n for name, n in sizes.items() if name in FINAL_FILES and isinstance(n, int)
              and not isinstance(n, bool)} if isinstance(sizes, dict) else {}
+    virtual = summary is not None and summary.get("clock") == VIRTUAL_CLOCK
 
     def info(topology: Topology | None, problem: str | None) -> RunInfo:
-        return RunInfo(run_dir, topology, problem, start, run_id, operations, summary_problem, end, late, sizes)
+        return RunInfo(run_dir, topology, problem, start, run_id, operations, summary_problem, end, late, sizes,
+                       virtual)
     try:
         data = _read_yaml(path.read_text(encoding="utf-8"))
         return info(parse_topology(data, str(path)), None)

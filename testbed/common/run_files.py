@@ -11,3 +11,7 @@ STARTED = "clients/started.json"
 #: (`final_bytes`): a log cut at a line's end still reads as whole lines, so only its size
 #: tells the judgment that it was changed after the run
 FINAL_FILES = ("replicas.jsonl", "logs.jsonl")
+
+#: `summary.json`'s `clock` in a run of the deterministic simulation: its times are the
+#: event loop's, so the report says none of them is wall time
+VIRTUAL_CLOCK = "virtual"

@@ -57,7 +57,8 @@ def count_operations(run_dir: Path) -> Counts:
 
 
 def write_summary(run_dir: Path, counts: Counts, workload_start_ns: int | None,
-                  workload_end_ns: int | None = None, clients_late: dict[str, float | None] | None = None) -> None:
+                  workload_end_ns: int | None = None, clients_late: dict[str, float | None] | None = None,
+                  clock: str | None = None) -> None:
     """`summary.json`: the counts, and the moments the workload started and ended when there
     was one (the start is time 0 of the fault schedule, on the records' `time_ns` clock: the
     analysis reports every time from it; the end is `duration` later times `--time-scale`,
@@ -65,10 +66,12 @@ def write_summary(run_dir: Path, counts: Counts, workload_start_ns: int | None,
     `clients_late`: the seconds after it each such client joined (null: never); and
     `final_bytes`, the size of each file of `final/` as the run wrote it: a log cut at a
     line's end, or rid of a replica's lines, reads as whole lines and was judged as the
-    cluster's divergence; against this size it is a change made after the run."""
+    cluster's divergence; against this size it is a change made after the run; and `clock`,
+    `virtual` for a run of the deterministic simulation, whose every time is the loop's."""
     final = {name: (run_dir / "final" / name).stat().st_size for name in FINAL_FILES
              if (run_dir / "final" / name).is_file()}
     bounds = {k: v for k, v in (("workload_start_ns", workload_start_ns), ("workload_end_ns", workload_end_ns),
-                                ("clients_late", clients_late or None), ("final_bytes", final or None))
+                                ("clients_late", clients_late or None), ("final_bytes", final or None),
+                                ("clock", clock))
               if v is not None}
     (run_dir / "summary.json").write_text(json.dumps(counts.to_dict() | bounds, indent=1))

@@ -15,6 +15,7 @@ from pathlib import Path
 from broker.client import StepClient
 from faults.schedule import build_schedule
 from testbed.clients.loops import final_read
+from testbed.common.run_files import VIRTUAL_CLOCK
 from testbed.experiment.counts import Counts, write_summary
 from testbed.experiment.final_state import partitions_now, record_final_state
 from testbed.sim.clients import ClientTask
@@ -85,5 +86,5 @@ def run_seed(topology: Topology, run_dir: Path, keep_data: bool = False) -> Seed
         cluster.close()
         release_data(cluster.dir.data, keep_data)
     counts = cluster.counts
-    write_summary(run_dir, counts, workload_ns, workload_end_ns)
+    write_summary(run_dir, counts, workload_ns, workload_end_ns, clock=VIRTUAL_CLOCK)
     return SeedOutcome(converged, counts, None, loop.now - begin)

@@ -108,6 +108,15 @@ def test_virtual_time_never_reads_the_host_clock(tmp_path: Path) -> None:
         outcome = run_seed(topology, tmp_path / "run")
     assert outcome.error is None and outcome.converged
     assert outcome.counts is not None and outcome.counts.acknowledged.get("all", 0) > 0
+    # the run says so, and its report that no time in it is wall time
+    from testbed.analysis.report import render
+    from testbed.analysis.runinfo import load_run_info
+    from testbed.analysis.verdict import RunVerdict
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["clock"] == "virtual"
+    info = load_run_info(tmp_path / "run")
+    assert info.virtual_clock
+    page = render(info, RunVerdict(tmp_path / "run", True, {"checks": {}, "expect": {}, "figures": {}}), None)
+    assert "every time here is its virtual clock's, not wall time" in page
 
 
 def test_a_node_whose_tick_is_on_the_first_point_skips_asking_its_role_and_runs_alike(

@@ -98,6 +98,7 @@ def test_an_unjudged_runs_figures_and_empty_loss_list_read_as_nothing_proven(tmp
     assert "No lost or inconsistent write." not in render(info, unjudged, None)
     assert "proves nothing either way" in render(info, unjudged, None)
     assert "No lost or inconsistent write." in render(info, judged, None)
+    assert "virtual clock" not in render(info, judged, None)  # a run of processes: its times are wall time
 
 
 def test_a_run_that_broke_as_its_expect_wants_says_so_beside_its_ok(tmp_path: Path) -> None:
