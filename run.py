@@ -32,6 +32,9 @@ from testbed.config.cli_values import float_arg, int_arg, joined_negative_number
 
 #: the exit code of a command stopped by Ctrl-C (SIGINT), as a shell reports one
 EXIT_INTERRUPTED = 130
+#: the exit code of a command stopped by SIGTERM (a CI job's timeout, `kill`), as a shell
+#: reports one
+EXIT_TERMINATED = 143
 #: the exit code of a command whose output's reader went away (`| head`), as a shell reports
 #: one that SIGPIPE ended
 EXIT_BROKEN_PIPE = 141
@@ -259,9 +262,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"or give a topology file)", file=sys.stderr)
             return EXIT_UNJUDGED
         return cmd_run(argv)
-    except KeyboardInterrupt:  # what the command started was stopped on the way out (its finally blocks)
-        print("isrlab: interrupted; everything it started is stopped", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # what the command started was stopped on the way out (its finally blocks)
+        terminated = isinstance(exc, Terminated)
+        print(f"isrlab: {'terminated (SIGTERM)' if terminated else 'interrupted'}; everything it started is stopped",
+              file=sys.stderr)
+        return EXIT_TERMINATED if terminated else EXIT_INTERRUPTED
     except BrokenPipeError:  # the output's reader went away (`| head`): stop as a shell tool would
         os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # standard output: else the exit's flush fails again
         return EXIT_BROKEN_PIPE
@@ -284,6 +289,17 @@ def main(argv: list[str] | None = None) -> int:
         return _internal_error()
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM: the command stops as Ctrl-C stops it, and says so. A matrix a CI job's timeout
+    ended printed nothing, and a run's supervisor died before its finally blocks, leaving the
+    watchman to reap its cluster."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a second SIGTERM ends it at once; the watchman reaps the rest
+    raise Terminated
+
+
 def _internal_error() -> int:
     traceback.print_exc()
     print("isrlab: an internal error stopped the command (the traceback above is a defect to report); "
@@ -295,6 +311,7 @@ if __name__ == "__main__":
     # `kill -USR1 <pid>` prints every thread's stack on stderr: a command that hangs says where
     # (the command's own process only: a caller of `main`, pytest's capture say, may have no file)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    signal.signal(signal.SIGTERM, _terminate)  # the command's own process only, as above
     code = main()
     # Every command has stopped what it started in its own finally blocks (nodes, sockets and
     # their files, mounts, namespaces, the analysis JVM); what is left is memory the process

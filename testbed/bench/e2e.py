@@ -4,6 +4,7 @@ command, and the pipeline on synthetic histories of millions of records."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -43,11 +44,16 @@ def experiment(topology: Path, runs: Path, env: dict[str, str] | None = None) ->
     assert proc.stdout is not None
     verdict_ns = None
     lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if "report:" in line and verdict_ns is None:
-            verdict_ns = time.monotonic_ns()
-    proc.wait()
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if "report:" in line and verdict_ns is None:
+                verdict_ns = time.monotonic_ns()
+        proc.wait()
+    except KeyboardInterrupt:  # the bench stopped by SIGTERM (a terminal's Ctrl-C reaches the run too)
+        proc.send_signal(signal.SIGTERM)  # the run stops its cluster and its JVM, as on Ctrl-C
+        proc.wait()
+        raise
     wall = time.monotonic() - t0
     run_dir = next((Path(line.split("run directory:", 1)[1].strip()) for line in lines
                     if "run directory:" in line), None)

@@ -18,6 +18,7 @@ def main(argv: list[str]) -> int:
     cell, run_dir, runs_dir, time_scale = Path(argv[0]), Path(argv[1]), Path(argv[2]), float(argv[3])
     die_with_parent(int(os.environ.get("ISRLAB_MATRIX_PID", "0")), signal.SIGTERM)
     signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)  # a terminal's Ctrl-C, then the matrix's SIGTERM: one stop
     from rich.console import Console
 
     from testbed.experiment.runner import run_cluster
@@ -28,9 +29,11 @@ def main(argv: list[str]) -> int:
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """The first SIGTERM stops the cell as Ctrl-C would; the stopping itself (killing the
-    nodes, unmounting, unregistering) is not to be cut short by another."""
+    """The first SIGTERM or SIGINT stops the cell as Ctrl-C would; the stopping itself
+    (killing the nodes, unmounting, unregistering) is not to be cut short by another: a
+    terminal's Ctrl-C reaches the cell, and the matrix it also reached passes SIGTERM on."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 

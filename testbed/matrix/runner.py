@@ -17,19 +17,20 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 import yaml
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn,
                            TimeRemainingColumn)
 from rich.table import Table
 from rich.text import Text
 
 from testbed.analysis.pipeline import analyze_runs
 from testbed.analysis.verdict import RunVerdict, broken_expectations
+from testbed.common.children import Children
 from testbed.common.console import user_console
 from testbed.common.words import counted
 from testbed.config.cli_values import runs_dir_flag
@@ -95,55 +96,76 @@ def _run_cells(cells: list[Cell], matrix_dir: Path, suffix: str, jobs: int, time
             ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="isrlab-cell") as pool:
         task = progress.add_task(label, total=len(cells), failed=0)
         stop = threading.Event()  # set by the worker whose cell failed, before its thread takes the next
+        children = Children()
 
         def run(cell: Cell) -> int | None:
             if stop.is_set():
                 return None  # taken by a thread before the failure above could cancel it
-            code = _run_cell(cell, runs[cell.id], spec_dir, time_scale)
-            if code != 0 and not keep_going:
+            code = _run_cell(cell, runs[cell.id], spec_dir, time_scale, children)
+            if code is not None and code != 0 and not keep_going:
                 stop.set()
             return code
         futures = {pool.submit(run, c): c for c in cells}
-        why_not: dict[str, str] = {}
-        first_failure = ""
-        for done in as_completed(futures):
-            cell = futures[done]
-            if done.cancelled():
-                continue
-            code = done.result()
-            if code is None:
-                why_not[cell.id] = _stopped_after(first_failure)
-                progress.update(task, advance=1, failed=len(why_not))
-                continue
-            if code != 0:
-                first_failure = first_failure or cell.id
-                why_not[cell.id] = (f"its supervisor exited {code}: the cluster did not start or the run broke off "
-                                    f"(see {spec_dir / (runs[cell.id].name + '.log')})")
-                if not keep_going:
-                    stopped = [c for f, c in futures.items() if not f.cancelled() and f.cancel()]
-                    why_not |= {c.id: _stopped_after(cell.id) for c in stopped}
-                    if stopped:
-                        progress.console.print(f"[yellow]{cell.id} could not run: starting no further cell "
-                                               f"(--keep-going runs them)[/]")
-            # a line per cell, above the bar on a terminal and alone in a CI log
-            attempt = f" ({label})" if suffix else ""  # a --deflake round's run of a failed cell
-            progress.console.print(f"{cell.id}{attempt}: {'ran' if code == 0 else f'its supervisor exited {code}'}")
+        try:
+            return runs, _follow(futures, runs, spec_dir, progress, task, label, suffix, keep_going)
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM: no cell starts, and those running stop their clusters
+            stop.set()
+            for f in futures:
+                f.cancel()
+            children.stop()
+            raise
+
+
+def _follow(futures: dict[Future, Cell], runs: dict[str, Path], spec_dir: Path, progress: Progress, task: TaskID,
+            label: str, suffix: str, keep_going: bool) -> dict[str, str]:
+    """Each cell's line as it ends, and why each that did not run to its end did not."""
+    why_not: dict[str, str] = {}
+    first_failure = ""
+    for done in as_completed(futures):
+        cell = futures[done]
+        if done.cancelled():
+            continue
+        code = done.result()
+        if code is None:
+            why_not[cell.id] = _stopped_after(first_failure)
             progress.update(task, advance=1, failed=len(why_not))
-    return runs, why_not
+            continue
+        if code != 0:
+            first_failure = first_failure or cell.id
+            why_not[cell.id] = (f"its supervisor exited {code}: the cluster did not start or the run broke off "
+                                f"(see {spec_dir / (runs[cell.id].name + '.log')})")
+            if not keep_going:
+                stopped = [c for f, c in futures.items() if not f.cancelled() and f.cancel()]
+                why_not |= {c.id: _stopped_after(cell.id) for c in stopped}
+                if stopped:
+                    progress.console.print(f"[yellow]{cell.id} could not run: starting no further cell "
+                                           f"(--keep-going runs them)[/]")
+        # a line per cell, above the bar on a terminal and alone in a CI log
+        attempt = f" ({label})" if suffix else ""  # a --deflake round's run of a failed cell
+        progress.console.print(f"{cell.id}{attempt}: {'ran' if code == 0 else f'its supervisor exited {code}'}")
+        progress.update(task, advance=1, failed=len(why_not))
+    return why_not
 
 
 def _stopped_after(failed: str) -> str:
     return f"not run: the matrix stopped after {failed} could not run (--keep-going runs every cell)"
 
 
-def _run_cell(cell: Cell, run_dir: Path, spec_dir: Path, time_scale: float) -> int:
+def _run_cell(cell: Cell, run_dir: Path, spec_dir: Path, time_scale: float, children: Children) -> int | None:
+    """The cell's supervisor's exit code; None when the matrix stopped before it started."""
     spec = spec_dir / f"{run_dir.name}.yaml"
     spec.write_text(yaml.safe_dump(cell.topology.to_dict(), sort_keys=False), encoding="utf-8")
     env = {**os.environ, "ISRLAB_MATRIX_PID": str(os.getpid())}
     with open(spec_dir / f"{run_dir.name}.log", "wb") as log:
         command = [sys.executable, "-m", "testbed.matrix.cell_main", str(spec.resolve()), str(run_dir.resolve()),
                    str(run_dir.resolve().parent.parent), str(time_scale)]  # the matrix's runs directory
-        return subprocess.run(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
+        proc = children.popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        if proc is None:
+            return None
+        try:
+            return proc.wait()
+        finally:
+            children.forget(proc)
 
 
 def _not_run(run_dir: Path, why: str) -> RunVerdict:

@@ -33,6 +33,7 @@ from rich.text import Text
 
 from testbed.analysis.cli import EXIT_FAILED, EXIT_OK, EXIT_UNJUDGED
 from testbed.analysis.verdict import RunVerdict, broken_expectations
+from testbed.common.children import Children
 from testbed.common.console import user_console
 from testbed.common.words import counted
 from testbed.config.cli_values import int_arg, path_arg, runs_dir_flag, spark_master_problem, unusable_dir
@@ -241,6 +242,7 @@ def _run_workers(runs: list[tuple[Path, str, int]], sim_dir: Path, jobs: int, ke
     # set and dict order of strings: the same in every process; and the worker's parent to die with
     env = {**os.environ, "PYTHONHASHSEED": "0", PARENT_ENV: str(os.getpid())}
     columns = (TextColumn("seeds"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    children = Children()
     with Progress(*columns, console=console, transient=True) as progress:
         task = progress.add_task("seeds", total=len(runs))
 
@@ -254,17 +256,22 @@ def _run_workers(runs: list[tuple[Path, str, int]], sim_dir: Path, jobs: int, ke
                        *(["--keep"] if keep else [])]
             seen = set()
             with open(log, "wb") as err:
-                proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err)
+                proc = children.popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err)
+                if proc is None:  # the sweep was interrupted before this worker started
+                    return
                 assert proc.stdout is not None
-                for line in proc.stdout:
-                    o = json.loads(line)
-                    if o.pop("internal", False):
-                        o["error"] += f" (its traceback: {log})"
-                    seen.add((o["topology"], o["seed"]))
-                    with lock:
-                        outcomes.append(o)
-                        progress.update(task, advance=1)
-                proc.wait()
+                try:
+                    for line in proc.stdout:
+                        o = json.loads(line)
+                        if o.pop("internal", False):
+                            o["error"] += f" (its traceback: {log})"
+                        seen.add((o["topology"], o["seed"]))
+                        with lock:
+                            outcomes.append(o)
+                            progress.update(task, advance=1)
+                    proc.wait()
+                finally:
+                    children.forget(proc)
             for _, name, seed in mine:
                 if (name, seed) not in seen:  # the worker died: every seed it did not finish is unjudged
                     with lock:
@@ -272,7 +279,11 @@ def _run_workers(runs: list[tuple[Path, str, int]], sim_dir: Path, jobs: int, ke
                                          "error": f"the worker exited {proc.returncode} (see {log})",
                                          "virtual_s": 0.0, "wall_s": 0.0})
         with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="isrlab-sim") as pool:
-            list(pool.map(work, range(jobs)))
+            try:
+                list(pool.map(work, range(jobs)))
+            except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the workers end their seeds, data removed, at once
+                children.stop()
+                raise
     return sorted(outcomes, key=lambda o: (o["topology"], o["seed"]))
 
 

@@ -84,16 +84,19 @@ def test_the_ci_subset_of_the_ci_matrix_meets_its_expectations(tmp_path: Path, w
     assert "2 of 2 cells met their expectations" in out.stdout
 
 
-def test_a_killed_matrix_leaves_no_cell_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
+def test_a_killed_matrix_leaves_no_cell_behind(tmp_path: Path, sig: str) -> None:
     """The guarantee of a single run, for a matrix: SIGKILL of `run.py matrix` while two
-    cells run stops both cells' supervisors and every node of theirs, and unregisters them."""
+    cells run stops both cells' supervisors and every node of theirs, and unregisters them.
+    SIGTERM (a CI job's timeout) alike, and then no further cell starts, and the matrix says
+    so in a line and exits 143: its pool had waited for the cells, and started the third."""
     base = topology_dict(partitions=1, duration="60s")
     (tmp_path / "base.yaml").write_text(yaml.safe_dump(base), encoding="utf-8")
-    (tmp_path / "m.yaml").write_text(yaml.safe_dump({"base": "base.yaml", "seeds": 2}), encoding="utf-8")
+    (tmp_path / "m.yaml").write_text(yaml.safe_dump({"base": "base.yaml", "seeds": 3}), encoding="utf-8")
     runs = tmp_path / "runs"
     matrix = subprocess.Popen([sys.executable, "run.py", "matrix", str(tmp_path / "m.yaml"), "--jobs", "2",
                                "--runs-dir", str(runs), "--time-scale", str(TIME_SCALE)], cwd=ROOT,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60 * TIME_SCALE
         registered: list[dict] = []
@@ -104,8 +107,14 @@ def test_a_killed_matrix_leaves_no_cell_behind(tmp_path: Path) -> None:
             time.sleep(0.1)  # polling the registry against a deadline
         assert len(registered) == 2, "the two cells never both ran"
         pids = [r["supervisor_pid"] for r in registered] + [p["pid"] for r in registered for p in r["processes"]]
-        os.kill(matrix.pid, signal.SIGKILL)
-        matrix.wait()
+        os.kill(matrix.pid, signal.Signals[sig])
+        _, err = matrix.communicate(timeout=60 * TIME_SCALE)
+        if sig == "SIGTERM":
+            assert matrix.returncode == 143, err
+            assert "isrlab: terminated (SIGTERM); everything it started is stopped" in err, err
+            logs = sorted(runs.glob("*/.cells/*.log"))
+            assert len(logs) == 2, f"a cell started after the SIGTERM: {logs}"
+            assert all("the cell was stopped with its matrix" in log.read_text() for log in logs)
         deadline = time.monotonic() + 10 * TIME_SCALE
         while time.monotonic() < deadline and _alive(pids):
             time.sleep(0.05)  # polling the process table against a deadline

@@ -500,7 +500,7 @@ def test_a_cell_that_cannot_run_is_unjudged_and_stops_the_matrix_unless_keep_goi
     cells = expand_file(write(tmp_path, {"base": "base.yaml", "seeds": [1, 2, 3]}))
     started: list[str] = []
 
-    def supervisor(cell, run_dir: Path, spec_dir: Path, time_scale: float) -> int:  # noqa: ANN001
+    def supervisor(cell, run_dir: Path, spec_dir: Path, time_scale: float, children: object) -> int:  # noqa: ANN001
         started.append(cell.id)
         return 3 if cell.seed == 1 else 0
 

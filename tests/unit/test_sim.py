@@ -511,7 +511,10 @@ def test_the_summary_counts_a_seed_whose_worker_died_before_it_began_as_unjudged
     assert "x │ 2 │ 1 │ 1 │ 0 │ 0 │" in out and "y │ 2 │ 0 │ 2 │ 0 │ 0 │ - │" in out
 
 
-def test_a_killed_sim_leaves_no_worker_running(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
+def test_a_killed_sim_leaves_no_worker_running(tmp_path: Path, sig: str) -> None:
+    """SIGTERM (a CI job's timeout) stops the sweep as Ctrl-C does, with one line and 143: the
+    pool's exit waited for every worker to run its seeds to the end."""
     import signal
 
     import psutil
@@ -522,7 +525,7 @@ def test_a_killed_sim_leaves_no_worker_running(tmp_path: Path) -> None:
                                         "duration": "10m"}))
     proc = subprocess.Popen([sys.executable, "run.py", "sim", str(long_run), "--seeds", "2", "--jobs", "2",
                              "--no-judge", "--runs-dir", str(tmp_path / "runs")],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     parent = psutil.Process(proc.pid)
     deadline = time.monotonic() + 60
     workers: list[psutil.Process] = []
@@ -535,8 +538,11 @@ def test_a_killed_sim_leaves_no_worker_running(tmp_path: Path) -> None:
     while scratch and len(mine()) < 2:  # each worker's seed has its data in memory
         assert time.monotonic() < deadline, "the workers' seeds did not start"
         time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.send_signal(signal.Signals[sig])
+    _, err = proc.communicate(timeout=30)
+    if sig == "SIGTERM":
+        assert proc.returncode == 143 and "isrlab: terminated (SIGTERM); everything it started is stopped" in err, err
+    assert not list((tmp_path / "runs").glob("*/*/summary.json")), "a worker ran its seed to the end after the stop"
     _, alive = psutil.wait_procs(workers, timeout=5)
     running = [w for w in alive if _running(w)]  # a zombie has exited: only its new parent has not looked
     assert running == [], f"workers outlived their run.py sim: {running}"
