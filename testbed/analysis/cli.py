@@ -114,12 +114,16 @@ def _print_tree(console: Console, verdicts: list[RunVerdict], summary_dir: Path 
     # the table cuts run ids to fit the terminal (80 columns in a CI log): each run that did
     # not pass is named whole, on a line of its own
     for v in verdicts:
-        for problem in v.results.get("problems", []):
+        problems = v.results.get("problems", [])
+        if v.ok is False:  # a killed run's records broke an expectation for good: one line, not two that disagree
+            whole = f"; not judged whole: {'; '.join(problems)}" if problems else ""
+            console.print(f"[red]failed:[/] {escape(v.run_id)}: {escape(broken_expectations(v))}{escape(whole)}  "
+                          f"report: {escape(str(v.run_dir / 'report.html'))}", highlight=False, soft_wrap=True,
+                          emoji=False)
+            continue
+        for problem in problems:
             console.print(f"[yellow]not judged:[/] {escape(v.run_id)}: {escape(problem)}", highlight=False,
                           soft_wrap=True, emoji=False)
-        if v.ok is False:
-            console.print(f"[red]failed:[/] {escape(v.run_id)}: {escape(broken_expectations(v))}  report: "
-                          f"{escape(str(v.run_dir / 'report.html'))}", highlight=False, soft_wrap=True, emoji=False)
     _print_summary(console, summary_dir)
 
 

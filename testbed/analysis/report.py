@@ -109,11 +109,11 @@ def _other_checks(r: dict) -> str:
     them: the report had only their counts, and lab 11's three rack-blind replica sets, its
     point, were named nowhere in it (trial30)."""
     out = []
-    shown = _counted(r)
+    counted = _counted(r)
     for name in CHECK_NAMES:
         check = r["checks"].get(name) or {}
         examples = check.get("examples") or []
-        if name in ATTRIBUTED or not check.get("count") or not examples or shown is not None and name not in shown:
+        if name in ATTRIBUTED or not check.get("count") or not examples or counted is not None and name not in counted:
             continue
         shown = examples[:_EXAMPLES_SHOWN]
         keys = list(dict.fromkeys(k for x in shown for k in x))

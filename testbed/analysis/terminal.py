@@ -29,8 +29,17 @@ def cause_line(name: str, group: dict) -> str:
     """One election, truncation or crash and everything of one check it explains on one partition."""
     what = "value" if name != "inconsistent_offsets" else "offset"
     n = group["count"]
-    return (f"{n} {what}{'s' if n != 1 else ''} of {group['topic']}/{group['partition']} at offsets "
+    one = len(group["offsets"]) == 1 and group["offsets"][0][0] == group["offsets"][0][1]
+    return (f"{n} {what}{'s' if n != 1 else ''} of {group['topic']}/{group['partition']} at offset{'' if one else 's'} "
             f"{ranges_text(group['offsets'])} {'lost' if what == 'value' else 'overwritten'} {group['cause']}")
+
+
+def example_line(check: dict) -> str:
+    """A check other than the attributed ones by its first example, as results.json gives it:
+    a leader conflict was a bare count in the terminal, its partition, epoch and brokers only
+    in results.json and the report (trial37)."""
+    first = ", ".join(f"{k} {v}" for k, v in check["examples"][0].items())
+    return first + (f" (the first of {check['count']}; the report shows more)" if check["count"] > 1 else "")
 
 
 def verdict_word(ok: bool | None) -> str:
@@ -51,7 +60,7 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
         e = expect.get(name)
         count = "" if check is None else str(check["count"])
         if name == "converged":
-            count = "" if r.get("converged") is None else str(int(r["converged"]))
+            count = "" if r.get("converged") is None else "yes" if r["converged"] else "no"
         if check is None and e is None and name != "converged":
             continue
         if shown is not None and name not in shown:  # a 0 beside UNJUDGED read as "none lost" (trial32): it
@@ -65,8 +74,13 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
             console.print(f"[red]{name}:[/] {cause_line(name, group)}")
         if len(groups) > _MAX_CAUSES:
             console.print(f"[red]{name}:[/] and {counted(len(groups) - _MAX_CAUSES, 'more cause')} (see the report)")
+    for name in CHECK_NAMES:
+        check = r.get("checks", {}).get(name) or {}
+        if name not in ATTRIBUTED and check.get("count") and check.get("examples") and (shown is None or name in shown):
+            console.print(f"[red]{name}:[/] {escape(example_line(check))}", emoji=False, soft_wrap=True)
+    partly = "not judged whole" if verdict.ok is False else "not judged"  # FAILED follows, from its records alone
     for problem in r.get("problems", []):
-        console.print(f"[yellow]not judged:[/] {escape(problem)}", emoji=False, soft_wrap=True)
+        console.print(f"[yellow]{partly}:[/] {escape(problem)}", emoji=False, soft_wrap=True)
     if shown:  # a killed run's prefix: DESIGN section 7's "analysable prefix"
         console.print(f"[yellow]counted all the same:[/] {', '.join(sorted(shown, key=CHECK_NAMES.index))}, which "
                       f"read the history and events alone: what these records hold, the whole run held too",

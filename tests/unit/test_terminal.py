@@ -191,3 +191,57 @@ def test_a_window_under_a_millisecond_reads_as_such_not_as_none() -> None:
                {"topic": "audit", "partition": 0, "kind": "no-leader", "start_s": 4.016, "end_s": 4.575}]
     html = _figures({"figures": {"availability": windows, "faults": []}})
     assert "<td>11.243</td><td>11.243</td><td>&lt;0.001</td>" in html and "<td>0.559</td>" in html, html
+
+
+def test_a_killed_run_that_failed_from_its_records_gets_one_line_in_a_tree() -> None:
+    """trial37: a run cut short whose records broke `leader_conflicts: 0` for good printed
+    `not judged: ...` and `failed: ...`, two lines that disagree, in a tree; alone, its cut is
+    said as what was not judged whole beside its FAILED."""
+    why = "runs/cut/final/replicas.jsonl is missing or empty: the run did not reach its end"
+    results = {"checks": {"leader_conflicts": {"count": 1}}, "problems": [why],
+               "expect": {"leader_conflicts": {"expected": "0", "observed": 1, "held": False},
+                          "lost_writes": {"expected": "0", "observed": None, "held": None}}}
+    console = Console(record=True, width=300)
+    _print_tree(console, [RunVerdict(Path("runs/cut"), False, results)], None)
+    lines = [line for line in console.export_text().splitlines() if line.startswith(("failed:", "not judged"))]
+    assert lines == [f"failed: cut: leader_conflicts 1 (expected 0); not judged whole: {why}  "
+                     f"report: runs/cut/report.html"]
+    console = Console(record=True, width=300)
+    print_verdict(console, RunVerdict(Path("runs/cut"), False, results))
+    text = console.export_text()
+    assert f"not judged whole: {why}" in text and "FAILED: leader_conflicts 1 (expected 0)" in text
+
+
+def test_the_report_shows_every_other_check_that_found_something(tmp_path: Path) -> None:
+    """trial37: the report listed the first of the other checks with findings and no more (the
+    list of the checks a killed run's records stand by was overwritten by the first's examples)."""
+    from testbed.analysis.report import render
+    from testbed.analysis.runinfo import load_run_info
+    from tests.unit.analysis_fixtures import RunBuilder
+    info = load_run_info(RunBuilder(tmp_path, "r").write())
+    checks = {"duplicates": {"count": 2, "examples": [{"topic": "orders", "value": "p1-7"}]},
+              "leader_conflicts": {"count": 1, "examples": [{"topic": "orders", "partition": 0, "leader_epoch": 0,
+                                                             "leaders": [1, 2]}]}}
+    page = render(info, RunVerdict(tmp_path / "r", False, {"checks": checks, "expect": {}, "problems": [],
+                                                           "figures": {}, "converged": True}), None)
+    assert "<h3>duplicates: 2 (the first 1)</h3>" in page and "<h3>leader_conflicts: 1</h3>" in page
+
+
+def test_the_terminal_names_another_checks_first_finding_and_says_converged_in_words() -> None:
+    """trial37: a leader conflict was a bare count in the terminal (its partition, epoch and
+    brokers only in results.json), `converged │ 1` read as a count, and one lost value was
+    `at offsets 2`."""
+    from testbed.analysis.terminal import cause_line
+    results = {"converged": True, "problems": [], "expect": {},
+               "checks": {"leader_conflicts": {"count": 1, "examples": [
+                   {"topic": "orders", "partition": 0, "leader_epoch": 0, "leaders": [1, 2]}]},
+                   "duplicates": {"count": 3, "examples": [{"topic": "orders", "value": "p-1", "times": 2}]}}}
+    console = Console(record=True, width=200)
+    print_verdict(console, RunVerdict(Path("runs/c"), False, results))
+    lines = console.export_text().splitlines()
+    assert "leader_conflicts: topic orders, partition 0, leader_epoch 0, leaders [1, 2]" in lines
+    assert "duplicates: topic orders, value p-1, times 2 (the first of 3; the report shows more)" in lines
+    assert any(line.startswith("│ converged") and "│   yes │" in line for line in lines), lines
+    group = {"count": 1, "topic": "orders", "partition": 0, "offsets": [[2, 2]], "cause": "when ..."}
+    assert cause_line("lost_writes", group) == "1 value of orders/0 at offset 2 lost when ..."
+    assert cause_line("lost_writes", {**group, "count": 2, "offsets": [[2, 3]]}).startswith("2 values of orders/0 at offsets 2-3")
