@@ -24,7 +24,8 @@ def write_cells(results: list[CellResult], summary_dir: Path, spark_master: str 
     summary_dir.mkdir(parents=True, exist_ok=True)
     rows = [(r.cell.id, r.cell.setting, r.cell.schedule or "", r.status, str(r.last.run_dir / "report.html"),
              r.cell.seed, len(r.verdicts), *(check_count(r.last, name) for name in CHECK_NAMES)) for r in results]
-    (get_spark(spark_master).createDataFrame(rows, _COLUMNS)
+    # a JVM started here (no cell ran, so none judged) prints to the summary's log, not the terminal (trial37)
+    (get_spark(spark_master, log=summary_dir / "spark.log").createDataFrame(rows, _COLUMNS)
      .write.mode("overwrite").parquet(str(summary_dir / "cells.parquet")))
     (summary_dir / "cells.html").write_text(_page(results, summary_dir), encoding="utf-8")
 

@@ -765,3 +765,22 @@ def test_the_cells_notes_are_said_once_each_by_validate_and_the_dry_run(
                "protocol.unclean_recovery: " in n for n in notes), notes
     assert run.main(["matrix", str(path), "--dry-run"]) == 0
     assert [line for line in capsys.readouterr().err.splitlines() if line.startswith("note: ")] == notes
+
+
+def test_the_cells_summary_starts_its_jvm_with_a_log_not_the_terminal(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """trial37: a matrix whose cells all failed to start judged none, so the summary's write
+    started the JVM, and the Java launcher's warning reached the terminal."""
+    from unittest.mock import MagicMock
+
+    from testbed.matrix import page
+    started: list[dict] = []
+
+    def get_spark(master: str | None = None, **kwargs: object) -> MagicMock:
+        started.append(kwargs)
+        return MagicMock()
+    monkeypatch.setattr(page, "get_spark", get_spark)
+    [cell] = expand_file(write(tmp_path, {"base": "base.yaml", "seeds": [1]}))
+    page.write_cells([CellResult(cell, [RunVerdict(tmp_path / "r", None, {"problems": ["not run"]})])],
+                     tmp_path / "summary")
+    assert started == [{"log": tmp_path / "summary" / "spark.log"}]
