@@ -98,7 +98,11 @@ def _parse(w: Walker, data: object, here: Path) -> MatrixSpec | None:
     vary = _vary(w, m.get("vary", {}))
     schedules, files = _schedules(w, m.get("faults", {}), here)
     seeds = _seeds(w, m["seeds"]) if "seeds" in m else None
-    selectable = {key: values for key, values in vary} | {
+    # a varied key whose values are in error is still varied: a rule naming it is not also an
+    # unknown key (trial37); its values unknown (None), a rule's value for it is not checked
+    broken = {key: None for key in (m.get("vary") if isinstance(m.get("vary"), dict) else {})
+              if isinstance(key, str) and key not in dict(vary)}
+    selectable = broken | {key: values for key, values in vary} | {
         SCHEDULE_KEY: tuple(name for name, _ in schedules), SEED_KEY: seeds, TOPOLOGY_KEY: None}
     partial = bool(w.errors)  # the cells are made of what parsed: their errors are told too, not in a second round
     rules = _rules(w, m.get("expect", []), selectable)

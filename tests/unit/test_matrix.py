@@ -784,3 +784,11 @@ def test_the_cells_summary_starts_its_jvm_with_a_log_not_the_terminal(tmp_path: 
     page.write_cells([CellResult(cell, [RunVerdict(tmp_path / "r", None, {"problems": ["not run"]})])],
                      tmp_path / "summary")
     assert started == [{"log": tmp_path / "summary" / "spark.log"}]
+
+
+def test_a_rule_naming_a_varied_key_whose_values_are_in_error_is_not_also_an_unknown_key(tmp_path: Path) -> None:
+    """trial37: `vary: {protocol.elr: [true, true]}` with a rule `when: {protocol.elr: false}`
+    was told its duplicate value, and then that protocol.elr is an unknown key of the rule."""
+    text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, True]},
+                                      "expect": [{"when": {"protocol.elr": False}, "expect": {"lost_writes": 0}}]}))
+    assert "vary.protocol.elr: lists a value twice: true" in text and "unknown key" not in text, text
