@@ -132,8 +132,8 @@ def _follow(futures: dict[Future, Cell], runs: dict[str, Path], spec_dir: Path, 
             continue
         if code != 0:
             first_failure = first_failure or cell.id
-            why_not[cell.id] = (f"its supervisor exited {code}: the cluster did not start or the run broke off "
-                                f"(see {spec_dir / (runs[cell.id].name + '.log')})")
+            log = spec_dir / (runs[cell.id].name + ".log")
+            why_not[cell.id] = f"its supervisor exited {code}: {_why_failed(log)} (see {log})"
             if not keep_going:
                 stopped = [c for f, c in futures.items() if not f.cancelled() and f.cancel()]
                 why_not |= {c.id: _stopped_after(cell.id) for c in stopped}
@@ -145,6 +145,24 @@ def _follow(futures: dict[Future, Cell], runs: dict[str, Path], spec_dir: Path, 
         progress.console.print(f"{cell.id}{attempt}: {'ran' if code == 0 else f'its supervisor exited {code}'}")
         progress.update(task, advance=1, failed=len(why_not))
     return why_not
+
+
+def _why_failed(log: Path) -> str:
+    """What the cell's supervisor said as it failed, the last line of its log (`run failed:
+    timed out after 0.1s waiting for ...`): the matrix said only that it had exited (trial37)."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - 4096))
+            lines = [line.strip() for line in f.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    except OSError:
+        lines = []
+    if lines and lines[-1].startswith(_FAILED):
+        return lines[-1].removeprefix(_FAILED).strip()
+    return "the cluster did not start or the run broke off"
+
+
+#: how a supervisor's console says why its run failed (`experiment.runner`)
+_FAILED = "run failed:"
 
 
 def _stopped_after(failed: str) -> str:

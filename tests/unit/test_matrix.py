@@ -792,3 +792,16 @@ def test_a_rule_naming_a_varied_key_whose_values_are_in_error_is_not_also_an_unk
     text = errors_of(write(tmp_path, {"base": "base.yaml", "vary": {"protocol.elr": [True, True]},
                                       "expect": [{"when": {"protocol.elr": False}, "expect": {"lost_writes": 0}}]}))
     assert "vary.protocol.elr: lists a value twice: true" in text and "unknown key" not in text, text
+
+
+def test_a_cell_whose_supervisor_failed_is_told_with_what_its_supervisor_said(tmp_path: Path) -> None:
+    """trial37: the matrix said only that the supervisor exited 1 and where its log was, whose
+    last line said why in one line (the cluster's start timed out at --time-scale 0.01)."""
+    from testbed.matrix.runner import _why_failed
+    log = tmp_path / "c.log"
+    log.write_text("starting 9 processes\n" + "x" * 5000 + "\nrun failed: timed out after 0.1s waiting for all "
+                   "6 brokers (try a larger one)\n\n")
+    assert _why_failed(log) == "timed out after 0.1s waiting for all 6 brokers (try a larger one)"
+    log.write_text("Traceback (most recent call last):\nValueError: x\n")
+    assert _why_failed(log) == "the cluster did not start or the run broke off"
+    assert _why_failed(tmp_path / "none.log") == "the cluster did not start or the run broke off"
