@@ -6,7 +6,8 @@
     python run.py analyze runs/<id> | runs/ [--spark-master URL]
     python run.py bench [--json] [--repeat N] [--only GROUPS]
     python run.py spark up | down | status
-    python run.py matrix FILE_OR_DIR [--jobs J] [--seeds N] [--only SEL] [--deflake N] [--shard K/N] [--dry-run]
+    python run.py matrix FILE_OR_DIR [--jobs J] [--seeds N] [--only SEL] [--deflake N] [--shard K/N] [--keep-going]
+                         [--runs-dir D] [--time-scale F] [--spark-master URL] [--dry-run]
     python run.py lab list | N [--step] [--runs-dir D] [--time-scale F]
     python run.py sim FILE [--seeds N | --seed S] [--keep] [--jobs J] [--runs-dir D] [--no-judge]
 """

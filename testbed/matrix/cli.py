@@ -1,5 +1,5 @@
 """`python run.py matrix FILE_OR_DIR [--jobs J] [--seeds N] [--only SEL] [--deflake N]
-[--shard K/N] [--keep-going] [--runs-dir D] [--dry-run]`: every cell of a matrix (a directory:
+[--shard K/N] [--keep-going] [--runs-dir D] [--time-scale F] [--spark-master URL] [--dry-run]`: every cell of a matrix (a directory:
 of every matrix file in it), run J at a time and judged in one Spark job. Exit 0 when every
 cell met its expectation, 1 when one did not, 2 when one could not be judged (its cluster did
 not start: no further cell starts unless --keep-going, which counts it as failed) or the
