@@ -29,7 +29,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql.connect.session import SparkSession
-from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import BooleanType, DataType, DoubleType, IntegerType, LongType, StringType, StructField, StructType
 
 from testbed.analysis import line_rules
 from testbed.analysis.arrow_ingest import TableWriter, arrow_field, parse
@@ -295,11 +295,53 @@ def _mismatches(frames: dict[str, DataFrame], runs: dict[str, Path]) -> dict[str
         line = frames[table].where((F.col(RUN_ID) == run_id) & (F.col(SEQ) <= row[SEQ])).count()
         fields = json.loads(row["fields"])
         text = row[CORRUPT] or ", ".join(f"{k}={v!r}" for k, v in fields.items())
-        why = (_CUT_AFTER_THE_RUN if row.get(_CUT) else "is not valid JSON of the expected types" if row[CORRUPT]
+        why = (_CUT_AFTER_THE_RUN if row.get(_CUT) else _mistyped(spec.schema, row[CORRUPT]) if row[CORRUPT]
                else _unmet(spec, fields))
         out.setdefault(run_id, f"{runs[run_id] / spec.path}: line {line}: {why}, so the file does not match the "
                                f"{spec.table} format of DESIGN section 7: {printable(text[:300])}")
     return out
+
+
+def _mistyped(schema: StructType, text: str) -> str:
+    """Why a line did not read, naming the fields of the wrong type where it is JSON: the
+    reason named none, and a tester searched a line of nine fields for `"offset": "one"`."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        return "is not valid JSON of the expected types"
+    wrong = [f"{field.name} is {_json_kind(record[field.name])}, expected {_KINDS[type(field.dataType)]}"
+             for field in schema.fields if type(field.dataType) in _KINDS and record.get(field.name) is not None
+             and not _fits(record[field.name], field.dataType)]
+    return "is not valid JSON of the expected types" + (f" ({'; '.join(wrong)})" if wrong else "")
+
+
+_KINDS = {LongType: "an integer", IntegerType: "an integer", StringType: "a string", BooleanType: "true or false",
+          DoubleType: "a number"}
+
+
+def _fits(value: object, kind: DataType) -> bool:
+    if isinstance(kind, LongType | IntegerType):
+        bits = 63 if isinstance(kind, LongType) else 31
+        return isinstance(value, int) and not isinstance(value, bool) and -2**bits <= value < 2**bits
+    if isinstance(kind, DoubleType):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if isinstance(kind, BooleanType):
+        return isinstance(value, bool)
+    return isinstance(value, str)
+
+
+def _json_kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return f"the integer {value}" if abs(value) < 10**30 else "an integer beyond 64 bits"
+    if isinstance(value, float):
+        return f"the number {value:g}"
+    if isinstance(value, str):
+        return f"the string {printable(json.dumps(value)[:40])}"
+    return "a list" if isinstance(value, list) else "a mapping"
 
 
 def _unmet(spec: RecordFile, fields: dict) -> str:

@@ -150,3 +150,17 @@ def test_a_tree_lists_its_runs_with_their_numbers_in_order(tmp_path: Path) -> No
         (tmp_path / "sweep" / f"mix-seed={seed}").mkdir(parents=True)
         (tmp_path / "sweep" / f"mix-seed={seed}" / "history.jsonl").write_text("")
     assert [p.name for p in find_runs([tmp_path])] == ["mix-seed=1", "mix-seed=2", "mix-seed=10", "mix-seed=11"]
+
+
+def test_a_line_of_a_mistyped_field_names_that_field(tmp_path: Path, spark: object) -> None:  # noqa: F811
+    """trial37: `"offset": "one"` in a line of nine fields was told only as `not valid JSON of
+    the expected types`."""
+    d = RunBuilder(tmp_path, "mistyped").write()
+    lines = (d / "history.jsonl").read_text().splitlines()
+    lines[3] = lines[3].replace('"time_ns": ', '"time_ns": true, "x": ').replace('"partition": 0', '"partition": [0]')
+    (d / "history.jsonl").write_text("\n".join(lines) + "\n")
+    [verdict] = analyze_runs([d])
+    assert verdict.ok is None
+    [problem] = [p for p in verdict.results["problems"] if "line 4:" in p]
+    assert ("is not valid JSON of the expected types (partition is a list, expected an integer; "
+            "time_ns is true or false, expected an integer)") in problem, problem
