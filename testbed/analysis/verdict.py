@@ -56,7 +56,11 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     observed = {name: c["count"] for name, c in checks.items()}
     # without its topology a run's convergence is not known (its partitions and replicas are
     # the topology's): unknown, not false (a tester's misspelt expect key read as unconverged)
-    converged = data.converged if data is not None and info.topology is not None else None
+    # and without its final state, which a run cut short never wrote (trial37: `false`, which
+    # nobody knew)
+    final = info.run_dir / "final" / "replicas.jsonl"
+    final_state = final.is_file() and final.stat().st_size > 0
+    converged = data.converged if data is not None and info.topology is not None and final_state else None
     if converged is not None:
         observed["converged"] = int(converged)
     verdicts = {}
