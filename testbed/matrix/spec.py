@@ -126,8 +126,9 @@ def _bases(w: Walker, value: object, here: Path) -> tuple[Path, ...]:
             w.error(path, f"{item}: a directory, not a file (expected a topology file)")
             continue
         if file is None:
-            w.error(path, f"{item}: no such file, beside the matrix file ({here / item}) or in the working "
-                          f"directory ({Path(item).absolute()})")
+            beside, cwd = (here / item).absolute(), Path(item).absolute()
+            w.error(path, f"{item}: no such file ({cwd})" if beside == cwd else  # the matrix is in the working directory
+                    f"{item}: no such file, beside the matrix file ({here / item}) or in the working directory ({cwd})")
             continue
         out.append(file)
     names = [p.resolve() for p in out]

@@ -234,9 +234,14 @@ def test_a_base_path_is_looked_up_beside_the_matrix_then_from_the_working_direct
     (matrix_dir / "ci.yaml").write_text(yaml.safe_dump({"base": "topologies/tiny.yaml", "seeds": 1}), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     assert [c.id for c in expand_file(matrix_dir / "ci.yaml")] == ["tiny-seed=0"]
-    monkeypatch.chdir(matrix_dir)
+    monkeypatch.chdir(tmp_path / "topologies")
     with pytest.raises(MatrixError, match=r"base: topologies/tiny.yaml: no such file, beside the matrix file"):
         expand_file(matrix_dir / "ci.yaml")
+    # in the matrix's own directory both places are one file, named once (trial37: twice, as two)
+    monkeypatch.chdir(matrix_dir)
+    with pytest.raises(MatrixError) as info:
+        expand_file(matrix_dir / "ci.yaml")
+    assert f"base: topologies/tiny.yaml: no such file ({matrix_dir / 'topologies' / 'tiny.yaml'})" in str(info.value)
 
 
 @pytest.mark.parametrize(("matrix", "expected"), [
