@@ -810,3 +810,17 @@ def test_a_cell_whose_supervisor_failed_is_told_with_what_its_supervisor_said(tm
     log.write_text("Traceback (most recent call last):\nValueError: x\n")
     assert _why_failed(log) == "the cluster did not start or the run broke off"
     assert _why_failed(tmp_path / "none.log") == "the cluster did not start or the run broke off"
+
+
+def test_the_last_line_counts_the_cells_that_passed_by_breaking_as_their_expect_wants(tmp_path: Path) -> None:
+    """trial37: a rack-blind cell that lost 300 writes, as its `lost_writes: ">0"` wants, was
+    `passed 1` like the clean one; a single run says `OK (it broke as its expect: wants: ...)`."""
+    from testbed.matrix.results import met_line
+    cells = expand_file(write(tmp_path, {"base": "base.yaml", "seeds": [1, 2]}))
+    broke = RunVerdict(tmp_path / "a", True, {"expect": {"lost_writes": {"expected": ">0", "observed": 300,
+                                                                         "held": True}}})
+    clean = RunVerdict(tmp_path / "b", True, {"expect": {"lost_writes": {"expected": "0", "observed": 0,
+                                                                        "held": True}}})
+    results = [CellResult(cells[0], [broke]), CellResult(cells[1], [clean])]
+    assert met_line(results) == "2 of 2 cells met their expectations (1 of them by breaking as its expect: wants)"
+    assert met_line(results[1:]) == "1 of 1 cell met its expectations"
