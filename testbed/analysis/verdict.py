@@ -57,9 +57,8 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     # without its topology a run's convergence is not known (its partitions and replicas are
     # the topology's): unknown, not false (a tester's misspelt expect key read as unconverged)
     # and without its final state, which a run cut short never wrote (trial37: `false`, which
-    # nobody knew)
-    final = info.run_dir / "final" / "replicas.jsonl"
-    final_state = final.is_file() and final.stat().st_size > 0
+    # nobody knew); an empty one is a state, of a run whose every topic was deleted (R40)
+    final_state = (info.run_dir / "final" / "replicas.jsonl").is_file()
     converged = data.converged if data is not None and info.topology is not None and final_state else None
     if converged is not None:
         observed["converged"] = int(converged)
