@@ -10,11 +10,12 @@ are independent, so they are asked for at once.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from pyspark.sql import DataFrame
 from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+from testbed.common.pools import thread_pool
 
 #: How many holds are asked for at once: the server computes them on its two cores meanwhile
 HOLDERS = 4
@@ -45,5 +46,5 @@ def hold(frames: dict[str, DataFrame]) -> dict[str, DataFrame]:
     """Each of `frames` held (`held`), all asked for at once; the same keys."""
     if len(frames) <= 1:
         return {name: held(frame) for name, frame in frames.items()}
-    with ThreadPoolExecutor(max_workers=min(HOLDERS, len(frames)), thread_name_prefix="isrlab-hold") as pool:
+    with thread_pool(min(HOLDERS, len(frames)), "isrlab-hold") as pool:
         return dict(zip(frames, pool.map(held, frames.values())))

@@ -36,6 +36,7 @@ from testbed.analysis.arrow_ingest import TableWriter, arrow_field, parse
 from testbed.analysis.readable_paths import link_to, needs_link, readable
 from testbed.analysis.runinfo import finished
 from testbed.analysis.schemas import CORRUPT, RECORD_FILES, RecordFile
+from testbed.common.pools import thread_pool
 
 RUN_ID = "run_id"
 SEQ = "seq"  # position of a line in its file (increasing with the line number, not dense)
@@ -105,7 +106,7 @@ def ingest(spark: SparkSession, runs: dict[Path, str], warehouse: Path,
              if (parsed := (ahead or {}).get((spec.table, run / spec.path))) is not None}  # as the files are read
     warehouse.mkdir(parents=True, exist_ok=True)
     tables = readable(warehouse)
-    with ThreadPoolExecutor(max_workers=len(RECORD_FILES), thread_name_prefix="isrlab-ingest") as pool:
+    with thread_pool(len(RECORD_FILES), "isrlab-ingest") as pool:
         writes = {}
         for spec in RECORD_FILES:
             files = {read_as[run] / spec.path: rid for run, rid in runs.items() if (run / spec.path).is_file()}

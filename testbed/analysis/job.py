@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 from functools import reduce
 
@@ -31,6 +30,7 @@ from testbed.analysis.offsets import FLAGS, only, suspects
 from testbed.analysis.runinfo import ConfigTables
 from testbed.analysis.scope import Observed, Scope, narrowed, observe, whole
 from testbed.analysis.values import VALUE, acknowledgements, nonmonotonic_sends, sends_backwards
+from testbed.common.pools import thread_pool
 from testbed.config.specs import CHECK_NAMES
 
 MAX_EXAMPLES = 20
@@ -66,7 +66,7 @@ def check_frames(t: Tables, config: ConfigTables, o: Observed, scope: Scope, sta
     narrowing of a large input (`scope`) that no value could."""
     found = suspects(t, scope.acked, scope.polls, scope.logs).persist()
     # The flags are counted while the checks every run gets are planned: neither waits for the other.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="isrlab-flags") as pool:
+    with thread_pool(1, "isrlab-flags") as pool:
         counted = pool.submit(lambda: found.agg(*[F.sum(F.col(f).cast("int")).alias(f) for f in FLAGS]).first())
         frames = _unflagged_frames(t, config, o, scope, starts, spans)
         columns_of(frames.values())  # each frame keeps its schema: `_run_checks` asks again for nothing
@@ -159,7 +159,7 @@ def columns_of(frames: Iterable[DataFrame]) -> list[list[str]]:
     """Each frame's columns. Each is a round trip in which the server resolves the frame's
     whole plan (20-300 ms for a check's); asked one after another, the checks' took 1.5 s
     of a small run's judgment, several at once a third of that."""
-    with ThreadPoolExecutor(max_workers=RESOLVERS, thread_name_prefix="isrlab-resolve") as pool:
+    with thread_pool(RESOLVERS, "isrlab-resolve") as pool:
         return list(pool.map(lambda frame: frame.columns, frames))
 
 
@@ -286,7 +286,7 @@ def run_job(t: Tables, config: ConfigTables, run_ids: list[str], small: bool = F
         # first two run while the checks' are planned and run, so the driver's share of each
         # overlaps the others' (the convergence after the checks was 0.4-0.7 s of a small
         # judgment's path).
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="isrlab-figures") as pool:
+        with thread_pool(2, "isrlab-figures") as pool:
             figures_done = pool.submit(_collect_figures, t, config, scope, bounds, spans, out)
             converged = pool.submit(lambda: convergence(t, config).collect())
             _run_checks(t, config, o, scope, bounds, spans, out)
@@ -346,7 +346,7 @@ def _run_checks(t: Tables, config: ConfigTables, o: Observed, scope: Scope, boun
     frames = [_examples(name, frame, columns, starts)
               for (name, frame), columns in zip(inputs.items(), columns_of(inputs.values()))]
     # The cause groups' action runs beside the examples' (a run with losses: 1-1.5 s each)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="isrlab-causes") as pool:
+    with thread_pool(1, "isrlab-causes") as pool:
         causes = pool.submit(_collect_cause_groups, attributed) if attributed else None
         counted_rows = reduce(DataFrame.unionByName, frames).collect()
         grouped = causes.result() if causes is not None else []

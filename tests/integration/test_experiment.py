@@ -244,6 +244,29 @@ def test_ctrl_c_during_a_run_stops_it_with_one_line_and_exit_130(tmp_path: Path,
             sup.kill()
 
 
+def test_an_interrupt_while_the_run_is_judged_kills_its_jvm_and_leaves_nothing(tmp_path: Path) -> None:
+    """trial38: Ctrl-C or SIGTERM while the run was judged waited for the queries under way
+    beside the checks (a pool's exit waits for its tasks), 6-9 s of a busy JVM and a silent
+    terminal. The judgment is abandoned: the JVM is killed first, every process is gone, and
+    the one line and 143 follow."""
+    topo = tmp_path / "t.yaml"
+    topo.write_text(yaml.safe_dump(topology_dict(partitions=1, duration="2s")))
+    runs = tmp_path / "runs"
+    sup = _start_run(topo, runs, subprocess.PIPE)
+    try:
+        _read_until(sup, lambda line: "judging the run" in line, "the run was never judged")
+        javas = _javas(sup.pid)
+        sup.send_signal(signal.SIGTERM)
+        _, err = sup.communicate(timeout=60 * TIME_SCALE)
+        assert sup.returncode == 143 and "isrlab: terminated (SIGTERM); everything it started is stopped" in err, err
+        assert "Traceback" not in err, err
+        alive = [p for p in javas if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+        assert not alive, f"the JVM outlived the interrupted judgment: {alive}"
+    finally:
+        if sup.poll() is None:
+            sup.kill()
+
+
 def test_pipelined_producer_overlaps_requests_and_the_checks_count_what_it_causes(tmp_path: Path) -> None:
     """`in_flight: 5` keeps up to five produce requests outstanding; with a leader killed under
     it, retries may reorder and duplicate values (Kafka without idempotence). Whatever happened,
