@@ -50,8 +50,11 @@ def faults_in_force(records: list[dict]) -> list[str]:
     held: dict[str, tuple[dict, set[str]]] = {}  # origin -> (its end record, nodes still affected)
     for r in (r for r in records if r.get("phase") == "end" and "error" not in r.get("effect", {})):
         do, nodes = r.get("do"), set(r.get("resolved") or [])
-        if do in _UNDONE_BY or do in _NETWORK:
-            held[r["origin"]] = (r, nodes)
+        # a node it found as it would leave it (`unchanged`: a pause of a node down) is not
+        # held by it: trial38's pause of a dead broker stayed in force after its resume
+        acted = nodes - set((r.get("effect") or {}).get("unchanged") or {})
+        if do in _UNDONE_BY and acted or do in _NETWORK:
+            held[r["origin"]] = (r, acted if do in _UNDONE_BY else nodes)
         elif do == "heal":
             for origin in r.get("effect", {}).get("healed", []):
                 held.pop(origin, None)

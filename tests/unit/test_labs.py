@@ -381,3 +381,14 @@ def test_the_live_view_says_a_removed_broker_is_removed_not_unanswering() -> Non
     console.print(cluster_view(_status({1: (10, 10), 2: None, 3: None}, [1]), "run-x", [], removed_brokers(records)))
     text = console.export_text()
     assert "removed (R39): broker-3" in text and "not answering: broker-2" in text and "broker-2, broker-3" not in text
+
+
+def test_a_process_fault_that_changed_nothing_is_not_in_force() -> None:
+    """trial38: a pause that found its broker dead (`unchanged`) stayed in force in `status
+    --watch` after the resume, which found nothing paused to resume."""
+    records = [_fault("faults[0]", "kill", "broker:2", ["broker-2"]),
+               _fault("faults[1]", "pause", "broker:2", ["broker-2"], unchanged={"broker-2": "not running"}),
+               _fault("faults[2]", "pause", "followers-of orders/0", ["broker-2", "broker-3"],
+                      unchanged={"broker-2": "not running"}),
+               _fault("faults[3]", "resume", "paused", [])]
+    assert faults_in_force(records) == ["kill broker:2 -> broker-2", "pause followers-of orders/0 -> broker-3"]
