@@ -324,6 +324,18 @@ def _added_step(w: Walker, broker: int, entry: str, when: str, brokers: set[int]
     brokers.add(broker)
 
 
+def topic_problems(source: str, spec: FaultSpec, topics: dict[str, int], brokers: set[int],
+                   partitions: dict[str, int]) -> list[str]:
+    """What R40 refuses of a `create-topic`, `delete-topic` or `add-partitions` fired now on a
+    cluster of `brokers` holding `topics` (name -> replication factor) of `partitions`: the
+    checks a topology's walk in firing order makes, for the Python API's `fault()` (trial38:
+    a delete of a topic that did not exist was refused only by the controller, and recorded
+    as a failed fault of the run)."""
+    w = Walker(source)
+    _topic_step(w, spec, "fault", "this moment", dict(topics), set(brokers), dict(partitions))
+    return w.errors
+
+
 def _topic_step(w: Walker, spec: FaultSpec, entry: str, when: str, topics: dict[str, int],
                 brokers: set[int] | None, partitions: dict[str, int]) -> None:
     if spec.do == "create-topic":

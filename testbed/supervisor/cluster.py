@@ -38,7 +38,7 @@ from testbed.clients.client_config import START
 from testbed.clients.history import History
 from testbed.clients.stats import StatsInbox
 from testbed.config import scalars
-from testbed.config.faults_section import membership_problems, parse_fault_entry
+from testbed.config.faults_section import membership_problems, parse_fault_entry, topic_problems
 from testbed.config.references import Known
 from testbed.supervisor.admin import (
     ClusterAdmin,
@@ -57,7 +57,7 @@ from testbed.supervisor.processes import Registry, kill_tree, reap_leftovers, sp
 from testbed.supervisor.run_dir import RunDir, new_run_id
 from testbed.config.loader import load_topology
 from testbed.config.specs import NodeSpec
-from testbed.config.topology_spec import Topology
+from testbed.config.topology_spec import TOPIC_ACTIONS, Topology
 
 __all__ = ["Cluster", "ClusterError", "RebalanceInProgress"]
 
@@ -601,6 +601,8 @@ class Cluster(ClusterAdmin):
             raise ClusterError("; ".join(errors))
         if spec.do in ("add-broker", "remove-broker") and (problems := self._membership_problems(spec)):
             raise ClusterError("; ".join(problems))
+        if spec.do in TOPIC_ACTIONS and (problems := self._topic_problems(spec)):
+            raise ClusterError("; ".join(problems))
         origin = f"api[{self._api_faults}]"
         self._api_faults += 1
         return self.injector.fire(ScheduledFault(0.0, spec.do, spec.target, dict(spec.params), origin))
@@ -614,6 +616,21 @@ class Cluster(ClusterAdmin):
             replication[p.topic] = max(replication.get(p.topic, 0), len(p.replicas))
         return membership_problems("Cluster.fault", spec, {b.id for b in self.brokers} - removed, replication,
                                    removed)
+
+    def _topic_problems(self, spec: FaultSpec) -> list[str]:
+        """R40 against the topics the active controller has now and the brokers in the cluster
+        (the API's added ones too, not those removed); nothing is refused while no controller
+        answers as active (the fault then waits for one, and its answer says what it did)."""
+        status = self.status()
+        if not status.controller:
+            return []
+        topics: dict[str, int] = {}
+        partitions: dict[str, int] = {}
+        for p in status.partitions():
+            topics[p.topic] = max(topics.get(p.topic, 0), len(p.replicas))
+            partitions[p.topic] = max(partitions.get(p.topic, 0), p.partition + 1)
+        removed = {node_id(name) for name in self.removed}
+        return topic_problems("Cluster.fault", spec, topics, {b.id for b in self.brokers} - removed, partitions)
 
     def _known_now(self) -> Known:
         """The cluster as a fault's entry is checked against: its brokers and racks now (the

@@ -114,6 +114,15 @@ def test_r38_r40_the_apis_admin_calls_are_recorded_and_a_topic_it_deleted_owes_n
             c.add_broker(4, rack="d")
         with pytest.raises(ClusterError, match=r"broker 9 is not in the cluster at this moment"):
             c.fault("remove-broker", target="broker:9")
+        # and R40's (trial38: the controller refused these, each recorded as a failed fault)
+        with pytest.raises(ClusterError, match=r"fault\.topic: no topic 'nope' at this moment \(topics then: orders\)"):
+            c.fault("delete-topic", topic="nope")
+        with pytest.raises(ClusterError, match=r"no topic 'nope' at this moment"):
+            c.fault("add-partitions", topic="nope", count=2)
+        with pytest.raises(ClusterError, match=r"replication_factor: 9 is more than the 4 brokers in the cluster"):
+            c.fault("create-topic", topic={"name": "big", "partitions": 1, "replication_factor": 9})
+        with pytest.raises(ClusterError, match=r"topic 'orders' exists at this moment"):
+            c.fault("create-topic", topic={"name": "orders", "partitions": 1, "replication_factor": 3})
         assert c.reassign("orders/0", [4, 1, 2])["accepted"] is True
         c.wait_until(lambda s: s.partition("orders", 0).replicas == [4, 1, 2], timeout=c.scaled(20),
                      what="the move to brokers 4, 1, 2")
