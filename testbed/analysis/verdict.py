@@ -156,7 +156,8 @@ def _not_converged(info: RunInfo, unconverged: list[str], most: int = 5) -> str:
                     f"after it): the file was removed or emptied after the run, so there is no final state to "
                     f"judge against")
         return (f"{final} is missing or empty: the run did not reach its end (it was interrupted, its supervisor "
-                f"was killed, or the cluster failed), so there is no final state to judge against")
+                f"was killed, or the cluster failed; a run of the Python API writes it in finish(), not when its "
+                f"with block ends), so there is no final state to judge against")
     which = "; ".join(unconverged[:most]) + (f"; and {len(unconverged) - most} more" if len(unconverged) > most
                                             else "")
     return ("the cluster did not converge (final/replicas.jsonl: not every partition had one leader "
