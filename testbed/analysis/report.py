@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 from testbed.analysis.job import ATTRIBUTED, RunData
 from testbed.analysis.membership import admin_rows
 from testbed.analysis.plots import fault_bands, fault_subject, overview, partition_timelines, series_plot
-from testbed.analysis.runinfo import RunInfo
+from testbed.analysis.runinfo import RunInfo, faults_not_acted
 from testbed.analysis.terminal import ranges_text
 from testbed.analysis.verdict import RunVerdict, broke_as_expected
 from testbed.analysis.whole_files import write_whole
@@ -148,6 +148,16 @@ def _figures(r: dict) -> str:
                if faults else "<p>No fault was applied.</p>"))
 
 
+def _not_acted(info: RunInfo) -> str:
+    """The faults that did not act, which the recovery table (of the faults applied) leaves out."""
+    rows = faults_not_acted(info.run_dir, info.workload_start_ns)
+    if not rows:
+        return ""
+    return ("<h3>Faults that did not act</h3>"
+            + _table(["at s", "fault", "origin", "why"], [[_e(at), _e(do), _e(origin), _e(why)]
+                                                        for at, do, origin, why in rows]))
+
+
 def _late_clients(info: RunInfo) -> str:
     """The clients that were not running at the workload's time 0: the workload judged is not
     all the topology's (trial31: a producer that never ran was named nowhere)."""
@@ -197,7 +207,8 @@ def render(info: RunInfo, verdict: RunVerdict, data: RunData | None) -> str:
                          "the first one.</p>"
                          + _table(["at s", "action", "subject", "what it did", "brokers after"],
                                   [[_e(c) for c in row] for row in rows]))
-        parts.append("<h2>Availability</h2>" + ("" if verdict.whole else _UNJUDGED_NOTE) + _figures(r))
+        parts.append("<h2>Availability</h2>" + ("" if verdict.whole else _UNJUDGED_NOTE) + _figures(r)
+                     + _not_acted(info))
         parts.append("<h2>Throughput and latency</h2>" + (series_plot(r["figures"]["series"], bands,
                                                                       info.workload_seconds)
                                                           if r["figures"]["series"] else "<p>No operation.</p>"))

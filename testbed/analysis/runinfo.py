@@ -235,6 +235,24 @@ def faults_failed(run_dir: Path) -> list[str]:
             for rec in _end_lines(run_dir, '"error"') if rec["effect"].get("error")]
 
 
+def faults_not_acted(run_dir: Path, t0_ns: int | None) -> list[tuple[float | None, str, str, str]]:
+    """(seconds from `t0_ns` it ended, `do`, origin, why) of each fault that did not act: it
+    failed (its error), or a nemesis skipped it (`max_down`). The terminal said them, the
+    report nowhere (trial38: a skipped nemesis partition)."""
+    out = []
+    for needle in ('"error"', '"skipped"'):
+        for rec in _end_lines(run_dir, needle):
+            effect = rec["effect"]
+            why = (str(effect["error"]) if effect.get("error") else
+                   f"skipped ({effect['skipped']}: it would take down more nodes than the nemesis allows)"
+                   if effect.get("skipped") else None)
+            at = rec.get("time_ns")
+            if why is not None:
+                out.append((round((at - t0_ns) / 1e9, 3) if isinstance(at, int) and t0_ns is not None else None,
+                            str(rec.get("do")), str(rec.get("origin")), why))
+    return sorted(out, key=lambda x: (x[0] is None, x[0] or 0.0))
+
+
 def _end_lines(run_dir: Path, needle: str) -> Iterator[dict]:
     """The end lines of faults.jsonl holding `needle` (a cheap test before parsing), each a
     mapping whose `effect` is one; none without the file. A torn or foreign line is passed

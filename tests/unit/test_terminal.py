@@ -245,3 +245,24 @@ def test_the_terminal_names_another_checks_first_finding_and_says_converged_in_w
     group = {"count": 1, "topic": "orders", "partition": 0, "offsets": [[2, 2]], "cause": "when ..."}
     assert cause_line("lost_writes", group) == "1 value of orders/0 at offset 2 lost when ..."
     assert cause_line("lost_writes", {**group, "count": 2, "offsets": [[2, 3]]}).startswith("2 values of orders/0 at offsets 2-3")
+
+
+def test_the_report_lists_the_faults_that_did_not_act(tmp_path: Path) -> None:
+    """trial38: a nemesis partition skipped by max_down, and a fault that failed, were said on
+    the terminal and nowhere in the report, whose recovery table lists the faults applied."""
+    from testbed.analysis.runinfo import faults_not_acted, load_run_info
+    from tests.unit.analysis_fixtures import T0, RunBuilder, S
+    r = RunBuilder(tmp_path, "r")
+    r.fault(T0 + 2 * S, "partition", None, [], {"shape": "halves", "max_down": 1}, {"skipped": "max_down"},
+            origin="faults[0].nemesis#1")
+    r.fault(T0 + 3 * S, "delete-topic", None, [], {"topic": "nope"}, {"error": "UNKNOWN_TOPIC_OR_PARTITION"},
+            origin="faults[1]")
+    d = r.write()
+    rows = faults_not_acted(d, T0)
+    assert [(do, origin) for _, do, origin, _ in rows] == [("partition", "faults[0].nemesis#1"),
+                                                          ("delete-topic", "faults[1]")]
+    assert rows[0][3].startswith("skipped (max_down") and rows[1][3] == "UNKNOWN_TOPIC_OR_PARTITION"
+    from testbed.analysis.report import _not_acted
+    page = _not_acted(load_run_info(d))
+    assert "<h3>Faults that did not act</h3>" in page and "faults[0].nemesis#1" in page and "UNKNOWN_TOPIC" in page
+    assert _not_acted(load_run_info(RunBuilder(tmp_path, "clean").write())) == ""
