@@ -144,7 +144,10 @@ def _figures(r: dict) -> str:
             + (_table(["at s", "undone at s", "fault", "target", "resolved", "to first acks=all write on every partition s",
                        "to full ISR s"], faults)
                + "<p class='note'>Both counted from the fault, up to the next fault (or the end): to full ISR "
-                 "is 0 when no ISR shrank before then, and a dash when one was not full again by then.</p>"
+                 "is 0 when no ISR shrank before then, and a dash when one was not full again by then. A fault "
+                 "applied while an earlier one was still in force (not yet undone) counts that one's recovery "
+                 "too: a partition isolated while a killed broker is down is not whole again before the "
+                 "restart.</p>"
                if faults else "<p>No fault was applied.</p>"))
 
 
