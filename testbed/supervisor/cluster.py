@@ -691,6 +691,10 @@ class Cluster(ClusterAdmin):
                 self._links_pending.discard(name)
         return acked
 
+    def stop_all(self) -> dict[str, bool]:
+        self.ensure_open()  # before start() it raised a bare KeyError of the first broker's name (trial38)
+        return super().stop_all()
+
     def shutdown_node(self, name: str, timeout: float | None = None) -> bool:
         """Controlled shutdown (R37); True if the node exited by itself in time. A node still
         running at the timeout, or when the workload's end cuts the wait (`WorkloadEnded`,
