@@ -20,7 +20,7 @@ from rich.markup import escape
 
 from faults.schedule import ScheduledFault, build_schedule
 from testbed.analysis.cli import EXIT_UNJUDGED, exit_code
-from testbed.analysis.session import full_priority
+from testbed.analysis.session import connect_url, full_priority, is_remote
 from testbed.clients.final_read import final_read
 from testbed.clients.history import History
 from testbed.common.console import user_console
@@ -83,7 +83,10 @@ def run_experiment(topology: Topology, runs_dir: Path = Path("runs"), time_scale
     full_priority()
     if outcome.counts is None:
         return outcome
-    console.print("judging the run (PySpark) ...")
+    # on a shared server (`run.py spark up`) it says so: trial38 could tell only by the run's
+    # missing analysis/spark.log (the warm-up has chosen the session by now, or is choosing it)
+    where = f", on the Spark server {connect_url()}" if is_remote() else ""
+    console.print(f"judging the run (PySpark{escape(where)}) ...", emoji=False)
     # imported here, not with this module: the pipeline's imports (PySpark's Connect client,
     # pandas, the report's plotting) cost a second the cluster's start would wait for, and
     # the warm-up's thread has made them while the cluster ran

@@ -12,9 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from testbed.common.pids import exited
 from testbed.topology import CHECK_NAMES
+from tests.integration.conftest import TIME_SCALE, topology_dict
 from tests.unit.test_analysis import EXPECTED, _lost
 
 pytestmark = pytest.mark.integration
@@ -51,6 +53,12 @@ def test_a_shared_server_judges_like_an_embedded_session_and_its_loss_falls_back
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]  # its topology expects the loss
         checks = json.loads((run / "results.json").read_text())["checks"]
         assert {name: checks[name]["count"] for name in CHECK_NAMES} == EXPECTED["lost"]
+        # a run judged on the server says so (trial38: only its missing analysis/spark.log did)
+        tiny = tmp_path / "tiny.yaml"
+        tiny.write_text(yaml.safe_dump(topology_dict(partitions=1, duration="1s")))
+        r = cli(str(tiny), "--runs-dir", str(tmp_path / "runs"), "--time-scale", str(TIME_SCALE))
+        assert r.returncode == 0 and "judging the run (PySpark, on the Spark server sc://127.0.0.1:" in r.stdout, \
+            r.stdout[-2000:] + r.stderr[-2000:]
         assert checks["lost_writes"]["causes"][0]["cause"].startswith("when broker 2 (its LEO 5) was elected at leader epoch 1")
         os.killpg(pid, signal.SIGKILL)  # the server dies without `down`
         r = cli("spark", "status")
