@@ -12,32 +12,34 @@ from __future__ import annotations
 import signal
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 
 class Children:
-    """Start the children through `popen`, each thread `forget`s its child once it exited,
-    and the main thread calls `stop` on its way out of an interrupt."""
+    """Start the children through `started`, and the main thread calls `stop` on its way out
+    of an interrupt."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._running: set[subprocess.Popen] = set()
         self._stopping = False
 
-    def popen(self, command: Sequence[str], **kwargs: Any) -> subprocess.Popen | None:
-        """The child started, or None once the command is stopping (a thread that took its
-        next cell as the interrupt came starts none)."""
+    @contextmanager
+    def started(self, command: Sequence[str], **kwargs: Any) -> Iterator[subprocess.Popen | None]:
+        """The child started, for the block's length, or None once the command is stopping (a
+        thread that took its next cell as the interrupt came starts none)."""
         with self._lock:
-            if self._stopping:
-                return None
-            proc = subprocess.Popen(command, **kwargs)
-            self._running.add(proc)
-            return proc
-
-    def forget(self, proc: subprocess.Popen) -> None:
-        with self._lock:
-            self._running.discard(proc)
+            proc = None if self._stopping else subprocess.Popen(command, **kwargs)
+            if proc is not None:
+                self._running.add(proc)
+        try:
+            yield proc
+        finally:
+            if proc is not None:
+                with self._lock:
+                    self._running.discard(proc)
 
     def stop(self) -> None:
         """SIGTERM to every child running; none starts after."""

@@ -177,13 +177,8 @@ def _run_cell(cell: Cell, run_dir: Path, spec_dir: Path, time_scale: float, chil
     with open(spec_dir / f"{run_dir.name}.log", "wb") as log:
         command = [sys.executable, "-m", "testbed.matrix.cell_main", str(spec.resolve()), str(run_dir.resolve()),
                    str(run_dir.resolve().parent.parent), str(time_scale)]  # the matrix's runs directory
-        proc = children.popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-        if proc is None:
-            return None
-        try:
-            return proc.wait()
-        finally:
-            children.forget(proc)
+        with children.started(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT) as proc:
+            return None if proc is None else proc.wait()
 
 
 def _not_run(run_dir: Path, why: str) -> RunVerdict:

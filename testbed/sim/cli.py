@@ -255,23 +255,20 @@ def _run_workers(runs: list[tuple[Path, str, int]], sim_dir: Path, jobs: int, ke
                        *(arg for spec, _, seed in mine for arg in ("--run", str(spec.resolve()), str(seed))),
                        *(["--keep"] if keep else [])]
             seen = set()
-            with open(log, "wb") as err:
-                proc = children.popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err)
+            with open(log, "wb") as err, \
+                    children.started(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=err) as proc:
                 if proc is None:  # the sweep was interrupted before this worker started
                     return
                 assert proc.stdout is not None
-                try:
-                    for line in proc.stdout:
-                        o = json.loads(line)
-                        if o.pop("internal", False):
-                            o["error"] += f" (its traceback: {log})"
-                        seen.add((o["topology"], o["seed"]))
-                        with lock:
-                            outcomes.append(o)
-                            progress.update(task, advance=1)
-                    proc.wait()
-                finally:
-                    children.forget(proc)
+                for line in proc.stdout:
+                    o = json.loads(line)
+                    if o.pop("internal", False):
+                        o["error"] += f" (its traceback: {log})"
+                    seen.add((o["topology"], o["seed"]))
+                    with lock:
+                        outcomes.append(o)
+                        progress.update(task, advance=1)
+                proc.wait()
             for _, name, seed in mine:
                 if (name, seed) not in seen:  # the worker died: every seed it did not finish is unjudged
                     with lock:

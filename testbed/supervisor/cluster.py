@@ -611,9 +611,7 @@ class Cluster(ClusterAdmin):
         """R38/R39 against the cluster now: the brokers in it (the API's added ones too, not
         those removed) and each topic's replication factor as the controller has it."""
         removed = {node_id(name) for name in self.removed}
-        replication: dict[str, int] = {}
-        for p in self.status().partitions():
-            replication[p.topic] = max(replication.get(p.topic, 0), len(p.replicas))
+        replication, _ = _topics_now(self.status())
         return membership_problems("Cluster.fault", spec, {b.id for b in self.brokers} - removed, replication,
                                    removed)
 
@@ -624,13 +622,9 @@ class Cluster(ClusterAdmin):
         status = self.status()
         if not status.controller:
             return []
-        topics: dict[str, int] = {}
-        partitions: dict[str, int] = {}
-        for p in status.partitions():
-            topics[p.topic] = max(topics.get(p.topic, 0), len(p.replicas))
-            partitions[p.topic] = max(partitions.get(p.topic, 0), p.partition + 1)
+        replication, partitions = _topics_now(status)
         removed = {node_id(name) for name in self.removed}
-        return topic_problems("Cluster.fault", spec, topics, {b.id for b in self.brokers} - removed, partitions)
+        return topic_problems("Cluster.fault", spec, replication, {b.id for b in self.brokers} - removed, partitions)
 
     def _known_now(self) -> Known:
         """The cluster as a fault's entry is checked against: its brokers and racks now (the
@@ -784,6 +778,16 @@ class Cluster(ClusterAdmin):
                                f"start a new Cluster for more")
         if self.control is None:  # a bare AssertionError before (AttributeError under python -O)
             raise ClusterError("the cluster has not started: use it in a with-block, or call start() first")
+
+
+def _topics_now(status: ClusterStatus) -> tuple[dict[str, int], dict[str, int]]:
+    """Each topic the active controller has, with its replication factor and its partitions."""
+    replication: dict[str, int] = {}
+    partitions: dict[str, int] = {}
+    for p in status.partitions():
+        replication[p.topic] = max(replication.get(p.topic, 0), len(p.replicas))
+        partitions[p.topic] = max(partitions.get(p.topic, 0), p.partition + 1)
+    return replication, partitions
 
 
 def _partition_problem(topic: str, partition: int, topics: dict[str, int | None]) -> str | None:

@@ -224,24 +224,30 @@ def test_ctrl_c_during_a_run_stops_it_with_one_line_and_exit_130(tmp_path: Path,
         while time.monotonic() < deadline and not _javas(sup.pid):
             time.sleep(0.1)  # the analysis JVM starts beside the cluster: polled against a deadline
         pids += _javas(sup.pid)
-        sup.send_signal(sig)
-        try:
-            _, err = sup.communicate(timeout=60 * TIME_SCALE)
-        except subprocess.TimeoutExpired:  # once in many CI runs: where it hangs, for the next engineer
-            sup.send_signal(signal.SIGUSR1)  # run.py prints every thread's stack (faulthandler)
-            try:
-                _, err = sup.communicate(timeout=5)
-            except subprocess.TimeoutExpired as still:
-                err = (still.stderr or b"").decode(errors="replace") if isinstance(still.stderr, bytes) else still.stderr or ""
-            pytest.fail(f"no exit {60 * TIME_SCALE:g} s after {signal.Signals(sig).name}; its threads:\n{err[-8000:]}")
-        assert sup.returncode == code, err
-        assert "Traceback" not in err and f"isrlab: {word}; everything it started is stopped" in err, err
-        alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
-        assert pids and not alive, f"processes outlived the interrupted run: {alive}"
+        _interrupt(sup, sig, code, word, pids)
         assert not list((runs / ".live").glob("*.json")), "the run stayed registered as running"
     finally:
         if sup.poll() is None:
             sup.kill()
+
+
+def _interrupt(sup: subprocess.Popen, sig: int, code: int, word: str, pids: list[int]) -> None:
+    """Send `sig` to a run: it exits `code` with its one line (`isrlab: WORD; ...`) and no
+    traceback, and none of `pids` (its nodes, its JVM) outlives it."""
+    sup.send_signal(sig)
+    try:
+        _, err = sup.communicate(timeout=60 * TIME_SCALE)
+    except subprocess.TimeoutExpired:  # once in many CI runs: where it hangs, for the next engineer
+        sup.send_signal(signal.SIGUSR1)  # run.py prints every thread's stack (faulthandler)
+        try:
+            _, err = sup.communicate(timeout=5)
+        except subprocess.TimeoutExpired as still:
+            err = (still.stderr or b"").decode(errors="replace") if isinstance(still.stderr, bytes) else still.stderr or ""
+        pytest.fail(f"no exit {60 * TIME_SCALE:g} s after {signal.Signals(sig).name}; its threads:\n{err[-8000:]}")
+    assert sup.returncode == code, err
+    assert "Traceback" not in err and f"isrlab: {word}; everything it started is stopped" in err, err
+    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
+    assert pids and not alive, f"processes outlived the interrupted run: {alive}"
 
 
 def test_an_interrupt_while_the_run_is_judged_kills_its_jvm_and_leaves_nothing(tmp_path: Path) -> None:
@@ -255,13 +261,7 @@ def test_an_interrupt_while_the_run_is_judged_kills_its_jvm_and_leaves_nothing(t
     sup = _start_run(topo, runs, subprocess.PIPE)
     try:
         _read_until(sup, lambda line: "judging the run" in line, "the run was never judged")
-        javas = _javas(sup.pid)
-        sup.send_signal(signal.SIGTERM)
-        _, err = sup.communicate(timeout=60 * TIME_SCALE)
-        assert sup.returncode == 143 and "isrlab: terminated (SIGTERM); everything it started is stopped" in err, err
-        assert "Traceback" not in err, err
-        alive = [p for p in javas if psutil.pid_exists(p) and psutil.Process(p).status() != "zombie"]
-        assert not alive, f"the JVM outlived the interrupted judgment: {alive}"
+        _interrupt(sup, signal.SIGTERM, 143, "terminated (SIGTERM)", _javas(sup.pid))
     finally:
         if sup.poll() is None:
             sup.kill()

@@ -34,3 +34,38 @@ def test_any_other_end_waits_for_every_task() -> None:
     with thread_pool(2, "test-pool") as pool:
         tasks = [pool.submit(lambda n=n: n * n) for n in range(5)]
     assert [t.result(timeout=0) for t in tasks] == [0, 1, 4, 9, 16]
+
+
+def test_stop_spark_in_an_interrupt_kills_its_own_jvm_before_its_sessions_stop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The other half of trial38's fix: a session's stop waits for its queries under way (up
+    to `SESSION_STOP_WAIT`); as an interrupt unwinds the command, this process's JVM is
+    killed first and its sessions' clients are closed, not stopped."""
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from pyspark import SparkContext
+
+    from testbed.analysis import session
+    jvm = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    closed: list[str] = []
+    busy = SimpleNamespace(stop=lambda: threading.Event().wait(),  # a stop that waits for queries that never end
+                           client=SimpleNamespace(close=lambda: closed.append("client")))
+    monkeypatch.setattr(SparkContext, "_gateway", SimpleNamespace(proc=jvm, close=lambda: None))
+    monkeypatch.setattr(SparkContext, "_jvm", None)
+    monkeypatch.setattr(session, "_session", busy)
+    monkeypatch.setattr(session, "_driver", None)
+    monkeypatch.setattr(session, "_url", None)
+    monkeypatch.setattr(session, "_scratch", None)
+    monkeypatch.setattr(session, "SESSION_STOP_WAIT", 2.0)  # waited for, the stop is given up on, and never closed
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            session.stop_spark()
+        assert jvm.poll() is not None, "the JVM was not killed"
+        assert closed == ["client"]
+    finally:
+        jvm.kill()
+        jvm.wait()
