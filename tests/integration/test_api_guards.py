@@ -56,6 +56,22 @@ def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(
         # the API's kill and restart are the faults of those names: recorded, so the judgment
         # sees them (unrecorded, a killed leader's outage read as 1 ms without a leader; trial23)
         pid = c.kill("broker-3")
+        # a shortcut that would leave its node as it is says so, as restart of a running one
+        # did, and records nothing (trial38: kill twice, pause of a dead one returned a pid)
+        recorded = _lines(run_dir / "faults.jsonl")
+        for call, why in ((c.kill, "broker-3 is not running"), (c.pause, "broker-3 is not running"),
+                          (c.resume, "broker-3 is not running")):
+            with pytest.raises(ClusterError, match=why):
+                call("broker-3")
+        with pytest.raises(ClusterError, match="resume broker-1: broker-1 is not paused"):
+            c.resume("broker-1")
+        with pytest.raises(ClusterError, match="restart broker-1: broker-1 is running"):
+            c.restart("broker-1")
+        assert _lines(run_dir / "faults.jsonl") == recorded
+        c.pause("broker-1")
+        with pytest.raises(ClusterError, match="pause broker-1: broker-1 is paused already"):
+            c.pause("broker-1")
+        c.resume("broker-1")
         assert c.restart("broker-3") != pid
         acted = [(r["do"], r["target"], r["origin"][:4], r["effect"]) for r in _lines(run_dir / "faults.jsonl")
                  if r["phase"] == "end" and r["do"] in ("kill", "restart")]
