@@ -35,7 +35,7 @@ from broker.protocol.messages import (
     UnregisterBrokerResponse,
 )
 from broker.protocol.rebalance import plan_rebalance
-from broker.wire.linkfilter import LinkTable
+from broker.wire.linkfilter import LinkFilter, LinkTable
 from faults.injector import WorkloadEnded
 from faults.targets import ClusterView
 from testbed.config import scalars
@@ -173,7 +173,10 @@ class ClusterAdmin:
         controller that lost its leadership meanwhile says NOT_CONTROLLER: ask the next one."""
         def ask() -> object:
             active = self.status().controller
-            return _NO_ACTIVE if active is None else self._request_node(active["node"], request, self.scaled(5))
+            if active is None:
+                return _NO_ACTIVE
+            self._admin_cut = self._admin_cut_off()  # as it was sent: a heal may come before its timeout
+            return self._request_node(active["node"], request, self.scaled(5))
 
         def again(answer: object) -> bool:
             return answer is _NO_ACTIVE or (isinstance(answer, ErrorResponse) and answer.error == Errors.NOT_CONTROLLER)
@@ -182,6 +185,30 @@ class ClusterAdmin:
         except WorkloadEnded:  # every ask so far found no active controller: nothing completes it later
             raise WorkloadEnded(NOT_ASKED) from None
         return None if again(answer) else answer
+
+    #: the name the link table judges the supervisor's admin requests by: a client's
+    #: (`linkfilter.is_client`), as a Kafka admin client is one
+    ADMIN_SOURCE = "supervisor"
+    #: whether the link table cut the last admin request off every controller when it was sent
+    _admin_cut = False
+
+    def _unanswered(self, request: str = "") -> str:
+        """Why an admin request failed when no controller answered it. A network fault that
+        cuts the clients off the controllers cuts the admin requests too, and the bare "did
+        not answer" read as a controller down while `status()` showed it up (trial38)."""
+        text = "the controller did not answer" + (f" {request}" if request else "")
+        if self._admin_cut:
+            text += (" (a network fault in force cuts the clients off the controllers, and admin "
+                     "requests go from the clients' side, as a Kafka admin client's do)")
+        return text
+
+    def _admin_cut_off(self) -> bool:
+        """Whether the link table in force drops the admin requests to every controller, or
+        their answers."""
+        links = LinkFilter(self.link_table)
+        return all(any(rule is not None and rule.drop for rule in (links.rule_for(self.ADMIN_SOURCE, c.name),
+                                                                    links.rule_for(c.name, self.ADMIN_SOURCE)))
+                   for c in self.controllers())
 
     def stop_all(self) -> dict[str, bool]:
         """Controlled shutdown of every broker, then the controllers; whether each exited cleanly."""
@@ -311,7 +338,7 @@ class ClusterAdmin:
             return isinstance(resp, UnregisterBrokerResponse) and resp.error == Errors.INVALID_REQUEST
         resp = self.retry_while(ask, session_lives, timeout=self.scaled(10))
         if not isinstance(resp, UnregisterBrokerResponse):
-            return "the controller did not answer"
+            return self._unanswered()
         return None if resp.error == Errors.NONE else f"{resp.error.value}: {resp.message}"
 
     def rebalance(self, leaving: frozenset[int] = frozenset(), timeout: float | None = None,
@@ -388,7 +415,7 @@ class ClusterAdmin:
             topic["placement"], topic.get("assignment"), scalars.flush(topic["flush"]).to_dict(),
             topic.get("placement_seed"))]))
         if not isinstance(resp, CreateTopicsResponse):
-            return {"error": "the controller did not answer CreateTopics"}
+            return {"error": self._unanswered("CreateTopics")}
         error = resp.errors.get(name, Errors.NONE.value)
         if error == Errors.INVALID_REPLICATION_FACTOR.value:  # the numbers behind it, as add-partitions says them
             unfenced = sum(1 for b in self.status().registered_brokers().values() if not b.get("fenced"))
@@ -408,7 +435,7 @@ class ClusterAdmin:
         before, deleted_id = sum(1 for p in status.partitions() if p.topic == name), status.topic_id(name)
         resp = self._admin(DeleteTopicsRequest([name]))
         if not isinstance(resp, DeleteTopicsResponse):
-            return {"error": "the controller did not answer DeleteTopics"}
+            return {"error": self._unanswered("DeleteTopics")}
         error = resp.errors.get(name, Errors.NONE.value)
         if error != Errors.NONE.value:
             return {"error": f"delete-topic {name}: {error}"}
@@ -431,7 +458,7 @@ class ClusterAdmin:
         current = len(self._partitions_of(name))
         resp = self._admin(CreatePartitionsRequest(name, current + count))
         if not isinstance(resp, CreatePartitionsResponse):
-            return {"error": "the controller did not answer CreatePartitions"}
+            return {"error": self._unanswered("CreatePartitions")}
         if resp.error != Errors.NONE:
             return {"error": f"add-partitions {name}: {resp.error.value}: {resp.message}".rstrip(": ")}
         self._wait_led(name, current + count, timeout)
@@ -466,7 +493,7 @@ class ClusterAdmin:
         topic, index = split_partition(partition)
         resp = self._admin(AlterPartitionReassignmentsRequest(topic, index, list(replicas)))
         if not isinstance(resp, AlterPartitionReassignmentsResponse):
-            return {"accepted": False, "error": "the controller did not answer"}
+            return {"accepted": False, "error": self._unanswered()}
         if resp.error == Errors.NONE:
             return {"accepted": True, "message": resp.message}
         return {"accepted": False, "error": resp.error.value, "message": resp.message}
@@ -483,7 +510,7 @@ class ClusterAdmin:
     def _elections(self, request: ElectLeadersRequest) -> dict:
         resp = self._admin(request)
         if not isinstance(resp, ElectLeadersResponse):
-            return {"elected": [], "refused": {"*": "the controller did not answer"}}
+            return {"elected": [], "refused": {"*": self._unanswered()}}
         return {"elected": sorted(k for k, e in resp.errors.items() if e == Errors.NONE.value),
                 "refused": {k: f"{e}: {resp.reasons.get(k, '')}".rstrip(": ")
                             for k, e in sorted(resp.errors.items()) if e != Errors.NONE.value}}
