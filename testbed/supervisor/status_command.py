@@ -31,7 +31,7 @@ def print_status(runs_dir: Path) -> int:
         if status is None:
             continue
         console.print(partition_table(status, run_dir.name))
-        console.print(quorum_table(status))
+        console.print(quorum_table(status, removed_brokers(read_jsonl(run_dir / "faults.jsonl"))))
     return 0
 
 
@@ -101,9 +101,11 @@ def _run_dir(registration: Path) -> Path:
     return Path(json.loads(registration.read_text()).get("run_dir", ""))
 
 
-def quorum_table(status: ClusterStatus) -> Table:
+def quorum_table(status: ClusterStatus, removed: frozenset[str] = frozenset()) -> Table:
     """The controller quorum (R22): each voter's role, term, log start (its snapshot's end),
-    log end and commit end, and each broker's applied metadata offset."""
+    log end and commit end, and each broker's applied metadata offset. A broker that does not
+    answer is marked as a voter is (trial38: a killed broker's row read as a live one's), or
+    as removed (R39) when a `remove-broker` took it out."""
     table = Table(title="metadata quorum")
     for col in ("node", "role", "term", "leader", "snapshot", "log end", "commit end / applied"):
         table.add_column(col)
@@ -116,6 +118,10 @@ def quorum_table(status: ClusterStatus) -> Table:
         table.add_row(name, role, str(q["term"]), str(q["leader_id"]), str(q.get("log_start", 0)),
                       str(q["log_end"]), str(q["commit_end"]))
     for broker, body in sorted(status.brokers.items()):
-        applied = "-" if body is None else str(body.get("metadata_offset", -1) + 1)
-        table.add_row(f"broker-{broker}", "broker", "-", "-", "-", "-", applied)
+        name = f"broker-{broker}"
+        if body is None:
+            table.add_row(name, "removed (R39)" if name in removed else "broker, down or silent", "-", "-", "-", "-",
+                          "-")
+        else:
+            table.add_row(name, "broker", "-", "-", "-", "-", str(body.get("metadata_offset", -1) + 1))
     return table

@@ -1,10 +1,11 @@
-"""`run.py status`'s table of partitions (`status_command.partition_table`)."""
+"""`run.py status`'s tables: the partitions (`status_command.partition_table`) and the
+metadata quorum (`quorum_table`)."""
 from __future__ import annotations
 
 from rich.console import Console
 
 from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.supervisor.status_command import partition_table
+from testbed.supervisor.status_command import partition_table, quorum_table
 
 
 def _replica(role: str, leo: int, hwm: int) -> dict:
@@ -27,3 +28,21 @@ def test_a_leader_that_does_not_answer_is_marked_down_or_silent() -> None:
     assert [cell.strip() for cell in rows[0]] == ["orders/0", "2 (down or silent)", "1", "[1, 2, 3]", "[]", "-",
                                                   "1:7 3:7"]
     assert [cell.strip() for cell in rows[1]] == ["orders/0", "2", "1", "[1, 2, 3]", "[]", "7", "2:9"]
+
+
+def test_a_broker_that_does_not_answer_is_marked_in_the_quorum_table_and_a_removed_one_so() -> None:
+    """trial38: a killed broker's row read `broker | - | ... | -`, as a live broker's with no
+    applied offset; `--watch` said "not answering". A broker a remove-broker took out is
+    removed (R39), not down."""
+    quorum = {"controller-1": {"active": True, "partitions": [],
+                               "quorum": {"role": "leader", "term": 2, "leader_id": 1, "log_end": 40,
+                                          "commit_end": 40}}}
+    console = Console(width=200, record=True)
+    console.print(quorum_table(ClusterStatus.of(quorum, {1: {"metadata_offset": 39}, 2: None, 4: None}),
+                               frozenset({"broker-4"})))
+    rows = {cells[0]: cells[1:] for line in console.export_text().splitlines()
+            if len(cells := [c.strip() for c in line.split("│")[1:-1]]) == 7}
+    assert rows["broker-1"] == ["broker", "-", "-", "-", "-", "40"]
+    assert rows["broker-2"] == ["broker, down or silent", "-", "-", "-", "-", "-"]
+    assert rows["broker-4"] == ["removed (R39)", "-", "-", "-", "-", "-"]
+    assert rows["controller-1"][:2] == ["leader (active)", "2"]
