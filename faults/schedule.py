@@ -96,17 +96,6 @@ def fault_rng(seed: int, origin: str) -> random.Random:
     return random.Random(f"isrlab:{seed}:{origin}")
 
 
-def format_schedule(schedule: list[ScheduledFault]) -> str:
-    """One line per fault for `--dry-run`: time, action, target, params, origin."""
-    if not schedule:
-        return "(no faults)"
-    lines = []
-    for f in schedule:
-        params = " ".join(f"{k}={_format_value(v)}" for k, v in sorted(f.params.items()))
-        lines.append(f"{f.at:8.3f}s  {f.do:<16} {f.target or '-':<24} {params:<40} {f.origin}")
-    return "\n".join(lines)
-
-
 def _expand(n: NemesisSpec, index: int, entry: str, seed: int) -> list[ScheduledFault]:
     """The faults of the `index`-th nemesis block, the topology's entry `entry`: its draws
     are seeded by `index`, so explicit faults added around it leave them as they were."""
@@ -142,11 +131,3 @@ def _nemesis_fault(action: str, target: str | None, max_down: int,
         params["shape"] = action[len("partition-"):]
         return "partition", target, params
     return action, target, params
-
-
-def _format_value(value: Any) -> str:
-    if isinstance(value, (tuple, list)):
-        return "[" + ",".join(_format_value(v) for v in value) + "]"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)

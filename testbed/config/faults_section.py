@@ -126,6 +126,11 @@ def _entry_index(source: str, path: str) -> Callable[[str], int]:
     return lambda error: int(m.group(1)) if (m := entry.match(error)) else -1
 
 
+def action_keys(do: str) -> tuple[str, ...]:
+    """The keys fault action `do` takes besides `at` and `do` (none for an unknown action)."""
+    return _ACTION_KEYS.get(do, ())
+
+
 def parse_fault_entry(source: str, entry: dict[str, Any], known: Known) -> tuple[FaultSpec | None, list[str]]:
     """One fault as a topology's `faults:` entry would give it, checked against `known` (the
     Python API's `Cluster.fault`: the cluster as it is now): the fault, or every problem."""

@@ -5,13 +5,17 @@ resolve when each fault fires, so they are shown as written.
 """
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 
-from faults.schedule import build_schedule, format_schedule
+from faults.fault_spec import DURATION_PARAMS
+from faults.schedule import ScheduledFault, build_schedule
 from testbed.config.references import initial_replicas
 from testbed.config.specs import DEFAULT_EXPECT
 from testbed.config.nemesis_section import never_firing
 from testbed.config.topology_spec import Topology
+from testbed.config.units import format_duration
 
 
 def describe(t: Topology, time_scale: float = 1.0) -> str:
@@ -26,7 +30,7 @@ def describe(t: Topology, time_scale: float = 1.0) -> str:
     return "\n".join([*scaled, *notes, "# resolved topology", yaml.safe_dump(t.to_dict(), sort_keys=False).rstrip(), *defaults, "",
                       *_placement(t),
                       "# fault schedule (time, action, target, params, origin)",
-                      format_schedule(schedule) if schedule else "(no faults)"])
+                      format_schedule(schedule)])
 
 
 def _placement(t: Topology) -> list[str]:
@@ -41,3 +45,26 @@ def _placement(t: Topology) -> list[str]:
         spread = f"  racks {', '.join(str(racks[b]) for b in brokers)}" if any(racks.values()) else ""
         lines.append(f"{partition}: {list(brokers)}{spread}")
     return [*lines, ""]
+
+
+def format_schedule(schedule: list[ScheduledFault]) -> str:
+    """One line per fault: time, action, target, params, origin. Durations are spelled as
+    YAML spells them (`delay=20ms`), as the run's progress line says them: trial38's
+    `delay=0.02` beside `delay 20ms` read as two different faults."""
+    if not schedule:
+        return "(no faults)"
+    lines = []
+    for f in schedule:
+        params = " ".join(f"{k}={_format_value(k, v)}" for k, v in sorted(f.params.items()))
+        lines.append(f"{f.at:8.3f}s  {f.do:<16} {f.target or '-':<24} {params:<40} {f.origin}")
+    return "\n".join(lines)
+
+
+def _format_value(key: str, value: Any) -> str:
+    if isinstance(value, (tuple, list)):
+        return "[" + ",".join(_format_value(key, v) for v in value) + "]"
+    if key in DURATION_PARAMS and isinstance(value, int | float):
+        return format_duration(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

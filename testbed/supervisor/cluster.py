@@ -30,7 +30,7 @@ from broker.noderuntime.config import NodeConfig
 from broker.wire.linkfilter import CLIENTS, LinkTable
 from faults import kernel_rules
 from faults.injector import FaultInjector
-from faults.fault_spec import DURATION_PARAMS, FaultSpec
+from faults.fault_spec import DURATION_PARAMS, FAULT_ACTIONS, FaultSpec
 from faults.process import sigcont, sigkill, sigstop
 from faults.schedule import ScheduledFault
 from faults.storage import TmpfsMounts
@@ -38,7 +38,7 @@ from testbed.clients.client_config import START
 from testbed.clients.history import History
 from testbed.clients.stats import StatsInbox
 from testbed.config import scalars
-from testbed.config.faults_section import membership_problems, parse_fault_entry, topic_problems
+from testbed.config.faults_section import action_keys, membership_problems, parse_fault_entry, topic_problems
 from testbed.config.references import Known
 from testbed.supervisor.admin import (
     ClusterAdmin,
@@ -611,6 +611,10 @@ class Cluster(ClusterAdmin):
         if "at" in params:  # a tester's at="2s" fired at once, and the record did not say so
             raise ClusterError(f"Cluster.fault: at={params['at']!r}: a fault of the API acts now (a schedule is a "
                                f"topology's faults:)")
+        if do in FAULT_ACTIONS and (unknown := [k for k in params if k not in action_keys(do)]):
+            # the parser's own message offered `at` and `do`, which the API refuses or takes apart (trial38)
+            raise ClusterError(f"Cluster.fault: {', '.join(unknown)}: not a parameter of {do} (it takes: "
+                               f"{', '.join(action_keys(do)) or 'none'})")
         # a number for a duration is seconds, as the injector takes it (YAML spells the unit: 20ms)
         given = {k: f"{v}s" if k in DURATION_PARAMS and isinstance(v, int | float) and not isinstance(v, bool)
                  and math.isfinite(v) else v for k, v in params.items()}  # nan was shown as 'nans'

@@ -42,6 +42,11 @@ def test_bad_arguments_change_nothing_and_a_stopped_cluster_refuses_calls(
             c.fault("kill", target="broker:9")
         with pytest.raises(ClusterError, match=r"at='2s': a fault of the API acts now"):
             c.fault("kill", target="broker:1", at="2s")
+        # what it takes, without the `at` it refuses and the `do` it takes apart (trial38)
+        with pytest.raises(ClusterError, match=r"Cluster\.fault: delay: not a parameter of kill \(it takes: target\)$"):
+            c.fault("kill", target="broker:1", delay="1s")
+        with pytest.raises(ClusterError, match=r"bogus: not a parameter of heal \(it takes: none\)$"):
+            c.fault("heal", bogus=1)
         with pytest.raises(ClusterError, match=r"no node 'broker-9' \(nodes: "):
             c.kill("broker-9")
         with pytest.raises(ClusterError, match=r"partition 'orders-0': expected TOPIC/P"):

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from faults.schedule import build_schedule
-from testbed.experiment.dry_run import describe
+from faults.schedule import ScheduledFault, build_schedule
+from testbed.experiment.dry_run import describe, format_schedule
 from testbed.topology import TopologyError, load_topology, parse_topology
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
@@ -57,3 +57,21 @@ def test_an_unsorted_faults_list_keeps_the_files_numbering_in_the_schedule_and_t
                                      *UNSORTED["faults"][2:]]}
     with pytest.raises(TopologyError, match=r"t.yaml: faults\[1\].target: 'broker:9'"):
         parse_topology(broken, "t.yaml")  # the entry the schedule calls faults[1]
+
+
+def test_format_schedule_prints_one_line_per_fault_with_durations_as_yaml_spells_them() -> None:
+    """trial38: `delay=0.02` on the dry run beside `delay 20ms` on the run's progress line."""
+    schedule = [
+        ScheduledFault(5.0, "kill", "leader-of orders/0", {}, "faults[0]"),
+        ScheduledFault(10.0, "partition", None, {"groups": (("rack:a",), ("rack:b", "controllers"))}, "faults[1]"),
+        ScheduledFault(12.5, "slow", None, {"from": "broker:1", "delay": 0.1, "jitter": 0.005, "loss": 0.02}, "faults[2].nemesis#0"),
+        ScheduledFault(13.0, "heal", None, {"undo_of": "faults[2].nemesis#0"}, "faults[2].nemesis#0.undo"),
+    ]
+    lines = format_schedule(schedule).splitlines()
+    assert len(lines) == 4
+    assert lines[0].split() == ["5.000s", "kill", "leader-of", "orders/0", "faults[0]"]
+    assert lines[1].split() == ["10.000s", "partition", "-", "groups=[[rack:a],[rack:b,controllers]]", "faults[1]"]
+    assert lines[2].split() == ["12.500s", "slow", "-", "delay=100ms", "from=broker:1", "jitter=5ms", "loss=0.02",
+                              "faults[2].nemesis#0"]
+    assert lines[3].split() == ["13.000s", "heal", "-", "undo_of=faults[2].nemesis#0", "faults[2].nemesis#0.undo"]
+    assert format_schedule([]) == "(no faults)"

@@ -12,7 +12,6 @@ from faults.schedule import (
     ScheduledFault,
     build_schedule,
     fault_rng,
-    format_schedule,
     from_nemesis,
 )
 from testbed.topology import NEMESIS_ACTIONS, Topology, parse_topology
@@ -57,7 +56,7 @@ def test_same_topology_and_seed_give_an_identical_schedule():
     t = topology([{"at": "3s", "do": "kill", "target": "broker:1"}, NEMESIS])
     first = build_schedule(t)
     assert first == build_schedule(topology([{"at": "3s", "do": "kill", "target": "broker:1"}, NEMESIS]))
-    assert format_schedule(first) == format_schedule(build_schedule(t))
+    assert first == build_schedule(t)
 
 
 def test_a_different_seed_gives_a_different_schedule():
@@ -159,19 +158,3 @@ def test_fault_rng_depends_only_on_seed_and_origin():
     assert fault_rng(7, "faults[2].nemesis#3").random() == fault_rng(7, "faults[2].nemesis#3").random()
     assert fault_rng(7, "faults[2].nemesis#3").random() != fault_rng(7, "faults[2].nemesis#4").random()
     assert fault_rng(7, "faults[1]").random() != fault_rng(8, "faults[1]").random()
-
-
-def test_format_schedule_prints_one_line_per_fault():
-    schedule = [
-        ScheduledFault(5.0, "kill", "leader-of orders/0", {}, "faults[0]"),
-        ScheduledFault(10.0, "partition", None, {"groups": (("rack:a",), ("rack:b", "controllers"))}, "faults[1]"),
-        ScheduledFault(12.5, "slow", None, {"from": "broker:1", "delay": 0.1}, "faults[2].nemesis#0"),
-        ScheduledFault(13.0, "heal", None, {"undo_of": "faults[2].nemesis#0"}, "faults[2].nemesis#0.undo"),
-    ]
-    lines = format_schedule(schedule).splitlines()
-    assert len(lines) == 4
-    assert lines[0].split() == ["5.000s", "kill", "leader-of", "orders/0", "faults[0]"]
-    assert lines[1].split() == ["10.000s", "partition", "-", "groups=[[rack:a],[rack:b,controllers]]", "faults[1]"]
-    assert lines[2].split() == ["12.500s", "slow", "-", "delay=0.1", "from=broker:1", "faults[2].nemesis#0"]
-    assert lines[3].split() == ["13.000s", "heal", "-", "undo_of=faults[2].nemesis#0", "faults[2].nemesis#0.undo"]
-    assert format_schedule([]) == "(no faults)"
