@@ -151,8 +151,11 @@ def _slowed(rec: dict) -> str:
     params, effect = rec.get("params") or {}, rec.get("effect") or {}
     shown = [f"{key} {format_duration(params[key])}" for key in ("delay", "jitter") if key in params]
     shown += [f"{key} {params[key]:.0%}" for key in ("loss", "duplicate") if key in params]
-    ends = effect.get("from"), effect.get("to")
-    links = f" ({', '.join(ends[0])} <-> {', '.join(ends[1])})" if all(ends) else ""
+    # an end the fault did not name is every node: listed, a whole-cluster slow named every
+    # node twice and wrapped (trial38)
+    ends = [", ".join(effect[key]) if key in params else "every node" for key in ("from", "to") if key in effect]
+    links = "" if len(ends) < 2 else " (every link between nodes)" if ends == ["every node"] * 2 else \
+        f" ({ends[0]} <-> {ends[1]})"
     return (" " + ", ".join(shown) if shown else "") + links
 
 

@@ -298,6 +298,12 @@ def test_a_fault_line_says_what_a_slow_does_the_heals_origin_and_the_schedules_t
             "params": {"delay": 0.3, "jitter": 0.2, "duplicate": 0.1, "from": "leader-of orders/0", "to": "clients"},
             "effect": {"from": ["broker-1"], "to": ["clients"]}}
     assert describe_fault(slow, 2.04).endswith("slow delay 300ms, jitter 200ms, duplicate 10% (broker-1 <-> clients)")
+    # an end not named is every node, not each listed (trial38: a whole-cluster slow wrapped)
+    nodes = ["broker-1", "broker-2", "broker-3", "controller-1"]
+    everywhere = {**slow, "params": {"delay": 0.02}, "effect": {"from": nodes, "to": nodes}}
+    assert describe_fault(everywhere, 2.04).endswith("slow delay 20ms (every link between nodes)")
+    one_end = {**slow, "params": {"delay": 0.02, "to": "broker:1"}, "effect": {"from": nodes, "to": ["broker-1"]}}
+    assert describe_fault(one_end, 2.04).endswith("slow delay 20ms (every node <-> broker-1)")
     heal = {"do": "restart", "target": "stopped", "resolved": ["broker-2"], "params": {}, "origin": "final-heal",
             "effect": {"restarted": {"broker-2": 3}}}
     assert describe_fault(heal, 9.28).endswith("restart stopped -> broker-2 (the end of the run's heal)")
