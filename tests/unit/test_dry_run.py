@@ -16,17 +16,25 @@ from testbed.topology import TopologyError, load_topology, parse_topology
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 
 
-def test_dry_run_lists_each_partitions_replicas_and_their_racks() -> None:
-    aware = describe(load_topology(TOPOLOGIES / "scenarios" / "rack-outage-rack-aware.yaml"))
-    section = aware.split("# replicas at the start")[1].split("# fault schedule")[0]
+def _placed(text: str) -> list[tuple[list[str], str]]:
+    """Each partition's racks and what follows them, from a dry run's replicas section."""
+    section = text.split("# replicas at the start")[1].split("# fault schedule")[0]
     rows = [line for line in section.splitlines()[1:] if line.strip()]
-    assert rows and all(line.startswith("orders/") and "racks " in line for line in rows)
-    racks = [line.split("racks ")[1].split(", ") for line in rows]
-    assert all(len(set(r)) == len(r) for r in racks)  # R34: each replica on a rack of its own
-    blind = describe(load_topology(TOPOLOGIES / "scenarios" / "rack-outage-rack-blind.yaml"))
-    assert any(len(set(line.split("racks ")[1].split(", "))) < len(line.split("racks ")[1].split(", "))
-               for line in blind.split("# replicas at the start")[1].split("# fault schedule")[0].splitlines()[1:]
-               if "racks " in line), "the rack-blind placement puts some partition on fewer racks"
+    assert rows and all(line.startswith("orders/") and "  racks " in line for line in rows)
+    split = [line.split("  racks ")[1].partition("  ") for line in rows]
+    return [(racks.split(", "), note) for racks, _, note in split]
+
+
+def test_dry_run_lists_each_partitions_replicas_and_their_racks_and_names_a_placement_violation() -> None:
+    """trial38: `clicks/2: [1, 4]  racks a, a` did not say the run would count it (I9)."""
+    aware = _placed(describe(load_topology(TOPOLOGIES / "scenarios" / "rack-outage-rack-aware.yaml")))
+    assert all(len(set(racks)) == len(racks) and note == "" for racks, note in aware)  # R34: a rack each
+    blind = _placed(describe(load_topology(TOPOLOGIES / "scenarios" / "rack-outage-rack-blind.yaml")))
+    short = [(racks, note) for racks, note in blind if len(set(racks)) < len(racks)]
+    assert short, "the rack-blind placement puts some partition on fewer racks"
+    assert all(note == f"(spans {len(set(racks))} of min(RF, racks) = {len(racks)}: a placement violation, I9)"
+               for racks, note in short), short
+    assert all(note == "" for racks, note in blind if len(set(racks)) == len(racks))
 
 
 UNSORTED = {
