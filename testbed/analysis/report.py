@@ -54,8 +54,8 @@ def _verdicts(r: dict) -> str:
     for name in CHECK_NAMES + ("converged",):
         e = r["expect"].get(name)
         count = r["checks"].get(name, {}).get("count", "") if name != "converged" else r.get("converged")
-        if isinstance(count, bool):  # converged: 1 or 0, as the terminal and expect: write it
-            count = int(count)
+        if isinstance(count, bool):  # converged: yes or no, as the terminal says it (and expect: true or false)
+            count = "yes" if count else "no"
         if shown is not None and name not in shown:  # an unjudged run's counts prove nothing (a 0 read as
             count = ""  # "none lost"), but for those its records alone stand by (`verdict.counted_checks`)
         cls, word = _WORD[e["held"]] if e else ("", "")

@@ -73,7 +73,7 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
             # a count of its records that no rest of the run could bring back within bounds
             held = False if records_whole and name in RECORD_CHECKS and _broken_for_good(wanted, count) \
                 else None
-        verdicts[name] = {"expected": str(wanted), "observed": count, "held": held}
+        verdicts[name] = _expectation(name, wanted, count, held)
     if problems:
         ok = False if any(v["held"] is False for v in verdicts.values()) else None
     else:
@@ -90,6 +90,15 @@ def judge(info: RunInfo, data: RunData | None, problem: str | None) -> RunVerdic
     if problems and records_whole:
         results["counted_from_records"] = list(RECORD_CHECKS)
     return RunVerdict(info.run_dir, ok, results, info.run_id)
+
+
+def _expectation(name: str, wanted: Expectation, count: int | None, held: bool | None) -> dict:
+    """One entry of results.json's `expect`. `converged` is a yes or no, and is said so: its
+    count form read "expected 0" beside a "no" (trial39, lab 9's `converged: false`)."""
+    if name == "converged":
+        return {"expected": "true" if wanted.holds(1) else "false",
+                "observed": None if count is None else bool(count), "held": held}
+    return {"expected": str(wanted), "observed": count, "held": held}
 
 
 #: the checks that read the history, the events and the faults alone (DESIGN section 8), not
@@ -200,7 +209,8 @@ def _faults_missing(info: RunInfo) -> str | None:
 
 def broken_expectations(verdict: RunVerdict) -> str:
     """`lost_writes 0 (expected >0), ...`, or why the run was not judged."""
-    broken = ", ".join(f"{name} {e['observed']} (expected {e['expected']})"
+    broken = ", ".join(f"{name} {str(e['observed']).lower() if isinstance(e['observed'], bool) else e['observed']} "
+                       f"(expected {e['expected']})"
                        for name, e in verdict.results.get("expect", {}).items() if e["held"] is False)
     return broken or "; ".join(verdict.results.get("problems", []))
 

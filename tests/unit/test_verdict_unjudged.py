@@ -208,3 +208,24 @@ def test_a_run_killed_between_its_final_files_says_so_once(tmp_path: Path) -> No
     data.short_logs, data.converged = 18, True
     [problem] = judge(info, data, None).results["problems"]
     assert problem.startswith(f"{info.run_dir / 'final' / 'logs.jsonl'} is missing: the run stopped after")
+
+
+def test_an_expected_convergence_is_said_as_true_or_false_not_a_count(tmp_path: Path) -> None:
+    """trial39: lab 9's fix, `converged: false`, read `converged | no | 0 | OK`, and results.json
+    `{"expected": "0", "observed": 0}`: a count beside a yes or no."""
+    d = RunBuilder(tmp_path, "lab", expect={"lost_writes": 0, "converged": False}).write()
+    verdict = judge(load_run_info(d), RunData(checks={"lost_writes": {"count": 0, "examples": []}}, converged=False),
+                    None)
+    assert verdict.ok is True, verdict.results
+    assert verdict.results["expect"]["converged"] == {"expected": "false", "observed": False, "held": True}
+    failed = judge(load_run_info(d), RunData(checks={"lost_writes": {"count": 0, "examples": []}}, converged=True),
+                   None)
+    assert failed.ok is False and broken_expectations(failed) == "converged true (expected false)"
+
+    from rich.console import Console
+
+    from testbed.analysis.terminal import print_verdict
+    console = Console(record=True, width=200)
+    print_verdict(console, verdict)
+    assert [[c.strip() for c in line.split("│")[1:4]] for line in console.export_text().splitlines()
+            if line.startswith("│ converged")] == [["converged", "no", "false"]]
