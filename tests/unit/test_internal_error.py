@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import errno
 import io
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -100,3 +103,20 @@ def test_a_missing_module_of_isrlab_itself_stays_a_defect(
     monkeypatch.setattr(run, "cmd_validate", missing)
     assert run.main(["validate", "x.yaml"]) == run.EXIT_UNJUDGED
     assert "an internal error stopped the command" in capsys.readouterr().err
+
+
+def test_a_second_sigterm_ends_the_command_at_once_with_a_line_and_143() -> None:
+    """The first SIGTERM unwinds the command as Ctrl-C does; a second, during that cleanup,
+    ends it at once, and says so (trial38: it ended without a line)."""
+    code = ("import os, signal, run\n"
+            "signal.signal(signal.SIGTERM, run._terminate)\n"
+            "try:\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "except run.Terminated:\n"
+            "    os.kill(os.getpid(), signal.SIGTERM)\n"
+            "    print('the cleanup went on')\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=Path(run.__file__).parent, capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == run.EXIT_TERMINATED == 143
+    assert r.stdout == ""
+    assert r.stderr == "isrlab: terminated again (SIGTERM); stopped at once: each run's watchman stops what is left\n"
