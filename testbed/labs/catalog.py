@@ -64,6 +64,11 @@ class Lab:
     def name(self) -> str:
         return self.directory.name
 
+    @property
+    def heading(self) -> str:
+        """`Lab 3`, or `Lab` for a teacher's own lab whose directory has no number."""
+        return f"Lab {self.number}" if self.number else "Lab"
+
 
 def lab_dirs(root: Path = LABS_DIR) -> list[Path]:
     """The lab directories in number order."""
@@ -176,11 +181,17 @@ def all_labs(root: Path = LABS_DIR) -> list[Lab]:
 
 
 def find_lab(which: str, root: Path = LABS_DIR) -> Lab:
-    """A lab by number (`3`, `03`) or directory name (`03-follower-failure`); an unknown one
-    is an error that lists the labs."""
+    """A lab by number (`3`, `03`) or directory name (`03-follower-failure`) of the labs
+    shipped, else by the path of its directory or its guide.md (a teacher's own lab, which
+    `validate` takes so: trial39 could validate one and not run it); an unknown one is an
+    error that lists the labs."""
     dirs = lab_dirs(root)
     wanted = [d for d in dirs if (is_digits(which) and int(d.name[:2]) == int(which)) or d.name == which]
-    if not wanted:
-        listing = "\n".join(f"  {d.name[:2]}  {d.name[3:]}" for d in dirs) or "  (none)"
-        raise LabError([f"no lab {which!r}; the labs ({root}):\n{listing}"])
-    return load_lab(wanted[0])
+    if wanted:
+        return load_lab(wanted[0])
+    path = Path(which)
+    if path.is_dir() or (path.name == GUIDE and path.is_file()):
+        return load_lab(path if path.is_dir() else path.parent)
+    listing = "\n".join(f"  {d.name[:2]}  {d.name[3:]}" for d in dirs) or "  (none)"
+    raise LabError([f"no lab {which!r} (a lab is given by number, by name, or by the path of its directory or its "
+                    f"{GUIDE}); the labs ({root}):\n{listing}"])

@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # the runner imports the pipeline: `lab list` should not wait
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python run.py lab", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("lab", help="`list`, or a lab by number (3) or name (03-follower-failure)")
+    ap.add_argument("lab", help="`list`, or a lab by number (3) or name (03-follower-failure), or the path of a "
+                                "lab's directory (your own)")
     ap.add_argument("--step", action="store_true",
                     help="pause before each fault, show the cluster, and wait for Enter (on a terminal only)")
     ap.add_argument("--runs-dir", type=path_arg, default=Path("runs"), help="where run directories go (default runs/)")

@@ -16,7 +16,7 @@ def intro(lab: Lab) -> Group:
     """The title, the rule, the guide's body, the parts and the prediction to make."""
     parts = "\n".join(f"{i}. {p.label} (`{p.topology.name}`)" for i, p in enumerate(lab.parts, 1))
     return Group(
-        Panel(Text(f"Lab {lab.number}: {lab.title}\n", style="bold") + Text(f"Rule: {lab.rule}"), expand=True),
+        Panel(Text(f"{lab.heading}: {lab.title}\n", style="bold") + Text(f"Rule: {lab.rule}"), expand=True),
         Markdown(lab.body),
         Markdown(f"## The runs\n\n{parts}"),
         Panel(Markdown(lab.predict), title="Before you run: predict", title_align="left", border_style="yellow"),
@@ -28,7 +28,7 @@ def part_markdown(lab: Lab, index: int) -> str:
     guide, and the questions (the report puts it above the verdict)."""
     part = lab.parts[index]
     questions = "\n".join(f"- {q.ask}" for q in lab.questions)
-    return (f"# Lab {lab.number}: {lab.title}\n\nPart {index + 1} of {len(lab.parts)}: **{part.label}**  \n"
+    return (f"# {lab.heading}: {lab.title}\n\nPart {index + 1} of {len(lab.parts)}: **{part.label}**  \n"
             f"Rule: {lab.rule}\n\n{lab.body}\n## Before you run: predict\n\n{lab.predict}\n\n"
             f"## Questions\n\n{questions}\n")
 

@@ -106,6 +106,22 @@ def test_an_unknown_lab_is_an_error_that_lists_the_labs(tmp_path: Path) -> None:
         assert f"no lab {which!r}" in message and "01  healthy" in message and "02  acks" in message
 
 
+def test_a_lab_outside_the_shipped_ones_is_found_by_its_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A teacher's own lab, as `validate` takes it: by its directory or its guide.md (trial39:
+    `validate` said ok, `lab` said "no lab"). A shipped lab's number or name comes first."""
+    mine = make_lab(tmp_path / "mine", "14-acks1-crash")
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    make_lab(shipped, "01-healthy")
+    for which in (str(mine), str(mine / "guide.md")):
+        assert find_lab(which, shipped).directory == mine
+    monkeypatch.chdir(tmp_path / "mine")
+    assert find_lab("14-acks1-crash", shipped).directory.resolve() == mine.resolve()  # a relative path
+    assert find_lab("01", shipped).directory == shipped / "01-healthy"
+    with pytest.raises(LabError, match=r"no lab 'nothere' \(a lab is given by number, by name, or by the path of "):
+        find_lab("nothere", shipped)
+
+
 def test_lab_99_on_the_command_line_exits_2_and_lists_the_shipped_labs() -> None:
     out = subprocess.run([sys.executable, "run.py", "lab", "99"], cwd=ROOT, capture_output=True, text=True, check=False)
     assert out.returncode == 2 and "no lab '99'" in out.stderr and out.stdout == ""
