@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from testbed.analysis.ingest import Tables
 from testbed.analysis.observations import FINAL_READER, PART, acknowledged, broker_id, partition_changes, seconds
 from testbed.analysis.runinfo import ConfigTables
-from testbed.analysis.values import send_latencies
+from testbed.analysis.values import producer_key, send_latencies
 
 
 #: Windows of one partition and kind closer than this are one window: an ISR that flaps (a
@@ -330,20 +330,24 @@ def fault_recovery(t: Tables, acks: DataFrame, spans: DataFrame, bounds: DataFra
     at the next fault: trial35), and until every
     partition's ISR was full again (0 when no ISR shrank before the next fault; null when one
     had not recovered by then); a partition's `shape` and `groups` as applied. "Every
-    partition" is every one with an acks=all write in the run. `acks` are
-    `values.acknowledgements`."""
+    partition" is every one with an acks=all write in the run that existed when the fault
+    began and was not deleted before the next (`_owed_partitions`: partitions an
+    `add-partitions` made later counted against every earlier fault, whose recovery read
+    "not recovered" in every admin run: trial39). `acks` are `values.acknowledgements`."""
     starts = (spans.join(bounds, "run_id")
               .select("run_id", "do", "target", "resolved", "shape", "groups", F.col("start_ns").alias("fault_ns"),
                       F.col("end_ns").alias("undo_ns"), "t0", "t_end"))
     nxt = Window.partitionBy("run_id").orderBy("fault_ns")
     starts = starts.withColumn("next_ns", F.coalesce(F.lead("fault_ns").over(nxt), F.col("t_end")))
     acks = acks.where(F.col("acks") == "all").select("run_id", "pp", "sent_ns", "ack_ns")
-    written = acks.groupBy("run_id").agg(F.countDistinct("pp").alias("written"))
+    owed = _owed_partitions(t, acks, starts.select("run_id", "fault_ns", "next_ns"))
+    written = owed.groupBy("run_id", "fault_ns").agg(F.count("pp").alias("written"))
     first_ack = (acks.join(F.broadcast(starts.select("run_id", "fault_ns", "next_ns")), "run_id")
                  .where((F.col("sent_ns") > F.col("fault_ns")) & (F.col("ack_ns") <= F.col("next_ns")))
+                 .join(owed, ["run_id", "fault_ns", "pp"])
                  .groupBy("run_id", "fault_ns", "pp").agg(F.min("ack_ns").alias("ack_ns"))
                  .groupBy("run_id", "fault_ns").agg(F.max("ack_ns").alias("last_first_ns"), F.count("pp").alias("took"))
-                 .join(written, "run_id")
+                 .join(written, ["run_id", "fault_ns"])
                  .select("run_id", "fault_ns",
                          F.when(F.col("took") == F.col("written"), F.col("last_first_ns")).alias("all_acked_ns")))
     changes = (partition_changes(t)
@@ -365,6 +369,26 @@ def fault_recovery(t: Tables, acks: DataFrame, spans: DataFrame, bounds: DataFra
                     F.when(F.col("unrecovered") == 1, F.lit(None))
                     .otherwise(F.round(F.greatest(F.coalesce("full_isr_ns", "fault_ns") - F.col("fault_ns"),
                                                   F.lit(0)) / 1e9, 3)).alias("to_full_isr_s")))
+
+
+def _owed_partitions(t: Tables, acks: DataFrame, faults: DataFrame) -> DataFrame:
+    """(run_id, fault_ns, pp): the partitions with an acks=all write in the run (`acks`) that a
+    fault of `faults` (run_id, fault_ns, next_ns) owes a recovery: made (the controller's
+    `create` change) before it began, their topic not deleted from then until the next
+    fault (R40). A partition with no `create` change recorded is owed by every fault."""
+    made = (partition_changes(t).where(F.col("reason") == "create")
+            .groupBy("run_id", "topic", "partition").agg(F.collect_list("time_ns").alias("made")))
+    gone = (t.events.where(F.col("kind") == "topic-deleted").groupBy("run_id", "topic")
+            .agg(F.collect_list("time_ns").alias("gone")))
+    lives = (made.join(gone, ["run_id", "topic"], "left")
+             .select("run_id", producer_key("run_id", "topic", "partition").alias("pp"), "made", "gone"))
+    written = acks.select("run_id", "pp").distinct().join(lives, ["run_id", "pp"], "left")
+    since = F.array_max(F.filter("made", lambda m: m <= F.col("fault_ns")))  # its last making before the fault
+    deleted_meanwhile = F.exists(F.coalesce("gone", F.array().cast("array<long>")),
+                                 lambda g: (g > since) & (g <= F.col("next_ns")))
+    return (written.join(F.broadcast(faults), "run_id")
+            .where(F.col("made").isNull() | (since.isNotNull() & ~deleted_meanwhile))
+            .select("run_id", "fault_ns", "pp"))
 
 
 def _latencies(t: Tables, v: DataFrame, eager: bool) -> DataFrame:

@@ -143,7 +143,8 @@ def _figures(r: dict) -> str:
             + "<h3>Recovery after each fault</h3>"
             + (_table(["at s", "undone at s", "fault", "target", "resolved", "to first acks=all write on every partition s",
                        "to full ISR s"], faults)
-               + "<p class='note'>Both counted from the fault, up to the next fault (or the end): to full ISR "
+               + "<p class='note'>Both counted from the fault, up to the next fault (or the end), over the "
+                 "partitions that existed when it began and were not deleted before then: to full ISR "
                  "is 0 when no ISR shrank before then, and a dash when one was not full again by then. A fault "
                  "applied while an earlier one was still in force (not yet undone) counts that one's recovery "
                  "too: a partition isolated while a killed broker is down is not whole again before the "

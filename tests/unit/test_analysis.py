@@ -82,6 +82,42 @@ def _ack_after_the_next_fault(root: Path) -> None:
     r.write()
 
 
+def _grown_after_a_fault(root: Path) -> None:
+    """Broker 3 killed at 1.5 s and restarted at 1.6 s; v5, the first acks=all write after the
+    kill, acknowledged at 2 s; orders/1, made by an `add-partitions` at 3 s, first written
+    at 3.5 s. The kill owes orders/0 alone a recovery: 0.5 s (trial39: it read 2 s, or "not
+    recovered" when a fault came between, for a partition that did not exist yet)."""
+    r = RunBuilder(root, "grown-after-a-fault")
+    r.topology["faults"] = [{"at": "1.5s", "do": "kill", "target": "broker:3"},
+                            {"at": "1.6s", "do": "restart", "target": "broker:3"},
+                            {"at": "3s", "do": "add-partitions", "topic": "orders", "count": 1}]
+    r.fault(T0 + 1500 * MS, "kill", "broker:3", ["broker-3"], effect={"killed": {"broker-3": 7}})
+    r.fault(T0 + 1600 * MS, "restart", "broker:3", ["broker-3"], effect={"restarted": {"broker-3": 8}},
+            origin="faults[1]")
+    r.fault(T0 + 3 * S, "add-partitions", None, [], {"topic": "orders", "count": 1},
+            {"topic": "orders", "partitions": [1]}, origin="faults[2]")
+    r.send("v5", 5, at=T0 + 2 * S)
+    r.extend_log([(5, "v5")])
+    made = {**RunBuilder.change(T0 + 3 * S + 10, leader=2, epoch=0, isr=[2, 3, 1], reason="create",
+                                replicas=[2, 3, 1]), "partition": 1}
+    r.events += [made, {"node": "broker-2", "time_ns": T0 + 3 * S + 20, "kind": "became-leader", "topic": "orders",
+                        "partition": 1, "leader_epoch": 0, "partition_epoch": 0, "isr": [2, 3, 1], "elr": [],
+                        "last_known_elr": [], "leo": 0, "hwm": 0}]
+    r.send("u0", 0, at=T0 + 3500 * MS)
+    r.history[-2:] = [{**h, "partition": 1} for h in r.history[-2:]]
+    r.history.append({"process": "final-reader", "f": "poll", "topic": "orders", "partition": 1, "type": "invoke",
+                      "offset": 0, "time_ns": T0 + 4 * S + 1000})
+    r.history.append({"process": "final-reader", "f": "poll", "topic": "orders", "partition": 1, "type": "ok",
+                      "records": [[0, "u0"]], "time_ns": T0 + 4 * S + 1100})
+    d = r.write()
+    with (d / "final" / "logs.jsonl").open("a") as logs, (d / "final" / "replicas.jsonl").open("a") as replicas:
+        for b in (1, 2, 3):
+            logs.write(json.dumps({"node": f"broker-{b}", "topic": "orders", "partition": 1, "offset": 0,
+                                   "leader_epoch": 0, "value": "u0"}) + "\n")
+            replicas.write(json.dumps({"node": f"broker-{b}", "topic": "orders", "partition": 1, "leo": 1, "hwm": 1,
+                                       "is_leader": b == 2, "leader_epoch": 0}) + "\n")
+
+
 def _two_changes_in_a_millisecond(root: Path) -> None:
     """Broker 2 is elected at 2 s and broker 3 19 us later, the controller's two records
     written in the other order (trial31: ordered by their time to the millisecond, the
@@ -1247,7 +1283,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _deposed_served, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _ack_after_the_next_fault, _two_changes_in_a_millisecond, _crashed_after_the_loss, _truncated_alike, _crash_written_back, _duplicate, _acked_past_the_end, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _deposed_served, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _ack_after_the_next_fault, _grown_after_a_fault, _two_changes_in_a_millisecond, _crashed_after_the_loss, _truncated_alike, _crash_written_back, _duplicate, _acked_past_the_end, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1262,6 +1298,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "acked-as-it-crashed": {**ZERO, "lost_writes_acks1": 1},
     "in-flight-across-a-pause": ZERO,
     "ack-after-the-next-fault": ZERO,
+    "grown-after-a-fault": ZERO,
     "two-changes-in-a-millisecond": ZERO,
     "crashed-after-the-loss": {**ZERO, "lost_writes": 1},
     "truncated-alike": {**ZERO, "lost_writes": 1},
@@ -1713,6 +1750,11 @@ def test_recovery_counts_writes_sent_after_the_fault_and_a_fault_that_took_no_no
     first, second = judged["ack-after-the-next-fault"].results["figures"]["faults"]
     assert (first["at_s"], first["to_first_ack_s"]) == (2.0, None)  # none before the next fault (trial35)
     assert (second["at_s"], second["to_first_ack_s"]) == (3.0, 0.5)
+    # a partition made after the fault owes it nothing (trial39)
+    grown = judged["grown-after-a-fault"]
+    assert grown.ok is True and grown.results["converged"] is True, grown.results
+    [kill] = grown.results["figures"]["faults"]
+    assert (kill["do"], kill["at_s"], kill["to_first_ack_s"]) == ("kill", 1.5, 0.5)
 
 
 def test_the_report_takes_events_in_the_order_of_their_times_not_of_their_milliseconds(
