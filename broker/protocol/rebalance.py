@@ -21,6 +21,10 @@ election moves it), so the plan is cut in two steps:
    below the rack spread it had before the plan, and a partition's non-leader replicas move
    first, so that leadership moves as little as possible. Greedy chains are not always
    minimal: tests/unit/test_rebalance.py keeps a case where they move one replica too many.
+   Where racks make that band impossible (a broker joins one of three full racks: only its
+   rack-mates' replicas may move to it), chains then go from the fullest broker to any
+   holding two fewer, so the counts end as even as the racks allow, and the plan is
+   balanced by R38's own words: within one of the mean.
 2. *Leaders.* Preferred leaders are balanced by swapping a partition's first replica with
    another of its replicas, along augmenting paths (broker u takes partition p from its
    leader b, which takes another partition from its own leader, ...) until every broker leads
@@ -53,9 +57,11 @@ class Move:
 
 @dataclass
 class Plan:
-    """The target assignment and what it costs. `lower_bound` is the fewest replica moves any
-    balanced plan needs; `balanced` is False only when the constraints (distinct brokers per
-    partition, rack spread) left no move that keeps the plan at that bound."""
+    """The target assignment and what it costs. The plan aims at every broker holding the
+    floor or the ceiling of the mean; where racks make that impossible, it evens the counts out
+    as far as they allow, and `balanced` is R38's "within one of the mean" (for replicas and
+    for leaders). `lower_bound` is the fewest replica moves any plan within the band it was
+    held to needs: floor..ceil, or in that case R38's."""
 
     target: dict[Partition, list[int]]
     moves: list[Move] = field(default_factory=list)
@@ -97,6 +103,23 @@ class _Band:
         q, r = divmod(total, brokers)
         return cls(q, q + (1 if r else 0))
 
+    @classmethod
+    def r38(cls, total: int, brokers: int) -> _Band:
+        """R38's own words, "within one of the mean": wider than floor..ceil when the mean is
+        whole (a mean of 3 allows 2 to 4), where racks may make the narrow band impossible."""
+        q, r = divmod(total, brokers)
+        return cls(q - (0 if r else 1), q + 1)
+
+    def holds(self, counts: dict[int, int], staying: list[int]) -> bool:
+        return all(self.lo <= counts[b] <= self.hi for b in staying)
+
+    def lower_bound(self, counts: dict[int, int], staying: list[int], leaving: frozenset[int]) -> int:
+        """The fewest replica moves that bring `counts` into the band: every leaving replica
+        moves; beyond those, the excess over the band must leave its brokers, and whatever
+        deficit the leaving replicas do not fill must be filled."""
+        gone = sum(counts[b] for b in leaving)
+        return gone + max(self.excess(counts, staying), self.deficit(counts, staying) - gone)
+
     def excess(self, counts: dict[int, int], staying: list[int]) -> int:
         return sum(max(0, counts[b] - self.hi) for b in staying)
 
@@ -124,27 +147,50 @@ def plan_rebalance(assignment: dict[Partition, list[int]], brokers: dict[int, st
         raise RebalanceError(f"the assignment names brokers {strays} that are not in the cluster")
     target = {p: list(r) for p, r in sorted(assignment.items())}
     counts = _count(target, sorted(brokers), leaders=False)
-    band = _Band.of(sum(counts.values()), len(staying))
-    # Every leaving replica moves; beyond those, the excess over the band must leave its
-    # brokers, and whatever deficit the leaving replicas do not fill must be filled.
-    gone = sum(counts[b] for b in leaving)
-    lower_bound = gone + max(band.excess(counts, staying), band.deficit(counts, staying) - gone)
+    total = sum(counts.values())
+    band, r38 = _Band.of(total, len(staying)), _Band.r38(total, len(staying))
+    bounds = (band.lower_bound(counts, staying, leaving), r38.lower_bound(counts, staying, leaving))
     need = {p: _spread(r, brokers) for p, r in target.items()}  # R34's spread, never narrowed
     while chain := _next_moves(target, counts, band, staying, brokers, need, fixed):
-        for move in chain:
-            replicas = target[move.partition]
-            replicas[replicas.index(move.source)] = move.dest
-            counts[move.source] -= 1
-            counts[move.dest] += 1
+        _apply(chain, target, counts)
+    narrow = band.holds(counts, staying)
+    if not narrow:  # racks keep some broker outside floor..ceil: even out what they allow
+        while chain := _levelling_chain(target, counts, staying, brokers, need, fixed):
+            _apply(chain, target, counts)
     # A replica a chain passed on twice moved once: the moves are what differs at the end.
     moves = [Move(p, a, b) for p, r in target.items()
              for a, b in zip([x for x in assignment[p] if x not in r], [x for x in r if x not in assignment[p]],
                              strict=True)]
-    replicas_balanced = all(band.lo <= counts[b] <= band.hi for b in staying) and not any(counts[b] for b in leaving)
+    replicas_balanced = (band if narrow else r38).holds(counts, staying) and not any(counts[b] for b in leaving)
     leaders_before = {p: r[0] for p, r in target.items()}
-    leaders_balanced = _balance_leaders(target, staying, fixed)
-    return Plan(target=target, moves=moves, lower_bound=lower_bound, balanced=replicas_balanced and leaders_balanced,
+    leaders_balanced = _balance_leaders(target, staying, fixed) or _Band.r38(len(target), len(staying)).holds(
+        _count(target, staying, leaders=True), staying)
+    return Plan(target=target, moves=moves, lower_bound=bounds[0] if narrow else bounds[1],
+                balanced=replicas_balanced and leaders_balanced,
                 leaders_changed=[p for p, r in target.items() if r[0] != leaders_before[p]])
+
+
+def _apply(chain: list[Move], target: dict[Partition, list[int]], counts: dict[int, int]) -> None:
+    for move in chain:
+        replicas = target[move.partition]
+        replicas[replicas.index(move.source)] = move.dest
+        counts[move.source] -= 1
+        counts[move.dest] += 1
+
+
+def _levelling_chain(target: dict[Partition, list[int]], counts: dict[int, int], staying: list[int],
+                     racks: dict[int, str | None], need: dict[Partition, int],
+                     fixed: frozenset[Partition]) -> list[Move]:
+    """Where racks make floor..ceil impossible: the shortest chain from a broker to one
+    holding at least two replicas fewer, the fullest giver first, so that the counts end
+    as even as the racks allow (trial39: a broker added to rack a of three full racks took
+    one replica of twelve, and R38's "within one of the mean", 2 to 4 of them, was reachable
+    with one move more). Each chain narrows the spread of the counts, so the loop ends."""
+    for giver in sorted(staying, key=lambda b: (-counts[b], b)):
+        takers = {b for b in staying if counts[b] <= counts[giver] - 2}
+        if takers and (chain := _shortest_chain(target, counts, staying, racks, need, [giver], takers, fixed)):
+            return chain
+    return []
 
 
 def _leaving_move(target: dict[Partition, list[int]], counts: dict[int, int], staying: list[int],

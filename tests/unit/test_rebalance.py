@@ -93,7 +93,22 @@ def test_r38_rack_spread_wins_over_balance_and_the_plan_says_so() -> None:
     assert plan.moves and all(m.source == 1 and m.dest == 4 for m in plan.moves)
     assert all(_spread(r, brokers) == 3 for r in plan.target.values())
     held = Counter(b for r in plan.target.values() for b in r)
-    assert held[2] == held[3] == 24 and held[1] + held[4] == 24
+    assert held[2] == held[3] == 24 and held[1] == held[4] == 12  # rack a's share evened out between its two
+
+
+def test_r38_within_one_of_the_mean_where_racks_forbid_floor_to_ceiling() -> None:
+    """trial39: broker 4 joins rack a of three brokers holding all four RF 3 partitions (a
+    mean of 3 replicas each). Only broker 1's replicas may move to it; 3 each is impossible,
+    but 2, 4, 4, 2 is within one of the mean (R38) with two moves. The plan stopped after one
+    (broker 4 held 1) and said unbalanced."""
+    before = {("orders", 0): [1, 3, 2], ("orders", 1): [3, 1, 2], ("orders", 2): [1, 2, 3], ("orders", 3): [2, 1, 3]}
+    brokers = {**RACKS3, 4: "a"}
+    plan = plan_rebalance(before, brokers)
+    held = Counter(b for r in plan.target.values() for b in r)
+    assert dict(held) == {1: 2, 2: 4, 3: 4, 4: 2}
+    assert plan.balanced and len(plan.moves) == plan.lower_bound == 2
+    assert all(m.source == 1 and m.dest == 4 for m in plan.moves)
+    assert Counter(r[0] for r in plan.target.values()) == Counter({1: 1, 2: 1, 3: 1, 4: 1})
 
 
 def test_r38_a_balanced_cluster_needs_no_move() -> None:
@@ -134,9 +149,14 @@ def test_r39_removal_refused_when_a_partition_would_lose_its_replication_factor(
 
 
 # ---------------------------------------------------------------- against a brute-force optimum
-def _leaders_can_balance(sets: tuple[tuple[int, ...], ...], staying: list[int]) -> bool:
-    lo, extra = divmod(len(sets), len(staying))
-    hi = lo + (1 if extra else 0)
+def _band(total: int, brokers: int, r38: bool) -> tuple[int, int]:
+    """floor..ceil of the mean, or R38's "within one of the mean" (wider when it is whole)."""
+    lo, hi = total // brokers, -(-total // brokers)
+    return (lo - 1, hi + 1) if r38 and lo == hi else (lo, hi)
+
+
+def _leaders_can_balance(sets: tuple[tuple[int, ...], ...], staying: list[int], r38: bool) -> bool:
+    lo, hi = _band(len(sets), len(staying), r38)
     for choice in itertools.product(*sets):
         c = Counter(choice)
         if all(lo <= c[b] <= hi for b in staying):
@@ -145,13 +165,14 @@ def _leaders_can_balance(sets: tuple[tuple[int, ...], ...], staying: list[int]) 
 
 
 def _optimum(before: dict[Partition, list[int]], brokers: dict[int, str | None],
-             leaving: frozenset[int]) -> int | None:
+             leaving: frozenset[int], r38: bool = False) -> int | None:
     """The fewest replica moves of any balanced assignment that keeps every partition's rack
-    spread (or, for a leaving broker's partitions, the widest spread the others allow)."""
+    spread (or, for a leaving broker's partitions, the widest spread the others allow);
+    balanced is floor..ceil of the mean, or with `r38` within one of it."""
     staying = sorted(b for b in brokers if b not in leaving)
     parts = sorted(before)
     total = sum(len(r) for r in before.values())
-    lo, hi = total // len(staying), -(-total // len(staying))
+    lo, hi = _band(total, len(staying), r38)
     options = []
     for p in parts:
         old = set(before[p])
@@ -165,7 +186,7 @@ def _optimum(before: dict[Partition, list[int]], brokers: dict[int, str | None],
         if not all(lo <= c[b] <= hi for b in staying):
             continue
         cost = sum(len(set(s) - set(before[p])) for p, s in zip(parts, sets, strict=True))
-        if (best is None or cost < best) and _leaders_can_balance(sets, staying):
+        if (best is None or cost < best) and _leaders_can_balance(sets, staying, r38):
             best = cost
     return best
 
@@ -189,11 +210,17 @@ def test_r38_r39_moves_match_a_brute_force_optimum_on_small_clusters(seed: int) 
         leaving = frozenset()
     plan = plan_rebalance(before, brokers, leaving)
     best = _optimum(before, brokers, leaving)
-    if best is None:  # racks make balance impossible: the plan must say so, not narrow a spread
-        assert not plan.balanced
+    if best is None:  # racks make floor..ceil impossible: R38's band, if they allow it, never a narrower spread
         for p, r in plan.target.items():
             if not set(before[p]) & leaving:
                 assert _spread(r, brokers) >= _spread(before[p], brokers), (p, before[p], r)
+        staying = [b for b in brokers if b not in leaving]
+        held = Counter(b for r in plan.target.values() for b in r)
+        lo, hi = _band(sum(len(r) for r in before.values()), len(staying), r38=True)
+        reachable = _optimum(before, brokers, leaving, r38=True) is not None
+        assert plan.balanced == reachable, (before, brokers, leaving, plan)  # trial39: reachable, said impossible
+        if reachable:
+            assert all(lo <= held[b] <= hi for b in staying), held
         return
     _assert_balanced(plan, before, brokers, leaving)
     assert len(plan.moves) == best, (before, brokers, leaving, plan.moves)
