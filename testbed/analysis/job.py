@@ -21,6 +21,7 @@ from testbed.analysis import checks_history as H
 from testbed.analysis import checks_protocol as P
 from testbed.analysis import figures
 from testbed.analysis.attribution import attribute
+from testbed.analysis.controllers import controller_elections
 from testbed.analysis.faultspans import fault_spans
 from testbed.analysis.held import hold
 from testbed.analysis.ingest import Tables
@@ -384,6 +385,8 @@ def _collect_figures(t: Tables, config: ConfigTables, scope: Scope, bounds: Data
                      seconds("end_ns").alias("end"), "undone"))
     admin = (t.faults.where(F.col("do").isin(*ADMIN_ACTIONS) & (F.col("phase") == "end")).join(bounds, "run_id")
              .select("run_id", "seq", "do", "target", seconds("time_ns").alias("t"), "params", "effect", "origin"))
+    elected = (t.events.where(F.col("kind") == "controller-elected").join(bounds, "run_id")
+               .select("run_id", seconds("time_ns").alias("t"), "node", "term", "time_ns"))
     parts = {("figures", "availability"): (figures.availability_windows(t, config, bounds, spans),
                                            ("topic", "partition", "start_s")),
              ("figures", "faults"): (figures.fault_recovery(
@@ -394,7 +397,8 @@ def _collect_figures(t: Tables, config: ConfigTables, scope: Scope, bounds: Data
              # in the wrong order and the overview named the fenced leader (trial31)
              ("timeline", "events"): (states, ("time_ns", "seq")),
              ("timeline", "faults"): (bands, ("start",)),
-             ("timeline", "admin"): (admin, ("seq",))}  # in the order they were written
+             ("timeline", "admin"): (admin, ("seq",)),  # in the order they were written
+             ("timeline", "controllers"): (elected, ("time_ns", "term"))}
     rows = reduce(DataFrame.unionByName, [
         frame.select("run_id", F.lit(into).alias("into"), F.lit(key).alias("key"),
                      F.to_json(F.struct("*"), {"ignoreNullFields": "false"}).alias("row"))
@@ -414,3 +418,5 @@ def _collect_figures(t: Tables, config: ConfigTables, scope: Scope, bounds: Data
             unavailable[w["kind"]] = round(unavailable.get(w["kind"], 0.0) + w["end_s"] - w["start_s"], 3)
         data.figures["unavailable_s"] = {"no-leader": unavailable.get("no-leader", 0.0),
                                          "no-acks-all": unavailable.get("no-acks-all", 0.0)}
+        data.figures["controller_elections"] = controller_elections(data.timeline.pop("controllers"),
+                                                                    data.figures["faults"])

@@ -149,7 +149,21 @@ def _figures(r: dict) -> str:
                  "applied while an earlier one was still in force (not yet undone) counts that one's recovery "
                  "too: a partition isolated while a killed broker is down is not whole again before the "
                  "restart.</p>"
-               if faults else "<p>No fault was applied.</p>"))
+               if faults else "<p>No fault was applied.</p>")
+            + _controller_elections(f.get("controller_elections") or []))
+
+
+def _controller_elections(elections: list[dict]) -> str:
+    """Each election of the controller quorum after the first (R22), and the fault before it."""
+    if not elections:
+        return ""
+    rows = [[_e(x["at_s"]), _e(x["node"]), _e(x["term"]), _e(x["after"] or "no fault"), _e(x["after_s"])]
+            for x in elections]
+    return ("<h3>Controller elections</h3>"
+            + _table(["at s", "active controller", "term", "after", "seconds after it"], rows)
+            + "<p class='note'>Each time another controller took over after the first (R22): what the metadata "
+              "waited for meanwhile (elections, ISR changes, admin requests), from the last fault before it that "
+              "acted on a controller, or else the last fault since the election before.</p>")
 
 
 def _not_acted(info: RunInfo) -> str:

@@ -94,6 +94,13 @@ def print_verdict(console: Console, verdict: RunVerdict) -> None:
     if unavailable and shown is None:  # an unjudged run's figures, like its counts, prove nothing
         console.print(f"partition-seconds without a leader: {unavailable['no-leader']}, "
                       f"without acks=all service: {unavailable['no-acks-all']}")
+        elections = r["figures"].get("controller_elections") or []
+        if elections:  # trial39: a controller's failover was told nowhere
+            said = [f"{x['node']} (term {x['term']}) at {x['at_s']:.2f}s"
+                    + (f", {x['after_s']:.2f}s after {x['after']}" if x["after"] else "") for x in elections]
+            console.print(f"controller elections: {'; '.join(said[:_MAX_CAUSES])}"
+                          + (f"; and {len(said) - _MAX_CAUSES} more (see the report)" if len(said) > _MAX_CAUSES
+                             else ""), emoji=False, soft_wrap=True)
     # a path is never broken across lines (a log or a pipe is 80 columns): the terminal wraps it
     broken = f": {escape(broken_expectations(verdict))}" if verdict.ok is False else ""  # as the matrix says a cell's
     console.print(f"{verdict_word(verdict.ok)}{broken}{broke_as_expected(verdict)}  report: "

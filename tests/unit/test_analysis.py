@@ -118,6 +118,20 @@ def _grown_after_a_fault(root: Path) -> None:
                                        "is_leader": b == 2, "leader_epoch": 0}) + "\n")
 
 
+def _controller_restarted(root: Path) -> None:
+    """The only controller killed at 1.5 s and restarted at 1.6 s is elected again, in term 2,
+    at 1.9 s (trial39: a controller's failover was told nowhere but in events.jsonl)."""
+    r = RunBuilder(root, "controller-restarted")
+    r.topology["faults"] = [{"at": "1.5s", "do": "kill", "target": "active-controller"},
+                            {"at": "1.6s", "do": "restart", "target": "controller:1"}]
+    r.fault(T0 + 1500 * MS, "kill", "active-controller", ["controller-1"], effect={"killed": {"controller-1": 9}})
+    r.fault(T0 + 1600 * MS, "restart", "controller:1", ["controller-1"], effect={"restarted": {"controller-1": 10}},
+            origin="faults[1]")
+    r.events.append({"node": "controller-1", "time_ns": T0 + 1900 * MS, "kind": "controller-elected",
+                     "controller_id": 1, "term": 2})
+    r.write()
+
+
 def _two_changes_in_a_millisecond(root: Path) -> None:
     """Broker 2 is elected at 2 s and broker 3 19 us later, the controller's two records
     written in the other order (trial31: ordered by their time to the millisecond, the
@@ -1283,7 +1297,7 @@ def _follower_behind(root: Path) -> None:
     r.write()
 
 
-BUILDERS = [_delete_unanswered, _deposed_deleted, _deposed_served, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _ack_after_the_next_fault, _grown_after_a_fault, _two_changes_in_a_millisecond, _crashed_after_the_loss, _truncated_alike, _crash_written_back, _duplicate, _acked_past_the_end, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
+BUILDERS = [_delete_unanswered, _deposed_deleted, _deposed_served, _restarted_not_leading, _created_paused, _served_deleted, _deposed_unaware, _isr_heard_late, _heard_late, _killed_out_of_reach, _controller_cut_off, _layers, _cut_off, _faults_file_gone, _no_faults_no_file, _isolated, _recorded_twice, _leaderless, _follower_behind, _garbage_tail, _follower_down, _last_standing, _created_after_unclean, _api_broker, _manual_elect, _made_again, _unclean_tie, _deleted_topic, _dead_leader, _late_start, _flapping, _metadata_digests, _aborted, _sends_backwards, _retry_reordered, _sent_at_one_instant, _internal_skip, _recovered, _faults, _clean, _lost, _acked_as_it_crashed, _in_flight_across_a_pause, _ack_after_the_next_fault, _grown_after_a_fault, _controller_restarted, _two_changes_in_a_millisecond, _crashed_after_the_loss, _truncated_alike, _crash_written_back, _duplicate, _acked_past_the_end, _two_values, _backwards, _skip, _two_leaders, _elr_in_isr, _one_rack, _moved_within_rack, _rack_gone, _rack_kept, _rack_down, _spread_kept,
             _unclean, _truncated_line, _cut_after_the_run, _history_cut, _logs_holed, _summary_garbage,
             _replicas_removed, _topology_garbage, _finished_alike, _mismatch, _unseen, _grown, _shrunk,
             _remade_while_delete_waits, _unclean_never_excluded, _unclean_same_batch_kept, _unclean_fenced_in_batch,
@@ -1299,6 +1313,7 @@ EXPECTED: dict[str, dict[str, int]] = {
     "in-flight-across-a-pause": ZERO,
     "ack-after-the-next-fault": ZERO,
     "grown-after-a-fault": ZERO,
+    "controller-restarted": ZERO,
     "two-changes-in-a-millisecond": ZERO,
     "crashed-after-the-loss": {**ZERO, "lost_writes": 1},
     "truncated-alike": {**ZERO, "lost_writes": 1},
@@ -1750,6 +1765,13 @@ def test_recovery_counts_writes_sent_after_the_fault_and_a_fault_that_took_no_no
     first, second = judged["ack-after-the-next-fault"].results["figures"]["faults"]
     assert (first["at_s"], first["to_first_ack_s"]) == (2.0, None)  # none before the next fault (trial35)
     assert (second["at_s"], second["to_first_ack_s"]) == (3.0, 0.5)
+    # a controller's election after the first is told, with the fault it followed (trial39)
+    restarted = judged["controller-restarted"]
+    assert restarted.ok is True, restarted.results
+    assert restarted.results["figures"]["controller_elections"] == [
+        {"at_s": 1.9, "node": "controller-1", "term": 2, "after": "kill active-controller", "after_s": 0.4}]
+    assert "<h3>Controller elections</h3>" in (restarted.run_dir / "report.html").read_text()
+    assert judged["clean"].results["figures"]["controller_elections"] == []
     # a partition made after the fault owes it nothing (trial39)
     grown = judged["grown-after-a-fault"]
     assert grown.ok is True and grown.results["converged"] is True, grown.results
