@@ -133,7 +133,8 @@ def run_cluster(topology: Topology, runs_dir: Path = Path("runs"), time_scale: f
             workload_ns = cluster.start_workload()
             late = list(cluster.late_clients)
             start = workload_ns / 1e9
-            (cluster.dir.root / STARTED).write_text(json.dumps({"workload_start_ns": workload_ns}))
+            (cluster.dir.root / STARTED).write_text(json.dumps({"workload_start_ns": workload_ns,
+                                                                "time_scale": time_scale}))
             if late:
                 one = len(late) == 1
                 console.print(f"[yellow]warning:[/] {', '.join(late)} {'is' if one else 'are'} not running "

@@ -5,14 +5,18 @@ watches the HWM stop while a follower is paused, the follower leave the ISR, the
 shorten a bar."""
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 
+import yaml
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.table import Table
 from rich.text import Text
 
 from broker.noderuntime.config import NodeConfig
-from testbed.config.units import format_duration
+from testbed.common.run_files import STARTED
+from testbed.config.units import format_duration, parse_duration
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.control_client import ControlClient
 
@@ -163,6 +167,25 @@ class ClusterView:
         if down := [name for name in down if name not in self.removed]:
             lines.append("\nnot answering: " + ", ".join(down), style="red")
         return lines
+
+
+def run_clock(run_dir: Path, now_ns: int | None = None) -> str:
+    """Where a run in progress is on its workload's clock, from its time 0 (`STARTED`, the
+    monotonic clock every process of the machine shares) and its topology's duration:
+    `at 12.3s of 20s`, or that the workload has ended (healing, converging, the final read);
+    empty before the workload starts and for a run of the Python API, which has no schedule
+    (trial38: the live view had no clock)."""
+    try:
+        started = json.loads((run_dir / STARTED).read_text(encoding="utf-8"))
+        start, scale = int(started["workload_start_ns"]), float(started.get("time_scale", 1.0))
+        duration = parse_duration(yaml.safe_load((run_dir / "topology.yaml").read_text(encoding="utf-8"))["duration"])
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError):
+        return ""
+    elapsed = ((time.monotonic_ns() if now_ns is None else now_ns) - start) / 1e9
+    lasts = duration * scale  # as the run's progress line counts it: wall seconds, --time-scale included
+    if elapsed > lasts:
+        return f"its {lasts:g}s workload has ended: healing, converging, the final read"
+    return f"at {max(elapsed, 0.0):.1f}s of its {lasts:g}s workload"
 
 
 def removed_brokers(records: list[dict]) -> frozenset[str]:

@@ -16,7 +16,7 @@ from rich.text import Text
 from broker.common.jsonl import read_jsonl
 from testbed.common.console import user_console
 from testbed.supervisor.cluster_status import ClusterStatus
-from testbed.supervisor.cluster_view import cluster_view, faults_in_force, read_status, removed_brokers
+from testbed.supervisor.cluster_view import cluster_view, faults_in_force, read_status, removed_brokers, run_clock
 from testbed.supervisor.processes import running_runs
 
 
@@ -30,7 +30,7 @@ def print_status(runs_dir: Path) -> int:
         status = read_status(run_dir, timeout=1.0)
         if status is None:
             continue
-        console.print(partition_table(status, run_dir.name))
+        console.print(partition_table(status, _title(run_dir)))
         console.print(quorum_table(status, removed_brokers(read_jsonl(run_dir / "faults.jsonl"))))
     return 0
 
@@ -91,10 +91,16 @@ def _view(runs_dir: Path) -> Group | None:
     for run_dir in runs:
         status = read_status(run_dir)
         records = read_jsonl(run_dir / "faults.jsonl")
-        views.append(cluster_view(status, run_dir.name, faults_in_force(records), removed_brokers(records))
+        views.append(cluster_view(status, _title(run_dir), faults_in_force(records), removed_brokers(records))
                      if status is not None
                      else Text(f"{run_dir.name}: starting"))
     return Group(*views)
+
+
+def _title(run_dir: Path) -> str:
+    """The run's name, and where it is on its workload's clock."""
+    clock = run_clock(run_dir)
+    return f"{run_dir.name}, {clock}" if clock else run_dir.name
 
 
 def _run_dir(registration: Path) -> Path:

@@ -1,10 +1,15 @@
 """`run.py status`'s tables: the partitions (`status_command.partition_table`) and the
-metadata quorum (`quorum_table`)."""
+metadata quorum (`quorum_table`), under a title with the run's clock (`cluster_view.run_clock`)."""
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 from rich.console import Console
 
+from testbed.common.run_files import STARTED
 from testbed.supervisor.cluster_status import ClusterStatus
+from testbed.supervisor.cluster_view import run_clock
 from testbed.supervisor.status_command import partition_table, quorum_table
 
 
@@ -46,3 +51,20 @@ def test_a_broker_that_does_not_answer_is_marked_in_the_quorum_table_and_a_remov
     assert rows["broker-2"] == ["broker, down or silent", "-", "-", "-", "-", "-"]
     assert rows["broker-4"] == ["removed (R39)", "-", "-", "-", "-", "-"]
     assert rows["controller-1"][:2] == ["leader (active)", "2"]
+
+
+def test_the_status_title_says_where_the_run_is_on_its_workloads_clock(tmp_path: Path) -> None:
+    """trial38: the live view had no clock. From the workload's time 0 (clients/started.json,
+    the monotonic clock every process shares) and the topology's duration, --time-scale
+    included as the run's own progress line counts it."""
+    (tmp_path / "clients").mkdir()
+    (tmp_path / "topology.yaml").write_text("name: t\nduration: 10s\n")
+    assert run_clock(tmp_path) == ""  # the workload has not started
+    (tmp_path / STARTED).write_text(json.dumps({"workload_start_ns": 1_000_000_000_000, "time_scale": 2.0}))
+    assert run_clock(tmp_path, now_ns=1_012_340_000_000) == "at 12.3s of its 20s workload"
+    assert run_clock(tmp_path, now_ns=1_021_000_000_000) == (
+        "its 20s workload has ended: healing, converging, the final read")
+    (tmp_path / STARTED).write_text(json.dumps({"workload_start_ns": 1_000_000_000_000}))  # a run before the scale
+    assert run_clock(tmp_path, now_ns=1_002_000_000_000) == "at 2.0s of its 10s workload"
+    (tmp_path / "topology.yaml").write_text("name: [\n")
+    assert run_clock(tmp_path) == ""
