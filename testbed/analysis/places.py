@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from testbed.common.run_files import ANALYSIS_DIR
+
 
 def default_summary_dir(runs: list[Path]) -> Path:
     """Where the summary of several runs goes unless `--summary-dir` says: `<common parent>/summary`."""
@@ -17,8 +19,8 @@ def warehouse_for(runs: list[Path], summary_dir: Path | None) -> Path:
     if summary_dir is not None:
         return summary_dir / "tables"
     if len(runs) == 1:
-        return runs[0] / "analysis" / "tables"
-    return Path(os.path.commonpath([str(r) for r in runs])) / "analysis" / "tables"
+        return runs[0] / ANALYSIS_DIR / "tables"
+    return Path(os.path.commonpath([str(r) for r in runs])) / ANALYSIS_DIR / "tables"
 
 
 def jvm_log_for(warehouse: Path) -> Path:

@@ -15,3 +15,7 @@ FINAL_FILES = ("replicas.jsonl", "logs.jsonl")
 #: `summary.json`'s `clock` in a run of the deterministic simulation: its times are the
 #: event loop's, so the report says none of them is wall time
 VIRTUAL_CLOCK = "virtual"
+
+#: a run's directory of its judgment (its Parquet tables, the JVM's log): a judgment holds a lock
+#: on it while under way (`analysis.pipeline._sole_judgment`), which `run.py status` reads
+ANALYSIS_DIR = "analysis"

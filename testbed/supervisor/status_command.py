@@ -4,6 +4,7 @@ over the nodes' control sockets with the run's token (read from its node configs
 from __future__ import annotations
 
 import json
+import os
 import time
 from contextlib import nullcontext
 from pathlib import Path
@@ -15,6 +16,7 @@ from rich.text import Text
 
 from broker.common.jsonl import read_jsonl
 from testbed.common.console import user_console
+from testbed.common.run_files import ANALYSIS_DIR
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.cluster_view import cluster_view, faults_in_force, read_status, removed_brokers, run_clock
 from testbed.supervisor.processes import running_runs
@@ -24,7 +26,8 @@ def print_status(runs_dir: Path) -> int:
     console = user_console()
     live = running_runs(runs_dir)
     if not live:
-        console.print(Text(f"no run is in progress (under {runs_dir}/ or any runs directory of this machine)"))
+        console.print(Text(f"no run is in progress (under {runs_dir}/ or any runs directory of this machine)"
+                           + _judged_now(runs_dir)))
         return 1
     for run_dir in map(_run_dir, live):
         status = read_status(run_dir, timeout=1.0)
@@ -57,7 +60,8 @@ def watch_status(runs_dir: Path, period: float = 0.25, frames: int | None = None
     seconds until Ctrl-C, until no run is in progress any more, or after `frames` frames."""
     console = console or user_console()
     if not running_runs(runs_dir):
-        console.print(Text(f"no run is in progress (under {runs_dir}/ or any runs directory of this machine)"))
+        console.print(Text(f"no run is in progress (under {runs_dir}/ or any runs directory of this machine)"
+                           + _judged_now(runs_dir)))
         return 1
     gone = Text(f"no run is in progress any more (under {runs_dir}/ or any runs directory of this machine)")
     drawn = 0
@@ -95,6 +99,32 @@ def _view(runs_dir: Path) -> Group | None:
                      if status is not None
                      else Text(f"{run_dir.name}: starting"))
     return Group(*views)
+
+
+def _judged_now(runs_dir: Path, locks: Path = Path("/proc/locks")) -> str:
+    """`; being judged now: NAME, ...` for the runs of `runs_dir` whose judgment is under way
+    (their `analysis/` directory is locked by it), else nothing: a run's registry goes with its
+    cluster, and `status` said "no run is in progress" while its run.py judged for 15 s more
+    (trial38). Read from the kernel's table of locks: taking the lock to look would make a
+    judgment starting that instant wait, and say so on its terminal."""
+    try:
+        table = locks.read_text()
+    except OSError:
+        return ""
+    held = set()
+    for line in table.splitlines():  # `1: FLOCK  ADVISORY  WRITE 2433 fe:00:2146712 0 EOF`
+        fields = line.split()
+        if len(fields) > 5 and fields[1] == "FLOCK":
+            held.add(tuple(fields[5].split(":")))
+    judged = []
+    for run_dir in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else []:
+        try:
+            st = (run_dir / ANALYSIS_DIR).stat()
+        except OSError:  # no judgment yet, or not a run's directory
+            continue
+        if (f"{os.major(st.st_dev):02x}", f"{os.minor(st.st_dev):02x}", str(st.st_ino)) in held:
+            judged.append(run_dir.name)
+    return f"; being judged now (its cluster has stopped): {', '.join(judged)}" if judged else ""
 
 
 def _title(run_dir: Path) -> str:

@@ -2,7 +2,9 @@
 metadata quorum (`quorum_table`), under a title with the run's clock (`cluster_view.run_clock`)."""
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from pathlib import Path
 
 from rich.console import Console
@@ -10,7 +12,7 @@ from rich.console import Console
 from testbed.common.run_files import STARTED
 from testbed.supervisor.cluster_status import ClusterStatus
 from testbed.supervisor.cluster_view import run_clock
-from testbed.supervisor.status_command import partition_table, quorum_table
+from testbed.supervisor.status_command import _judged_now, partition_table, quorum_table
 
 
 def _replica(role: str, leo: int, hwm: int) -> dict:
@@ -68,3 +70,22 @@ def test_the_status_title_says_where_the_run_is_on_its_workloads_clock(tmp_path:
     assert run_clock(tmp_path, now_ns=1_002_000_000_000) == "at 2.0s of its 10s workload"
     (tmp_path / "topology.yaml").write_text("name: [\n")
     assert run_clock(tmp_path) == ""
+
+
+def test_status_names_a_run_being_judged_after_its_cluster_stopped(tmp_path: Path) -> None:
+    """trial38: `status` said "no run is in progress" while the run.py judged for 15 s more.
+    A judgment holds a lock on the run's analysis/ directory (`pipeline._sole_judgment`);
+    `status` reads the kernel's table of locks, and takes none."""
+    runs = tmp_path / "runs"
+    (runs / "r1" / "analysis").mkdir(parents=True)
+    (runs / "r2" / "analysis").mkdir(parents=True)
+    (runs / "notes.txt").write_text("not a run")
+    assert _judged_now(runs) == ""
+    fd = os.open(runs / "r2" / "analysis", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert _judged_now(runs) == "; being judged now (its cluster has stopped): r2"
+    finally:
+        os.close(fd)
+    assert _judged_now(runs) == ""
+    assert _judged_now(runs, tmp_path / "no-such-table") == ""
