@@ -107,6 +107,17 @@ class RunBuilder:
         self.faults += [{"time_ns": at, **base, "phase": "start"},
                         {"time_ns": at + 1_000_000, **base, "phase": "end", "effect": effect or {}}]
 
+    def kill_and_restart(self, target: str, node: str, at: int, back: int, pids: tuple[int, int] = (7, 8),
+                         back_target: str | None = None) -> None:
+        """A kill of `target` (resolved to `node`) at `at` and a restart at `back`: in the
+        topology's schedule (as `faults[0]` and `faults[1]`) and in faults.jsonl."""
+        back_target = back_target or target
+        self.topology["faults"] = [{"at": f"{(at - T0) / S:g}s", "do": "kill", "target": target},
+                                   {"at": f"{(back - T0) / S:g}s", "do": "restart", "target": back_target},
+                                   *self.topology.get("faults", [])]
+        self.fault(at, "kill", target, [node], effect={"killed": {node: pids[0]}})
+        self.fault(back, "restart", back_target, [node], effect={"restarted": {node: pids[1]}}, origin="faults[1]")
+
     def poll(self, process: str, records: list[tuple[int, str]], at: int, node: str | None = None) -> None:
         base = {"process": process, "f": "poll", "topic": "orders", "partition": 0}
         self.history.append({**base, "type": "invoke", "offset": records[0][0], "time_ns": at})

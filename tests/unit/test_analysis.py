@@ -88,12 +88,8 @@ def _grown_after_a_fault(root: Path) -> None:
     at 3.5 s. The kill owes orders/0 alone a recovery: 0.5 s (trial39: it read 2 s, or "not
     recovered" when a fault came between, for a partition that did not exist yet)."""
     r = RunBuilder(root, "grown-after-a-fault")
-    r.topology["faults"] = [{"at": "1.5s", "do": "kill", "target": "broker:3"},
-                            {"at": "1.6s", "do": "restart", "target": "broker:3"},
-                            {"at": "3s", "do": "add-partitions", "topic": "orders", "count": 1}]
-    r.fault(T0 + 1500 * MS, "kill", "broker:3", ["broker-3"], effect={"killed": {"broker-3": 7}})
-    r.fault(T0 + 1600 * MS, "restart", "broker:3", ["broker-3"], effect={"restarted": {"broker-3": 8}},
-            origin="faults[1]")
+    r.topology["faults"] = [{"at": "3s", "do": "add-partitions", "topic": "orders", "count": 1}]
+    r.kill_and_restart("broker:3", "broker-3", T0 + 1500 * MS, T0 + 1600 * MS)
     r.fault(T0 + 3 * S, "add-partitions", None, [], {"topic": "orders", "count": 1},
             {"topic": "orders", "partitions": [1]}, origin="faults[2]")
     r.send("v5", 5, at=T0 + 2 * S)
@@ -122,11 +118,7 @@ def _controller_restarted(root: Path) -> None:
     """The only controller killed at 1.5 s and restarted at 1.6 s is elected again, in term 2,
     at 1.9 s (trial39: a controller's failover was told nowhere but in events.jsonl)."""
     r = RunBuilder(root, "controller-restarted")
-    r.topology["faults"] = [{"at": "1.5s", "do": "kill", "target": "active-controller"},
-                            {"at": "1.6s", "do": "restart", "target": "controller:1"}]
-    r.fault(T0 + 1500 * MS, "kill", "active-controller", ["controller-1"], effect={"killed": {"controller-1": 9}})
-    r.fault(T0 + 1600 * MS, "restart", "controller:1", ["controller-1"], effect={"restarted": {"controller-1": 10}},
-            origin="faults[1]")
+    r.kill_and_restart("active-controller", "controller-1", T0 + 1500 * MS, T0 + 1600 * MS, (9, 10), "controller:1")
     r.events.append({"node": "controller-1", "time_ns": T0 + 1900 * MS, "kind": "controller-elected",
                      "controller_id": 1, "term": 2})
     r.write()
@@ -979,11 +971,7 @@ def _restarted_not_leading(root: Path) -> None:
     Broker 1's new process follows broker 3 from 2.2 s: nobody leads from 1.5 to 3 s. The
     window ended at the restart (a tester's kill and restart: 1.5 s of downtime missing)."""
     r = RunBuilder(root, "restarted-not-leading")
-    r.topology["faults"] = [{"at": "1.5s", "do": "kill", "target": "broker:1"},
-                            {"at": "2s", "do": "restart", "target": "broker:1"}]
-    r.fault(T0 + 1500 * MS, "kill", "broker:1", ["broker-1"], effect={"killed": {"broker-1": 7}})
-    r.fault(T0 + 2 * S, "restart", "broker:1", ["broker-1"], effect={"restarted": {"broker-1": 8}},
-            origin="faults[1]")
+    r.kill_and_restart("broker:1", "broker-1", T0 + 1500 * MS, T0 + 2 * S)
     r.events += [RunBuilder.change(T0 + 2100 * MS, leader=3, epoch=1, isr=[3, 2], reason="election"),
                  {"node": "broker-1", "time_ns": T0 + 2200 * MS, "kind": "became-follower", "topic": "orders",
                   "partition": 0, "leader": 3, "leader_epoch": 1},
