@@ -339,7 +339,7 @@ def test_the_schedules_time_0_is_when_every_client_runs_not_when_it_was_spawned(
     summary = json.loads((out.run_dir / "summary.json").read_text())
     start = summary["workload_start_ns"]
     assert resumed and start > resumed[0], f"time 0 {start} came before the clients ran ({resumed})"
-    assert json.loads((out.run_dir / STARTED).read_text()) == {"workload_start_ns": start}  # said at once too
+    assert json.loads((out.run_dir / STARTED).read_text()) == {"workload_start_ns": start, "time_scale": TIME_SCALE}  # said at once too
     # its end, which the report's "workload ended" line is drawn at, is its scaled duration on
     assert summary["workload_end_ns"] - start >= 1e9 * TIME_SCALE
     assert load_run_info(out.run_dir).workload_seconds == (summary["workload_end_ns"] - start) / 1e9
