@@ -557,17 +557,26 @@ def _unchanged(do: str, nodes: list[str], effect: dict, stopped: set[str], pause
         return {}
     out = {}
     for n in (n for n in nodes if n not in acted):
-        if n in removed:
-            out[n] = "removed from the cluster (R39)"
-        elif n in stopped and do != "restart":
-            out[n] = "not running"
-        elif do == "pause" and n in paused:
-            out[n] = "paused already"
-        elif do == "resume":
-            out[n] = "not paused"
-        elif do == "restart":
-            out[n] = "running already"
+        if (why := why_unchanged(do, n, stopped, paused, removed)) is not None:
+            out[n] = why
     return out
+
+
+def why_unchanged(do: str, node: str, stopped: set[str], paused: set[str], removed: set[str]) -> str | None:
+    """Why process action `do` (kill, pause, resume, restart, shutdown) leaves `node` as it is,
+    given the nodes stopped, paused and removed before it; None when it acts on it. The
+    injector records it as `unchanged`; the Python API's shortcuts refuse with it (trial38)."""
+    if node in removed:
+        return "removed from the cluster (R39)"
+    if do == "restart":
+        return None if node in stopped else "running already"
+    if node in stopped:
+        return "not running"
+    if do == "pause" and node in paused:
+        return "paused already"
+    if do == "resume" and node not in paused:
+        return "not paused"
+    return None
 
 
 def _quorum_side(groups: list[list[str]], view: ClusterView) -> list[list[str]]:

@@ -42,10 +42,13 @@ def _placement(t: Topology) -> list[str]:
     racks = {b.id: b.rack for b in t.cluster.brokers}
     lines = ["# replicas at the start (R34; the first is the preferred leader)"]
     for partition, brokers in replicas.items():
-        spread = f"  racks {', '.join(str(racks[b]) for b in brokers)}" if any(racks.values()) else ""
-        spanned = len({racks[b] for b in brokers if racks[b] is not None})
-        if spread and spanned < min(len(brokers), len(t.racks)):  # what the check `placement_violations` counts
-            spread += f"  (spans {spanned} of min(RF, racks) = {min(len(brokers), len(t.racks))}: a placement violation, I9)"
+        if not any(racks.values()):
+            lines.append(f"{partition}: {list(brokers)}")
+            continue
+        spread = f"  racks {', '.join(str(racks[b]) for b in brokers)}"
+        spanned, wanted = len({racks[b] for b in brokers if racks[b] is not None}), min(len(brokers), len(t.racks))
+        if spanned < wanted:  # what the check `placement_violations` counts
+            spread += f"  (spans {spanned} of min(RF, racks) = {wanted}: a placement violation, I9)"
         lines.append(f"{partition}: {list(brokers)}{spread}")
     return [*lines, ""]
 

@@ -29,7 +29,7 @@ from broker.common.names import broker_name, node_id
 from broker.noderuntime.config import NodeConfig
 from broker.wire.linkfilter import CLIENTS, LinkTable
 from faults import kernel_rules
-from faults.injector import FaultInjector
+from faults.injector import FaultInjector, why_unchanged
 from faults.fault_spec import DURATION_PARAMS, FAULT_ACTIONS, FaultSpec
 from faults.process import sigcont, sigkill, sigstop
 from faults.schedule import ScheduledFault
@@ -495,8 +495,8 @@ class Cluster(ClusterAdmin):
         would leave as it is (a kill of a stopped node, a pause of a paused one) is a
         ClusterError before anything is recorded, as a restart of a running one always was:
         three of the four returned a pid as if they had acted (trial38)."""
-        if (why := self._nothing_to_do(do, self._node(name))) is not None:
-            raise ClusterError(f"{do} {name}: {name} {why}")
+        if (why := why_unchanged(do, self._node(name), self.stopped, self.paused, self.removed)) is not None:
+            raise ClusterError(f"{do} {name}: {name} is {why}")
         kind, _, number = name.partition("-")
         effect = self.fault(do, target=f"{kind}:{number}")["effect"]
         if "error" in effect:
@@ -504,21 +504,6 @@ class Cluster(ClusterAdmin):
         if name not in effect.get(acted, {}):  # (a state the supervisor's sets did not foresee)
             raise ClusterError(f"{do} {name}: {effect.get('unchanged', {}).get(name, 'nothing was done')}")
         return int(effect[acted][name])
-
-    def _nothing_to_do(self, do: str, name: str) -> str | None:
-        """Why process action `do` would leave node `name` as it is, in the words of the
-        injector's `unchanged` effect; None when it would act."""
-        if name in self.removed:
-            return "was removed from the cluster (R39)"
-        if do == "restart":
-            return None if name in self.stopped else "is running"
-        if name in self.stopped:
-            return "is not running"
-        if do == "pause" and name in self.paused:
-            return "is paused already"
-        if do == "resume" and name not in self.paused:
-            return "is not paused"
-        return None
 
     def kill_node(self, name: str) -> int:
         """SIGKILL one node (paused or not); returns its pid."""
